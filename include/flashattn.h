@@ -1,0 +1,245 @@
+/* flashattn: exact FlashAttention (tiled online softmax, forward and backward) behind one C API,
+ * on CUDA, Vulkan, OpenCL and the CPU. The library links no GPU runtime: each backend opens its
+ * driver at run time and reports itself unavailable, with the reason, where it cannot.
+ *
+ * Every creation call takes a *_desc struct in which zero means "default", so callers write
+ *   fa_context_create(&(fa_context_desc){ .backend = FA_BACKEND_CPU }, &ctx);
+ * and new fields never break them. Every call returns an fa_status; on failure the context keeps
+ * a sentence with the detail (which argument, which limit, the native error code), read by
+ * fa_context_last_error(). The library never prints unless a log callback is set, never exits. */
+#ifndef FLASHATTN_H
+#define FLASHATTN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashattn/status.h"
+
+#if defined(FA_STATIC)
+#define FA_API
+#elif defined(_WIN32)
+#if defined(FA_BUILDING_LIBRARY)
+#define FA_API __declspec(dllexport)
+#else
+#define FA_API __declspec(dllimport)
+#endif
+#else
+#define FA_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FA_VERSION_MAJOR 0
+#define FA_VERSION_MINOR 1
+#define FA_VERSION_PATCH 0
+#define FA_VERSION_HEX ((FA_VERSION_MAJOR << 16) | (FA_VERSION_MINOR << 8) | FA_VERSION_PATCH)
+
+/** The library's version as "MAJOR.MINOR.PATCH", a static string. */
+FA_API const char *fa_version_string(void);
+/** The library's version as FA_VERSION_HEX of the build that is running. */
+FA_API unsigned fa_version(void);
+
+/** A short sentence for a status ("invalid argument"); never NULL, "unknown status" if unknown. */
+FA_API const char *fa_status_string(fa_status status);
+/** The status's name without prefix ("ERROR_SHAPE_MISMATCH"); never NULL. */
+FA_API const char *fa_status_name(fa_status status);
+
+/* ---- backends and devices ------------------------------------------------------------------ */
+
+typedef enum fa_backend {
+    FA_BACKEND_AUTO = 0, /* CUDA (cc >= 8.0), else a Vulkan GPU, else an OpenCL GPU, else CPU */
+    FA_BACKEND_CUDA,
+    FA_BACKEND_VULKAN,
+    FA_BACKEND_OPENCL,
+    FA_BACKEND_CPU,
+    FA_BACKEND_COUNT
+} fa_backend;
+
+typedef enum fa_device_kind {
+    FA_DEVICE_KIND_OTHER = 0,
+    FA_DEVICE_KIND_DISCRETE_GPU,
+    FA_DEVICE_KIND_INTEGRATED_GPU,
+    FA_DEVICE_KIND_CPU,      /* the CPU backend itself */
+    FA_DEVICE_KIND_SOFTWARE, /* a GPU API implemented on the CPU: lavapipe, PoCL */
+} fa_device_kind;
+
+/** What a backend is on this machine. `reason` says why it is not available, empty if it is. */
+typedef struct fa_backend_info {
+    fa_backend backend;
+    const char *name; /* "cuda", "vulkan", "opencl", "cpu" */
+    bool built;       /* compiled into this library */
+    bool available;   /* its driver loaded and it has at least one device */
+    int device_count;
+    char reason[256];
+} fa_backend_info;
+
+/** One device of one backend, with what matters for choosing and for kernels.
+ * Fields a backend cannot know are zero or empty. */
+typedef struct fa_device_info {
+    fa_backend backend;
+    int index; /* within its backend */
+    fa_device_kind kind;
+    char name[128];
+    char vendor[64];
+    char driver[64];      /* driver name and version */
+    char api_version[32]; /* compute capability "9.0", Vulkan "1.3.239", "OpenCL 3.0", ... */
+    int api_major, api_minor;
+    uint64_t memory_bytes;
+    uint64_t max_buffer_bytes; /* largest single buffer or binding the backend can address */
+    uint32_t compute_units;
+    uint32_t shared_memory_bytes; /* per workgroup / block */
+    uint32_t max_workgroup_size;
+    uint32_t subgroup_size_min, subgroup_size_max;
+    bool f16;          /* native f16 arithmetic */
+    bool bf16;         /* native bf16 arithmetic or conversion */
+    bool matrix_units; /* tensor cores, cooperative matrix, AMX, ... */
+} fa_device_info;
+
+/** Short lower-case name of a backend ("auto", "cuda", ...); "unknown" when out of range. */
+FA_API const char *fa_backend_name(fa_backend backend);
+/** Parses "auto", "cuda", "vulkan", "opencl" or "cpu" (any case). ERROR_INVALID_BACKEND if none. */
+FA_API fa_status fa_backend_from_name(const char *name, fa_backend *out);
+/** Fills `out` for one backend, probing its driver on first use (thread-safe, done once). */
+FA_API fa_status fa_backend_query(fa_backend backend, fa_backend_info *out);
+/** Fills `out` for device `index` of an available backend. ERROR_INVALID_DEVICE past the end. */
+FA_API fa_status fa_device_query(fa_backend backend, int index, fa_device_info *out);
+
+/* ---- contexts -------------------------------------------------------------------------------- */
+
+typedef struct fa_context fa_context;
+typedef struct fa_buffer fa_buffer;
+
+typedef enum fa_log_level {
+    FA_LOG_ERROR = 0,
+    FA_LOG_WARN,
+    FA_LOG_INFO,
+    FA_LOG_DEBUG,
+} fa_log_level;
+
+typedef void (*fa_log_fn)(void *user_data, fa_log_level level, const char *message);
+
+/** How to open a context. Defaults (all zero): AUTO backend, whose choice the environment
+ * variables FA_BACKEND (cuda|vulkan|opencl|cpu) and FA_DEVICE (index) override; device 0 of an
+ * explicitly named backend; no logging; OpenMP's default thread count on the CPU backend. */
+typedef struct fa_context_desc {
+    fa_backend backend;
+    int device;             /* index within `backend`; ignored for AUTO (see FA_DEVICE) */
+    fa_log_fn log;          /* optional */
+    void *log_user_data;
+    fa_log_level log_level; /* messages at or below this level reach `log`; default ERROR */
+    int cpu_threads;        /* CPU backend only; 0 = default */
+} fa_context_desc;
+
+/** Opens a context on one device. `desc` may be NULL for defaults. On failure *out is NULL and
+ * the status says why; fa_last_create_error() holds the sentence. */
+FA_API fa_status fa_context_create(const fa_context_desc *desc, fa_context **out);
+/** Waits for pending work, frees every buffer still alive in the context, then the context. */
+FA_API void fa_context_destroy(fa_context *ctx);
+/** The backend the context runs on (never AUTO). */
+FA_API fa_backend fa_context_backend(const fa_context *ctx);
+/** The device the context runs on. */
+FA_API fa_status fa_context_device(const fa_context *ctx, fa_device_info *out);
+/** Waits until every call issued on the context has finished. */
+FA_API fa_status fa_context_synchronize(fa_context *ctx);
+/** The detail of the context's last failure, "" if none. Valid until the next call on ctx. */
+FA_API const char *fa_context_last_error(const fa_context *ctx);
+/** The detail of this thread's last failed fa_context_create, "" if none. */
+FA_API const char *fa_last_create_error(void);
+
+/** Memory the context holds on its device, in bytes. */
+typedef struct fa_memory_stats {
+    uint64_t buffer_bytes;           /* live buffers created by the caller */
+    uint64_t buffer_peak_bytes;      /* their peak */
+    uint64_t workspace_bytes;        /* scratch the backend holds now (tiles, D, partials) */
+    uint64_t workspace_peak_bytes;   /* its peak since the context was created */
+} fa_memory_stats;
+
+FA_API fa_status fa_context_memory(const fa_context *ctx, fa_memory_stats *out);
+
+/* ---- buffers --------------------------------------------------------------------------------- */
+
+/** A buffer's size and, optionally, its first contents (`size` bytes copied from `data`). */
+typedef struct fa_buffer_desc {
+    size_t size;
+    const void *data; /* optional */
+} fa_buffer_desc;
+
+/** Allocates device memory in the context. ERROR_OUT_OF_DEVICE_MEMORY when it does not fit. */
+FA_API fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, fa_buffer **out);
+/** Frees a buffer after the work that uses it has finished. NULL is ignored. */
+FA_API void fa_buffer_destroy(fa_buffer *buf);
+FA_API size_t fa_buffer_size(const fa_buffer *buf);
+/** Copies `size` bytes from host `src` to the buffer at byte `offset`. */
+FA_API fa_status fa_buffer_write(fa_buffer *buf, size_t offset, const void *src, size_t size);
+/** Copies `size` bytes from the buffer at byte `offset` to host `dst`; waits for pending work. */
+FA_API fa_status fa_buffer_read(fa_buffer *buf, size_t offset, void *dst, size_t size);
+
+/* ---- tensors and attention ------------------------------------------------------------------- */
+
+typedef enum fa_dtype {
+    FA_DTYPE_INVALID = 0,
+    FA_DTYPE_F32,
+    FA_DTYPE_F16,
+    FA_DTYPE_BF16,
+} fa_dtype;
+
+FA_API const char *fa_dtype_name(fa_dtype dtype); /* "f32", "f16", "bf16", "invalid" */
+FA_API size_t fa_dtype_size(fa_dtype dtype);      /* bytes per element, 0 if invalid */
+
+enum { FA_DIM_BATCH = 0, FA_DIM_SEQ = 1, FA_DIM_HEADS = 2, FA_DIM_HEAD = 3 };
+
+/** A view of a buffer as a 4-D tensor in the logical order (batch, seq, heads, head_dim).
+ * `offset` is in bytes; `stride` is in elements, per logical dimension, and stride[3] must be 1.
+ * All-zero strides mean packed BSHD. For the LSE the shape is (batch, seq_q, heads, 1), dtype
+ * F32, and all-zero strides mean packed (batch, heads, seq_q), the usual LSE layout. */
+typedef struct fa_tensor {
+    fa_buffer *buffer;
+    uint64_t offset;
+    fa_dtype dtype;
+    int64_t shape[4];
+    int64_t stride[4];
+} fa_tensor;
+
+/** Packed (batch, seq, heads, dim) view at byte offset 0. */
+FA_API fa_tensor fa_tensor_bshd(fa_buffer *buf, fa_dtype dtype, int64_t batch, int64_t seq,
+                                int64_t heads, int64_t dim);
+/** Packed (batch, heads, seq, dim) memory, seen in the logical (batch, seq, heads, dim) order. */
+FA_API fa_tensor fa_tensor_bhsd(fa_buffer *buf, fa_dtype dtype, int64_t batch, int64_t seq,
+                                int64_t heads, int64_t dim);
+/** Packed (batch, heads, seq_q) f32 LSE view. */
+FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int64_t seq_q);
+
+/** Options of one attention call. Zero is the default for every field:
+ *   scale  0 -> 1/sqrt(head_dim);
+ *   causal off; when on, aligned bottom-right: query i sees keys j <= i + seq_k - seq_q. */
+typedef struct fa_attention_desc {
+    float scale;
+    bool causal;
+} fa_attention_desc;
+
+/** O = softmax(scale * Q K^T [masked]) V and LSE = logsumexp of each row (natural log, f32).
+ * q: (B, Sq, Hq, D); k, v: (B, Sk, Hkv, D) with Hq % Hkv == 0 (query head h reads KV head
+ * h / (Hq / Hkv)); o like q; lse (B, Sq, Hq, 1) f32, or NULL when not needed. q, k, v, o share
+ * one dtype; accumulation is f32. A row that sees no key gets O = 0 and LSE = -inf. B = 0 or
+ * Sq = 0 does nothing. Outputs must not overlap inputs. May run asynchronously. */
+FA_API fa_status fa_attention_forward(fa_context *ctx, const fa_attention_desc *desc,
+                                      const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                                      const fa_tensor *o, const fa_tensor *lse);
+
+/** Gradients of the forward above, recomputing the scores from Q, K and LSE: dq like q, dk and dv
+ * like k and v, all in the input dtype; o, d_o and lse as the forward wrote them. Rows that see no
+ * key get zero gradients. dq, dk, dv are overwritten, not accumulated into. */
+FA_API fa_status fa_attention_backward(fa_context *ctx, const fa_attention_desc *desc,
+                                       const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                                       const fa_tensor *o, const fa_tensor *d_o,
+                                       const fa_tensor *lse, const fa_tensor *d_q,
+                                       const fa_tensor *d_k, const fa_tensor *d_v);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,104 @@
+/* Device buffers: a runtime record around each backend allocation, listed in its context so
+ * that a context's destruction frees what the caller left. */
+#include "fa_internal.h"
+
+#include <stdlib.h>
+
+fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, fa_buffer **out)
+{
+    if (!out)
+        return ctx ? fa_fail(ctx, FA_ERROR_NULL_POINTER, "fa_buffer_create: out is NULL")
+                   : FA_ERROR_NULL_POINTER;
+    *out = NULL;
+    if (!ctx)
+        return FA_ERROR_NULL_POINTER;
+    if (!desc)
+        return fa_fail(ctx, FA_ERROR_NULL_POINTER, "fa_buffer_create: desc is NULL");
+    if (ctx->lost)
+        return fa_fail(ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
+    const uint64_t limit = ctx->device_info.max_buffer_bytes;
+    if (limit && desc->size > limit)
+        return fa_fail(ctx, FA_ERROR_TOO_LARGE,
+                       "buffer of %zu bytes exceeds the device's largest buffer (%llu bytes)",
+                       desc->size, (unsigned long long)limit);
+
+    fa_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate a buffer record");
+    fa_status st = ctx->backend->buffer_alloc(ctx, desc->size, &buf->handle);
+    if (st != FA_OK) {
+        free(buf);
+        return st;
+    }
+    buf->ctx = ctx;
+    buf->size = desc->size;
+    if (desc->data && desc->size) {
+        st = ctx->backend->buffer_write(ctx, buf->handle, 0, desc->data, desc->size);
+        if (st != FA_OK) {
+            ctx->backend->buffer_free(ctx, buf->handle);
+            free(buf);
+            return st;
+        }
+    }
+    buf->next = ctx->buffers;
+    if (ctx->buffers)
+        ctx->buffers->prev = buf;
+    ctx->buffers = buf;
+    ctx->memory.buffer_bytes += desc->size;
+    if (ctx->memory.buffer_bytes > ctx->memory.buffer_peak_bytes)
+        ctx->memory.buffer_peak_bytes = ctx->memory.buffer_bytes;
+    *out = buf;
+    return FA_OK;
+}
+
+void fa_buffer_destroy(fa_buffer *buf)
+{
+    if (!buf)
+        return;
+    fa_context *ctx = buf->ctx;
+    if (!ctx->lost)
+        ctx->backend->synchronize(ctx);
+    ctx->backend->buffer_free(ctx, buf->handle);
+    if (buf->prev)
+        buf->prev->next = buf->next;
+    else
+        ctx->buffers = buf->next;
+    if (buf->next)
+        buf->next->prev = buf->prev;
+    ctx->memory.buffer_bytes -= buf->size;
+    free(buf);
+}
+
+size_t fa_buffer_size(const fa_buffer *buf) { return buf ? buf->size : 0; }
+
+static fa_status check_range(const fa_buffer *buf, size_t offset, const void *host, size_t size,
+                             const char *what)
+{
+    if (!buf)
+        return FA_ERROR_NULL_POINTER;
+    if (!host && size)
+        return fa_fail(buf->ctx, FA_ERROR_NULL_POINTER, "%s: host pointer is NULL", what);
+    if (buf->ctx->lost)
+        return fa_fail(buf->ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
+    if (offset > buf->size || size > buf->size - offset)
+        return fa_fail(buf->ctx, FA_ERROR_OUT_OF_BOUNDS,
+                       "%s: bytes [%zu, %zu + %zu) lie outside a buffer of %zu bytes", what,
+                       offset, offset, size, buf->size);
+    return FA_OK;
+}
+
+fa_status fa_buffer_write(fa_buffer *buf, size_t offset, const void *src, size_t size)
+{
+    fa_status st = check_range(buf, offset, src, size, "fa_buffer_write");
+    if (st != FA_OK || size == 0)
+        return st;
+    return buf->ctx->backend->buffer_write(buf->ctx, buf->handle, offset, src, size);
+}
+
+fa_status fa_buffer_read(fa_buffer *buf, size_t offset, void *dst, size_t size)
+{
+    fa_status st = check_range(buf, offset, dst, size, "fa_buffer_read");
+    if (st != FA_OK || size == 0)
+        return st;
+    return buf->ctx->backend->buffer_read(buf->ctx, buf->handle, offset, dst, size);
+}

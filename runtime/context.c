@@ -1,0 +1,185 @@
+/* Contexts: choosing a backend and device, opening it, and tearing it down. */
+#include "fa_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_gpu(fa_device_kind kind)
+{
+    return kind == FA_DEVICE_KIND_DISCRETE_GPU || kind == FA_DEVICE_KIND_INTEGRATED_GPU;
+}
+
+/* The first device of `backend` whose kind is `kind`, or -1. */
+static int find_device(fa_backend backend, fa_device_kind kind, int min_api_major)
+{
+    fa_backend_info info;
+    if (fa_backend_query(backend, &info) != FA_OK || !info.available)
+        return -1;
+    for (int i = 0; i < info.device_count; i++) {
+        fa_device_info dev;
+        if (fa_device_query(backend, i, &dev) == FA_OK && dev.kind == kind &&
+            dev.api_major >= min_api_major)
+            return i;
+    }
+    return -1;
+}
+
+/* AUTO: CUDA on compute capability >= 8.0, else a Vulkan GPU (discrete before integrated),
+ * else an OpenCL GPU, else the CPU. Software devices are never chosen here. */
+static void choose_auto(fa_backend *backend, int *device)
+{
+    static const struct {
+        fa_backend backend;
+        fa_device_kind kind;
+        int min_api_major;
+    } order[] = {
+        {FA_BACKEND_CUDA, FA_DEVICE_KIND_DISCRETE_GPU, 8},
+        {FA_BACKEND_CUDA, FA_DEVICE_KIND_INTEGRATED_GPU, 8},
+        {FA_BACKEND_VULKAN, FA_DEVICE_KIND_DISCRETE_GPU, 0},
+        {FA_BACKEND_VULKAN, FA_DEVICE_KIND_INTEGRATED_GPU, 0},
+        {FA_BACKEND_OPENCL, FA_DEVICE_KIND_DISCRETE_GPU, 0},
+        {FA_BACKEND_OPENCL, FA_DEVICE_KIND_INTEGRATED_GPU, 0},
+    };
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        int found = find_device(order[i].backend, order[i].kind, order[i].min_api_major);
+        if (found >= 0 && is_gpu(order[i].kind)) {
+            *backend = order[i].backend;
+            *device = found;
+            return;
+        }
+    }
+    *backend = FA_BACKEND_CPU;
+    *device = 0;
+}
+
+/* FA_BACKEND and FA_DEVICE, read only when the caller asked for AUTO. */
+static fa_status apply_environment(fa_backend *backend, int *device)
+{
+    const char *name = getenv("FA_BACKEND");
+    const char *index = getenv("FA_DEVICE");
+    if (name && name[0] && strcmp(name, "auto") != 0) {
+        if (fa_backend_from_name(name, backend) != FA_OK)
+            return fa_fail(NULL, FA_ERROR_INVALID_BACKEND,
+                           "FA_BACKEND=%s is not one of cuda, vulkan, opencl, cpu, auto", name);
+        *device = 0;
+    }
+    if (index && index[0]) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(index, &end, 10);
+        if (errno || *end || v < 0 || v > 65535)
+            return fa_fail(NULL, FA_ERROR_INVALID_DEVICE,
+                           "FA_DEVICE=%s is not a device index (0, 1, ...)", index);
+        *device = (int)v;
+    }
+    return FA_OK;
+}
+
+fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
+{
+    static const fa_context_desc defaults = {0};
+    if (!out)
+        return fa_fail(NULL, FA_ERROR_NULL_POINTER, "fa_context_create: out is NULL");
+    *out = NULL;
+    if (!desc)
+        desc = &defaults;
+    if ((unsigned)desc->backend >= FA_BACKEND_COUNT)
+        return fa_fail(NULL, FA_ERROR_INVALID_BACKEND, "backend %d is not an fa_backend value",
+                       (int)desc->backend);
+    if (desc->device < 0)
+        return fa_fail(NULL, FA_ERROR_INVALID_DEVICE, "device index %d is negative", desc->device);
+
+    fa_backend backend = desc->backend;
+    int device = desc->device;
+    if (backend == FA_BACKEND_AUTO) {
+        fa_backend forced = FA_BACKEND_AUTO;
+        int forced_device = -1;
+        fa_status st = apply_environment(&forced, &forced_device);
+        if (st != FA_OK)
+            return st;
+        if (forced == FA_BACKEND_AUTO)
+            choose_auto(&backend, &device);
+        else
+            backend = forced;
+        if (forced_device >= 0)
+            device = forced_device;
+    }
+
+    fa_backend_info info;
+    fa_backend_query(backend, &info);
+    if (!info.built)
+        return fa_fail(NULL, FA_ERROR_BACKEND_NOT_BUILT, "%s backend: not built into this library",
+                       info.name);
+    if (!info.available)
+        return fa_fail(NULL, FA_ERROR_BACKEND_UNAVAILABLE, "%s backend unavailable: %s", info.name,
+                       info.reason);
+    if (device >= info.device_count)
+        return fa_fail(NULL, FA_ERROR_INVALID_DEVICE,
+                       "%s backend has %d device(s); index %d does not exist", info.name,
+                       info.device_count, device);
+
+    fa_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return fa_fail(NULL, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate a context");
+    ctx->backend = fa_registry_get(backend);
+    ctx->device = device;
+    ctx->log = desc->log;
+    ctx->log_user_data = desc->log_user_data;
+    ctx->log_level = desc->log_level;
+    ctx->cpu_threads = desc->cpu_threads > 0 ? desc->cpu_threads : 0;
+    fa_device_query(backend, device, &ctx->device_info);
+
+    fa_status st = ctx->backend->context_init(ctx, device);
+    if (st != FA_OK) {
+        fa_fail(NULL, st, "%s", ctx->last_error);
+        free(ctx);
+        return st;
+    }
+    fa_log(ctx, FA_LOG_INFO, "context on %s device %d: %s", info.name, device,
+           ctx->device_info.name);
+    *out = ctx;
+    return FA_OK;
+}
+
+void fa_context_destroy(fa_context *ctx)
+{
+    if (!ctx)
+        return;
+    if (!ctx->lost)
+        ctx->backend->synchronize(ctx);
+    while (ctx->buffers)
+        fa_buffer_destroy(ctx->buffers);
+    ctx->backend->context_release(ctx);
+    free(ctx);
+}
+
+fa_backend fa_context_backend(const fa_context *ctx)
+{
+    return ctx ? ctx->backend->id : FA_BACKEND_AUTO;
+}
+
+fa_status fa_context_device(const fa_context *ctx, fa_device_info *out)
+{
+    if (!ctx || !out)
+        return FA_ERROR_NULL_POINTER;
+    *out = ctx->device_info;
+    return FA_OK;
+}
+
+fa_status fa_context_synchronize(fa_context *ctx)
+{
+    if (!ctx)
+        return FA_ERROR_NULL_POINTER;
+    if (ctx->lost)
+        return fa_fail(ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
+    return ctx->backend->synchronize(ctx);
+}
+
+fa_status fa_context_memory(const fa_context *ctx, fa_memory_stats *out)
+{
+    if (!ctx || !out)
+        return FA_ERROR_NULL_POINTER;
+    *out = ctx->memory;
+    return FA_OK;
+}

@@ -1,0 +1,52 @@
+/* The one interface every backend implements. The runtime validates each call and resolves
+ * defaults before a backend sees it, so backends may assume valid, non-empty input. */
+#ifndef FA_BACKEND_H
+#define FA_BACKEND_H
+
+#include "flashattn.h"
+
+/* A validated tensor as a backend sees it: its buffer's backend handle, and the offset and
+ * strides in elements of the tensor's dtype. For the LSE, stride_s runs along queries. */
+typedef struct fa_view {
+    void *buffer;
+    uint64_t offset;
+    int64_t stride_b, stride_s, stride_h;
+} fa_view;
+
+/* One validated attention call. head_dim stride is 1 for every view; batch and heads are > 0.
+ * seq_k may be 0 (then O = 0, LSE = -inf, dQ = 0). The forward always has seq_q > 0; the
+ * backward may get seq_q = 0 with seq_k > 0, and must then write dK = dV = 0. */
+typedef struct fa_attention_call {
+    fa_dtype dtype; /* of q, k, v, o, d_o, d_q, d_k, d_v; lse is always f32 */
+    int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
+    float scale; /* resolved: never 0 */
+    bool causal; /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
+    bool has_lse;
+    fa_view q, k, v, o, lse;
+    fa_view d_o, d_q, d_k, d_v; /* backward only */
+} fa_attention_call;
+
+typedef struct fa_backend_iface {
+    fa_backend id;
+    const char *name;
+    /* Loads the driver and counts devices; called once per process. Returns false with a reason
+     * when the backend cannot run here. */
+    bool (*probe)(int *device_count, char *reason, size_t reason_size);
+    void (*device_info)(int index, fa_device_info *out);
+    /* Opens device `index` for ctx, storing whatever it needs in ctx->backend_state. */
+    fa_status (*context_init)(fa_context *ctx, int index);
+    void (*context_release)(fa_context *ctx);
+    fa_status (*buffer_alloc)(fa_context *ctx, size_t size, void **handle);
+    void (*buffer_free)(fa_context *ctx, void *handle);
+    fa_status (*buffer_write)(fa_context *ctx, void *handle, size_t offset, const void *src,
+                              size_t size);
+    fa_status (*buffer_read)(fa_context *ctx, void *handle, size_t offset, void *dst, size_t size);
+    fa_status (*synchronize)(fa_context *ctx);
+    fa_status (*forward)(fa_context *ctx, const fa_attention_call *call);
+    fa_status (*backward)(fa_context *ctx, const fa_attention_call *call);
+    /* (optional) rejects calls the device cannot run (dtype, head dim, sizes) with a status and
+     * a message, before any work is issued. NULL = every valid call is supported. */
+    fa_status (*check_call)(fa_context *ctx, const fa_attention_call *call, bool backward);
+} fa_backend_iface;
+
+#endif

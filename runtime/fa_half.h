@@ -1,0 +1,69 @@
+/* f16 and bf16 <-> f32 conversions by bit manipulation, round to nearest even, NaN kept NaN.
+ * Header-only so that kernels can inline them into vectorized loops. */
+#ifndef FA_HALF_H
+#define FA_HALF_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t fa_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float fa_bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline float fa_bf16_to_f32(uint16_t h) { return fa_bits_f32((uint32_t)h << 16); }
+
+static inline uint16_t fa_f32_to_bf16(float f)
+{
+    uint32_t u = fa_f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float fa_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    if (exp == 0x1fu)
+        return fa_bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        /* zero or subnormal: value = man * 2^-24, exact in f32 */
+        float v = (float)man * 5.9604644775390625e-08f;
+        return sign ? -v : v;
+    }
+    return fa_bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+static inline uint16_t fa_f32_to_f16(float f)
+{
+    uint32_t u = fa_f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t abs = u & 0x7fffffffu;
+    if (abs > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u);
+    if (abs >= 0x477ff000u) /* rounds to >= 65520: overflow to infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    if (abs < 0x38800000u) {
+        /* result is subnormal or zero: scale so that the f16 ulp (2^-24) becomes an integer
+         * step, and let the FPU round to nearest even. */
+        float v = fa_bits_f32(abs) * 16777216.0f;
+        uint32_t r = (uint32_t)__builtin_rintf(v);
+        return (uint16_t)(sign | r);
+    }
+    uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
+    return (uint16_t)(sign | ((rounded - (112u << 23)) >> 13));
+}
+
+#endif

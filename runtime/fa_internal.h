@@ -1,0 +1,48 @@
+/* What the runtime shares with backends: the context and buffer objects, error and log helpers,
+ * workspace accounting. Not installed. */
+#ifndef FA_INTERNAL_H
+#define FA_INTERNAL_H
+
+#include "fa_backend.h"
+
+#include <stdarg.h>
+
+#if defined(__GNUC__)
+#define FA_PRINTF(fmt_index, args_index) __attribute__((format(printf, fmt_index, args_index)))
+#else
+#define FA_PRINTF(fmt_index, args_index)
+#endif
+
+struct fa_buffer {
+    fa_context *ctx;
+    void *handle; /* the backend's */
+    size_t size;
+    fa_buffer *prev, *next;
+};
+
+struct fa_context {
+    const fa_backend_iface *backend;
+    int device;
+    fa_device_info device_info;
+    void *backend_state;
+    fa_log_fn log;
+    void *log_user_data;
+    fa_log_level log_level;
+    int cpu_threads;
+    bool lost; /* set after a device loss: every later call fails with ERROR_CONTEXT_LOST */
+    fa_buffer *buffers;
+    fa_memory_stats memory;
+    char last_error[1024];
+};
+
+/* Records `status` with a formatted sentence as the context's last error, logs it at ERROR
+ * level, and returns `status`, so failures read `return fa_fail(ctx, FA_ERROR_X, "...", ...)`. */
+fa_status fa_fail(fa_context *ctx, fa_status status, const char *fmt, ...) FA_PRINTF(3, 4);
+void fa_log(const fa_context *ctx, fa_log_level level, const char *fmt, ...) FA_PRINTF(3, 4);
+/* Backends report scratch memory they allocate (+) and free (-). */
+void fa_workspace_track(fa_context *ctx, int64_t delta_bytes);
+
+/* Registry (runtime/registry.c): the iface of a built backend, or NULL. */
+const fa_backend_iface *fa_registry_get(fa_backend backend);
+
+#endif

@@ -1,0 +1,272 @@
+/* Validation of attention calls: every check runs here, once, before a backend sees the call, and
+ * each failure names the argument and the limit. The result is a resolved fa_attention_call. */
+#include "fa_validate.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct span {
+    const fa_buffer *buffer;
+    uint64_t begin, end; /* bytes; begin == end for an empty tensor */
+} span;
+
+typedef struct role {
+    const char *name;
+    const fa_tensor *tensor;
+    bool output;
+    bool lse;
+    fa_view *view;
+    span bytes;
+} role;
+
+static bool mul_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+static bool add_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
+
+/* Default strides: packed BSHD, or packed (batch, heads, seq) for the LSE. */
+static bool default_strides(const int64_t *shape, bool lse, int64_t *stride)
+{
+    int64_t sd = shape[3], hsd, shsd;
+    if (lse) {
+        stride[3] = 1;
+        stride[1] = 1;
+        if (!mul_ok(shape[1], 1, &stride[2]) || !mul_ok(shape[2], shape[1], &stride[0]))
+            return false;
+        return true;
+    }
+    stride[3] = 1;
+    stride[2] = sd;
+    if (!mul_ok(shape[2], sd, &hsd) || !mul_ok(shape[1], hsd, &shsd))
+        return false;
+    stride[1] = hsd;
+    stride[0] = shsd;
+    return true;
+}
+
+/* True when no two elements of the view share an address (sufficient test: ordered by stride,
+ * each stride is at least the span of the dimensions below it). */
+static bool strides_disjoint(const int64_t *shape, const int64_t *stride)
+{
+    int order[4] = {0, 1, 2, 3};
+    for (int i = 1; i < 4; i++)
+        for (int j = i; j > 0 && stride[order[j]] < stride[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    int64_t needed = 1;
+    for (int i = 0; i < 4; i++) {
+        int d = order[i];
+        if (shape[d] <= 1)
+            continue;
+        if (stride[d] < needed)
+            return false;
+        if (!mul_ok(stride[d], shape[d], &needed))
+            return true; /* larger than any address: nothing above can collide */
+    }
+    return true;
+}
+
+static fa_status resolve(fa_context *ctx, role *r)
+{
+    const fa_tensor *t = r->tensor;
+    if (!t)
+        return fa_fail(ctx, FA_ERROR_NULL_POINTER, "%s is NULL", r->name);
+    if (!t->buffer)
+        return fa_fail(ctx, FA_ERROR_NULL_POINTER, "%s.buffer is NULL", r->name);
+    if (t->buffer->ctx != ctx)
+        return fa_fail(ctx, FA_ERROR_FOREIGN_BUFFER, "%s.buffer belongs to another context",
+                       r->name);
+    if (r->lse ? t->dtype != FA_DTYPE_F32 : fa_dtype_size(t->dtype) == 0)
+        return fa_fail(ctx, FA_ERROR_DTYPE_MISMATCH, "%s.dtype is %s (%d); expected %s", r->name,
+                       fa_dtype_name(t->dtype), (int)t->dtype, r->lse ? "f32" : "f32, f16 or bf16");
+    for (int d = 0; d < 4; d++)
+        if (t->shape[d] < 0)
+            return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT, "%s.shape[%d] is negative (%lld)",
+                           r->name, d, (long long)t->shape[d]);
+    if (r->lse && t->shape[3] != 1)
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH, "%s.shape[3] must be 1, not %lld", r->name,
+                       (long long)t->shape[3]);
+
+    int64_t stride[4];
+    bool zero = !t->stride[0] && !t->stride[1] && !t->stride[2] && !t->stride[3];
+    if (zero) {
+        if (!default_strides(t->shape, r->lse, stride))
+            return fa_fail(ctx, FA_ERROR_SIZE_OVERFLOW, "%s: packed strides overflow 64 bits",
+                           r->name);
+    } else {
+        memcpy(stride, t->stride, sizeof stride);
+        for (int d = 0; d < 4; d++)
+            if (stride[d] < 0)
+                return fa_fail(ctx, FA_ERROR_INVALID_STRIDE, "%s.stride[%d] is negative (%lld)",
+                               r->name, d, (long long)stride[d]);
+        if (!r->lse && stride[3] != 1)
+            return fa_fail(ctx, FA_ERROR_INVALID_STRIDE,
+                           "%s.stride[3] (head_dim) must be 1, not %lld", r->name,
+                           (long long)stride[3]);
+    }
+
+    int64_t count = 1;
+    for (int d = 0; d < 4; d++)
+        if (!mul_ok(count, t->shape[d], &count))
+            return fa_fail(ctx, FA_ERROR_SIZE_OVERFLOW,
+                           "%s: element count of shape (%lld, %lld, %lld, %lld) overflows 64 bits",
+                           r->name, (long long)t->shape[0], (long long)t->shape[1],
+                           (long long)t->shape[2], (long long)t->shape[3]);
+
+    const int64_t esize = (int64_t)fa_dtype_size(t->dtype);
+    if (t->offset % (uint64_t)esize)
+        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                       "%s.offset %llu is not a multiple of the %s element size %lld", r->name,
+                       (unsigned long long)t->offset, fa_dtype_name(t->dtype), (long long)esize);
+    if (t->offset > (uint64_t)INT64_MAX)
+        return fa_fail(ctx, FA_ERROR_SIZE_OVERFLOW, "%s.offset overflows", r->name);
+
+    int64_t end_bytes = (int64_t)t->offset;
+    if (count > 0) {
+        int64_t last = 0, term;
+        for (int d = 0; d < 4; d++)
+            if (!mul_ok(t->shape[d] - 1, stride[d], &term) || !add_ok(last, term, &last))
+                return fa_fail(ctx, FA_ERROR_SIZE_OVERFLOW,
+                               "%s: the last element's index overflows 64 bits", r->name);
+        if (!add_ok(last, 1, &last) || !mul_ok(last, esize, &term) ||
+            !add_ok(end_bytes, term, &end_bytes))
+            return fa_fail(ctx, FA_ERROR_SIZE_OVERFLOW, "%s: the byte extent overflows 64 bits",
+                           r->name);
+    }
+    if ((uint64_t)end_bytes > t->buffer->size)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_BOUNDS,
+                       "%s reaches byte %lld but its buffer holds %zu bytes", r->name,
+                       (long long)end_bytes, t->buffer->size);
+    if (r->output && count > 0 && !strides_disjoint(t->shape, stride))
+        return fa_fail(ctx, FA_ERROR_INVALID_STRIDE,
+                       "%s: strides make output elements overlap each other", r->name);
+
+    r->bytes = (span){t->buffer, t->offset, (uint64_t)end_bytes};
+    *r->view = (fa_view){
+        .buffer = t->buffer->handle,
+        .offset = t->offset / (uint64_t)esize,
+        .stride_b = stride[0],
+        .stride_s = stride[1],
+        .stride_h = stride[2],
+    };
+    return FA_OK;
+}
+
+static bool same_shape(const fa_tensor *a, const fa_tensor *b)
+{
+    return memcmp(a->shape, b->shape, sizeof a->shape) == 0;
+}
+
+static fa_status check_same(fa_context *ctx, const role *a, const role *b)
+{
+    const int64_t *x = a->tensor->shape, *y = b->tensor->shape;
+    if (!same_shape(a->tensor, b->tensor))
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                       "%s has shape (%lld, %lld, %lld, %lld) but %s has (%lld, %lld, %lld, %lld)",
+                       b->name, (long long)y[0], (long long)y[1], (long long)y[2],
+                       (long long)y[3], a->name, (long long)x[0], (long long)x[1],
+                       (long long)x[2], (long long)x[3]);
+    return FA_OK;
+}
+
+static bool overlap(const span *a, const span *b)
+{
+    return a->buffer == b->buffer && a->begin < b->end && b->begin < a->end;
+}
+
+fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, const fa_tensor *q,
+                                const fa_tensor *k, const fa_tensor *v, const fa_tensor *o,
+                                const fa_tensor *lse, const fa_backward_tensors *grad,
+                                fa_attention_call *call)
+{
+    static const fa_attention_desc defaults = {0};
+    if (!desc)
+        desc = &defaults;
+    if (ctx->lost)
+        return fa_fail(ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
+    memset(call, 0, sizeof *call);
+
+    role roles[9] = {
+        {"q", q, false, false, &call->q, {0}},
+        {"k", k, false, false, &call->k, {0}},
+        {"v", v, false, false, &call->v, {0}},
+        {"o", o, !grad, false, &call->o, {0}},
+        {"lse", lse, !grad, true, &call->lse, {0}},
+    };
+    int n = 5;
+    if (grad) {
+        roles[n++] = (role){"d_o", grad->d_o, false, false, &call->d_o, {0}};
+        roles[n++] = (role){"d_q", grad->d_q, true, false, &call->d_q, {0}};
+        roles[n++] = (role){"d_k", grad->d_k, true, false, &call->d_k, {0}};
+        roles[n++] = (role){"d_v", grad->d_v, true, false, &call->d_v, {0}};
+    }
+    call->has_lse = lse != NULL;
+    for (int i = 0; i < n; i++) {
+        if (roles[i].lse && !lse && !grad)
+            continue; /* the forward may skip the LSE */
+        fa_status st = resolve(ctx, &roles[i]);
+        if (st != FA_OK)
+            return st;
+    }
+
+    const int64_t batch = q->shape[0], seq_q = q->shape[1], heads_q = q->shape[2];
+    const int64_t head_dim = q->shape[3], seq_k = k->shape[1], heads_kv = k->shape[2];
+    if (head_dim < 8 || head_dim > 256 || head_dim % 8)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
+                       "head_dim is %lld; supported: multiples of 8 from 8 to 256",
+                       (long long)head_dim);
+    for (int i = 1; i < n; i++)
+        if (!roles[i].lse && roles[i].tensor->dtype != q->dtype)
+            return fa_fail(ctx, FA_ERROR_DTYPE_MISMATCH, "%s.dtype is %s but q.dtype is %s",
+                           roles[i].name, fa_dtype_name(roles[i].tensor->dtype),
+                           fa_dtype_name(q->dtype));
+    if (k->shape[0] != batch || k->shape[3] != head_dim)
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                       "k has batch %lld and head_dim %lld; q has %lld and %lld",
+                       (long long)k->shape[0], (long long)k->shape[3], (long long)batch,
+                       (long long)head_dim);
+    fa_status st;
+    if ((st = check_same(ctx, &roles[1], &roles[2])) != FA_OK ||
+        (st = check_same(ctx, &roles[0], &roles[3])) != FA_OK)
+        return st;
+    if (heads_q > 0 && (heads_kv == 0 || heads_q % heads_kv))
+        return fa_fail(ctx, FA_ERROR_INVALID_GQA,
+                       "q has %lld heads, k and v %lld: query heads must be a multiple",
+                       (long long)heads_q, (long long)heads_kv);
+    if (lse && (lse->shape[0] != batch || lse->shape[1] != seq_q || lse->shape[2] != heads_q))
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                       "lse has shape (%lld, %lld, %lld, 1); expected (%lld, %lld, %lld, 1)",
+                       (long long)lse->shape[0], (long long)lse->shape[1],
+                       (long long)lse->shape[2], (long long)batch, (long long)seq_q,
+                       (long long)heads_q);
+    if (grad && ((st = check_same(ctx, &roles[3], &roles[5])) != FA_OK ||
+                 (st = check_same(ctx, &roles[0], &roles[6])) != FA_OK ||
+                 (st = check_same(ctx, &roles[1], &roles[7])) != FA_OK ||
+                 (st = check_same(ctx, &roles[2], &roles[8])) != FA_OK))
+        return st;
+
+    for (int i = 0; i < n; i++) {
+        if (!roles[i].output || !roles[i].tensor)
+            continue;
+        for (int j = 0; j < n; j++)
+            if (j != i && roles[j].tensor && overlap(&roles[i].bytes, &roles[j].bytes))
+                return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                               "%s overlaps %s in the same buffer; outputs must not overlap",
+                               roles[i].name, roles[j].name);
+    }
+
+    float scale = desc->scale != 0.0f ? desc->scale : 1.0f / sqrtf((float)head_dim);
+    if (!isfinite(scale))
+        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT, "scale %g is not finite", desc->scale);
+
+    call->dtype = q->dtype;
+    call->batch = batch;
+    call->seq_q = seq_q;
+    call->seq_k = seq_k;
+    call->heads_q = heads_q;
+    call->heads_kv = heads_kv;
+    call->head_dim = head_dim;
+    call->scale = scale;
+    call->causal = desc->causal;
+    return FA_OK;
+}

@@ -1,0 +1,56 @@
+/* The flashattn tool's exit codes: 0 success, 1 failure, 2 bad arguments. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "flashattn.h"
+
+static int run_cli(const char *args)
+{
+    char command[1024];
+    snprintf(command, sizeof command, "FA_BACKEND= '%s' %s >/dev/null 2>&1", FA_CLI_PATH, args);
+    int status = system(command);
+    cr_assert(WIFEXITED(status), "'%s' did not exit normally", command);
+    return WEXITSTATUS(status);
+}
+
+Test(cli, help_version_and_devices_succeed)
+{
+    cr_assert_eq(run_cli("--version"), 0);
+    cr_assert_eq(run_cli("--help"), 0);
+    cr_assert_eq(run_cli("devices"), 0);
+    cr_assert_eq(run_cli("devices --json"), 0);
+}
+
+Test(cli, bad_arguments_exit_2)
+{
+    cr_assert_eq(run_cli(""), 2);
+    cr_assert_eq(run_cli("frobnicate"), 2);
+    cr_assert_eq(run_cli("run --seq -5"), 2);
+    cr_assert_eq(run_cli("run --seq"), 2);
+    cr_assert_eq(run_cli("run --dtype f8"), 2);
+    cr_assert_eq(run_cli("run --backend metal"), 2);
+    cr_assert_eq(run_cli("run --no-such-option"), 2);
+    cr_assert_eq(run_cli("conformance --backend metal"), 2);
+    cr_assert_eq(run_cli("bench --no-such-option"), 2);
+}
+
+Test(cli, library_failures_exit_1)
+{
+    cr_assert_eq(run_cli("run --backend cpu --head-dim 7 --seq 16"), 1);
+    cr_assert_eq(run_cli("run --backend cpu --heads 6 --kv-heads 4 --seq 16"), 1);
+    cr_assert_eq(run_cli("run --backend cpu --device 5 --seq 16"), 1);
+    fa_backend_info info;
+    fa_backend_query(FA_BACKEND_CUDA, &info);
+    if (!info.available)
+        cr_assert_eq(run_cli("run --backend cuda --seq 16"), 1);
+}
+
+Test(cli, a_small_checked_run_succeeds)
+{
+    cr_assert_eq(run_cli("run --backend cpu --seq 96 --heads 2 --head-dim 32 --check"), 0);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --heads 4 --kv-heads 1 --head-dim 64 "
+                         "--causal --backward --dtype bf16 --check --json"),
+                 0);
+}

@@ -1,0 +1,293 @@
+/* Every bad attention call gets its exact status and touches nothing. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "flashattn.h"
+
+enum { B = 2, SQ = 5, SK = 7, HQ = 4, HKV = 2, D = 16 };
+
+static fa_context *ctx;
+static fa_buffer *bq, *bk, *bv, *bo, *blse, *bdo, *bdq, *bdk, *bdv;
+static fa_tensor q, k, v, o, lse, d_o, d_q, d_k, d_v;
+
+static fa_buffer *make(size_t bytes, float fill)
+{
+    size_t n = bytes / sizeof(float);
+    float *host = malloc(bytes);
+    for (size_t i = 0; i < n; i++)
+        host[i] = fill + 0.001f * (float)(i % 97);
+    fa_buffer *buf = NULL;
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = bytes, .data = host}, &buf),
+                 FA_OK);
+    free(host);
+    return buf;
+}
+
+static void setup(void)
+{
+    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU}, &ctx), FA_OK);
+    const size_t qn = (size_t)B * SQ * HQ * D * 4, kn = (size_t)B * SK * HKV * D * 4;
+    bq = make(qn, 0.5f), bk = make(kn, -0.25f), bv = make(kn, 1.0f), bo = make(qn, 7.0f);
+    blse = make((size_t)B * HQ * SQ * 4, 7.0f);
+    bdo = make(qn, 0.125f), bdq = make(qn, 7.0f), bdk = make(kn, 7.0f), bdv = make(kn, 7.0f);
+    q = fa_tensor_bshd(bq, FA_DTYPE_F32, B, SQ, HQ, D);
+    k = fa_tensor_bshd(bk, FA_DTYPE_F32, B, SK, HKV, D);
+    v = fa_tensor_bshd(bv, FA_DTYPE_F32, B, SK, HKV, D);
+    o = fa_tensor_bshd(bo, FA_DTYPE_F32, B, SQ, HQ, D);
+    lse = fa_tensor_lse(blse, B, HQ, SQ);
+    d_o = fa_tensor_bshd(bdo, FA_DTYPE_F32, B, SQ, HQ, D);
+    d_q = fa_tensor_bshd(bdq, FA_DTYPE_F32, B, SQ, HQ, D);
+    d_k = fa_tensor_bshd(bdk, FA_DTYPE_F32, B, SK, HKV, D);
+    d_v = fa_tensor_bshd(bdv, FA_DTYPE_F32, B, SK, HKV, D);
+}
+
+static void teardown(void) { fa_context_destroy(ctx); }
+
+/* Asserts that no output buffer changed: every element still holds its fill value. */
+static void assert_outputs_untouched(void)
+{
+    fa_buffer *outs[] = {bo, blse, bdq, bdk, bdv};
+    for (size_t i = 0; i < 5; i++) {
+        size_t n = fa_buffer_size(outs[i]) / 4;
+        float *host = malloc(n * 4);
+        cr_assert_eq(fa_buffer_read(outs[i], 0, host, n * 4), FA_OK);
+        for (size_t j = 0; j < n; j++)
+            cr_assert_eq(host[j], 7.0f + 0.001f * (float)(j % 97), "output %zu touched at %zu",
+                         i, j);
+        free(host);
+    }
+}
+
+static fa_status forward(const fa_tensor *tq, const fa_tensor *tk, const fa_tensor *tv,
+                         const fa_tensor *to, const fa_tensor *tl)
+{
+    return fa_attention_forward(ctx, &(fa_attention_desc){0}, tq, tk, tv, to, tl);
+}
+
+static fa_status backward(void)
+{
+    return fa_attention_backward(ctx, NULL, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v);
+}
+
+#define EXPECT(expr, status)                                                                      \
+    do {                                                                                          \
+        fa_status st_ = (expr);                                                                   \
+        cr_assert_eq(st_, status, "got %s (%s), expected %s", fa_status_name(st_),                \
+                     fa_context_last_error(ctx), fa_status_name(status));                         \
+        cr_assert_str_not_empty(fa_context_last_error(ctx));                                      \
+        assert_outputs_untouched();                                                               \
+    } while (0)
+
+TestSuite(validation, .init = setup, .fini = teardown);
+
+Test(validation, a_valid_call_succeeds)
+{
+    cr_assert_eq(forward(&q, &k, &v, &o, &lse), FA_OK, "%s", fa_context_last_error(ctx));
+    cr_assert_eq(forward(&q, &k, &v, &o, NULL), FA_OK, "the forward may skip the LSE");
+    cr_assert_eq(backward(), FA_OK, "%s", fa_context_last_error(ctx));
+}
+
+Test(validation, null_pointers)
+{
+    cr_assert_eq(fa_attention_forward(NULL, NULL, &q, &k, &v, &o, &lse), FA_ERROR_NULL_POINTER);
+    EXPECT(forward(NULL, &k, &v, &o, &lse), FA_ERROR_NULL_POINTER);
+    EXPECT(forward(&q, NULL, &v, &o, &lse), FA_ERROR_NULL_POINTER);
+    EXPECT(forward(&q, &k, NULL, &o, &lse), FA_ERROR_NULL_POINTER);
+    EXPECT(forward(&q, &k, &v, NULL, &lse), FA_ERROR_NULL_POINTER);
+    fa_tensor no_buffer = q;
+    no_buffer.buffer = NULL;
+    EXPECT(forward(&no_buffer, &k, &v, &o, &lse), FA_ERROR_NULL_POINTER);
+    EXPECT(fa_attention_backward(ctx, NULL, &q, &k, &v, &o, &d_o, NULL, &d_q, &d_k, &d_v),
+           FA_ERROR_NULL_POINTER);
+    EXPECT(fa_attention_backward(ctx, NULL, &q, &k, &v, &o, NULL, &lse, &d_q, &d_k, &d_v),
+           FA_ERROR_NULL_POINTER);
+    EXPECT(fa_attention_backward(ctx, NULL, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, NULL),
+           FA_ERROR_NULL_POINTER);
+}
+
+Test(validation, head_dim_must_be_a_multiple_of_8_up_to_256)
+{
+    const int64_t bad[] = {0, 4, 7, 12, 100, 264, 512};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fa_tensor q2 = fa_tensor_bshd(bq, FA_DTYPE_F32, 1, 1, 1, bad[i]);
+        fa_tensor k2 = fa_tensor_bshd(bk, FA_DTYPE_F32, 1, 1, 1, bad[i]);
+        fa_tensor v2 = fa_tensor_bshd(bv, FA_DTYPE_F32, 1, 1, 1, bad[i]);
+        fa_tensor o2 = fa_tensor_bshd(bo, FA_DTYPE_F32, 1, 1, 1, bad[i]);
+        EXPECT(forward(&q2, &k2, &v2, &o2, NULL), FA_ERROR_UNSUPPORTED_HEAD_DIM);
+    }
+}
+
+Test(validation, query_heads_must_be_a_multiple_of_kv_heads)
+{
+    fa_tensor k3 = fa_tensor_bshd(bk, FA_DTYPE_F32, B, SK, 3, D);
+    fa_tensor v3 = fa_tensor_bshd(bv, FA_DTYPE_F32, B, SK, 3, D);
+    EXPECT(forward(&q, &k3, &v3, &o, &lse), FA_ERROR_INVALID_GQA);
+    fa_tensor k0 = fa_tensor_bshd(bk, FA_DTYPE_F32, B, SK, 0, D);
+    fa_tensor v0 = fa_tensor_bshd(bv, FA_DTYPE_F32, B, SK, 0, D);
+    EXPECT(forward(&q, &k0, &v0, &o, &lse), FA_ERROR_INVALID_GQA);
+}
+
+Test(validation, shape_mismatches)
+{
+    fa_tensor t;
+    t = k, t.shape[0] = 1; /* batch */
+    EXPECT(forward(&q, &t, &v, &o, &lse), FA_ERROR_SHAPE_MISMATCH);
+    t = v, t.shape[1] = SK - 1; /* v's seq differs from k's */
+    EXPECT(forward(&q, &k, &t, &o, &lse), FA_ERROR_SHAPE_MISMATCH);
+    t = fa_tensor_bshd(bv, FA_DTYPE_F32, B, SK, HKV, 8); /* dim */
+    EXPECT(forward(&q, &k, &t, &o, &lse), FA_ERROR_SHAPE_MISMATCH);
+    t = fa_tensor_bshd(bo, FA_DTYPE_F32, B, SQ, HQ / 2, D); /* o heads */
+    EXPECT(forward(&q, &k, &v, &t, &lse), FA_ERROR_SHAPE_MISMATCH);
+    t = fa_tensor_lse(blse, B, HQ, SQ - 1);
+    EXPECT(forward(&q, &k, &v, &o, &t), FA_ERROR_SHAPE_MISMATCH);
+    t = lse, t.shape[3] = 2;
+    EXPECT(forward(&q, &k, &v, &o, &t), FA_ERROR_SHAPE_MISMATCH);
+    t = fa_tensor_bshd(bdk, FA_DTYPE_F32, B, SK - 1, HKV, D);
+    EXPECT(fa_attention_backward(ctx, NULL, &q, &k, &v, &o, &d_o, &lse, &d_q, &t, &d_v),
+           FA_ERROR_SHAPE_MISMATCH);
+    t = fa_tensor_bshd(bdo, FA_DTYPE_F32, 1, SQ, HQ, D);
+    EXPECT(fa_attention_backward(ctx, NULL, &q, &k, &v, &o, &t, &lse, &d_q, &d_k, &d_v),
+           FA_ERROR_SHAPE_MISMATCH);
+}
+
+Test(validation, negative_sizes_are_invalid)
+{
+    fa_tensor t = q;
+    t.shape[1] = -1;
+    EXPECT(forward(&t, &k, &v, &o, &lse), FA_ERROR_INVALID_ARGUMENT);
+}
+
+Test(validation, dtype_mismatch_and_invalid_dtype)
+{
+    fa_tensor t = k;
+    t.dtype = FA_DTYPE_F16;
+    EXPECT(forward(&q, &t, &v, &o, &lse), FA_ERROR_DTYPE_MISMATCH);
+    t = o, t.dtype = FA_DTYPE_BF16;
+    EXPECT(forward(&q, &k, &v, &t, &lse), FA_ERROR_DTYPE_MISMATCH);
+    t = q, t.dtype = FA_DTYPE_INVALID;
+    EXPECT(forward(&t, &k, &v, &o, &lse), FA_ERROR_DTYPE_MISMATCH);
+    t = q, t.dtype = (fa_dtype)9;
+    EXPECT(forward(&t, &k, &v, &o, &lse), FA_ERROR_DTYPE_MISMATCH);
+    t = lse, t.dtype = FA_DTYPE_F16;
+    EXPECT(forward(&q, &k, &v, &o, &t), FA_ERROR_DTYPE_MISMATCH);
+    t = d_q, t.dtype = FA_DTYPE_F16;
+    EXPECT(fa_attention_backward(ctx, NULL, &q, &k, &v, &o, &d_o, &lse, &t, &d_k, &d_v),
+           FA_ERROR_DTYPE_MISMATCH);
+}
+
+Test(validation, strides)
+{
+    fa_tensor t = q;
+    t.stride[3] = 2;
+    EXPECT(forward(&t, &k, &v, &o, &lse), FA_ERROR_INVALID_STRIDE);
+    t = q, t.stride[1] = -D * HQ;
+    EXPECT(forward(&t, &k, &v, &o, &lse), FA_ERROR_INVALID_STRIDE);
+    t = o, t.stride[2] = 0; /* heads would write the same elements */
+    EXPECT(forward(&q, &k, &v, &t, &lse), FA_ERROR_INVALID_STRIDE);
+    /* all-zero strides mean packed BSHD: valid */
+    t = q;
+    memset(t.stride, 0, sizeof t.stride);
+    cr_assert_eq(forward(&t, &k, &v, &o, &lse), FA_OK, "%s", fa_context_last_error(ctx));
+}
+
+Test(validation, tensor_reaching_past_its_buffer)
+{
+    fa_tensor t = q;
+    t.offset = 4;
+    EXPECT(forward(&t, &k, &v, &o, &lse), FA_ERROR_OUT_OF_BOUNDS);
+    t = o, t.stride[0] *= 2; /* batch 1 lands past the end */
+    EXPECT(forward(&q, &k, &v, &t, &lse), FA_ERROR_OUT_OF_BOUNDS);
+    t = k, t.shape[1] = SK + 1, t.stride[0] = (SK + 1) * HKV * D;
+    fa_tensor tv = v;
+    tv.shape[1] = SK + 1, tv.stride[0] = (SK + 1) * HKV * D;
+    EXPECT(forward(&q, &t, &tv, &o, &lse), FA_ERROR_OUT_OF_BOUNDS);
+    t = q, t.offset = 2; /* not a multiple of the element size */
+    EXPECT(forward(&t, &k, &v, &o, &lse), FA_ERROR_INVALID_ARGUMENT);
+}
+
+Test(validation, sizes_that_overflow_64_bits)
+{
+    fa_tensor t = q;
+    t.shape[0] = INT64_MAX / 2, t.shape[1] = 4;
+    EXPECT(forward(&t, &k, &v, &o, &lse), FA_ERROR_SIZE_OVERFLOW);
+    t = q, t.stride[0] = INT64_MAX / 2; /* the last element's index overflows */
+    EXPECT(forward(&t, &k, &v, &o, &lse), FA_ERROR_SIZE_OVERFLOW);
+    t = q, t.offset = UINT64_MAX - 3;
+    EXPECT(forward(&t, &k, &v, &o, &lse), FA_ERROR_SIZE_OVERFLOW);
+}
+
+Test(validation, buffer_of_another_context)
+{
+    fa_context *other = NULL;
+    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU}, &other), FA_OK);
+    fa_buffer *foreign = NULL;
+    cr_assert_eq(fa_buffer_create(other, &(fa_buffer_desc){.size = fa_buffer_size(bk)}, &foreign),
+                 FA_OK);
+    fa_tensor t = k;
+    t.buffer = foreign;
+    EXPECT(forward(&q, &t, &v, &o, &lse), FA_ERROR_FOREIGN_BUFFER);
+    fa_context_destroy(other);
+}
+
+Test(validation, outputs_must_not_overlap_inputs)
+{
+    fa_tensor t = fa_tensor_bshd(bq, FA_DTYPE_F32, B, SQ, HQ, D);
+    fa_status st = forward(&q, &k, &v, &t, &lse);
+    cr_assert_eq(st, FA_ERROR_INVALID_ARGUMENT, "%s", fa_status_name(st));
+    t = fa_tensor_bshd(bdq, FA_DTYPE_F32, B, SK, HKV, D); /* d_k on top of d_q */
+    EXPECT(fa_attention_backward(ctx, NULL, &q, &k, &v, &o, &d_o, &lse, &d_q, &t, &d_v),
+           FA_ERROR_INVALID_ARGUMENT);
+}
+
+Test(validation, scale_must_be_finite)
+{
+    EXPECT(fa_attention_forward(ctx, &(fa_attention_desc){.scale = NAN}, &q, &k, &v, &o, &lse),
+           FA_ERROR_INVALID_ARGUMENT);
+    EXPECT(fa_attention_forward(ctx, &(fa_attention_desc){.scale = INFINITY}, &q, &k, &v, &o,
+                                &lse),
+           FA_ERROR_INVALID_ARGUMENT);
+}
+
+Test(validation, empty_batch_or_queries_is_a_no_op)
+{
+    fa_tensor q0 = q, o0 = o, l0 = lse;
+    q0.shape[0] = o0.shape[0] = l0.shape[0] = 0;
+    fa_tensor k0 = k, v0 = v;
+    k0.shape[0] = v0.shape[0] = 0;
+    cr_assert_eq(forward(&q0, &k0, &v0, &o0, &l0), FA_OK, "%s", fa_context_last_error(ctx));
+    q0 = q, o0 = o, l0 = lse;
+    q0.shape[1] = o0.shape[1] = l0.shape[1] = 0;
+    cr_assert_eq(forward(&q0, &k, &v, &o0, &l0), FA_OK, "%s", fa_context_last_error(ctx));
+    assert_outputs_untouched();
+}
+
+Test(validation, empty_keys_give_zero_output_and_minus_infinity_lse)
+{
+    fa_tensor k0 = k, v0 = v;
+    k0.shape[1] = v0.shape[1] = 0;
+    cr_assert_eq(forward(&q, &k0, &v0, &o, &lse), FA_OK, "%s", fa_context_last_error(ctx));
+    float out[B * SQ * HQ * D], l[B * HQ * SQ];
+    cr_assert_eq(fa_buffer_read(bo, 0, out, sizeof out), FA_OK);
+    cr_assert_eq(fa_buffer_read(blse, 0, l, sizeof l), FA_OK);
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+        cr_assert_eq(out[i], 0.0f);
+    for (size_t i = 0; i < sizeof l / sizeof l[0]; i++)
+        cr_assert(isinf(l[i]) && l[i] < 0);
+}
+
+Test(validation, backward_with_no_queries_zeroes_key_gradients)
+{
+    fa_tensor q0 = q, o0 = o, l0 = lse, do0 = d_o, dq0 = d_q;
+    q0.shape[1] = o0.shape[1] = l0.shape[1] = do0.shape[1] = dq0.shape[1] = 0;
+    cr_assert_eq(fa_attention_backward(ctx, NULL, &q0, &k, &v, &o0, &do0, &l0, &dq0, &d_k, &d_v),
+                 FA_OK, "%s", fa_context_last_error(ctx));
+    float g[B * SK * HKV * D];
+    cr_assert_eq(fa_buffer_read(bdk, 0, g, sizeof g), FA_OK);
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
+        cr_assert_eq(g[i], 0.0f);
+    cr_assert_eq(fa_buffer_read(bdv, 0, g, sizeof g), FA_OK);
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
+        cr_assert_eq(g[i], 0.0f);
+}
