@@ -1,5 +1,6 @@
 /* The status table, names, version and enum helpers. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "flashattn.h"
