@@ -1,0 +1,157 @@
+/* The CPU backend's interface: one always-present device (this machine), buffers in 64-byte
+ * aligned host memory, and synchronous forward and backward calls run with OpenMP. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* sysconf(_SC_PHYS_PAGES) */
+#endif
+#include "cpu_backend.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_kernels.h"
+
+#define FA_STR_(x) #x
+#define FA_STR(x) FA_STR_(x)
+
+static bool cpu_probe(int *device_count, char *reason, size_t reason_size)
+{
+    *device_count = 1;
+    if (reason_size)
+        reason[0] = '\0';
+    return true;
+}
+
+/* Copies the value of the first "key<spaces>: value" line of /proc/cpuinfo into out. */
+static bool cpuinfo_field(const char *key, char *out, size_t out_size)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return false;
+    char line[512];
+    bool found = false;
+    size_t key_len = strlen(key);
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, key_len) != 0 || (line[key_len] != ' ' && line[key_len] != '\t'
+                                                 && line[key_len] != ':'))
+            continue;
+        char *value = strchr(line, ':');
+        if (!value)
+            continue;
+        value++;
+        while (*value == ' ' || *value == '\t')
+            value++;
+        value[strcspn(value, "\r\n")] = '\0';
+        snprintf(out, out_size, "%s", value);
+        found = out[0] != '\0';
+    }
+    fclose(f);
+    return found;
+}
+
+static void cpu_device_info(int index, fa_device_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->backend = FA_BACKEND_CPU;
+    out->index = index;
+    out->kind = FA_DEVICE_KIND_CPU;
+    if (!cpuinfo_field("model name", out->name, sizeof out->name))
+        snprintf(out->name, sizeof out->name, "CPU");
+    cpuinfo_field("vendor_id", out->vendor, sizeof out->vendor);
+    snprintf(out->driver, sizeof out->driver, "flashattn cpu (%s kernels)",
+             fa_cpu_kernels_select()->name);
+    snprintf(out->api_version, sizeof out->api_version, "OpenMP %s", FA_STR(_OPENMP));
+    out->api_major = _OPENMP / 100; /* yyyymm of the OpenMP specification */
+    out->api_minor = _OPENMP % 100;
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page_size = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page_size > 0)
+        out->memory_bytes = (uint64_t)pages * (uint64_t)page_size;
+    out->max_buffer_bytes = INT64_MAX;
+    out->compute_units = (uint32_t)omp_get_num_procs();
+    out->f16 = true; /* by conversion to f32 */
+    out->bf16 = true;
+    out->matrix_units = false;
+}
+
+static fa_status cpu_context_init(fa_context *ctx, int index)
+{
+    (void)index;
+    fa_cpu_state *state = calloc(1, sizeof *state);
+    if (!state)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cpu: cannot allocate context state");
+    state->threads = ctx->cpu_threads > 0 ? ctx->cpu_threads : omp_get_max_threads();
+    ctx->backend_state = state;
+    fa_log(ctx, FA_LOG_INFO, "cpu: %d threads, %s kernels", state->threads,
+           fa_cpu_kernels_select()->name);
+    return FA_OK;
+}
+
+static void cpu_context_release(fa_context *ctx)
+{
+    free(ctx->backend_state);
+    ctx->backend_state = NULL;
+}
+
+static fa_status cpu_buffer_alloc(fa_context *ctx, size_t size, void **handle)
+{
+    if (size > SIZE_MAX - 64)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cpu: buffer of %zu bytes", size);
+    /* aligned_alloc needs a multiple of the alignment; size 0 still gets a real pointer */
+    size_t rounded = size == 0 ? 64 : (size + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded);
+    if (!p)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY,
+                       "cpu: cannot allocate a buffer of %zu bytes", size);
+    *handle = p;
+    return FA_OK;
+}
+
+static void cpu_buffer_free(fa_context *ctx, void *handle)
+{
+    (void)ctx;
+    free(handle);
+}
+
+static fa_status cpu_buffer_write(fa_context *ctx, void *handle, size_t offset, const void *src,
+                                  size_t size)
+{
+    (void)ctx;
+    if (size)
+        memcpy((char *)handle + offset, src, size);
+    return FA_OK;
+}
+
+static fa_status cpu_buffer_read(fa_context *ctx, void *handle, size_t offset, void *dst,
+                                 size_t size)
+{
+    (void)ctx;
+    if (size)
+        memcpy(dst, (const char *)handle + offset, size);
+    return FA_OK;
+}
+
+static fa_status cpu_synchronize(fa_context *ctx)
+{
+    (void)ctx;
+    return FA_OK; /* every call completes before it returns */
+}
+
+const fa_backend_iface fa_cpu_backend_iface = {
+    .id = FA_BACKEND_CPU,
+    .name = "cpu",
+    .probe = cpu_probe,
+    .device_info = cpu_device_info,
+    .context_init = cpu_context_init,
+    .context_release = cpu_context_release,
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .buffer_write = cpu_buffer_write,
+    .buffer_read = cpu_buffer_read,
+    .synchronize = cpu_synchronize,
+    .forward = fa_cpu_forward,
+    .backward = fa_cpu_backward,
+    .check_call = NULL, /* every valid call is supported */
+};

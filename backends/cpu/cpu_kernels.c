@@ -1,0 +1,93 @@
+/* Compiles cpu_kernels_impl.h once per instruction set and picks one at run time. On x86-64
+ * with GCC or Clang: AVX-512 (8 x 32 micro-kernel), AVX2 + FMA + F16C (6 x 16), and a baseline
+ * (3 x 16 on SSE2). Elsewhere only the baseline, written so the compiler vectorizes it. */
+#include "cpu_kernels.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fa_half.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FA_CPU_X86_SETS 1
+#include <immintrin.h>
+#endif
+
+/* ---- baseline: the build's own target ---------------------------------------------------- */
+#define CK_NAME(x) fa_cpu_##x##_generic
+#define CK_NAME_STRING "generic"
+#define CK_VW 4
+#define CK_NV 4
+#define CK_ROWS 3
+#define CK_VFMA(c, a, b) ((c) + (a) * (b))
+#define CK_FMAF(a, b, c) ((a) * (b) + (c))
+#include "cpu_kernels_impl.h"
+#undef CK_NAME
+#undef CK_NAME_STRING
+#undef CK_VW
+#undef CK_NV
+#undef CK_ROWS
+#undef CK_VFMA
+#undef CK_FMAF
+
+#if FA_CPU_X86_SETS
+/* ---- AVX2 + FMA ---------------------------------------------------------------------------- */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#define CK_NAME(x) fa_cpu_##x##_avx2
+#define CK_F16_VEC(d, s)                                                                        \
+    _mm256_storeu_ps((d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s))))
+#define CK_NAME_STRING "avx2"
+#define CK_VW 8
+#define CK_NV 2
+#define CK_ROWS 6
+#define CK_VFMA(c, a, b) _mm256_fmadd_ps(_mm256_set1_ps(a), (b), (c))
+#define CK_FMAF(a, b, c) __builtin_fmaf((a), (b), (c))
+#include "cpu_kernels_impl.h"
+#undef CK_NAME
+#undef CK_NAME_STRING
+#undef CK_VW
+#undef CK_NV
+#undef CK_ROWS
+#undef CK_VFMA
+#undef CK_FMAF
+#undef CK_F16_VEC
+#pragma GCC pop_options
+
+/* ---- AVX-512F -------------------------------------------------------------------------------- */
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma,prefer-vector-width=512")
+#define CK_NAME(x) fa_cpu_##x##_avx512
+#define CK_F16_VEC(d, s)                                                                        \
+    _mm512_storeu_ps((d), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s))))
+#define CK_NAME_STRING "avx512"
+#define CK_VW 16
+#define CK_NV 2
+#define CK_ROWS 8
+#define CK_VFMA(c, a, b) _mm512_fmadd_ps(_mm512_set1_ps(a), (b), (c))
+#define CK_FMAF(a, b, c) __builtin_fmaf((a), (b), (c))
+#include "cpu_kernels_impl.h"
+#undef CK_NAME
+#undef CK_NAME_STRING
+#undef CK_VW
+#undef CK_NV
+#undef CK_ROWS
+#undef CK_VFMA
+#undef CK_FMAF
+#undef CK_F16_VEC
+#pragma GCC pop_options
+#endif
+
+const fa_cpu_kernels *fa_cpu_kernels_select(void)
+{
+#if FA_CPU_X86_SETS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return &fa_cpu_kernels_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return &fa_cpu_kernels_avx2;
+#endif
+    return &fa_cpu_kernels_generic;
+}

@@ -1,0 +1,51 @@
+/* The CPU backend's compute kernels on f32 tiles, compiled once per instruction set
+ * (cpu_kernels.c) and chosen at run time, so the library runs on any x86-64 and uses AVX-512
+ * where the machine has it.
+ *
+ * Every matrix is row-major f32 in per-thread scratch. A GEMM's B operand and C are padded to
+ * a multiple of FA_CPU_PAD columns: the kernels compute the padded columns (whatever finite
+ * values they hold) and callers ignore them. Element-wise kernels touch only the real
+ * rows x cols. */
+#ifndef FA_CPU_KERNELS_H
+#define FA_CPU_KERNELS_H
+
+#include "flashattn.h"
+
+/* Tile sizes: 128 queries share each 64-key K/V tile that is loaded (halving the conversion and
+ * memory traffic of 64), and a head_dim-256 step still fits a 2 MiB L2 (forward: about 420 KiB;
+ * backward: about 1 MiB). */
+enum { FA_CPU_TILE_Q = 128, FA_CPU_TILE_K = 64, FA_CPU_PAD = 16 };
+
+typedef enum fa_cpu_gemm_mode {
+    FA_CPU_GEMM_SET,         /* C = A B */
+    FA_CPU_GEMM_ADD,         /* C += A B */
+    FA_CPU_GEMM_RESCALE_ADD, /* C[r] = alpha[r] C[r] + (A B)[r] */
+} fa_cpu_gemm_mode;
+
+typedef struct fa_cpu_kernels {
+    const char *name; /* "avx512", "avx2", "generic" */
+    /* C (m x n) [mode] A (m x k) B (k x n). A[r][i] is a[r * a_row + i * a_col], so A may be
+     * read transposed; B and C are row-major with ldb, ldc. n is a multiple of FA_CPU_PAD. */
+    void (*gemm)(int m, int n, int k, const float *a, int64_t a_row, int64_t a_col,
+                 const float *b, int64_t ldb, float *c, int64_t ldc, fa_cpu_gemm_mode mode,
+                 const float *alpha);
+    /* dst[i] = scale * src[i] for n elements of `dtype` (f16 and bf16 converted exactly). */
+    void (*load_row)(fa_dtype dtype, const void *src, int64_t n, float scale, float *dst);
+    /* One online-softmax step on scores s (rows = keys, cols = queries, log2 units): per
+     * column c updates the running max m[c] and sum l[c], writes the rescale factor of the
+     * previous accumulator to alpha[c], and replaces s by exp2(s - m). Columns whose max is
+     * still -inf get p = 0 and alpha = 0. */
+    void (*softmax_cols)(float *s, int rows, int cols, int64_t ld, float *m, float *l,
+                         float *alpha);
+    /* s[r][c] = exp2(s[r][c] - row_bias[r] - col_bias[c]); a +inf bias gives 0. */
+    void (*exp2_sub)(float *s, int rows, int cols, int64_t ld, const float *row_bias,
+                     const float *col_bias);
+    /* dp[r][c] = p[r][c] * (dp[r][c] - row_bias[r] - col_bias[c]): dS from P, dP and Delta. */
+    void (*grad_scores)(const float *p, float *dp, int rows, int cols, int64_t ld,
+                        const float *row_bias, const float *col_bias);
+} fa_cpu_kernels;
+
+/* The fastest kernel set this CPU supports. */
+const fa_cpu_kernels *fa_cpu_kernels_select(void);
+
+#endif

@@ -1,0 +1,309 @@
+/* The conformance cases, generated from one table of axes.
+ *
+ * --full takes the full product of the axes. --quick (the default) takes an all-pairs covering
+ * array: every value of every axis, and every pair of values of any two axes, appears in at
+ * least one case. It is built greedily and deterministically (AETG-style): each new case is the
+ * best of a few candidates, each filling the axes in a different fixed order with the value
+ * that covers the most pairs not yet covered. Batch and head counts follow from the sequence
+ * lengths and head dim, so large cases stay affordable. Fixed edge cases follow the table. */
+#include "tk_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { AX_DTYPE, AX_DIM, AX_SEQ, AX_CAUSAL, AX_HEADS, AX_LAYOUT, AX_DIR, AX_COUNT };
+
+static const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+static const int dims_quick[] = {32, 40, 64, 96, 128, 256};
+static const int dims_full[] = {8, 32, 40, 64, 72, 80, 96, 128, 160, 192, 224, 256};
+static const int seqs[][2] = {{1, 1},       {1, 513},   {7, 7},     {17, 113},
+                              {113, 203},   {127, 512}, {512, 127}, {1000, 1000},
+                              {2048, 2048}, {1, 16384}}; /* the last two: --full only */
+#define N_SEQ_QUICK 8
+#define N_SEQ_FULL 10
+
+typedef struct axes {
+    int size[AX_COUNT];
+    const int *dims;
+} axes;
+
+static axes table_axes(bool full)
+{
+    axes a = {{3, full ? 12 : 6, full ? N_SEQ_FULL : N_SEQ_QUICK, 2, TK_HEADS_KINDS, 2, 2},
+              full ? dims_full : dims_quick};
+    return a;
+}
+
+/* B, Hq, Hkv for a case: two batches and more heads while Sq * Sk * D is small. */
+static void pick_counts(int64_t sq, int64_t sk, int64_t d, tk_heads_kind kind, fa_ref_problem *p)
+{
+    int64_t area = sq * sk * d;
+    static const int64_t small[TK_HEADS_KINDS][2] = {{3, 3}, {8, 2}, {4, 1}};
+    static const int64_t medium[TK_HEADS_KINDS][2] = {{2, 2}, {8, 2}, {3, 1}};
+    static const int64_t large[TK_HEADS_KINDS][2] = {{2, 2}, {8, 2}, {2, 1}};
+    const int64_t(*h)[2] = area <= (1 << 20) ? small : area <= (1 << 24) ? medium : large;
+    p->batch = area <= (1 << 16) ? 3 : area <= (1 << 24) ? 2 : 1;
+    p->heads_q = h[kind][0];
+    p->heads_kv = h[kind][1];
+}
+
+const char *tk_heads_name(tk_heads_kind kind)
+{
+    static const char *names[TK_HEADS_KINDS] = {"mha", "gqa4:1", "mqa"};
+    return names[kind];
+}
+
+static tk_heads_kind heads_kind(int64_t hq, int64_t hkv)
+{
+    return hq == hkv ? TK_MHA : hkv == 1 ? TK_MQA : TK_GQA4;
+}
+
+static void name_case(tk_case *c, const char *extra)
+{
+    const fa_ref_problem *p = &c->p;
+    snprintf(c->name, sizeof c->name, "%s %s d=%lld sq=%lld sk=%lld %s %s %s%s",
+             c->backward ? "bwd" : "fwd", fa_dtype_name(p->dtype), (long long)p->head_dim,
+             (long long)p->seq_q, (long long)p->seq_k, p->causal ? "causal" : "noncausal",
+             tk_heads_name(c->heads), c->bhsd ? "bhsd" : "bshd", extra ? extra : "");
+}
+
+static tk_case case_from_values(const axes *a, const int *val)
+{
+    tk_case c;
+    memset(&c, 0, sizeof c);
+    c.p.dtype = dtypes[val[AX_DTYPE]];
+    c.p.head_dim = a->dims[val[AX_DIM]];
+    c.p.seq_q = seqs[val[AX_SEQ]][0];
+    c.p.seq_k = seqs[val[AX_SEQ]][1];
+    c.p.causal = val[AX_CAUSAL] != 0;
+    c.heads = (tk_heads_kind)val[AX_HEADS];
+    pick_counts(c.p.seq_q, c.p.seq_k, c.p.head_dim, c.heads, &c.p);
+    c.bhsd = val[AX_LAYOUT] != 0;
+    c.backward = val[AX_DIR] != 0;
+    name_case(&c, NULL);
+    return c;
+}
+
+/* ---- all-pairs covering array ---- */
+
+typedef struct pairs {
+    const axes *a;
+    int64_t used[AX_COUNT][16]; /* how often each value was chosen: ties go to the rarer */
+    unsigned char *covered[AX_COUNT][AX_COUNT]; /* [x][y][vx * size[y] + vy], x < y */
+    int64_t left;
+} pairs;
+
+static bool is_covered(const pairs *pc, int x, int vx, int y, int vy)
+{
+    if (x > y)
+        return is_covered(pc, y, vy, x, vx);
+    return pc->covered[x][y][vx * pc->a->size[y] + vy] != 0;
+}
+
+static int count_new(const pairs *pc, const int *val, const bool *set, int x, int vx)
+{
+    int n = 0;
+    for (int y = 0; y < AX_COUNT; y++)
+        if (y != x && set[y] && !is_covered(pc, x, vx, y, val[y]))
+            n++;
+    return n;
+}
+
+static int cover(pairs *pc, const int *val, bool mark)
+{
+    int n = 0;
+    for (int x = 0; x < AX_COUNT; x++)
+        for (int y = x + 1; y < AX_COUNT; y++) {
+            unsigned char *c = &pc->covered[x][y][val[x] * pc->a->size[y] + val[y]];
+            if (!*c) {
+                n++;
+                if (mark) {
+                    *c = 1;
+                    pc->left--;
+                }
+            }
+        }
+    return n;
+}
+
+/* One candidate: start from the first uncovered pair, then fill the other axes in `order`. */
+static void candidate(const pairs *pc, const int *order, int *val)
+{
+    bool set[AX_COUNT] = {false};
+    for (int x = 0; x < AX_COUNT && !set[x]; x++)
+        for (int y = x + 1; y < AX_COUNT && !set[x]; y++)
+            for (int v = 0; v < pc->a->size[x] * pc->a->size[y]; v++)
+                if (!pc->covered[x][y][v]) {
+                    val[x] = v / pc->a->size[y];
+                    val[y] = v % pc->a->size[y];
+                    set[x] = set[y] = true;
+                    break;
+                }
+    for (int k = 0; k < AX_COUNT; k++) {
+        int x = order[k];
+        if (set[x])
+            continue;
+        int best = 0, best_n = -1;
+        for (int v = 0; v < pc->a->size[x]; v++) {
+            int n = count_new(pc, val, set, x, v);
+            if (n > best_n || (n == best_n && pc->used[x][v] < pc->used[x][best])) {
+                best_n = n;
+                best = v;
+            }
+        }
+        val[x] = best;
+        set[x] = true;
+    }
+}
+
+static int64_t covering_array(const axes *a, int (**out)[AX_COUNT])
+{
+    pairs pc = {.a = a};
+    for (int x = 0; x < AX_COUNT; x++)
+        for (int y = x + 1; y < AX_COUNT; y++) {
+            pc.covered[x][y] = calloc((size_t)(a->size[x] * a->size[y]), 1);
+            pc.left += a->size[x] * a->size[y];
+        }
+    int64_t cap = 256, n = 0;
+    int(*rows)[AX_COUNT] = malloc((size_t)cap * sizeof *rows);
+    uint64_t rng = 0x243f6a8885a308d3ull; /* fixed: the case list does not depend on --seed */
+    while (pc.left > 0) {
+        int best[AX_COUNT], best_n = -1;
+        for (int cand = 0; cand < 24; cand++) {
+            int order[AX_COUNT], val[AX_COUNT];
+            for (int k = 0; k < AX_COUNT; k++)
+                order[k] = k;
+            for (int k = AX_COUNT - 1; k > 0 && cand > 0; k--) {
+                int r = (int)fa_testkit_rand_below(&rng, (uint64_t)k + 1);
+                int tmp = order[k];
+                order[k] = order[r];
+                order[r] = tmp;
+            }
+            candidate(&pc, order, val);
+            int got = cover(&pc, val, false);
+            if (got > best_n) {
+                best_n = got;
+                memcpy(best, val, sizeof best);
+            }
+        }
+        cover(&pc, best, true);
+        for (int x = 0; x < AX_COUNT; x++)
+            pc.used[x][best[x]]++;
+        if (n == cap) {
+            cap *= 2;
+            rows = realloc(rows, (size_t)cap * sizeof *rows);
+        }
+        memcpy(rows[n++], best, sizeof best);
+    }
+    for (int x = 0; x < AX_COUNT; x++)
+        for (int y = x + 1; y < AX_COUNT; y++)
+            free(pc.covered[x][y]);
+    *out = rows;
+    return n;
+}
+
+/* ---- edge cases ---- */
+
+typedef struct edge_spec {
+    fa_dtype dtype;
+    int64_t batch, sq, sk, hq, hkv, d;
+    float scale;
+    bool causal, backward, bhsd;
+    const char *extra;
+} edge_spec;
+
+static const edge_spec edges[] = {
+    /* no key at all: O = 0, LSE = -inf, dQ = 0 */
+    {FA_DTYPE_F32, 2, 5, 0, 2, 2, 64, 0, false, false, false, " edge:sk=0"},
+    {FA_DTYPE_F16, 2, 5, 0, 4, 1, 64, 0, true, true, true, " edge:sk=0"},
+    /* nothing to do: success, outputs untouched (but a backward with Sq = 0 zeroes dK, dV) */
+    {FA_DTYPE_F16, 0, 9, 9, 2, 2, 64, 0, false, false, false, " edge:b=0"},
+    {FA_DTYPE_BF16, 0, 9, 9, 4, 1, 64, 0, true, true, true, " edge:b=0"},
+    {FA_DTYPE_F32, 2, 0, 9, 2, 2, 64, 0, false, false, true, " edge:sq=0"},
+    {FA_DTYPE_F16, 2, 0, 9, 4, 2, 32, 0, true, true, false, " edge:sq=0"},
+    /* causal with Sq > Sk: the first Sq - Sk rows see no key */
+    {FA_DTYPE_F16, 2, 40, 9, 2, 2, 64, 0, true, false, false, " edge:no-key-rows"},
+    {FA_DTYPE_BF16, 2, 40, 9, 8, 2, 64, 0, true, true, true, " edge:no-key-rows"},
+    {FA_DTYPE_F32, 1, 300, 1, 2, 1, 32, 0, true, true, false, " edge:no-key-rows"},
+    /* a non-default scale */
+    {FA_DTYPE_F32, 2, 33, 65, 2, 2, 64, 0.3f, false, false, false, " edge:scale=0.3"},
+    {FA_DTYPE_BF16, 2, 33, 65, 4, 1, 128, 0.3f, true, true, true, " edge:scale=0.3"},
+    {FA_DTYPE_F16, 1, 64, 64, 2, 2, 64, 1.5f, false, true, false, " edge:scale=1.5"},
+    {FA_DTYPE_F32, 1, 31, 47, 3, 3, 32, -0.25f, true, false, true, " edge:scale=-0.25"},
+};
+
+static tk_case case_from_edge(const edge_spec *s)
+{
+    tk_case c;
+    memset(&c, 0, sizeof c);
+    c.p = (fa_ref_problem){.dtype = s->dtype,
+                           .batch = s->batch,
+                           .seq_q = s->sq,
+                           .seq_k = s->sk,
+                           .heads_q = s->hq,
+                           .heads_kv = s->hkv,
+                           .head_dim = s->d,
+                           .scale = s->scale,
+                           .causal = s->causal};
+    c.heads = heads_kind(s->hq, s->hkv);
+    c.backward = s->backward;
+    c.bhsd = s->bhsd;
+    /* a backward with keys but no queries still overwrites dK and dV with zeros */
+    c.noop = s->batch == 0 || (s->sq == 0 && (!s->backward || s->sk == 0));
+    c.edge = true;
+    name_case(&c, s->extra);
+    return c;
+}
+
+int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
+{
+    axes a = table_axes(full);
+    int64_t n_table;
+    int(*rows)[AX_COUNT] = NULL;
+    if (full) {
+        n_table = 1;
+        for (int x = 0; x < AX_COUNT; x++)
+            n_table *= a.size[x];
+    } else {
+        n_table = covering_array(&a, &rows);
+    }
+    int64_t n_edges = (int64_t)(sizeof edges / sizeof edges[0]);
+    tk_case *cases = malloc((size_t)(n_table + n_edges) * sizeof *cases);
+    if (!cases) {
+        free(rows);
+        *out = NULL;
+        return 0;
+    }
+    for (int64_t c = 0; c < n_table; c++) {
+        int val[AX_COUNT];
+        if (full) {
+            int64_t rest = c;
+            for (int x = AX_COUNT - 1; x >= 0; x--) {
+                val[x] = (int)(rest % a.size[x]);
+                rest /= a.size[x];
+            }
+        } else {
+            memcpy(val, rows[c], sizeof val);
+        }
+        cases[c] = case_from_values(&a, val);
+    }
+    for (int64_t e = 0; e < n_edges; e++)
+        cases[n_table + e] = case_from_edge(&edges[e]);
+    int64_t n = n_table + n_edges;
+    for (int64_t c = 0; c < n; c++) {
+        uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)c;
+        cases[c].seed = fa_testkit_splitmix64(&s);
+    }
+    free(rows);
+    *out = cases;
+    return n;
+}
+
+int64_t fa_conformance_case_count(bool full)
+{
+    tk_case *cases;
+    int64_t n = tk_cases_generate(full, 1, &cases);
+    free(cases);
+    return n;
+}

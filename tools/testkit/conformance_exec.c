@@ -1,0 +1,451 @@
+/* One conformance case on one backend, through the public API only.
+ *
+ * Every tensor gets its own buffer: TK_OFFSET bytes of guard, the tensor (packed BSHD or BHSD),
+ * TK_GUARD bytes of guard, all first filled with a NaN poison whose payload no arithmetic
+ * produces (f32 0xFFC0DEAD, f16/bf16 0xFFED, a NaN in both 16-bit formats). After the calls the
+ * whole of every buffer is read back: guards must still hold the poison, inputs must be
+ * unchanged, every output element must have been written (no poison left) and be finite where
+ * the reference is, and the values are compared with the float64 reference under the
+ * baseline-relative tolerance. A backward case runs the backend's own forward first and feeds
+ * its O and LSE to the backward, as a caller would. */
+#include "tk_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TK_OFFSET 256
+#define TK_GUARD 256
+#define TK_POISON32 0xFFC0DEADu
+#define TK_POISON16 0xFFEDu
+
+typedef struct tbuf {
+    const char *name;
+    bool output, lse, bhsd;
+    fa_dtype dtype; /* F32 for the LSE */
+    size_t esize;
+    int64_t B, S, H, D;
+    size_t count, bytes, total;
+    fa_buffer *buf;
+    unsigned char *image; /* what the buffer must hold (outputs: poison, until written) */
+    unsigned char *got;   /* what it held when read back */
+    fa_tensor tensor;
+} tbuf;
+
+enum { T_Q, T_K, T_V, T_O, T_LSE, T_DO, T_DQ, T_DK, T_DV, T_COUNT };
+
+static void note(tk_result *r, const char *fmt, ...)
+{
+    size_t used = strlen(r->detail);
+    if (used + 4 >= sizeof r->detail)
+        return;
+    if (used > 0) {
+        memcpy(r->detail + used, "; ", 3);
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->detail + used, sizeof r->detail - used, fmt, ap);
+    va_end(ap);
+}
+
+static void fail(tk_result *r, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    r->outcome = TK_FAIL;
+    note(r, "%s", msg);
+}
+
+static void poison_fill(unsigned char *p, size_t n, size_t esize)
+{
+    uint32_t w32 = TK_POISON32;
+    uint16_t w16 = TK_POISON16;
+    for (size_t x = 0; x + esize <= n; x += esize)
+        memcpy(p + x, esize == 4 ? (const void *)&w32 : (const void *)&w16, esize);
+}
+
+static bool is_poison(const unsigned char *p, size_t esize)
+{
+    if (esize == 4) {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        return w == TK_POISON32;
+    }
+    uint16_t w;
+    memcpy(&w, p, 2);
+    return w == TK_POISON16;
+}
+
+/* Element index within the tensor's region for logical (b, s, h, d). */
+static size_t elem_index(const tbuf *tb, int64_t b, int64_t s, int64_t h, int64_t d)
+{
+    if (tb->lse)
+        return (size_t)((b * tb->H + h) * tb->S + s);
+    if (tb->bhsd)
+        return (size_t)(((b * tb->H + h) * tb->S + s) * tb->D + d);
+    return (size_t)(((b * tb->S + s) * tb->H + h) * tb->D + d);
+}
+
+static double elem_value(const tbuf *tb, const unsigned char *buffer, size_t index)
+{
+    return fa_testkit_load(buffer + TK_OFFSET, tb->dtype, index);
+}
+
+static void tbuf_init(tbuf *tb, const char *name, bool output, fa_dtype dtype, bool bhsd, int64_t B,
+                      int64_t S, int64_t H, int64_t D, bool lse)
+{
+    memset(tb, 0, sizeof *tb);
+    tb->name = name;
+    tb->output = output;
+    tb->lse = lse;
+    tb->bhsd = bhsd && !lse;
+    tb->dtype = lse ? FA_DTYPE_F32 : dtype;
+    tb->esize = fa_dtype_size(tb->dtype);
+    tb->B = B;
+    tb->S = S;
+    tb->H = H;
+    tb->D = lse ? 1 : D;
+    tb->count = (size_t)(B * S * H * tb->D);
+    tb->bytes = tb->count * tb->esize;
+    tb->total = TK_OFFSET + tb->bytes + TK_GUARD;
+}
+
+/* Builds the image (poison, plus the data for an input given packed BSHD), creates the buffer
+ * holding it and the tensor viewing it. */
+static bool tbuf_create(fa_context *ctx, tbuf *tb, const void *packed, tk_result *r)
+{
+    tb->image = malloc(tb->total);
+    tb->got = malloc(tb->total);
+    if (!tb->image || !tb->got) {
+        fail(r, "out of host memory for %s", tb->name);
+        return false;
+    }
+    poison_fill(tb->image, tb->total, tb->esize);
+    if (packed) {
+        for (int64_t b = 0; b < tb->B; b++)
+            for (int64_t s = 0; s < tb->S; s++)
+                for (int64_t h = 0; h < tb->H; h++) {
+                    size_t from = (size_t)(((b * tb->S + s) * tb->H + h) * tb->D) * tb->esize;
+                    memcpy(tb->image + TK_OFFSET + elem_index(tb, b, s, h, 0) * tb->esize,
+                           (const unsigned char *)packed + from, (size_t)tb->D * tb->esize);
+                }
+    }
+    fa_status st =
+        fa_buffer_create(ctx, &(fa_buffer_desc){.size = tb->total, .data = tb->image}, &tb->buf);
+    if (st != FA_OK) {
+        fail(r, "fa_buffer_create(%s, %zu bytes): %s: %s", tb->name, tb->total, fa_status_name(st),
+             fa_context_last_error(ctx));
+        tb->buf = NULL;
+        return false;
+    }
+    if (fa_buffer_size(tb->buf) != tb->total) {
+        fail(r, "fa_buffer_size(%s) = %zu, expected %zu", tb->name, fa_buffer_size(tb->buf),
+             tb->total);
+        return false;
+    }
+    int64_t expect[4];
+    if (tb->lse) {
+        tb->tensor = fa_tensor_lse(tb->buf, tb->B, tb->H, tb->S);
+        int64_t e[4] = {tb->H * tb->S, 1, tb->S, 1};
+        memcpy(expect, e, sizeof e);
+    } else if (tb->bhsd) {
+        tb->tensor = fa_tensor_bhsd(tb->buf, tb->dtype, tb->B, tb->S, tb->H, tb->D);
+        int64_t e[4] = {tb->H * tb->S * tb->D, tb->D, tb->S * tb->D, 1};
+        memcpy(expect, e, sizeof e);
+    } else {
+        tb->tensor = fa_tensor_bshd(tb->buf, tb->dtype, tb->B, tb->S, tb->H, tb->D);
+        int64_t e[4] = {tb->S * tb->H * tb->D, tb->H * tb->D, tb->D, 1};
+        memcpy(expect, e, sizeof e);
+    }
+    /* all-zero strides mean the packed default layout, which is what we asked for */
+    const int64_t *got = tb->tensor.stride;
+    bool zero = got[0] == 0 && got[1] == 0 && got[2] == 0 && got[3] == 0;
+    bool strides_ok = zero ? !tb->bhsd : memcmp(got, expect, sizeof expect) == 0;
+    int64_t shape[4] = {tb->B, tb->S, tb->H, tb->D};
+    if (!strides_ok || memcmp(tb->tensor.shape, shape, sizeof shape) != 0 ||
+        tb->tensor.buffer != tb->buf || tb->tensor.dtype != tb->dtype) {
+        fail(r,
+             "the tensor helper for %s gave shape (%lld,%lld,%lld,%lld) strides "
+             "(%lld,%lld,%lld,%lld)",
+             tb->name, (long long)tb->tensor.shape[0], (long long)tb->tensor.shape[1],
+             (long long)tb->tensor.shape[2], (long long)tb->tensor.shape[3], (long long)got[0],
+             (long long)got[1], (long long)got[2], (long long)got[3]);
+        return false;
+    }
+    tb->tensor.offset = TK_OFFSET;
+    return true;
+}
+
+static bool tbuf_read(fa_context *ctx, tbuf *tb, tk_result *r)
+{
+    fa_status st = fa_buffer_read(tb->buf, 0, tb->got, tb->total);
+    if (st != FA_OK) {
+        fail(r, "fa_buffer_read(%s): %s: %s", tb->name, fa_status_name(st),
+             fa_context_last_error(ctx));
+        return false;
+    }
+    return true;
+}
+
+/* Guards must hold the poison; an input (or an output of a no-op) must equal its image. */
+static void check_unchanged(tbuf *tb, bool whole, tk_result *r)
+{
+    if (memcmp(tb->got, tb->image, TK_OFFSET) != 0)
+        fail(r, "guard before %s overwritten", tb->name);
+    size_t end = TK_OFFSET + tb->bytes;
+    if (memcmp(tb->got + end, tb->image + end, TK_GUARD) != 0)
+        fail(r, "guard after %s overwritten", tb->name);
+    if (whole && memcmp(tb->got + TK_OFFSET, tb->image + TK_OFFSET, tb->bytes) != 0) {
+        size_t x = 0;
+        while (tb->got[TK_OFFSET + x] == tb->image[TK_OFFSET + x])
+            x++;
+        fail(r, "%s %s changed (first at element %zu)", tb->output ? "output" : "input", tb->name,
+             x / tb->esize);
+    }
+}
+
+/* Every element written (no poison), finite unless it is the -inf LSE of a row seeing no key. */
+static void check_written(const tk_data *t, tbuf *tb, tk_result *r)
+{
+    size_t unwritten = 0, non_finite = 0, first_unwritten = 0;
+    const unsigned char *data = tb->got + TK_OFFSET;
+    for (size_t x = 0; x < tb->count; x++) {
+        const unsigned char *p = data + x * tb->esize;
+        if (is_poison(p, tb->esize)) {
+            if (unwritten++ == 0)
+                first_unwritten = x;
+            continue;
+        }
+        double v = fa_testkit_load(data, tb->dtype, x);
+        if (isfinite(v))
+            continue;
+        if (tb->lse && isinf(v) && v < 0 && tk_visible_keys(t, (int64_t)(x % (size_t)t->Sq)) == 0)
+            continue;
+        non_finite++;
+    }
+    if (unwritten)
+        fail(r, "%zu of %zu elements of %s never written (first at element %zu)", unwritten,
+             tb->count, tb->name, first_unwritten);
+    if (non_finite)
+        fail(r, "%zu non-finite elements in %s", non_finite, tb->name);
+}
+
+/* Rows that see no key: O = 0 and LSE = -inf exactly, dQ = 0. */
+static void check_no_key_rows(const tk_data *t, const tbuf *o, const tbuf *lse, const tbuf *dq,
+                              tk_result *r)
+{
+    int64_t bad_o = 0, bad_lse = 0, bad_dq = 0;
+    for (int64_t i = 0; i < t->Sq; i++) {
+        if (tk_visible_keys(t, i) > 0)
+            continue;
+        for (int64_t b = 0; b < t->B; b++)
+            for (int64_t h = 0; h < t->Hq; h++) {
+                double l = elem_value(lse, lse->got, elem_index(lse, b, i, h, 0));
+                bad_lse += !(isinf(l) && l < 0);
+                for (int64_t d = 0; d < t->D; d++) {
+                    bad_o += elem_value(o, o->got, elem_index(o, b, i, h, d)) != 0.0;
+                    if (dq)
+                        bad_dq += elem_value(dq, dq->got, elem_index(dq, b, i, h, d)) != 0.0;
+                }
+            }
+    }
+    if (bad_o)
+        fail(r, "%lld O elements of rows seeing no key are not 0", (long long)bad_o);
+    if (bad_lse)
+        fail(r, "%lld LSE values of rows seeing no key are not -inf", (long long)bad_lse);
+    if (bad_dq)
+        fail(r, "%lld dQ elements of rows seeing no key are not 0", (long long)bad_dq);
+}
+
+/* Gathers the backend's values on the expected query rows (krows: key rows) as doubles. */
+static double *gather(const tk_data *t, const tbuf *tb, const int64_t *rows, int64_t n, bool keys)
+{
+    int64_t D = tb->D;
+    double *out = malloc((size_t)(n * D > 0 ? n * D : 1) * sizeof *out);
+    if (!out)
+        return NULL;
+    for (int64_t r = 0; r < n; r++) {
+        int64_t b, h, s;
+        if (keys)
+            tk_krow_split(t, rows[r], &b, &h, &s);
+        else
+            tk_row_split(t, rows[r], &b, &h, &s);
+        for (int64_t d = 0; d < D; d++)
+            out[r * D + d] = elem_value(tb, tb->got, elem_index(tb, b, s, h, d));
+    }
+    return out;
+}
+
+/* err and tolerance of one output; returns err / tol. */
+static double compare(const char *name, const double *got, const double *ref, const double *base,
+                      int64_t n, double k, double *err_out, double *tol_out, tk_result *r)
+{
+    bool nf = false, base_nf = false;
+    double err = tk_max_abs_err(got, ref, n, &nf);
+    double base_err = tk_max_abs_err(base, ref, n, &base_nf);
+    double tol = k * base_err + FA_TESTKIT_ABS_SLACK;
+    *err_out = err;
+    *tol_out = tol;
+    if (nf)
+        fail(r, "%s non-finite where the reference is finite", name);
+    else if (!(err <= tol))
+        fail(r, "%s max error %.3g > tolerance %.3g (%.0fx baseline %.3g + 1e-5)", name, err, tol,
+             k, base_err);
+    return err / tol;
+}
+
+static void compare_all(const tk_data *t, const tk_expect *e, tbuf *tb, tk_result *r)
+{
+    int64_t D = t->D, nr = e->n_rows * D, nk = e->n_krows * D;
+    double *o = gather(t, &tb[T_O], e->rows, e->n_rows, false);
+    double *lse = gather(t, &tb[T_LSE], e->rows, e->n_rows, false);
+    double *dq = e->backward ? gather(t, &tb[T_DQ], e->rows, e->n_rows, false) : NULL;
+    double *dk = e->backward ? gather(t, &tb[T_DK], e->krows, e->n_krows, true) : NULL;
+    double *dv = e->backward ? gather(t, &tb[T_DV], e->krows, e->n_krows, true) : NULL;
+    if (!o || !lse || (e->backward && (!dq || !dk || !dv))) {
+        fail(r, "out of host memory");
+    } else {
+        r->sampled = !e->full;
+        r->ratio = compare("O", o, e->o, e->bo, nr, FA_TESTKIT_K_FORWARD, &r->err_o, &r->tol_o, r);
+        bool nf = false;
+        r->err_lse = tk_max_lse_err(lse, e->lse, e->n_rows, &nf);
+        if (!(r->err_lse <= FA_TESTKIT_LSE_REL))
+            fail(r, "LSE max relative error %.3g > %.0e%s", r->err_lse, FA_TESTKIT_LSE_REL,
+                 nf ? " (non-finite)" : "");
+        r->ratio = fmax(r->ratio, r->err_lse / FA_TESTKIT_LSE_REL);
+        if (e->backward) {
+            const double k = FA_TESTKIT_K_BACKWARD;
+            r->ratio =
+                fmax(r->ratio, compare("dQ", dq, e->dq, e->bdq, nr, k, &r->err_dq, &r->tol_dq, r));
+            r->ratio =
+                fmax(r->ratio, compare("dK", dk, e->dk, e->bdk, nk, k, &r->err_dk, &r->tol_dk, r));
+            r->ratio =
+                fmax(r->ratio, compare("dV", dv, e->dv, e->bdv, nk, k, &r->err_dv, &r->tol_dv, r));
+        }
+    }
+    free(o);
+    free(lse);
+    free(dq);
+    free(dk);
+    free(dv);
+}
+
+/* OK continues; an unsupported status is a skip with the reason; anything else fails. */
+static bool call_ok(fa_context *ctx, const char *what, fa_status st, tk_result *r)
+{
+    if (st == FA_OK)
+        return true;
+    if (st <= FA_ERROR_UNSUPPORTED && st > FA_ERROR_UNSUPPORTED - 10) {
+        r->outcome = TK_SKIP;
+        snprintf(r->detail, sizeof r->detail, "%s: %s: %s", what, fa_status_name(st),
+                 fa_context_last_error(ctx));
+        return false;
+    }
+    fail(r, "%s: %s: %s", what, fa_status_name(st), fa_context_last_error(ctx));
+    return false;
+}
+
+void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, const tk_data *t,
+                     const tk_expect *e, tk_result *r)
+{
+    memset(r, 0, sizeof *r);
+    double start = tk_now();
+    const fa_ref_problem *p = &c->p;
+    const bool bwd = c->backward;
+    tbuf tb[T_COUNT];
+    memset(tb, 0, sizeof tb);
+    tbuf_init(&tb[T_Q], "q", false, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q, p->head_dim,
+              false);
+    tbuf_init(&tb[T_K], "k", false, p->dtype, c->bhsd, p->batch, p->seq_k, p->heads_kv, p->head_dim,
+              false);
+    tbuf_init(&tb[T_V], "v", false, p->dtype, c->bhsd, p->batch, p->seq_k, p->heads_kv, p->head_dim,
+              false);
+    tbuf_init(&tb[T_O], "o", true, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q, p->head_dim,
+              false);
+    tbuf_init(&tb[T_LSE], "lse", true, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q, 1, true);
+    if (bwd) {
+        tbuf_init(&tb[T_DO], "do", false, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q,
+                  p->head_dim, false);
+        tbuf_init(&tb[T_DQ], "dq", true, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q,
+                  p->head_dim, false);
+        tbuf_init(&tb[T_DK], "dk", true, p->dtype, c->bhsd, p->batch, p->seq_k, p->heads_kv,
+                  p->head_dim, false);
+        tbuf_init(&tb[T_DV], "dv", true, p->dtype, c->bhsd, p->batch, p->seq_k, p->heads_kv,
+                  p->head_dim, false);
+    }
+    const void *data[T_COUNT] = {[T_Q] = in->q, [T_K] = in->k, [T_V] = in->v, [T_DO] = in->d_o};
+    const int n_bufs = bwd ? T_COUNT : T_DO;
+    bool ok = true;
+    for (int x = 0; ok && x < n_bufs; x++)
+        ok = tbuf_create(ctx, &tb[x], data[x], r);
+    const fa_attention_desc desc = {.scale = p->scale, .causal = p->causal};
+    unsigned char *o_after_fwd = NULL, *lse_after_fwd = NULL;
+
+    if (ok)
+        ok = call_ok(ctx, "fa_attention_forward",
+                     fa_attention_forward(ctx, &desc, &tb[T_Q].tensor, &tb[T_K].tensor,
+                                          &tb[T_V].tensor, &tb[T_O].tensor, &tb[T_LSE].tensor),
+                     r);
+    if (ok)
+        ok = call_ok(ctx, "fa_context_synchronize", fa_context_synchronize(ctx), r);
+    if (ok && bwd) {
+        /* O and LSE as the forward left them are the backward's inputs */
+        ok = tbuf_read(ctx, &tb[T_O], r) && tbuf_read(ctx, &tb[T_LSE], r);
+        o_after_fwd = ok ? malloc(tb[T_O].total) : NULL;
+        lse_after_fwd = ok ? malloc(tb[T_LSE].total) : NULL;
+        if (o_after_fwd && lse_after_fwd) {
+            memcpy(o_after_fwd, tb[T_O].got, tb[T_O].total);
+            memcpy(lse_after_fwd, tb[T_LSE].got, tb[T_LSE].total);
+        } else if (ok) {
+            fail(r, "out of host memory");
+            ok = false;
+        }
+        if (ok)
+            ok = call_ok(ctx, "fa_attention_backward",
+                         fa_attention_backward(ctx, &desc, &tb[T_Q].tensor, &tb[T_K].tensor,
+                                               &tb[T_V].tensor, &tb[T_O].tensor, &tb[T_DO].tensor,
+                                               &tb[T_LSE].tensor, &tb[T_DQ].tensor,
+                                               &tb[T_DK].tensor, &tb[T_DV].tensor),
+                         r);
+        if (ok)
+            ok = call_ok(ctx, "fa_context_synchronize", fa_context_synchronize(ctx), r);
+    }
+    for (int x = 0; ok && x < n_bufs; x++)
+        ok = tbuf_read(ctx, &tb[x], r);
+
+    if (ok) {
+        for (int x = 0; x < n_bufs; x++) {
+            if (!tb[x].output || c->noop) {
+                check_unchanged(&tb[x], true, r);
+            } else {
+                check_unchanged(&tb[x], false, r);
+                check_written(t, &tb[x], r);
+            }
+        }
+        if (bwd && !c->noop) {
+            if (memcmp(tb[T_O].got, o_after_fwd, tb[T_O].total) != 0)
+                fail(r, "the backward changed o");
+            if (memcmp(tb[T_LSE].got, lse_after_fwd, tb[T_LSE].total) != 0)
+                fail(r, "the backward changed lse");
+        }
+        if (!c->noop) {
+            check_no_key_rows(t, &tb[T_O], &tb[T_LSE], bwd ? &tb[T_DQ] : NULL, r);
+            if (e)
+                compare_all(t, e, tb, r);
+        }
+    }
+    for (int x = 0; x < T_COUNT; x++) {
+        fa_buffer_destroy(tb[x].buf);
+        free(tb[x].image);
+        free(tb[x].got);
+    }
+    free(o_after_fwd);
+    free(lse_after_fwd);
+    r->seconds = tk_now() - start;
+}

@@ -1,0 +1,341 @@
+/* The conformance runner: every selected backend on every generated case. The inputs and the
+ * float64 reference of a case are computed once and shared by every backend. */
+#include "tk_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool backend_open(tk_backend_run *br, fa_context **ctx, tk_result *ctx_failure)
+{
+    fa_backend_info info;
+    fa_status st = fa_backend_query(br->backend, &info);
+    *ctx = NULL;
+    if (st != FA_OK) {
+        snprintf(br->reason, sizeof br->reason, "fa_backend_query: %s", fa_status_name(st));
+        return false;
+    }
+    if (!info.available) {
+        snprintf(br->reason, sizeof br->reason, "%s",
+                 info.reason[0] ? info.reason
+                 : info.built   ? "unavailable"
+                                : "not built");
+        return false;
+    }
+    br->available = true;
+    /* the backend named explicitly, device 0: FA_BACKEND / FA_DEVICE do not apply */
+    st = fa_context_create(&(fa_context_desc){.backend = br->backend, .device = 0}, ctx);
+    if (st != FA_OK) {
+        *ctx = NULL;
+        ctx_failure->outcome = TK_FAIL;
+        snprintf(ctx_failure->detail, sizeof ctx_failure->detail, "fa_context_create: %s: %s",
+                 fa_status_name(st), fa_last_create_error());
+        snprintf(br->device, sizeof br->device, "(no context)");
+        return true;
+    }
+    if (fa_context_backend(*ctx) != br->backend) {
+        ctx_failure->outcome = TK_FAIL;
+        snprintf(ctx_failure->detail, sizeof ctx_failure->detail,
+                 "fa_context_create gave a %s context for %s",
+                 fa_backend_name(fa_context_backend(*ctx)), br->name);
+        fa_context_destroy(*ctx);
+        *ctx = NULL;
+        return true;
+    }
+    fa_device_info dev;
+    if (fa_context_device(*ctx, &dev) == FA_OK)
+        snprintf(br->device, sizeof br->device, "%.120s (%.60s%s%.60s)", dev.name, dev.vendor,
+                 dev.driver[0] ? ", " : "", dev.driver);
+    return true;
+}
+
+static void progress_line(const tk_run *run, int64_t c, double ref_seconds, FILE *f)
+{
+    fprintf(f, "[%4lld/%lld] %-58s ref %.2fs", (long long)c + 1, (long long)run->n_cases,
+            run->cases[c].name, ref_seconds);
+    for (int b = 0; b < run->n_backends; b++) {
+        const tk_backend_run *br = &run->backends[b];
+        if (!br->available)
+            continue;
+        const tk_result *r = &br->results[c];
+        static const char *word[] = {"pass", "FAIL", "skip"};
+        fprintf(f, " %s:%s", br->name, word[r->outcome]);
+        if (r->outcome == TK_PASS)
+            fprintf(f, " %.2f %.2fs", r->ratio, r->seconds);
+    }
+    fputc('\n', f);
+    fflush(f);
+}
+
+int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_totals *totals)
+{
+    fa_conformance_options opt = {0};
+    if (opt_in)
+        opt = *opt_in;
+    if (!opt.seed)
+        opt.seed = 1;
+    if (!opt.out)
+        opt.out = stdout;
+    if (!opt.progress)
+        opt.progress = stderr;
+    tk_run run = {.opt = &opt};
+    double start = tk_now();
+
+    tk_case *all;
+    int64_t n_all = tk_cases_generate(opt.full, opt.seed, &all);
+    run.cases = malloc((size_t)(n_all > 0 ? n_all : 1) * sizeof *run.cases);
+    for (int64_t c = 0; run.cases && c < n_all; c++) {
+        if (opt.filter && !strstr(all[c].name, opt.filter))
+            continue;
+        if (opt.limit > 0 && run.n_cases >= opt.limit)
+            break;
+        run.cases[run.n_cases++] = all[c];
+    }
+    free(all);
+
+    fa_backend list[FA_BACKEND_COUNT];
+    int n_list = 0;
+    if (opt.backend <= FA_BACKEND_AUTO || opt.backend >= FA_BACKEND_COUNT)
+        for (int b = FA_BACKEND_CUDA; b < FA_BACKEND_COUNT; b++)
+            list[n_list++] = (fa_backend)b;
+    else
+        list[n_list++] = (fa_backend)opt.backend;
+    run.backends = calloc((size_t)n_list, sizeof *run.backends);
+    fa_context *ctx[FA_BACKEND_COUNT] = {NULL};
+    tk_result ctx_failure[FA_BACKEND_COUNT];
+    memset(ctx_failure, 0, sizeof ctx_failure);
+    if (!run.cases || !run.backends) {
+        fprintf(opt.progress, "conformance: out of host memory\n");
+        free(run.cases);
+        free(run.backends);
+        return 1;
+    }
+    run.n_backends = n_list;
+    bool any_context = false;
+    for (int b = 0; b < n_list; b++) {
+        tk_backend_run *br = &run.backends[b];
+        br->backend = list[b];
+        br->name = fa_backend_name(list[b]);
+        br->results = calloc((size_t)(run.n_cases > 0 ? run.n_cases : 1), sizeof *br->results);
+        backend_open(br, &ctx[b], &ctx_failure[b]);
+        any_context |= ctx[b] != NULL;
+        if (!br->available)
+            fprintf(opt.progress, "%s: skipped: %s\n", br->name, br->reason);
+        else if (!ctx[b])
+            fprintf(opt.progress, "%s: %s\n", br->name, ctx_failure[b].detail);
+        else
+            fprintf(opt.progress, "%s: %s\n", br->name, br->device);
+    }
+    fprintf(opt.progress, "%lld cases (%s, seed %llu)\n", (long long)run.n_cases,
+            opt.full ? "full" : "quick", (unsigned long long)opt.seed);
+
+    for (int64_t c = 0; c < run.n_cases; c++) {
+        const tk_case *tc = &run.cases[c];
+        const fa_ref_problem *p = &tc->p;
+        for (int b = 0; b < n_list; b++) {
+            tk_result *r = &run.backends[b].results[c];
+            if (!run.backends[b].available) {
+                r->outcome = TK_SKIP;
+                snprintf(r->detail, sizeof r->detail, "backend %s", run.backends[b].reason);
+            } else if (!ctx[b]) {
+                *r = ctx_failure[b];
+            }
+        }
+        double ref_seconds = 0;
+        if (any_context) {
+            size_t es = fa_dtype_size(p->dtype);
+            size_t nq = (size_t)(p->batch * p->seq_q * p->heads_q * p->head_dim);
+            size_t nk = (size_t)(p->batch * p->seq_k * p->heads_kv * p->head_dim);
+            tk_inputs in = {malloc(nq * es + 4), malloc(nk * es + 4), malloc(nk * es + 4),
+                            tc->backward ? malloc(nq * es + 4) : NULL};
+            tk_data t;
+            tk_expect e;
+            bool have_data = false, have_expect = false;
+            bool ok = in.q && in.k && in.v && (!tc->backward || in.d_o);
+            if (ok) {
+                fa_testkit_fill_random(in.q, p->dtype, nq, tc->seed + 1);
+                fa_testkit_fill_random(in.k, p->dtype, nk, tc->seed + 2);
+                fa_testkit_fill_random(in.v, p->dtype, nk, tc->seed + 3);
+                if (in.d_o)
+                    fa_testkit_fill_random(in.d_o, p->dtype, nq, tc->seed + 4);
+                ok = have_data = tk_data_init(&t, p, in.q, in.k, in.v, in.d_o);
+            }
+            double ref_start = tk_now();
+            if (ok && !tc->noop)
+                ok = have_expect = tk_expect_compute(&t, tc->backward, false, tc->seed + 5, &e);
+            ref_seconds = tk_now() - ref_start;
+            for (int b = 0; b < n_list; b++) {
+                if (!ctx[b])
+                    continue;
+                tk_result *r = &run.backends[b].results[c];
+                if (ok) {
+                    tk_case_execute(ctx[b], tc, &in, &t, have_expect ? &e : NULL, r);
+                } else {
+                    r->outcome = TK_FAIL;
+                    snprintf(r->detail, sizeof r->detail, "out of host memory for the reference");
+                }
+            }
+            if (have_expect)
+                tk_expect_free(&e);
+            if (have_data)
+                tk_data_free(&t);
+            free(in.q);
+            free(in.k);
+            free(in.v);
+            free(in.d_o);
+        }
+        progress_line(&run, c, ref_seconds, opt.progress);
+    }
+    for (int b = 0; b < n_list; b++) {
+        if (ctx[b])
+            fa_context_destroy(ctx[b]);
+        tk_backend_run *br = &run.backends[b];
+        for (int64_t c = 0; c < run.n_cases; c++) {
+            tk_outcome o = br->results[c].outcome;
+            br->passed += o == TK_PASS;
+            br->failed += o == TK_FAIL;
+            br->skipped += o == TK_SKIP;
+        }
+    }
+    run.seconds = tk_now() - start;
+
+    fa_conformance_totals sum = {0};
+    for (int b = 0; b < n_list; b++) {
+        sum.passed += run.backends[b].passed;
+        sum.failed += run.backends[b].failed;
+        sum.skipped += run.backends[b].skipped;
+    }
+    tk_print_tables(&run, opt.out);
+    bool files_ok = true;
+    if (opt.report_path && !tk_write_markdown(&run, opt.report_path)) {
+        fprintf(opt.progress, "conformance: cannot write %s: %s\n", opt.report_path,
+                strerror(errno));
+        files_ok = false;
+    }
+    if (opt.junit_path && !tk_write_junit(&run, opt.junit_path)) {
+        fprintf(opt.progress, "conformance: cannot write %s: %s\n", opt.junit_path,
+                strerror(errno));
+        files_ok = false;
+    }
+    if (opt.json_path && !tk_write_json(&run, opt.json_path)) {
+        fprintf(opt.progress, "conformance: cannot write %s: %s\n", opt.json_path, strerror(errno));
+        files_ok = false;
+    }
+    fprintf(opt.out, "%lld passed, %lld failed, %lld skipped\n", (long long)sum.passed,
+            (long long)sum.failed, (long long)sum.skipped);
+    fflush(opt.out);
+    if (totals)
+        *totals = sum;
+    for (int b = 0; b < n_list; b++)
+        free(run.backends[b].results);
+    free(run.backends);
+    free(run.cases);
+    return sum.failed == 0 && files_ok ? 0 : 1;
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f, "usage: flashattn conformance [--backend NAME|all] [--quick|--full] [--report FILE.md]\n"
+           "                             [--junit FILE.xml] [--json FILE] [--seed N] [--verbose]\n"
+           "                             [--filter TEXT] [--limit N]\n"
+           "Runs every backend (or NAME: cuda, vulkan, opencl, cpu) on cases generated from one\n"
+           "table (--quick: all pairs of axis values; --full: the full product) plus edge cases,\n"
+           "against a float64 reference. Prints one table per backend and, last,\n"
+           "'N passed, N failed, N skipped'. Exit status 0 when nothing failed, 1 otherwise.\n"
+           "  --filter TEXT  only cases whose name contains TEXT\n"
+           "  --limit N      only the first N cases\n");
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end || s[0] == '-')
+        return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
+int fa_conformance_main(int argc, char **argv)
+{
+    fa_conformance_options opt = {.backend = -1, .seed = 1};
+    for (int a = 1; a < argc; a++) {
+        const char *arg = argv[a];
+        const char *value = NULL;
+        char key[32];
+        const char *eq = strchr(arg, '=');
+        if (eq && strncmp(arg, "--", 2) == 0 && (size_t)(eq - arg) < sizeof key) {
+            memcpy(key, arg, (size_t)(eq - arg));
+            key[eq - arg] = '\0';
+            value = eq + 1;
+            arg = key;
+        }
+        bool takes_value = !strcmp(arg, "--backend") || !strcmp(arg, "--report") ||
+                           !strcmp(arg, "--junit") || !strcmp(arg, "--json") ||
+                           !strcmp(arg, "--seed") || !strcmp(arg, "--filter") ||
+                           !strcmp(arg, "--limit");
+        if (takes_value && !value) {
+            if (a + 1 >= argc) {
+                fprintf(stderr, "conformance: %s needs a value\n", arg);
+                usage(stderr);
+                return 2;
+            }
+            value = argv[++a];
+        } else if (!takes_value && value) {
+            fprintf(stderr, "conformance: %s takes no value\n", arg);
+            usage(stderr);
+            return 2;
+        }
+        uint64_t u;
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(arg, "--backend")) {
+            fa_backend b;
+            if (!strcmp(value, "all")) {
+                opt.backend = -1;
+            } else if (fa_backend_from_name(value, &b) == FA_OK && b != FA_BACKEND_AUTO) {
+                opt.backend = (int)b;
+            } else {
+                fprintf(stderr, "conformance: unknown backend '%s'\n", value);
+                usage(stderr);
+                return 2;
+            }
+        } else if (!strcmp(arg, "--quick")) {
+            opt.full = false;
+        } else if (!strcmp(arg, "--full")) {
+            opt.full = true;
+        } else if (!strcmp(arg, "--verbose") || !strcmp(arg, "-v")) {
+            opt.verbose = true;
+        } else if (!strcmp(arg, "--report")) {
+            opt.report_path = value;
+        } else if (!strcmp(arg, "--junit")) {
+            opt.junit_path = value;
+        } else if (!strcmp(arg, "--json")) {
+            opt.json_path = value;
+        } else if (!strcmp(arg, "--filter")) {
+            opt.filter = value;
+        } else if (!strcmp(arg, "--seed") || !strcmp(arg, "--limit")) {
+            if (!parse_u64(value, &u) || (!strcmp(arg, "--seed") && u == 0)) {
+                fprintf(stderr, "conformance: %s needs a positive integer, not '%s'\n", arg, value);
+                usage(stderr);
+                return 2;
+            }
+            if (!strcmp(arg, "--seed"))
+                opt.seed = u;
+            else
+                opt.limit = (int64_t)u;
+        } else {
+            fprintf(stderr, "conformance: unknown argument '%s'\n", argv[a]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    return fa_conformance_run(&opt, NULL);
+}

@@ -1,0 +1,143 @@
+/* flashattn test kit: a float64 reference of attention (forward and backward), a same-precision
+ * naive baseline that measures what the dtype itself costs, deterministic random inputs, row
+ * checks for large problems, and the conformance runner behind `flashattn conformance`.
+ *
+ * Pass rule (FlashAttention's own): an output passes when its max abs error against the float64
+ * reference is at most k * (the baseline's max abs error) + 1e-5, with k = 2 for O and 3 for
+ * dQ, dK, dV; the LSE within 1e-3 relative (|a - b| <= 1e-3 * max(1, |ref|)); no NaN or Inf
+ * where the reference is finite, and a -inf LSE matched exactly.
+ *
+ * All host arrays here are packed BSHD (batch, seq, heads, dim) in the problem's dtype, and the
+ * LSE is packed (batch, heads, seq_q) f32, the layouts of fa_tensor_bshd and fa_tensor_lse. */
+#ifndef FA_TESTKIT_H
+#define FA_TESTKIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "flashattn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fa_ref_problem {
+    fa_dtype dtype;
+    int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
+    float scale; /* 0 -> 1/sqrt(head_dim) */
+    bool causal; /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
+} fa_ref_problem;
+
+/* Deterministic random fill (splitmix/xorshift from seed) of n elements of dtype: values ~
+ * N(0,1)-ish (or uniform [-1,1]), never all zero. */
+void fa_testkit_fill_random(void *dst, fa_dtype dtype, size_t n, uint64_t seed);
+
+typedef struct fa_row_check {
+    int64_t rows_checked;
+    double max_err_o, max_err_lse; /* vs float64 reference, max abs for O, max relative for LSE */
+    double baseline_err_o; /* same-precision naive baseline's max abs error on the same rows */
+    bool non_finite;       /* any NaN/Inf in O or LSE where the reference is finite */
+    bool pass;             /* max_err_o <= 2*baseline_err_o + 1e-5, lse rel <= 1e-3, !non_finite */
+} fa_row_check;
+
+/* Checks a forward result on n_rows randomly sampled (b, h, i) query rows. q,k,v,o are packed
+ * BSHD host arrays in p->dtype; lse packed (B,H,Sq) f32 or NULL. Cost O(n_rows * Sk * D). */
+void fa_testkit_check_forward_rows(const fa_ref_problem *p, const void *q, const void *k,
+                                   const void *v, const void *o, const float *lse, int64_t n_rows,
+                                   uint64_t seed, fa_row_check *out);
+
+/* ---- tolerances ------------------------------------------------------------------------------ */
+
+#define FA_TESTKIT_ABS_SLACK 1e-5 /* added to k * baseline error */
+#define FA_TESTKIT_LSE_REL 1e-3
+#define FA_TESTKIT_K_FORWARD 2.0
+#define FA_TESTKIT_K_BACKWARD 3.0
+
+/* ---- element access -------------------------------------------------------------------------- */
+
+/** Element i of a host array of dtype, as double. */
+double fa_testkit_load(const void *base, fa_dtype dtype, size_t i);
+/** Stores x rounded to dtype (round to nearest even) as element i. */
+void fa_testkit_store(void *base, fa_dtype dtype, size_t i, double x);
+/** x rounded to dtype and back (f32: rounded to float). */
+double fa_testkit_round(fa_dtype dtype, double x);
+/** The scale a problem actually uses: p->scale, or 1/sqrt(head_dim) when it is 0. */
+double fa_ref_scale(const fa_ref_problem *p);
+/** Index of the last key query row i sees: i + Sk - Sq when causal, Sk - 1 otherwise (may be < 0,
+ * meaning no key). */
+int64_t fa_ref_last_key(const fa_ref_problem *p, int64_t i);
+
+/* ---- float64 reference ------------------------------------------------------------------------
+ */
+
+/** The float64 forward over the whole problem. Inputs are packed BSHD in p->dtype, read exactly
+ * as their dtype holds them; o (B,Sq,Hq,D) and lse (B,Hq,Sq) are double, lse may be NULL. Rows
+ * that see no key get O = 0 and LSE = -inf. Materialises one Sk-long score row at a time: memory
+ * O(Sk), cost O(B * Hq * Sq * Sk * D). (For large problems the conformance runner checks sampled
+ * rows instead; see expect.c.) */
+void fa_ref64_forward(const fa_ref_problem *p, const void *q, const void *k, const void *v,
+                      double *o, double *lse);
+
+/** The float64 backward: dq (B,Sq,Hq,D), dk and dv (B,Sk,Hkv,D) in double; d_o in p->dtype.
+ * Recomputes the softmax in double (takes O and LSE from nowhere), one query row at a time:
+ * memory O(Sk) beyond the outputs, cost O(B * Hq * Sq * Sk * D). */
+void fa_ref64_backward(const fa_ref_problem *p, const void *q, const void *k, const void *v,
+                       const void *d_o, double *dq, double *dk, double *dv);
+
+/* ---- same-precision baseline ----------------------------------------------------------------- */
+
+/** What an ordinary non-flash implementation computes in p->dtype: S = QK^T with f32 accumulation
+ * rounded to the dtype, softmax in f32, P rounded to the dtype, O = PV with f32 accumulation
+ * rounded to the dtype. Outputs in p->dtype (packed BSHD), lse f32 (B,Hq,Sq) or NULL. */
+void fa_baseline_forward(const fa_ref_problem *p, const void *q, const void *k, const void *v,
+                         void *o, float *lse);
+/** The baseline backward: dP = dO V^T f32 acc rounded; D = rowsum(P * dP) in f32 (the softmax
+ * backward of an ordinary implementation); dS = P * (dP - D) in f32 rounded; dV = P^T dO, dK =
+ * scale * dS^T Q, dQ = scale * dS K with f32 accumulation, rounded. Outputs in p->dtype packed
+ * BSHD. */
+void fa_baseline_backward(const fa_ref_problem *p, const void *q, const void *k, const void *v,
+                          const void *d_o, void *dq, void *dk, void *dv);
+
+/* ---- random numbers -------------------------------------------------------------------------- */
+
+uint64_t fa_testkit_splitmix64(uint64_t *state);
+/** Uniform integer in [0, n). */
+uint64_t fa_testkit_rand_below(uint64_t *state, uint64_t n);
+
+/* ---- conformance runner ---------------------------------------------------------------------- */
+
+/** Options of one conformance run; zero means: all backends, quick, seed 1, no files. */
+typedef struct fa_conformance_options {
+    int backend; /* -1 or FA_BACKEND_AUTO (0): every backend; else one fa_backend */
+    bool full;
+    bool verbose;
+    uint64_t seed;           /* 0 -> 1 */
+    const char *report_path; /* Markdown */
+    const char *junit_path;
+    const char *json_path;
+    const char *filter; /* only cases whose name contains this substring; NULL: all */
+    int64_t limit;      /* run at most this many generated cases (0: all); for tests */
+    FILE *out;          /* table and summary; NULL -> stdout */
+    FILE *progress;     /* progress lines; NULL -> stderr */
+} fa_conformance_options;
+
+typedef struct fa_conformance_totals {
+    int64_t passed, failed, skipped;
+} fa_conformance_totals;
+
+/** Runs the conformance suite. Returns 0 when nothing failed, 1 otherwise, writes totals if not
+ * NULL. */
+int fa_conformance_run(const fa_conformance_options *opt, fa_conformance_totals *totals);
+/** Parses the command line of `flashattn conformance` (argv[0] = "conformance") and runs it.
+ * Returns the process exit code: 0 ok, 1 failures, 2 bad arguments (usage on stderr). */
+int fa_conformance_main(int argc, char **argv);
+/** The number of cases a run generates, edge cases included (no filter, no limit). */
+int64_t fa_conformance_case_count(bool full);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

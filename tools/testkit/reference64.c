@@ -1,0 +1,181 @@
+/* The float64 reference: attention computed in double from the inputs as their dtype holds them.
+ *
+ * It works one query row at a time: the row's scores against every visible key are materialised
+ * (Sk doubles), normalised by a two-pass softmax (max, then sum of exponentials), and used at
+ * once for O and, in the backward, for dQ and the row's contribution to dK and dV. This is the
+ * score matrix of each (b, h) one row after another: the same arithmetic as materialising it,
+ * in O(Sk) memory. A row that sees no key has O = 0, LSE = -inf and zero gradients. */
+#include "tk_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void axpy64(double *y, double a, const double *x, int64_t n)
+{
+    for (int64_t d = 0; d < n; d++)
+        y[d] += a * x[d];
+}
+
+int64_t tk_ref_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, double *p_row,
+                           double *o_row, double *lse)
+{
+    const int64_t D = t->D, n = tk_visible_keys(t, i), hk = h / t->group;
+    const double *q = t->q + tk_q_index(t, b, i, h);
+    memset(o_row, 0, (size_t)D * sizeof *o_row);
+    if (n == 0) {
+        *lse = -INFINITY;
+        return 0;
+    }
+    double m = -INFINITY;
+    for (int64_t j = 0; j < n; j++) {
+        double s = t->scale * tk_dot64(q, t->k + tk_k_index(t, b, j, hk), D);
+        p_row[j] = s;
+        if (s > m)
+            m = s;
+    }
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; j++) {
+        p_row[j] = exp(p_row[j] - m);
+        sum += p_row[j];
+    }
+    for (int64_t j = 0; j < n; j++) {
+        p_row[j] /= sum;
+        axpy64(o_row, p_row[j], t->v + tk_k_index(t, b, j, hk), D);
+    }
+    *lse = m + log(sum);
+    return n;
+}
+
+void tk_ref_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t n,
+                         const double *p_row, const double *o_row, double *dq_row, double *dk,
+                         double *dv)
+{
+    const int64_t D = t->D, hk = h / t->group;
+    const double *q = t->q + tk_q_index(t, b, i, h);
+    const double *d_o = t->d_o + tk_q_index(t, b, i, h);
+    memset(dq_row, 0, (size_t)D * sizeof *dq_row);
+    double delta = tk_dot64(d_o, o_row, D); /* = sum_j P_ij dP_ij */
+    for (int64_t j = 0; j < n; j++) {
+        int64_t kj = tk_k_index(t, b, j, hk);
+        double dp = tk_dot64(d_o, t->v + kj, D);
+        double ds = p_row[j] * (dp - delta);
+        axpy64(dq_row, ds, t->k + kj, D);
+        if (dk) {
+            axpy64(dk + kj, ds, q, D);
+            axpy64(dv + kj, p_row[j], d_o, D);
+        }
+    }
+    for (int64_t d = 0; d < D; d++)
+        dq_row[d] *= t->scale;
+}
+
+void tk_ref_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j, const double *lse,
+                         const double *delta, double *dk_row, double *dv_row)
+{
+    const int64_t D = t->D;
+    const double *k = t->k + tk_k_index(t, b, j, hk), *v = t->v + tk_k_index(t, b, j, hk);
+    memset(dk_row, 0, (size_t)D * sizeof *dk_row);
+    memset(dv_row, 0, (size_t)D * sizeof *dv_row);
+    for (int64_t g = 0; g < t->group; g++) {
+        int64_t h = hk * t->group + g;
+        for (int64_t i = 0; i < t->Sq; i++) {
+            if (j >= tk_visible_keys(t, i))
+                continue;
+            const double *q = t->q + tk_q_index(t, b, i, h);
+            const double *d_o = t->d_o + tk_q_index(t, b, i, h);
+            double p = exp(t->scale * tk_dot64(q, k, D) - lse[g * t->Sq + i]);
+            double ds = p * (tk_dot64(d_o, v, D) - delta[g * t->Sq + i]);
+            axpy64(dv_row, p, d_o, D);
+            axpy64(dk_row, ds, q, D);
+        }
+    }
+    for (int64_t d = 0; d < D; d++)
+        dk_row[d] *= t->scale;
+}
+
+void tk_ref_block_stats(const tk_data *t, int64_t b, int64_t h, int64_t i0, int64_t n, double *s,
+                        double *o, double *lse, double *delta)
+{
+    const int64_t D = t->D, Sk = t->Sk, hk = h / t->group;
+    int64_t nvis[TK_BLOCK], jmax = 0;
+    for (int64_t r = 0; r < n; r++) {
+        nvis[r] = tk_visible_keys(t, i0 + r);
+        jmax = nvis[r] > jmax ? nvis[r] : jmax;
+    }
+    /* each key row is loaded once for the whole block */
+    for (int64_t j = 0; j < jmax; j++) {
+        const double *k = t->k + tk_k_index(t, b, j, hk);
+        for (int64_t r = 0; r < n; r++)
+            if (j < nvis[r])
+                s[r * Sk + j] = t->scale * tk_dot64(t->q + tk_q_index(t, b, i0 + r, h), k, D);
+    }
+    for (int64_t r = 0; r < n; r++) {
+        double *row = s + r * Sk, m = -INFINITY, sum = 0.0;
+        for (int64_t j = 0; j < nvis[r]; j++)
+            m = row[j] > m ? row[j] : m;
+        for (int64_t j = 0; j < nvis[r]; j++) {
+            row[j] = exp(row[j] - m);
+            sum += row[j];
+        }
+        for (int64_t j = 0; j < nvis[r]; j++)
+            row[j] /= sum;
+        lse[r] = nvis[r] > 0 ? m + log(sum) : -INFINITY;
+    }
+    memset(o, 0, (size_t)(n * D) * sizeof *o);
+    for (int64_t j = 0; j < jmax; j++) {
+        const double *v = t->v + tk_k_index(t, b, j, hk);
+        for (int64_t r = 0; r < n; r++)
+            if (j < nvis[r])
+                axpy64(o + r * D, s[r * Sk + j], v, D);
+    }
+    for (int64_t r = 0; r < n; r++)
+        delta[r] = tk_dot64(t->d_o + tk_q_index(t, b, i0 + r, h), o + r * D, D);
+}
+
+/* ---- whole-problem entry points ---- */
+
+void fa_ref64_forward(const fa_ref_problem *p, const void *q, const void *k, const void *v,
+                      double *o, double *lse)
+{
+    tk_data t;
+    if (!tk_data_init(&t, p, q, k, v, NULL))
+        return;
+    double *p_row = malloc((size_t)(t.Sk > 0 ? t.Sk : 1) * sizeof *p_row);
+    double lse_row;
+    for (int64_t b = 0; p_row && b < t.B; b++)
+        for (int64_t h = 0; h < t.Hq; h++)
+            for (int64_t i = 0; i < t.Sq; i++) {
+                tk_ref_row_forward(&t, b, h, i, p_row, o + tk_q_index(&t, b, i, h), &lse_row);
+                if (lse)
+                    lse[(b * t.Hq + h) * t.Sq + i] = lse_row;
+            }
+    free(p_row);
+    tk_data_free(&t);
+}
+
+void fa_ref64_backward(const fa_ref_problem *p, const void *q, const void *k, const void *v,
+                       const void *d_o, double *dq, double *dk, double *dv)
+{
+    tk_data t;
+    if (!tk_data_init(&t, p, q, k, v, d_o))
+        return;
+    size_t nk = (size_t)(t.B * t.Sk * t.Hkv * t.D);
+    memset(dk, 0, nk * sizeof *dk);
+    memset(dv, 0, nk * sizeof *dv);
+    double *p_row = malloc((size_t)(t.Sk > 0 ? t.Sk : 1) * sizeof *p_row);
+    double *o_row = malloc((size_t)t.D * sizeof *o_row);
+    double lse_row;
+    for (int64_t b = 0; p_row && o_row && b < t.B; b++)
+        for (int64_t h = 0; h < t.Hq; h++)
+            for (int64_t i = 0; i < t.Sq; i++) {
+                int64_t n = tk_ref_row_forward(&t, b, h, i, p_row, o_row, &lse_row);
+                tk_ref_row_backward(&t, b, h, i, n, p_row, o_row, dq + tk_q_index(&t, b, i, h), dk,
+                                    dv);
+            }
+    for (size_t x = 0; x < nk; x++)
+        dk[x] *= t.scale;
+    free(p_row);
+    free(o_row);
+    tk_data_free(&t);
+}

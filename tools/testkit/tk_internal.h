@@ -1,0 +1,195 @@
+/* What the test kit's files share: a problem with its inputs converted once to double and to f32,
+ * the row-level reference and baseline kernels, and the conformance case and result records.
+ * Not part of the test kit's public surface (fa_testkit.h). */
+#ifndef TK_INTERNAL_H
+#define TK_INTERNAL_H
+
+#include "fa_testkit.h"
+
+/* A problem and its inputs, packed BSHD, as the dtype holds them: in double for the reference,
+ * in float for the baseline (every f16/bf16/f32 value is exact in both). d_o may be NULL. */
+typedef struct tk_data {
+    fa_ref_problem p;
+    int64_t B, Sq, Sk, Hq, Hkv, D, group; /* group = Hq / Hkv */
+    double scale;                         /* resolved, double */
+    float scale_f;                        /* resolved, float: what an f32 implementation uses */
+    double *q, *k, *v, *d_o;
+    float *qf, *kf, *vf, *d_of;
+} tk_data;
+
+/* Converts the inputs; d_o may be NULL. Returns false when out of memory. */
+bool tk_data_init(tk_data *t, const fa_ref_problem *p, const void *q, const void *k, const void *v,
+                  const void *d_o);
+void tk_data_free(tk_data *t);
+
+static inline int64_t tk_visible_keys(const tk_data *t, int64_t i)
+{
+    int64_t n = t->p.causal ? i + t->Sk - t->Sq + 1 : t->Sk;
+    return n < 0 ? 0 : (n > t->Sk ? t->Sk : n);
+}
+static inline int64_t tk_q_index(const tk_data *t, int64_t b, int64_t i, int64_t h)
+{
+    return ((b * t->Sq + i) * t->Hq + h) * t->D;
+}
+static inline int64_t tk_k_index(const tk_data *t, int64_t b, int64_t j, int64_t hk)
+{
+    return ((b * t->Sk + j) * t->Hkv + hk) * t->D;
+}
+/* Row ids: query row (b, h, i) is (b * Hq + h) * Sq + i, the index of its LSE in (B, H, Sq);
+ * key row (b, hk, j) is (b * Hkv + hk) * Sk + j. */
+static inline void tk_row_split(const tk_data *t, int64_t row, int64_t *b, int64_t *h, int64_t *i)
+{
+    *i = row % t->Sq;
+    *h = (row / t->Sq) % t->Hq;
+    *b = row / (t->Sq * t->Hq);
+}
+static inline void tk_krow_split(const tk_data *t, int64_t row, int64_t *b, int64_t *hk, int64_t *j)
+{
+    *j = row % t->Sk;
+    *hk = (row / t->Sk) % t->Hkv;
+    *b = row / (t->Sk * t->Hkv);
+}
+
+double tk_dot64(const double *a, const double *b, int64_t n);
+float tk_dot32(const float *a, const float *b, int64_t n);
+float tk_round_f(fa_dtype dtype, float x);
+
+/* ---- float64 reference, row by row (reference64.c) ---- */
+
+/* Forward of query row (b, h, i): p_row (Sk doubles) gets the normalised probabilities of the
+ * visible keys, o_row (D) the output, *lse the log-sum-exp. Returns the number of visible keys. */
+int64_t tk_ref_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, double *p_row,
+                           double *o_row, double *lse);
+/* Backward of the same row from its p_row and o_row: dq_row (D). When dk, dv (whole packed
+ * (B, Sk, Hkv, D) arrays) are not NULL the row's contributions are added to them; dk is
+ * accumulated without the scale, which the caller applies once at the end. */
+void tk_ref_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t n,
+                         const double *p_row, const double *o_row, double *dq_row, double *dk,
+                         double *dv);
+/* LSE and Delta = dO . O of query rows i0 .. i0 + n - 1 (n <= TK_BLOCK) of head (b, h), each key
+ * row loaded once per block. Scratch: s (n * Sk), o (n * D). */
+#define TK_BLOCK 16
+void tk_ref_block_stats(const tk_data *t, int64_t b, int64_t h, int64_t i0, int64_t n, double *s,
+                        double *o, double *lse, double *delta);
+/* Exact dK and dV of key row (b, hk, j) from every query row of the heads sharing hk; lse and
+ * delta (= dO . O) are given per query row of the group as [g * Sq + i]. */
+void tk_ref_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j, const double *lse,
+                         const double *delta, double *dk_row, double *dv_row);
+
+/* ---- same-precision baseline, row by row (baseline.c) ---- */
+
+/* The row's statistics the baseline's backward needs again. */
+typedef struct tk_base_stats {
+    float max, sum, delta; /* of scale * S, of exp(scale * S - max), rowsum(P * dP) */
+} tk_base_stats;
+
+int64_t tk_base_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, float *p_row,
+                            float *o_row, float *lse, tk_base_stats *st);
+/* Needs 2 * Sk floats of scratch; dk_acc, dv_acc are f32 accumulators like the reference's. */
+void tk_base_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t n,
+                          const float *p_row, float *scratch, float *dq_row, float *dk_acc,
+                          float *dv_acc, tk_base_stats *st);
+/* The baseline's row statistics (max, sum, D) of a block of rows, as tk_base_row_forward and
+ * tk_base_row_backward would give them. Scratch: s (n * Sk). */
+void tk_base_block_stats(const tk_data *t, int64_t b, int64_t h, int64_t i0, int64_t n, float *s,
+                         tk_base_stats *st);
+void tk_base_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j,
+                          const tk_base_stats *st, float *dk_acc, float *dv_acc);
+
+/* ---- what a backend's outputs are checked against (expect.c) ---- */
+
+/* Reference and baseline values on a set of query rows (O, LSE, and dQ for the backward) and
+ * key rows (dK, dV). `full` when the sets are every row; else rows are sampled. */
+typedef struct tk_expect {
+    bool full, backward;
+    int64_t n_rows, n_krows;
+    int64_t *rows, *krows;
+    double *o, *lse, *dq, *dk, *dv;      /* float64 reference */
+    double *bo, *blse, *bdq, *bdk, *bdv; /* baseline, dtype-rounded values */
+} tk_expect;
+
+/* Problems with B * Hq * Sq * Sk * D above this get sampled rows instead of every row. */
+#define TK_FULL_WORK_LIMIT ((int64_t)1 << 28)
+
+bool tk_expect_compute(const tk_data *t, bool backward, bool force_sample, uint64_t seed,
+                       tk_expect *e);
+void tk_expect_free(tk_expect *e);
+
+/* Max abs error of `out` against `ref` (n values), and whether out is non-finite where ref is
+ * finite. */
+double tk_max_abs_err(const double *out, const double *ref, int64_t n, bool *non_finite);
+/* Max of |out - ref| / max(1, |ref|); a -inf ref must be matched by -inf exactly (else +inf
+ * error). */
+double tk_max_lse_err(const double *out, const double *ref, int64_t n, bool *non_finite);
+
+/* ---- conformance cases (conformance_cases.c) ---- */
+
+typedef enum tk_heads_kind { TK_MHA = 0, TK_GQA4, TK_MQA, TK_HEADS_KINDS } tk_heads_kind;
+
+typedef struct tk_case {
+    char name[128];
+    fa_ref_problem p;
+    tk_heads_kind heads;
+    bool backward;
+    bool bhsd;
+    bool noop; /* B = 0, or Sq = 0 (and Sk = 0 for a backward): success, nothing written */
+    bool edge; /* a fixed edge case, not from the table */
+    uint64_t seed;
+} tk_case;
+
+/* Generates the cases: the table's (all-pairs covering array for quick, full product for full)
+ * followed by the fixed edge cases. Returns the count, *out malloc'ed. */
+int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out);
+const char *tk_heads_name(tk_heads_kind kind); /* "mha", "gqa4:1", "mqa" */
+
+/* ---- results and reports (conformance_report.c) ---- */
+
+typedef enum tk_outcome { TK_PASS = 0, TK_FAIL, TK_SKIP } tk_outcome;
+
+typedef struct tk_result {
+    tk_outcome outcome;
+    double ratio; /* worst error / tolerance over the checked outputs; 0 when nothing compared */
+    double err_o, tol_o, err_lse, err_dq, tol_dq, err_dk, tol_dk, err_dv, tol_dv;
+    bool sampled;
+    double seconds;
+    char detail[512]; /* failure or skip reason */
+} tk_result;
+
+typedef struct tk_backend_run {
+    fa_backend backend;
+    const char *name;
+    bool available;
+    char reason[320];   /* why skipped, if not available */
+    char device[256];   /* device description */
+    tk_result *results; /* one per case */
+    int64_t passed, failed, skipped;
+} tk_backend_run;
+
+typedef struct tk_run {
+    const fa_conformance_options *opt;
+    tk_case *cases;
+    int64_t n_cases;
+    tk_backend_run *backends;
+    int n_backends;
+    double seconds;
+} tk_run;
+
+void tk_print_tables(const tk_run *run, FILE *f);
+bool tk_write_markdown(const tk_run *run, const char *path);
+bool tk_write_junit(const tk_run *run, const char *path);
+bool tk_write_json(const tk_run *run, const char *path);
+
+/* ---- one case on one backend (conformance_exec.c) ---- */
+
+/* A case's host inputs, packed BSHD in the case's dtype; d_o only for the backward. */
+typedef struct tk_inputs {
+    void *q, *k, *v, *d_o;
+} tk_inputs;
+
+/* Runs case c on ctx and checks it against e (NULL for a no-op case), filling r. */
+void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, const tk_data *t,
+                     const tk_expect *e, tk_result *r);
+
+double tk_now(void);
+
+#endif
