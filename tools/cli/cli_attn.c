@@ -1,0 +1,235 @@
+/* One attention problem on a device: see cli_attn.h. */
+#include "cli_attn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_report.h"
+#include "fa_testkit.h"
+
+#define MAX_SAMPLES 1000
+
+/* a * b * c * d as size_t, false on overflow or a negative factor. */
+static bool product4(int64_t a, int64_t b, int64_t c, int64_t d, size_t *out)
+{
+    if (a < 0 || b < 0 || c < 0 || d < 0)
+        return false;
+    size_t r = 1;
+    const int64_t f[4] = {a, b, c, d};
+    for (int i = 0; i < 4; i++) {
+        if ((uint64_t)f[i] > SIZE_MAX || __builtin_mul_overflow(r, (size_t)f[i], &r))
+            return false;
+    }
+    *out = r;
+    return true;
+}
+
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Creates a buffer of `bytes` holding `host` (bytes of it) and leaves the view in *t. */
+static fa_status make_buffer(cli_attn *a, size_t bytes, const void *host, fa_buffer **buf)
+{
+    fa_status st = fa_buffer_create(a->ctx, &(fa_buffer_desc){.size = bytes}, buf);
+    if (st != FA_OK)
+        return st;
+    return bytes ? fa_buffer_write(*buf, 0, host, bytes) : FA_OK;
+}
+
+fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *shape,
+                          bool with_grads, uint64_t seed)
+{
+    memset(a, 0, sizeof *a);
+    a->ctx = ctx;
+    a->shape = *shape;
+    a->with_grads = with_grads;
+    a->desc = (fa_attention_desc){
+        .scale = shape->head_dim > 0 ? 1.0f / sqrtf((float)shape->head_dim) : 0.0f,
+        .causal = shape->causal,
+    };
+
+    const cli_attn_shape *s = shape;
+    size_t elem = fa_dtype_size(s->dtype);
+    size_t q_bytes = 0, kv_bytes = 0, lse_bytes = 0;
+    if (!product4(s->batch, s->seq_q, s->heads_q, s->head_dim, &a->q_elems) ||
+        !product4(s->batch, s->seq_k, s->heads_kv, s->head_dim, &a->kv_elems) ||
+        !product4(s->batch, s->heads_q, s->seq_q, 1, &a->lse_elems) ||
+        __builtin_mul_overflow(a->q_elems, elem, &q_bytes) ||
+        __builtin_mul_overflow(a->kv_elems, elem, &kv_bytes) ||
+        __builtin_mul_overflow(a->lse_elems, sizeof(float), &lse_bytes)) {
+        snprintf(a->detail, sizeof a->detail, "the tensor sizes overflow this machine's size_t");
+        return FA_ERROR_SIZE_OVERFLOW;
+    }
+
+    /* One host array at a time: fill it, copy it to its buffer, reuse it for the next. */
+    size_t scratch_bytes = max_size(max_size(q_bytes, kv_bytes), max_size(lse_bytes, 1));
+
+    /* A problem far beyond the device is refused here rather than left to an allocator that
+     * overcommits and a fill that then gets the process killed. */
+    fa_device_info dev;
+    fa_status st = fa_context_device(ctx, &dev);
+    if (st != FA_OK)
+        return st;
+    double need = 2.0 * (double)q_bytes + 2.0 * (double)kv_bytes + (double)lse_bytes;
+    if (with_grads)
+        need *= 2.0;
+    if (dev.kind == FA_DEVICE_KIND_CPU)
+        need += (double)scratch_bytes;
+    if (dev.memory_bytes > 0 && need > (double)dev.memory_bytes) {
+        snprintf(a->detail, sizeof a->detail,
+                 "the problem needs %.3g GiB of buffers; the device has %.3g GiB",
+                 need / 1073741824.0, (double)dev.memory_bytes / 1073741824.0);
+        return dev.kind == FA_DEVICE_KIND_CPU ? FA_ERROR_OUT_OF_HOST_MEMORY
+                                              : FA_ERROR_OUT_OF_DEVICE_MEMORY;
+    }
+
+    void *scratch = malloc(scratch_bytes);
+    if (!scratch) {
+        snprintf(a->detail, sizeof a->detail, "cannot allocate %zu bytes of host memory",
+                 scratch_bytes);
+        return FA_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    fa_testkit_fill_random(scratch, s->dtype, a->q_elems, seed);
+    st = make_buffer(a, q_bytes, scratch, &a->q);
+    if (st == FA_OK) {
+        fa_testkit_fill_random(scratch, s->dtype, a->kv_elems, seed + 1);
+        st = make_buffer(a, kv_bytes, scratch, &a->k);
+    }
+    if (st == FA_OK) {
+        fa_testkit_fill_random(scratch, s->dtype, a->kv_elems, seed + 2);
+        st = make_buffer(a, kv_bytes, scratch, &a->v);
+    }
+    if (st == FA_OK && with_grads) {
+        fa_testkit_fill_random(scratch, s->dtype, a->q_elems, seed + 3);
+        st = make_buffer(a, q_bytes, scratch, &a->d_o);
+    }
+    memset(scratch, 0, scratch_bytes);
+    if (st == FA_OK)
+        st = make_buffer(a, q_bytes, scratch, &a->o);
+    if (st == FA_OK)
+        st = make_buffer(a, lse_bytes, scratch, &a->lse);
+    if (st == FA_OK && with_grads) {
+        st = make_buffer(a, q_bytes, scratch, &a->d_q);
+        if (st == FA_OK)
+            st = make_buffer(a, kv_bytes, scratch, &a->d_k);
+        if (st == FA_OK)
+            st = make_buffer(a, kv_bytes, scratch, &a->d_v);
+    }
+    free(scratch);
+    if (st != FA_OK)
+        return st;
+
+    a->tq = fa_tensor_bshd(a->q, s->dtype, s->batch, s->seq_q, s->heads_q, s->head_dim);
+    a->tk = fa_tensor_bshd(a->k, s->dtype, s->batch, s->seq_k, s->heads_kv, s->head_dim);
+    a->tv = fa_tensor_bshd(a->v, s->dtype, s->batch, s->seq_k, s->heads_kv, s->head_dim);
+    a->to = fa_tensor_bshd(a->o, s->dtype, s->batch, s->seq_q, s->heads_q, s->head_dim);
+    a->tlse = fa_tensor_lse(a->lse, s->batch, s->heads_q, s->seq_q);
+    if (with_grads) {
+        a->tdo = fa_tensor_bshd(a->d_o, s->dtype, s->batch, s->seq_q, s->heads_q, s->head_dim);
+        a->tdq = fa_tensor_bshd(a->d_q, s->dtype, s->batch, s->seq_q, s->heads_q, s->head_dim);
+        a->tdk = fa_tensor_bshd(a->d_k, s->dtype, s->batch, s->seq_k, s->heads_kv, s->head_dim);
+        a->tdv = fa_tensor_bshd(a->d_v, s->dtype, s->batch, s->seq_k, s->heads_kv, s->head_dim);
+    }
+    return FA_OK;
+}
+
+void cli_attn_destroy(cli_attn *a)
+{
+    fa_buffer *bufs[] = {a->q, a->k, a->v, a->o, a->lse, a->d_o, a->d_q, a->d_k, a->d_v};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        fa_buffer_destroy(bufs[i]);
+    a->q = a->k = a->v = a->o = a->lse = a->d_o = a->d_q = a->d_k = a->d_v = NULL;
+}
+
+fa_status cli_attn_call(cli_attn *a, bool backward)
+{
+    a->detail[0] = '\0';
+    fa_status st;
+    if (backward) {
+        if (!a->with_grads) {
+            snprintf(a->detail, sizeof a->detail, "the problem was created without gradients");
+            return FA_ERROR_INVALID_ARGUMENT;
+        }
+        st = fa_attention_backward(a->ctx, &a->desc, &a->tq, &a->tk, &a->tv, &a->to, &a->tdo,
+                                   &a->tlse, &a->tdq, &a->tdk, &a->tdv);
+    } else {
+        st = fa_attention_forward(a->ctx, &a->desc, &a->tq, &a->tk, &a->tv, &a->to, &a->tlse);
+    }
+    if (st != FA_OK)
+        return st;
+    return fa_context_synchronize(a->ctx);
+}
+
+int cli_attn_fail(const cli_attn *a, fa_status status)
+{
+    if (a->detail[0])
+        return cli_fail_detail(status, a->detail);
+    return cli_fail(a->ctx, status);
+}
+
+double cli_attn_flops(const cli_attn_shape *s, bool backward)
+{
+    double f = 4.0 * (double)s->batch * (double)s->heads_q * (double)s->seq_q * (double)s->seq_k *
+               (double)s->head_dim;
+    if (s->causal)
+        f *= 0.5;
+    return backward ? 2.5 * f : f;
+}
+
+uint64_t cli_attn_score_bytes(const cli_attn_shape *s)
+{
+    double b = 4.0 * (double)s->batch * (double)s->heads_q * (double)s->seq_q * (double)s->seq_k;
+    return b >= 1.8e19 ? UINT64_MAX : (uint64_t)b;
+}
+
+fa_status cli_attn_time(cli_attn *a, bool backward, const cli_time_plan *plan, cli_timing *out)
+{
+    memset(out, 0, sizeof *out);
+    double samples[MAX_SAMPLES];
+    int n = 0;
+
+    cli_rss_begin(&out->first_rss);
+    double t0 = cli_now();
+    fa_status st = cli_attn_call(a, backward);
+    double first = cli_now() - t0;
+    cli_rss_end(&out->first_rss);
+    if (st != FA_OK)
+        return st;
+    out->first_s = first;
+
+    int warmup = plan->warmup, repeat = plan->repeat > 0 ? plan->repeat : 1;
+    if (repeat > MAX_SAMPLES)
+        repeat = MAX_SAMPLES;
+    if (plan->auto_reduce && first > plan->slow_s) {
+        out->reduced = true;
+        samples[n++] = first;
+    } else {
+        if (warmup > 0) {
+            out->warmup_runs = 1;
+        } else {
+            samples[n++] = first;
+        }
+        for (; out->warmup_runs < warmup; out->warmup_runs++) {
+            st = cli_attn_call(a, backward);
+            if (st != FA_OK)
+                return st;
+        }
+        double total = n ? first : 0.0;
+        while (n < repeat && !(plan->max_total_s > 0 && n > 0 && total >= plan->max_total_s)) {
+            t0 = cli_now();
+            st = cli_attn_call(a, backward);
+            double t = cli_now() - t0;
+            if (st != FA_OK)
+                return st;
+            samples[n++] = t;
+            total += t;
+        }
+    }
+    out->timed_runs = n;
+    out->min_s = samples[0];
+    for (int i = 1; i < n; i++)
+        out->min_s = samples[i] < out->min_s ? samples[i] : out->min_s;
+    out->median_s = cli_median(samples, (size_t)n);
+    return FA_OK;
+}

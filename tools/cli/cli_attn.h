@@ -1,0 +1,71 @@
+/* One attention problem on a device, as `run` and `bench` use it: random inputs in packed BSHD
+ * buffers, outputs (and gradients) beside them, and a timed loop over the forward or backward
+ * call. */
+#ifndef FA_CLI_ATTN_H
+#define FA_CLI_ATTN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli_timer.h"
+#include "flashattn.h"
+
+typedef struct cli_attn_shape {
+    fa_dtype dtype;
+    int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
+    bool causal;
+} cli_attn_shape;
+
+typedef struct cli_attn {
+    fa_context *ctx; /* borrowed */
+    cli_attn_shape shape;
+    fa_attention_desc desc;
+    bool with_grads;                 /* d_o, d_q, d_k, d_v exist */
+    size_t q_elems, kv_elems, lse_elems; /* lse_elems = B * Hq * Sq */
+    fa_buffer *q, *k, *v, *o, *lse, *d_o, *d_q, *d_k, *d_v;
+    fa_tensor tq, tk, tv, to, tlse, tdo, tdq, tdk, tdv;
+    char detail[256]; /* a failure of the tool's own (host memory, sizes); "" otherwise */
+} cli_attn;
+
+/** Creates the buffers (gradient buffers too when `with_grads`), fills q, k, v (and d_o) with
+ * fa_testkit_fill_random from `seed` and writes zeros to the outputs, so that no later call
+ * touches a page for the first time that belongs to an input or output. */
+fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *shape,
+                          bool with_grads, uint64_t seed);
+/** Frees the buffers; a zeroed or half-created cli_attn is fine. */
+void cli_attn_destroy(cli_attn *a);
+
+/** One forward (or backward) call, ended by fa_context_synchronize. */
+fa_status cli_attn_call(cli_attn *a, bool backward);
+
+/** Prints the failure of one of the calls above (cli_fail format); returns 1. */
+int cli_attn_fail(const cli_attn *a, fa_status status);
+
+/** FlashAttention's FLOP count: forward 4*B*H*Sq*Sk*D, halved when causal; backward 2.5x. */
+double cli_attn_flops(const cli_attn_shape *s, bool backward);
+/** What a standard attention's f32 score matrix takes: B*H*Sq*Sk*4 bytes (saturating). */
+uint64_t cli_attn_score_bytes(const cli_attn_shape *s);
+
+/** How many calls to time. The first call is always timed on its own (with a memory probe);
+ * it counts as the first warm-up, or as the first timed run when warmup is 0. With
+ * `auto_reduce`, a first call over `slow_s` seconds is taken as the only timed run and nothing
+ * more is run. With max_total_s > 0 the timed runs stop once they have taken that long. */
+typedef struct cli_time_plan {
+    int warmup, repeat;
+    bool auto_reduce;
+    double slow_s;
+    double max_total_s;
+} cli_time_plan;
+
+typedef struct cli_timing {
+    double first_s;     /* the first call, one-time costs included */
+    double median_s;    /* median of the timed runs */
+    double min_s;
+    int warmup_runs, timed_runs;
+    bool reduced;       /* auto_reduce took the first call as the measurement */
+    cli_rss_probe first_rss; /* peak resident growth over the first call */
+} cli_timing;
+
+fa_status cli_attn_time(cli_attn *a, bool backward, const cli_time_plan *plan, cli_timing *out);
+
+#endif

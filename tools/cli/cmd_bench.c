@@ -1,0 +1,323 @@
+/* `flashattn bench`: FlashAttention's own benchmark grid (16k tokens per batch, hidden 2048,
+ * seqlen 512..16k, head dim 64 and 128, causal off and on, forward and backward), and on the
+ * CPU backend each row's fraction of this machine's measured FMA peak. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_args.h"
+#include "cli_attn.h"
+#include "cli_report.h"
+#include "cpu_peak.h"
+
+#define TOKENS 16384
+#define HIDDEN 2048
+#define SLOW_CALL_S 2.0
+#define MAX_TOTAL_S 1.0
+#define PEAK_SECONDS 1.5
+
+static const char usage[] =
+    "usage: flashattn bench [options]\n"
+    "\n"
+    "FlashAttention's benchmark grid: batch = 16384 / seqlen, heads = 2048 / head dim,\n"
+    "seqlen 512, 1k, 2k, 4k, 8k, 16k, head dim 64 and 128, causal off and on, forward and\n"
+    "backward. Progress on stderr, the table on stdout. On the CPU backend the machine's\n"
+    "single-precision FMA peak is measured first and each row shows its fraction of it, and\n"
+    "one more row times the project's target problem (forward, B=1 H=16 N=4096 D=128 f32).\n"
+    "\n"
+    "  --backend NAME   auto (default), cuda, vulkan, opencl or cpu\n"
+    "  --device N       device index within --backend\n"
+    "  --quick          seqlen 512 and 2k only (head dim 64 and 128): for a small CPU\n"
+    "  --dtype T        f32, f16 or bf16 (default f16; f32 on the CPU backend)\n"
+    "  --repeat N       at most N timed runs per row (default 10; they stop after 1 s)\n"
+    "  --threads N      CPU backend threads (default: OpenMP's)\n"
+    "  --json FILE      also write the results as JSON\n"
+    "  --csv FILE       also write the results as CSV\n"
+    "\n"
+    "Each row: one warm-up call, then timed calls (each ending with fa_context_synchronize)\n"
+    "until 1 s or N runs; the median is reported. A warm-up call over 2 s is taken as the\n"
+    "only measurement. TFLOP/s counts 4*B*H*N*N*D per forward, half when causal, 2.5x for\n"
+    "backward (FlashAttention's convention).\n";
+
+typedef struct bench_row {
+    int64_t seqlen, head_dim, batch, heads;
+    bool causal, backward;
+    fa_dtype dtype;
+    double ms, tflops, peak_fraction; /* peak_fraction < 0: not measured */
+    int runs;
+    fa_status status;
+} bench_row;
+
+typedef struct bench_options {
+    const char *backend_name, *dtype_name, *json_path, *csv_path;
+    int64_t device, repeat, threads;
+    bool quick, device_seen;
+} bench_options;
+
+static void print_header(bool with_peak)
+{
+    printf("%7s %4s %5s %5s %6s %4s %11s %9s%s\n", "seqlen", "D", "batch", "heads", "causal",
+           "dir", "ms", "TFLOP/s", with_peak ? "   % peak" : "");
+}
+
+static void print_row(const bench_row *r)
+{
+    printf("%7" PRId64 " %4" PRId64 " %5" PRId64 " %5" PRId64 " %6s %4s ", r->seqlen,
+           r->head_dim, r->batch, r->heads, r->causal ? "yes" : "no", r->backward ? "bwd" : "fwd");
+    if (r->status != FA_OK) {
+        printf("%11s %9s  %s\n", "-", "-", fa_status_name(r->status));
+        return;
+    }
+    printf("%11.3f %9.4f", r->ms, r->tflops);
+    if (r->peak_fraction >= 0)
+        printf(" %8.1f%%", 100.0 * r->peak_fraction);
+    printf("\n");
+}
+
+/* Times the forward (and backward) of one grid point into rows[0] (and rows[1]). Failures are
+ * printed and recorded in the rows; the grid goes on. */
+static void bench_point(fa_context *ctx, const cli_attn_shape *shape, bool with_backward,
+                        const bench_options *o, double peak_gflops, bench_row *rows)
+{
+    cli_attn a;
+    fa_status st = cli_attn_create(&a, ctx, shape, with_backward, 1);
+    if (st != FA_OK)
+        cli_attn_fail(&a, st); /* once; both rows record it */
+    const cli_time_plan plan = {.warmup = 1, .repeat = (int)o->repeat, .auto_reduce = true,
+                                .slow_s = SLOW_CALL_S, .max_total_s = MAX_TOTAL_S};
+    for (int dir = 0; dir < (with_backward ? 2 : 1); dir++) {
+        bench_row *r = &rows[dir];
+        *r = (bench_row){.seqlen = shape->seq_q, .head_dim = shape->head_dim,
+                         .batch = shape->batch, .heads = shape->heads_q, .causal = shape->causal,
+                         .backward = dir == 1, .dtype = shape->dtype, .peak_fraction = -1.0};
+        cli_timing t;
+        if (st == FA_OK) {
+            st = cli_attn_time(&a, r->backward, &plan, &t);
+            if (st != FA_OK)
+                cli_attn_fail(&a, st);
+        }
+        r->status = st;
+        if (st != FA_OK)
+            continue;
+        double flop = cli_attn_flops(shape, r->backward);
+        r->ms = 1e3 * t.median_s;
+        r->tflops = t.median_s > 0 ? flop / t.median_s * 1e-12 : 0.0;
+        r->runs = t.timed_runs;
+        if (peak_gflops > 0)
+            r->peak_fraction = r->tflops * 1e3 / peak_gflops;
+    }
+    cli_attn_destroy(&a);
+}
+
+static void write_csv(FILE *f, const bench_row *rows, size_t n)
+{
+    fprintf(f, "seqlen,head_dim,batch,heads,causal,direction,dtype,ms,tflops,peak_fraction,"
+               "runs,status\n");
+    for (size_t i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        fprintf(f, "%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%s,%s,", r->seqlen,
+                r->head_dim, r->batch, r->heads, r->causal ? 1 : 0, r->backward ? "bwd" : "fwd",
+                fa_dtype_name(r->dtype));
+        if (r->status == FA_OK)
+            fprintf(f, "%.6g,%.6g,", r->ms, r->tflops);
+        else
+            fprintf(f, ",,");
+        if (r->peak_fraction >= 0)
+            fprintf(f, "%.4f", r->peak_fraction);
+        fprintf(f, ",%d,%s\n", r->runs, fa_status_name(r->status));
+    }
+}
+
+static void write_json(FILE *f, fa_backend backend, const fa_device_info *dev,
+                       const cpu_peak *peak, double load, const bench_row *rows, size_t n)
+{
+    fprintf(f, "{\"backend\": ");
+    cli_json_string(f, fa_backend_name(backend));
+    fprintf(f, ", \"device\": ");
+    cli_json_string(f, dev->name);
+    fprintf(f, ", \"version\": ");
+    cli_json_string(f, fa_version_string());
+    if (peak) {
+        fprintf(f, ", \"cpu_peak_gflops\": ");
+        cli_json_number(f, peak->gflops);
+        fprintf(f, ", \"cpu_peak_threads\": %d, \"cpu_peak_isa\": ", peak->threads);
+        cli_json_string(f, peak->isa);
+    }
+    fprintf(f, ", \"load_average\": ");
+    cli_json_number(f, load);
+    fprintf(f, ", \"rows\": [");
+    for (size_t i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        fprintf(f, "%s\n  {\"seqlen\": %" PRId64 ", \"head_dim\": %" PRId64 ", \"batch\": %" PRId64
+                   ", \"heads\": %" PRId64 ", \"causal\": %s, \"direction\": \"%s\", \"dtype\": ",
+                i ? "," : "", r->seqlen, r->head_dim, r->batch, r->heads,
+                r->causal ? "true" : "false", r->backward ? "bwd" : "fwd");
+        cli_json_string(f, fa_dtype_name(r->dtype));
+        fprintf(f, ", \"status\": ");
+        cli_json_string(f, fa_status_name(r->status));
+        if (r->status == FA_OK) {
+            fprintf(f, ", \"ms\": ");
+            cli_json_number(f, r->ms);
+            fprintf(f, ", \"tflops\": ");
+            cli_json_number(f, r->tflops);
+            fprintf(f, ", \"runs\": %d", r->runs);
+        }
+        if (r->peak_fraction >= 0) {
+            fprintf(f, ", \"peak_fraction\": ");
+            cli_json_number(f, r->peak_fraction);
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n]}\n");
+}
+
+static FILE *open_output(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "flashattn: cannot write '%s': %s\n", path, strerror(errno));
+    return f;
+}
+
+static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FILE *json_file,
+                    FILE *csv_file)
+{
+    static const int64_t all_seqlens[] = {512, 1024, 2048, 4096, 8192, 16384};
+    static const int64_t quick_seqlens[] = {512, 2048};
+    static const int64_t head_dims[] = {64, 128};
+    const int64_t *seqlens = o->quick ? quick_seqlens : all_seqlens;
+    size_t n_seqlens = o->quick ? 2 : 6;
+
+    fa_backend backend = fa_context_backend(ctx);
+    fa_device_info dev;
+    fa_status st = fa_context_device(ctx, &dev);
+    if (st != FA_OK)
+        return cli_fail(ctx, st);
+
+    cpu_peak peak = {0};
+    bool cpu = backend == FA_BACKEND_CPU;
+    double load = cli_load_average(); /* before our own threads add to it */
+    if (cpu) {
+        fprintf(stderr, "measuring the CPU's FMA peak...\n");
+        cpu_peak_measure(PEAK_SECONDS, &peak);
+    }
+    printf("flashattn %s bench: %s, device %d: %s, %s\n", fa_version_string(),
+           fa_backend_name(backend), dev.index, dev.name, fa_dtype_name(dtype));
+    if (cpu)
+        printf("CPU f32 FMA peak: %.1f GFLOP/s (%d threads, %s)\n", peak.gflops, peak.threads,
+               peak.isa);
+    if (cpu && load > (double)peak.threads * 1.25)
+        printf("note: load average %.1f on %d threads: other processes share the CPU, so the\n"
+               "      times and the peak are low and the fractions uncertain\n",
+               load, peak.threads);
+    printf("\n");
+
+    size_t n_rows = 2 * 2 * n_seqlens * 2 + 1;
+    bench_row *rows = calloc(n_rows, sizeof *rows);
+    if (!rows)
+        return cli_fail_detail(FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate the results");
+    size_t n = 0, points = 2 * 2 * n_seqlens, point = 0;
+    print_header(cpu);
+    for (int causal = 0; causal < 2; causal++) {
+        for (size_t d = 0; d < 2; d++) {
+            for (size_t s = 0; s < n_seqlens; s++) {
+                const int64_t seqlen = seqlens[s], head_dim = head_dims[d];
+                const cli_attn_shape shape = {
+                    .dtype = dtype, .batch = TOKENS / seqlen, .seq_q = seqlen, .seq_k = seqlen,
+                    .heads_q = HIDDEN / head_dim, .heads_kv = HIDDEN / head_dim,
+                    .head_dim = head_dim, .causal = causal != 0};
+                fprintf(stderr, "[%zu/%zu] seqlen %" PRId64 ", head dim %" PRId64 "%s\n",
+                        ++point, points, seqlen, head_dim, causal ? ", causal" : "");
+                bench_point(ctx, &shape, true, o, peak.gflops, &rows[n]);
+                print_row(&rows[n]);
+                print_row(&rows[n + 1]);
+                fflush(stdout);
+                n += 2;
+            }
+        }
+    }
+
+    /* The project's target: forward, B=1, H=16, N=4096, D=128, f32. */
+    fprintf(stderr, "target row: forward B=1 H=16 N=4096 D=128 f32\n");
+    const cli_attn_shape target = {.dtype = FA_DTYPE_F32, .batch = 1, .seq_q = 4096,
+                                   .seq_k = 4096, .heads_q = 16, .heads_kv = 16,
+                                   .head_dim = 128};
+    bench_point(ctx, &target, false, o, peak.gflops, &rows[n]);
+    printf("\ntarget (forward, B=1 H=16 N=4096 D=128 f32):\n");
+    print_header(cpu);
+    print_row(&rows[n]);
+    if (cpu && rows[n].status == FA_OK)
+        printf("%.1f%% of the measured FMA peak (the project's target is >= 25%%)\n",
+               100.0 * rows[n].peak_fraction);
+    n++;
+
+    int failures = 0;
+    for (size_t i = 0; i < n; i++)
+        failures += rows[i].status != FA_OK;
+    if (csv_file)
+        write_csv(csv_file, rows, n);
+    if (json_file)
+        write_json(json_file, backend, &dev, cpu ? &peak : NULL, load, rows, n);
+    free(rows);
+    return failures ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
+int fa_cmd_bench(int argc, char **argv)
+{
+    bench_options o = {.repeat = 10};
+    const cli_opt opts[] = {
+        {"--backend", CLI_OPT_STRING, &o.backend_name, 0, 0, NULL},
+        {"--device", CLI_OPT_INT, &o.device, 0, 1023, &o.device_seen},
+        {"--quick", CLI_OPT_FLAG, &o.quick, 0, 0, NULL},
+        {"--dtype", CLI_OPT_STRING, &o.dtype_name, 0, 0, NULL},
+        {"--repeat", CLI_OPT_INT, &o.repeat, 1, 1000, NULL},
+        {"--threads", CLI_OPT_INT, &o.threads, 0, 4096, NULL},
+        {"--json", CLI_OPT_STRING, &o.json_path, 0, 0, NULL},
+        {"--csv", CLI_OPT_STRING, &o.csv_path, 0, 0, NULL},
+    };
+    int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    fa_backend backend = FA_BACKEND_AUTO;
+    if (o.backend_name &&
+        (rc = cli_parse_backend("bench", usage, o.backend_name, &backend)) != CLI_CONTINUE)
+        return rc;
+    fa_dtype dtype = FA_DTYPE_INVALID;
+    if (o.dtype_name &&
+        (rc = cli_parse_dtype("bench", usage, o.dtype_name, &dtype)) != CLI_CONTINUE)
+        return rc;
+    if (o.device_seen && backend == FA_BACKEND_AUTO)
+        return cli_usage_error("bench", usage,
+                               "--device needs --backend (AUTO takes FA_DEVICE from the "
+                               "environment)");
+
+    FILE *json_file = NULL, *csv_file = NULL;
+    if (o.json_path && !(json_file = open_output(o.json_path)))
+        return CLI_EXIT_FAILURE;
+    if (o.csv_path && !(csv_file = open_output(o.csv_path))) {
+        fclose(json_file);
+        return CLI_EXIT_FAILURE;
+    }
+
+    fa_context *ctx = NULL;
+    fa_status st = fa_context_create(&(fa_context_desc){.backend = backend,
+                                                        .device = (int)o.device,
+                                                        .cpu_threads = (int)o.threads},
+                                     &ctx);
+    if (st != FA_OK) {
+        rc = cli_fail(NULL, st);
+    } else {
+        if (dtype == FA_DTYPE_INVALID)
+            dtype = fa_context_backend(ctx) == FA_BACKEND_CPU ? FA_DTYPE_F32 : FA_DTYPE_F16;
+        rc = run_grid(ctx, &o, dtype, json_file, csv_file);
+        fa_context_destroy(ctx);
+    }
+    if (json_file && fclose(json_file) != 0)
+        rc = CLI_EXIT_FAILURE;
+    if (csv_file && fclose(csv_file) != 0)
+        rc = CLI_EXIT_FAILURE;
+    return rc;
+}

@@ -1,0 +1,367 @@
+/* `flashattn run`: one attention problem, timed, with its memory beside a standard attention's,
+ * and optionally checked against a float64 reference on sampled rows. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_args.h"
+#include "cli_attn.h"
+#include "cli_report.h"
+#include "fa_testkit.h"
+
+#define CHECK_ROWS 64
+#define SLOW_CALL_S 2.0
+
+static const char usage[] =
+    "usage: flashattn run [options]\n"
+    "\n"
+    "Runs one attention call on random inputs and reports its time, TFLOP/s and memory.\n"
+    "\n"
+    "  --backend NAME   auto (default), cuda, vulkan, opencl or cpu\n"
+    "  --device N       device index within --backend (AUTO: set FA_DEVICE instead)\n"
+    "  --batch N        batch size (default 1)\n"
+    "  --heads N        query heads (default 8)\n"
+    "  --kv-heads N     key/value heads (default: --heads; fewer is grouped-query attention)\n"
+    "  --seq N          sequence length of queries and keys (default 1024)\n"
+    "  --seq-q N        query length (default: --seq)\n"
+    "  --seq-k N        key length (default: --seq)\n"
+    "  --head-dim N     head dimension (default 128)\n"
+    "  --dtype T        f32, f16 or bf16 (default f16; f32 on the CPU backend)\n"
+    "  --causal         causal mask, aligned bottom-right\n"
+    "  --backward       time the backward pass (one forward supplies O and LSE first)\n"
+    "  --check          compare 64 sampled rows of O and LSE with a float64 reference;\n"
+    "                   exit 1 when they do not pass\n"
+    "  --repeat N       timed runs, median reported (default 3)\n"
+    "  --warmup N       untimed runs first (default 1)\n"
+    "  --threads N      CPU backend threads (default: OpenMP's)\n"
+    "  --seed N         random inputs' seed (default 1)\n"
+    "  --json           one JSON object on stdout instead of text\n"
+    "\n"
+    "Every timed run ends with fa_context_synchronize. The first call is always timed on its\n"
+    "own: it is the first warm-up run. When neither --repeat nor --warmup is given and that\n"
+    "call takes more than 2 s, it is the measurement and nothing more is run (1 timed run,\n"
+    "0 warm-up), so that large problems cost one call.\n"
+    "TFLOP/s counts 4*B*H*Sq*Sk*D per forward, half of that when causal, 2.5x for backward.\n"
+    "Memory: the library's workspace peak (device memory beyond inputs and outputs) beside\n"
+    "the B*H*Sq*Sk*4 bytes a standard attention's score matrix takes; on the CPU backend also\n"
+    "the process's peak resident growth over the first call, measured by the OS.\n";
+
+typedef struct run_options {
+    const char *backend_name, *dtype_name;
+    int64_t device, batch, heads, kv_heads, seq, seq_q, seq_k, head_dim;
+    int64_t repeat, warmup, threads, seed;
+    bool causal, backward, check, json;
+    bool device_seen, kv_heads_seen, seq_q_seen, seq_k_seen, repeat_seen, warmup_seen;
+} run_options;
+
+static int parse_options(int argc, char **argv, run_options *o)
+{
+    *o = (run_options){.batch = 1, .heads = 8, .seq = 1024, .head_dim = 128, .repeat = 3,
+                       .warmup = 1, .seed = 1};
+    const int64_t big = (int64_t)1 << 31;
+    const cli_opt opts[] = {
+        {"--backend", CLI_OPT_STRING, &o->backend_name, 0, 0, NULL},
+        {"--device", CLI_OPT_INT, &o->device, 0, 1023, &o->device_seen},
+        {"--batch", CLI_OPT_INT, &o->batch, 1, big, NULL},
+        {"--heads", CLI_OPT_INT, &o->heads, 1, 1 << 20, NULL},
+        {"--kv-heads", CLI_OPT_INT, &o->kv_heads, 1, 1 << 20, &o->kv_heads_seen},
+        {"--seq", CLI_OPT_INT, &o->seq, 1, big, NULL},
+        {"--seq-q", CLI_OPT_INT, &o->seq_q, 1, big, &o->seq_q_seen},
+        {"--seq-k", CLI_OPT_INT, &o->seq_k, 1, big, &o->seq_k_seen},
+        /* Any positive size gets through: the library names the head dims it supports. */
+        {"--head-dim", CLI_OPT_INT, &o->head_dim, 1, 1 << 20, NULL},
+        {"--dtype", CLI_OPT_STRING, &o->dtype_name, 0, 0, NULL},
+        {"--causal", CLI_OPT_FLAG, &o->causal, 0, 0, NULL},
+        {"--backward", CLI_OPT_FLAG, &o->backward, 0, 0, NULL},
+        {"--check", CLI_OPT_FLAG, &o->check, 0, 0, NULL},
+        {"--repeat", CLI_OPT_INT, &o->repeat, 1, 1000, &o->repeat_seen},
+        {"--warmup", CLI_OPT_INT, &o->warmup, 0, 1000, &o->warmup_seen},
+        {"--threads", CLI_OPT_INT, &o->threads, 0, 4096, NULL},
+        {"--seed", CLI_OPT_INT, &o->seed, 0, INT64_MAX, NULL},
+        {"--json", CLI_OPT_FLAG, &o->json, 0, 0, NULL},
+    };
+    int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (!o->kv_heads_seen)
+        o->kv_heads = o->heads;
+    if (!o->seq_q_seen)
+        o->seq_q = o->seq;
+    if (!o->seq_k_seen)
+        o->seq_k = o->seq;
+    return CLI_CONTINUE;
+}
+
+/* Reads q, k, v, o and lse back and checks CHECK_ROWS sampled rows. */
+static fa_status check_rows(cli_attn *a, uint64_t seed, fa_row_check *out, char *detail,
+                            size_t detail_size)
+{
+    const cli_attn_shape *s = &a->shape;
+    size_t elem = fa_dtype_size(s->dtype);
+    size_t q_bytes = a->q_elems * elem, kv_bytes = a->kv_elems * elem;
+    void *q = malloc(q_bytes), *k = malloc(kv_bytes), *v = malloc(kv_bytes), *o = malloc(q_bytes);
+    float *lse = malloc(a->lse_elems * sizeof(float));
+    fa_status st = FA_OK;
+    if (!q || !k || !v || !o || !lse) {
+        snprintf(detail, detail_size, "cannot allocate host memory to read the result back");
+        st = FA_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    if (st == FA_OK)
+        st = fa_buffer_read(a->q, 0, q, q_bytes);
+    if (st == FA_OK)
+        st = fa_buffer_read(a->k, 0, k, kv_bytes);
+    if (st == FA_OK)
+        st = fa_buffer_read(a->v, 0, v, kv_bytes);
+    if (st == FA_OK)
+        st = fa_buffer_read(a->o, 0, o, q_bytes);
+    if (st == FA_OK)
+        st = fa_buffer_read(a->lse, 0, lse, a->lse_elems * sizeof(float));
+    if (st == FA_OK) {
+        const fa_ref_problem p = {.dtype = s->dtype, .batch = s->batch, .seq_q = s->seq_q,
+                                  .seq_k = s->seq_k, .heads_q = s->heads_q,
+                                  .heads_kv = s->heads_kv, .head_dim = s->head_dim,
+                                  .scale = a->desc.scale, .causal = s->causal};
+        fa_testkit_check_forward_rows(&p, q, k, v, o, lse, CHECK_ROWS, seed, out);
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(o);
+    free(lse);
+    return st;
+}
+
+static void print_bytes(uint64_t bytes)
+{
+    char text[32];
+    fputs(cli_format_bytes(text, sizeof text, bytes), stdout);
+}
+
+typedef struct run_result {
+    fa_backend backend;
+    fa_device_info device;
+    cli_attn_shape shape;
+    double forward_first_s; /* with --backward: the one forward call */
+    cli_rss_probe forward_rss;
+    cli_timing timing;
+    double flop;
+    fa_memory_stats memory;
+    bool checked;
+    fa_row_check check;
+    double load; /* 1-minute load average before the run; < 0 unknown */
+} run_result;
+
+static void print_text(const run_options *o, const run_result *r)
+{
+    const cli_attn_shape *s = &r->shape;
+    bool cpu = r->backend == FA_BACKEND_CPU;
+    printf("backend   %s, device %d: %s\n", fa_backend_name(r->backend), r->device.index,
+           r->device.name);
+    printf("problem   B=%" PRId64 " Hq=%" PRId64 " Hkv=%" PRId64 " Sq=%" PRId64 " Sk=%" PRId64
+           " D=%" PRId64 " %s%s, %s\n",
+           s->batch, s->heads_q, s->heads_kv, s->seq_q, s->seq_k, s->head_dim,
+           fa_dtype_name(s->dtype), s->causal ? " causal" : "",
+           o->backward ? "backward" : "forward");
+    if (o->backward)
+        printf("forward   one call %.3f ms (supplies O and LSE)\n", 1e3 * r->forward_first_s);
+    const cli_timing *t = &r->timing;
+    printf("time      %.3f ms  median of %d timed run%s after %d warm-up%s\n", 1e3 * t->median_s,
+           t->timed_runs, t->timed_runs == 1 ? "" : "s", t->warmup_runs,
+           t->reduced ? " (first call > 2 s: one run only)" : "");
+    printf("          first call %.3f ms, fastest %.3f ms\n", 1e3 * t->first_s, 1e3 * t->min_s);
+    printf("rate      %.4f TFLOP/s  (%.4g TFLOP per call)\n",
+           t->median_s > 0 ? r->flop / t->median_s * 1e-12 : 0.0, r->flop * 1e-12);
+    printf("memory    workspace peak ");
+    print_bytes(r->memory.workspace_peak_bytes);
+    printf(" beyond inputs/outputs (");
+    print_bytes(r->memory.buffer_peak_bytes);
+    printf(" of buffers)\n          a standard attention's score matrix: ");
+    print_bytes(cli_attn_score_bytes(s));
+    printf("\n");
+    if (cpu) {
+        const cli_rss_probe *p = o->backward ? &r->forward_rss : &t->first_rss;
+        if (p->valid) {
+            printf("          peak resident growth over the first forward call: ");
+            print_bytes(p->growth);
+            printf("%s\n", p->exact ? "" : " (upper bound: the peak could not be reset)");
+        }
+        if (o->backward && t->first_rss.valid) {
+            printf("          peak resident growth over the first backward call: ");
+            print_bytes(t->first_rss.growth);
+            printf("%s\n", t->first_rss.exact ? "" : " (upper bound)");
+        }
+    }
+    if (cpu && r->device.compute_units > 0 && r->load > 1.25 * r->device.compute_units)
+        printf("note      load average %.1f on %u cores: other processes shared the CPU,\n"
+               "          so the times are longer than this machine's own\n",
+               r->load, (unsigned)r->device.compute_units);
+    if (r->checked) {
+        const fa_row_check *c = &r->check;
+        printf("check     %" PRId64 " rows vs float64: O max abs err %.3g (same-dtype baseline "
+               "%.3g), LSE max rel err %.3g%s: %s\n",
+               c->rows_checked, c->max_err_o, c->baseline_err_o, c->max_err_lse,
+               c->non_finite ? ", NON-FINITE values" : "", c->pass ? "PASS" : "FAIL");
+    }
+}
+
+static void print_json(const run_options *o, const run_result *r)
+{
+    const cli_attn_shape *s = &r->shape;
+    const cli_timing *t = &r->timing;
+    printf("{\"backend\": ");
+    cli_json_string(stdout, fa_backend_name(r->backend));
+    printf(", \"device_index\": %d, \"device\": ", r->device.index);
+    cli_json_string(stdout, r->device.name);
+    printf(", \"dtype\": ");
+    cli_json_string(stdout, fa_dtype_name(s->dtype));
+    printf(", \"batch\": %" PRId64 ", \"heads\": %" PRId64 ", \"kv_heads\": %" PRId64
+           ", \"seq_q\": %" PRId64 ", \"seq_k\": %" PRId64 ", \"head_dim\": %" PRId64
+           ", \"causal\": %s, \"direction\": \"%s\"",
+           s->batch, s->heads_q, s->heads_kv, s->seq_q, s->seq_k, s->head_dim,
+           s->causal ? "true" : "false", o->backward ? "backward" : "forward");
+    printf(", \"time_ms\": ");
+    cli_json_number(stdout, 1e3 * t->median_s);
+    printf(", \"min_ms\": ");
+    cli_json_number(stdout, 1e3 * t->min_s);
+    printf(", \"first_ms\": ");
+    cli_json_number(stdout, 1e3 * t->first_s);
+    printf(", \"timed_runs\": %d, \"warmup_runs\": %d, \"reduced\": %s", t->timed_runs,
+           t->warmup_runs, t->reduced ? "true" : "false");
+    if (o->backward) {
+        printf(", \"forward_ms\": ");
+        cli_json_number(stdout, 1e3 * r->forward_first_s);
+    }
+    printf(", \"flop\": ");
+    cli_json_number(stdout, r->flop);
+    printf(", \"tflops\": ");
+    cli_json_number(stdout, t->median_s > 0 ? r->flop / t->median_s * 1e-12 : 0.0);
+    printf(", \"workspace_peak_bytes\": %" PRIu64 ", \"buffer_peak_bytes\": %" PRIu64
+           ", \"score_matrix_bytes\": %" PRIu64,
+           r->memory.workspace_peak_bytes, r->memory.buffer_peak_bytes, cli_attn_score_bytes(s));
+    printf(", \"load_average\": ");
+    cli_json_number(stdout, r->load);
+    if (r->backend == FA_BACKEND_CPU) {
+        const cli_rss_probe *p = o->backward ? &r->forward_rss : &t->first_rss;
+        if (p->valid)
+            printf(", \"rss_growth_forward_bytes\": %" PRIu64 ", \"rss_exact\": %s", p->growth,
+                   p->exact ? "true" : "false");
+        if (o->backward && t->first_rss.valid)
+            printf(", \"rss_growth_backward_bytes\": %" PRIu64, t->first_rss.growth);
+    }
+    if (r->checked) {
+        const fa_row_check *c = &r->check;
+        printf(", \"check\": {\"rows\": %" PRId64 ", \"max_err_o\": ", c->rows_checked);
+        cli_json_number(stdout, c->max_err_o);
+        printf(", \"baseline_err_o\": ");
+        cli_json_number(stdout, c->baseline_err_o);
+        printf(", \"max_err_lse\": ");
+        cli_json_number(stdout, c->max_err_lse);
+        printf(", \"non_finite\": %s, \"pass\": %s}", c->non_finite ? "true" : "false",
+               c->pass ? "true" : "false");
+    }
+    printf("}\n");
+}
+
+/* Everything after the context exists; the caller destroys the context. */
+static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, run_result *r)
+{
+    r->backend = fa_context_backend(ctx);
+    fa_status st = fa_context_device(ctx, &r->device);
+    if (st != FA_OK)
+        return cli_fail(ctx, st);
+    r->shape = (cli_attn_shape){.dtype = dtype, .batch = o->batch, .seq_q = o->seq_q,
+                                .seq_k = o->seq_k, .heads_q = o->heads, .heads_kv = o->kv_heads,
+                                .head_dim = o->head_dim, .causal = o->causal};
+
+    r->load = cli_load_average();
+    cli_attn a;
+    st = cli_attn_create(&a, ctx, &r->shape, o->backward, (uint64_t)o->seed);
+    if (st != FA_OK) {
+        int rc = cli_attn_fail(&a, st);
+        cli_attn_destroy(&a);
+        return rc;
+    }
+    const cli_time_plan plan = {.warmup = (int)o->warmup, .repeat = (int)o->repeat,
+                                .auto_reduce = !o->repeat_seen && !o->warmup_seen,
+                                .slow_s = SLOW_CALL_S};
+    if (o->backward) {
+        cli_rss_begin(&r->forward_rss);
+        double t0 = cli_now();
+        st = cli_attn_call(&a, false);
+        r->forward_first_s = cli_now() - t0;
+        cli_rss_end(&r->forward_rss);
+    }
+    if (st == FA_OK)
+        st = cli_attn_time(&a, o->backward, &plan, &r->timing);
+    if (st == FA_OK)
+        st = fa_context_memory(ctx, &r->memory);
+    if (st != FA_OK) {
+        int rc = cli_attn_fail(&a, st);
+        cli_attn_destroy(&a);
+        return rc;
+    }
+    r->flop = cli_attn_flops(&r->shape, o->backward);
+
+    if (o->check) {
+        char detail[256] = "";
+        st = check_rows(&a, (uint64_t)o->seed + 100, &r->check, detail, sizeof detail);
+        if (st != FA_OK) {
+            int rc = detail[0] ? cli_fail_detail(st, detail) : cli_fail(ctx, st);
+            cli_attn_destroy(&a);
+            return rc;
+        }
+        r->checked = true;
+    }
+    cli_attn_destroy(&a);
+
+    if (o->json)
+        print_json(o, r);
+    else
+        print_text(o, r);
+    if (r->checked && !r->check.pass) {
+        fprintf(stderr,
+                "flashattn: check failed: O max abs err %.3g (allowed 2 x baseline %.3g + 1e-5), "
+                "LSE max rel err %.3g (allowed 1e-3)%s\n",
+                r->check.max_err_o, r->check.baseline_err_o, r->check.max_err_lse,
+                r->check.non_finite ? ", non-finite values" : "");
+        return CLI_EXIT_FAILURE;
+    }
+    return CLI_EXIT_OK;
+}
+
+int fa_cmd_run(int argc, char **argv)
+{
+    run_options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    fa_backend backend = FA_BACKEND_AUTO;
+    if (o.backend_name && (rc = cli_parse_backend("run", usage, o.backend_name, &backend)) !=
+                              CLI_CONTINUE)
+        return rc;
+    fa_dtype dtype = FA_DTYPE_INVALID;
+    if (o.dtype_name && (rc = cli_parse_dtype("run", usage, o.dtype_name, &dtype)) != CLI_CONTINUE)
+        return rc;
+    if (o.device_seen && backend == FA_BACKEND_AUTO)
+        return cli_usage_error("run", usage,
+                               "--device needs --backend (AUTO takes FA_DEVICE from the "
+                               "environment)");
+
+    fa_context *ctx = NULL;
+    fa_status st = fa_context_create(&(fa_context_desc){.backend = backend,
+                                                        .device = (int)o.device,
+                                                        .cpu_threads = (int)o.threads},
+                                     &ctx);
+    if (st != FA_OK)
+        return cli_fail(NULL, st);
+    if (dtype == FA_DTYPE_INVALID)
+        dtype = fa_context_backend(ctx) == FA_BACKEND_CPU ? FA_DTYPE_F32 : FA_DTYPE_F16;
+
+    run_result result;
+    memset(&result, 0, sizeof result);
+    rc = run_problem(ctx, &o, dtype, &result);
+    fa_context_destroy(ctx);
+    return rc;
+}

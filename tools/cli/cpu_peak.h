@@ -1,0 +1,17 @@
+/* This machine's single-precision FMA peak, measured: the yardstick for the CPU backend's
+ * "fraction of peak". */
+#ifndef FA_CPU_PEAK_H
+#define FA_CPU_PEAK_H
+
+typedef struct cpu_peak {
+    double gflops;   /* best of a few runs, all threads together */
+    int threads;     /* OpenMP threads used (1 when the tool is built without OpenMP) */
+    const char *isa; /* "avx512f", "avx2+fma" or "generic" */
+} cpu_peak;
+
+/** Runs a register-only FMA loop (several independent accumulator chains of the widest vectors
+ * this CPU has) on every OpenMP thread for about `seconds` in total, and reports the rate.
+ * Counts 2 FLOP per lane per FMA. */
+void cpu_peak_measure(double seconds, cpu_peak *out);
+
+#endif
