@@ -1,0 +1,30 @@
+# The OpenCL backend: host code in backends/opencl, OpenCL C kernels in shaders/opencl embedded
+# as C strings. Only the headers are needed at build time (Debian opencl-headers); the ICD
+# loader is opened at run time.
+find_path(FA_OPENCL_INCLUDE_DIR CL/cl.h)
+if(NOT FA_OPENCL_INCLUDE_DIR)
+  message(STATUS
+    "flashattn: opencl backend not built: CL/cl.h not found (apt-get install opencl-headers)")
+  return()
+endif()
+option(FA_WITH_OPENCL "Build the OpenCL backend" ON)
+if(NOT FA_WITH_OPENCL)
+  message(STATUS "flashattn: opencl backend not built: FA_WITH_OPENCL is OFF")
+  return()
+endif()
+
+set(FA_OPENCL_GENERATED)
+foreach(kernel IN ITEMS common forward backward)
+  set(generated ${CMAKE_CURRENT_BINARY_DIR}/opencl/fa_opencl_${kernel}_cl.c)
+  fa_embed(${generated} fa_opencl_${kernel}_cl
+    ${CMAKE_CURRENT_SOURCE_DIR}/shaders/opencl/fa_${kernel}.cl TEXT)
+  list(APPEND FA_OPENCL_GENERATED ${generated})
+endforeach()
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/opencl)
+
+file(GLOB FA_OPENCL_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.c)
+set_property(SOURCE ${FA_OPENCL_SOURCES} APPEND PROPERTY INCLUDE_DIRECTORIES
+  ${FA_OPENCL_INCLUDE_DIR} ${CMAKE_CURRENT_LIST_DIR})
+list(APPEND FA_BACKEND_SOURCES ${FA_OPENCL_SOURCES} ${FA_OPENCL_GENERATED})
+list(APPEND FA_BACKEND_DEFINES FA_WITH_OPENCL)
+string(APPEND FA_BACKEND_SUMMARY " opencl")
