@@ -1,0 +1,49 @@
+# The CUDA backend: host code in C (it opens libcuda at run time and needs no toolkit headers),
+# kernels in shaders/cuda compiled by nvcc into one fatbin (SASS for sm_80, sm_86, sm_89, sm_90,
+# PTX for compute_90) and embedded in the library. Built when nvcc is found.
+find_program(FA_NVCC nvcc HINTS ENV CUDA_PATH PATH_SUFFIXES bin
+  PATHS /usr/local/cuda/bin /opt/cuda/bin)
+if(FA_NVCC)
+  option(FA_WITH_CUDA "Build the CUDA backend (needs nvcc at build time only)" ON)
+else()
+  option(FA_WITH_CUDA "Build the CUDA backend (needs nvcc at build time only)" OFF)
+endif()
+
+if(FA_WITH_CUDA AND NOT FA_NVCC)
+  message(FATAL_ERROR "flashattn: FA_WITH_CUDA is ON but nvcc was not found (set FA_NVCC)")
+elseif(NOT FA_WITH_CUDA)
+  if(NOT FA_NVCC)
+    message(STATUS "flashattn: cuda backend not built: nvcc not found (install the CUDA Toolkit, "
+                   "or pass -DFA_NVCC=/path/to/nvcc)")
+  else()
+    message(STATUS "flashattn: cuda backend not built (FA_WITH_CUDA=OFF)")
+  endif()
+else()
+  set(FA_CUDA_ARCHS 80 86 89 90 CACHE STRING "SM architectures of the embedded CUDA SASS")
+  set(FA_CUDA_PTX_ARCH 90 CACHE STRING "Compute capability of the embedded CUDA PTX")
+  set(fa_cuda_gencode)
+  foreach(arch IN LISTS FA_CUDA_ARCHS)
+    list(APPEND fa_cuda_gencode -gencode=arch=compute_${arch},code=sm_${arch})
+  endforeach()
+  list(APPEND fa_cuda_gencode
+    -gencode=arch=compute_${FA_CUDA_PTX_ARCH},code=compute_${FA_CUDA_PTX_ARCH})
+
+  set(fa_cuda_dir ${CMAKE_CURRENT_SOURCE_DIR}/shaders/cuda)
+  file(GLOB fa_cuda_deps CONFIGURE_DEPENDS ${fa_cuda_dir}/*.cu ${fa_cuda_dir}/*.cuh
+    ${fa_cuda_dir}/*.h)
+  set(fa_cuda_fatbin ${CMAKE_CURRENT_BINARY_DIR}/cuda/fa_kernels.fatbin)
+  add_custom_command(OUTPUT ${fa_cuda_fatbin}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/cuda
+    COMMAND ${FA_NVCC} -fatbin -O3 --threads 0 -std=c++17 ${fa_cuda_gencode} -Xptxas=-warn-spills
+            -I${fa_cuda_dir} -o ${fa_cuda_fatbin} ${fa_cuda_dir}/fa_kernels.cu
+    DEPENDS ${fa_cuda_deps}
+    COMMENT "nvcc: CUDA kernels for sm_${FA_CUDA_ARCHS} + compute_${FA_CUDA_PTX_ARCH}"
+    VERBATIM)
+  fa_embed(${CMAKE_CURRENT_BINARY_DIR}/cuda/fa_cuda_fatbin.c fa_cuda_fatbin ${fa_cuda_fatbin})
+
+  file(GLOB fa_cuda_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/backends/cuda/*.c)
+  list(APPEND FA_BACKEND_SOURCES ${fa_cuda_sources}
+    ${CMAKE_CURRENT_BINARY_DIR}/cuda/fa_cuda_fatbin.c)
+  list(APPEND FA_BACKEND_DEFINES FA_WITH_CUDA)
+  set(FA_BACKEND_SUMMARY "${FA_BACKEND_SUMMARY} cuda")
+endif()

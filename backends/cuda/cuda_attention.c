@@ -1,0 +1,275 @@
+/* Forward and backward on CUDA: picks a kernel for each call and launches it on the context's
+ * stream. f16/bf16 with head dim <= 128 and 16-byte aligned rows take the tensor-core kernels
+ * (when their shared memory fits the device); everything else (f32, unaligned views, head dim
+ * > 128) the general CUDA-core kernels. The backward runs Delta = rowsum(dO * O), then dK/dV per
+ * key block and dQ per query block, each recomputing P from the LSE; it uses no atomics, so its
+ * results are bitwise reproducible. */
+#include "cuda_backend.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "../../shaders/cuda/fa_cuda_abi.h"
+
+#define FWD_MMA_BQ 128 /* FA_FWD_BQ in shaders/cuda/fa_forward_mma.cuh */
+#define FWD_MMA_BK(d, mt) ((mt) > 1 && (d) > 64 ? 32u : 64u)
+#define BWD_MMA_ROWS 128 /* FA_BWD_* in shaders/cuda/fa_backward_mma.cuh */
+#define BWD_MMA_TILE 64
+#define BWD_MMA_QTILE(d) ((d) > 64 ? 32u : 64u)
+#define BWD_MMA_THREADS 256
+#define GEN_THREADS 256 /* FA_GEN_* in shaders/cuda/fa_general.cuh */
+#define GEN_ROWS 32
+#define GEN_TILE 16
+#define DEFAULT_SMEM 49152
+
+static fa_cuda_tensor tensor_of(const fa_view *v, size_t element_size)
+{
+    const fa_cuda_buffer *buf = v->buffer;
+    return (fa_cuda_tensor){
+        .ptr = buf ? buf->ptr + v->offset * element_size : 0,
+        .stride_b = v->stride_b,
+        .stride_s = v->stride_s,
+        .stride_h = v->stride_h,
+    };
+}
+
+static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
+{
+    const size_t es = fa_dtype_size(call->dtype);
+    fa_cuda_params p = {
+        .q = tensor_of(&call->q, es),
+        .k = tensor_of(&call->k, es),
+        .v = tensor_of(&call->v, es),
+        .o = tensor_of(&call->o, es),
+        .batch = (int)call->batch,
+        .seq_q = (int)call->seq_q,
+        .seq_k = (int)call->seq_k,
+        .heads_q = (int)call->heads_q,
+        .heads_kv = (int)call->heads_kv,
+        .head_dim = (int)call->head_dim,
+        .group = (int)(call->heads_q / call->heads_kv),
+        .causal = call->causal,
+        .causal_offset = (int)(call->seq_k - call->seq_q),
+        .has_lse = backward || call->has_lse,
+        .scale = call->scale,
+        .scale_log2 = call->scale * 1.4426950408889634f,
+    };
+    if (p.has_lse)
+        p.lse = tensor_of(&call->lse, sizeof(float));
+    if (backward) {
+        p.d_o = tensor_of(&call->d_o, es);
+        p.d_q = tensor_of(&call->d_q, es);
+        p.d_k = tensor_of(&call->d_k, es);
+        p.d_v = tensor_of(&call->d_v, es);
+    }
+    return p;
+}
+
+/* Rows start on 16 bytes: what cp.async of 16-byte chunks needs. */
+static bool aligned16(const fa_cuda_tensor *t, size_t element_size)
+{
+    const long long per = (long long)(16 / element_size);
+    return t->ptr % 16 == 0 && t->stride_b % per == 0 && t->stride_s % per == 0 &&
+           t->stride_h % per == 0;
+}
+
+static bool views_aligned(const fa_cuda_params *p, bool backward, size_t es)
+{
+    bool ok = aligned16(&p->q, es) && aligned16(&p->k, es) && aligned16(&p->v, es) &&
+              aligned16(&p->o, es);
+    if (backward)
+        ok = ok && aligned16(&p->d_o, es) && aligned16(&p->d_q, es) && aligned16(&p->d_k, es) &&
+             aligned16(&p->d_v, es);
+    return ok;
+}
+
+static int dtype_index(fa_dtype dtype)
+{
+    return dtype == FA_DTYPE_F32 ? 0 : dtype == FA_DTYPE_F16 ? 1 : 2;
+}
+
+/* dims per thread of the general kernels: 8, 16 or 32 (head dim up to 64, 128, 256) */
+static int dpt_index(int64_t head_dim)
+{
+    return head_dim <= 64 ? 0 : head_dim <= 128 ? 1 : 2;
+}
+
+static unsigned blocks(int64_t n, int64_t per)
+{
+    return (unsigned)((n + per - 1) / per);
+}
+
+static fa_status launch(fa_context *ctx, fa_cuda_kernel kernel, unsigned gx, unsigned gy,
+                        unsigned gz, unsigned threads, unsigned smem, fa_cuda_params *p,
+                        const char *what)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    CUfunction f = st->kernels[kernel];
+    if (gx == 0 || gy == 0 || gz == 0)
+        return FA_OK;
+    CUresult r;
+    if (smem > DEFAULT_SMEM) {
+        r = st->cu->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       (int)smem);
+        if (r != CUDA_SUCCESS)
+            return fa_cuda_fail(ctx, r, "cuFuncSetAttribute(max dynamic shared memory)");
+    }
+    void *args[] = {p};
+    r = st->cu->cuLaunchKernel(f, gx, gy, gz, threads, 1, 1, smem, st->stream, args, NULL);
+    if (r != CUDA_SUCCESS)
+        return fa_cuda_fail(ctx, r, what);
+    return FA_OK;
+}
+
+fa_status fa_cuda_check_call(fa_context *ctx, const fa_attention_call *call, bool backward)
+{
+    (void)backward;
+    if (call->batch > 65535 || call->heads_q > 65535)
+        return fa_fail(ctx, FA_ERROR_TOO_LARGE,
+                       "cuda: batch %lld and heads %lld must each be at most 65535",
+                       (long long)call->batch, (long long)call->heads_q);
+    if (call->seq_q > INT_MAX - 256 || call->seq_k > INT_MAX - 256)
+        return fa_fail(ctx, FA_ERROR_TOO_LARGE,
+                       "cuda: seq_q %lld and seq_k %lld must each be below 2^31 - 256",
+                       (long long)call->seq_q, (long long)call->seq_k);
+    return FA_OK;
+}
+
+fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    fa_cuda_params p = params_of(call, false);
+    const size_t es = fa_dtype_size(call->dtype);
+    const int dt = dtype_index(call->dtype);
+    const unsigned d = call->head_dim > 64 ? 128 : 64;
+    const unsigned mt = 2; /* 16-row m-tiles per warp: MT in shaders/cuda/fa_kernels.cu */
+    const unsigned smem = (FWD_MMA_BQ + 4 * FWD_MMA_BK(d, mt)) * d * 2;
+    const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
+                      (int)smem <= st->smem_optin && views_aligned(&p, false, es);
+    fa_status status = fa_cuda_enter(ctx);
+    if (status != FA_OK)
+        return status;
+    if (fast) {
+        static const fa_cuda_kernel mma[2][2] = {
+            {FA_CUDA_K_FWD_MMA_F16_D64, FA_CUDA_K_FWD_MMA_F16_D128},
+            {FA_CUDA_K_FWD_MMA_BF16_D64, FA_CUDA_K_FWD_MMA_BF16_D128},
+        };
+        const int wide = call->head_dim > 64;
+        const unsigned threads = FWD_MMA_BQ / (16 * mt) * 32;
+        status =
+            launch(ctx, mma[dt - 1][wide], blocks(call->seq_q, FWD_MMA_BQ), (unsigned)call->heads_q,
+                   (unsigned)call->batch, threads, smem, &p, "launching the tensor-core forward");
+    } else {
+        static const fa_cuda_kernel gen[3][3] = {
+            {FA_CUDA_K_FWD_GEN_F32_8, FA_CUDA_K_FWD_GEN_F32_16, FA_CUDA_K_FWD_GEN_F32_32},
+            {FA_CUDA_K_FWD_GEN_F16_8, FA_CUDA_K_FWD_GEN_F16_16, FA_CUDA_K_FWD_GEN_F16_32},
+            {FA_CUDA_K_FWD_GEN_BF16_8, FA_CUDA_K_FWD_GEN_BF16_16, FA_CUDA_K_FWD_GEN_BF16_32},
+        };
+        const unsigned smem = (unsigned)(2 * GEN_TILE * call->head_dim * sizeof(float));
+        status = launch(ctx, gen[dt][dpt_index(call->head_dim)], blocks(call->seq_q, GEN_ROWS),
+                        (unsigned)call->heads_q, (unsigned)call->batch, GEN_THREADS, smem, &p,
+                        "launching the general forward");
+    }
+    fa_cuda_leave(ctx);
+    return status;
+}
+
+/* Grows the backward's scratch to `bytes` (waiting for work that may still use the old one). */
+static fa_status ensure_workspace(fa_context *ctx, size_t bytes)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    if (bytes <= st->workspace_bytes)
+        return FA_OK;
+    if (st->workspace) {
+        CUresult r = st->cu->cuStreamSynchronize(st->stream);
+        if (r != CUDA_SUCCESS)
+            return fa_cuda_fail(ctx, r, "cuStreamSynchronize");
+        st->cu->cuMemFree(st->workspace);
+        fa_workspace_track(ctx, -(int64_t)st->workspace_bytes);
+        st->workspace = 0;
+        st->workspace_bytes = 0;
+    }
+    CUresult r = st->cu->cuMemAlloc(&st->workspace, bytes);
+    if (r != CUDA_SUCCESS) {
+        st->workspace = 0;
+        char what[96];
+        snprintf(what, sizeof what, "cuMemAlloc of %zu bytes of backward workspace", bytes);
+        return fa_cuda_fail(ctx, r, what);
+    }
+    st->workspace_bytes = bytes;
+    fa_workspace_track(ctx, (int64_t)bytes);
+    return FA_OK;
+}
+
+fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    fa_cuda_params p = params_of(call, true);
+    const int dt = dtype_index(call->dtype), dpt = dpt_index(call->head_dim);
+    const size_t es = fa_dtype_size(call->dtype);
+    const unsigned d = call->head_dim > 64 ? 128 : 64;
+    const unsigned dkdv_smem =
+        2 * BWD_MMA_ROWS * d * 2 + 4 * BWD_MMA_QTILE(d) * d * 2 + 2 * BWD_MMA_QTILE(d) * 4;
+    const unsigned dq_smem = 2 * BWD_MMA_ROWS * d * 2 + 4 * BWD_MMA_TILE * d * 2;
+    const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
+                      (int)dkdv_smem <= st->smem_optin && (int)dq_smem <= st->smem_optin &&
+                      views_aligned(&p, true, es);
+    fa_status status = fa_cuda_enter(ctx);
+    if (status != FA_OK)
+        return status;
+    const size_t rows = (size_t)call->batch * (size_t)call->heads_q * (size_t)call->seq_q;
+    if (rows > 0)
+        status = ensure_workspace(ctx, rows * sizeof(float));
+    p.delta = st->workspace;
+
+    static const fa_cuda_kernel delta[3] = {FA_CUDA_K_BWD_DELTA_F32, FA_CUDA_K_BWD_DELTA_F16,
+                                            FA_CUDA_K_BWD_DELTA_BF16};
+    static const fa_cuda_kernel dkdv[3][3] = {
+        {FA_CUDA_K_BWD_DKDV_GEN_F32_8, FA_CUDA_K_BWD_DKDV_GEN_F32_16,
+         FA_CUDA_K_BWD_DKDV_GEN_F32_32},
+        {FA_CUDA_K_BWD_DKDV_GEN_F16_8, FA_CUDA_K_BWD_DKDV_GEN_F16_16,
+         FA_CUDA_K_BWD_DKDV_GEN_F16_32},
+        {FA_CUDA_K_BWD_DKDV_GEN_BF16_8, FA_CUDA_K_BWD_DKDV_GEN_BF16_16,
+         FA_CUDA_K_BWD_DKDV_GEN_BF16_32},
+    };
+    static const fa_cuda_kernel dq[3][3] = {
+        {FA_CUDA_K_BWD_DQ_GEN_F32_8, FA_CUDA_K_BWD_DQ_GEN_F32_16, FA_CUDA_K_BWD_DQ_GEN_F32_32},
+        {FA_CUDA_K_BWD_DQ_GEN_F16_8, FA_CUDA_K_BWD_DQ_GEN_F16_16, FA_CUDA_K_BWD_DQ_GEN_F16_32},
+        {FA_CUDA_K_BWD_DQ_GEN_BF16_8, FA_CUDA_K_BWD_DQ_GEN_BF16_16, FA_CUDA_K_BWD_DQ_GEN_BF16_32},
+    };
+    const unsigned tile_smem = (unsigned)(2 * GEN_TILE * call->head_dim * sizeof(float));
+    const unsigned hq = (unsigned)call->heads_q, hkv = (unsigned)call->heads_kv;
+    const unsigned b = (unsigned)call->batch;
+    static const fa_cuda_kernel dkdv_mma[2][2] = {
+        {FA_CUDA_K_BWD_DKDV_MMA_F16_D64, FA_CUDA_K_BWD_DKDV_MMA_F16_D128},
+        {FA_CUDA_K_BWD_DKDV_MMA_BF16_D64, FA_CUDA_K_BWD_DKDV_MMA_BF16_D128},
+    };
+    static const fa_cuda_kernel dq_mma[2][2] = {
+        {FA_CUDA_K_BWD_DQ_MMA_F16_D64, FA_CUDA_K_BWD_DQ_MMA_F16_D128},
+        {FA_CUDA_K_BWD_DQ_MMA_BF16_D64, FA_CUDA_K_BWD_DQ_MMA_BF16_D128},
+    };
+    if (status == FA_OK)
+        status = launch(ctx, delta[dt], blocks(call->seq_q, GEN_ROWS), hq, b, GEN_THREADS, 0, &p,
+                        "launching the backward's Delta");
+    if (fast) {
+        const int wide = d == 128;
+        if (status == FA_OK)
+            status = launch(ctx, dkdv_mma[dt - 1][wide], blocks(call->seq_k, BWD_MMA_ROWS), hkv, b,
+                            BWD_MMA_THREADS, dkdv_smem, &p, "launching the tensor-core dK/dV");
+        if (status == FA_OK)
+            status = launch(ctx, dq_mma[dt - 1][wide], blocks(call->seq_q, BWD_MMA_ROWS), hq, b,
+                            BWD_MMA_THREADS, dq_smem, &p, "launching the tensor-core dQ");
+        fa_cuda_leave(ctx);
+        return status;
+    }
+    if (status == FA_OK)
+        status =
+            launch(ctx, dkdv[dt][dpt], blocks(call->seq_k, GEN_ROWS), hkv, b, GEN_THREADS,
+                   tile_smem + 2 * GEN_TILE * sizeof(float), &p, "launching the backward's dK/dV");
+    if (status == FA_OK)
+        status = launch(ctx, dq[dt][dpt], blocks(call->seq_q, GEN_ROWS), hq, b, GEN_THREADS,
+                        tile_smem, &p, "launching the backward's dQ");
+    fa_cuda_leave(ctx);
+    return status;
+}

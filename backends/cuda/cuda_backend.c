@@ -1,0 +1,356 @@
+/* The CUDA backend's interface: the driver opened at run time, devices listed once, each
+ * context working in its device's primary context (so pointers of other CUDA users in the
+ * process stay valid there) on a stream of its own, with the kernels loaded from the fatbin
+ * embedded at build time. Launches are asynchronous; reads and synchronize wait. */
+#include "cuda_backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const unsigned char fa_cuda_fatbin[];
+extern const size_t fa_cuda_fatbin_size;
+
+#define FA_CUDA_MAX_DEVICES 64
+
+typedef struct cuda_device {
+    CUdevice handle;
+    fa_device_info info;
+} cuda_device;
+
+static const fa_cuda_driver *driver;
+static int device_count;
+static cuda_device devices[FA_CUDA_MAX_DEVICES];
+
+static int attribute(CUdevice dev, int attr)
+{
+    int value = 0;
+    if (driver->cuDeviceGetAttribute(&value, attr, dev) != CUDA_SUCCESS)
+        return 0;
+    return value;
+}
+
+static void describe(cuda_device *d, int index)
+{
+    fa_device_info *out = &d->info;
+    memset(out, 0, sizeof *out);
+    out->backend = FA_BACKEND_CUDA;
+    out->index = index;
+    if (driver->cuDeviceGetName(out->name, (int)sizeof out->name, d->handle) != CUDA_SUCCESS)
+        snprintf(out->name, sizeof out->name, "CUDA device %d", index);
+    snprintf(out->vendor, sizeof out->vendor, "NVIDIA");
+    snprintf(out->driver, sizeof out->driver, "CUDA driver %d.%d", driver->version / 1000,
+             driver->version % 1000 / 10);
+    out->api_major = attribute(d->handle, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    out->api_minor = attribute(d->handle, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    snprintf(out->api_version, sizeof out->api_version, "%d.%d", out->api_major, out->api_minor);
+    out->kind = attribute(d->handle, CU_DEVICE_ATTRIBUTE_INTEGRATED) ? FA_DEVICE_KIND_INTEGRATED_GPU
+                                                                     : FA_DEVICE_KIND_DISCRETE_GPU;
+    size_t total = 0;
+    if (driver->cuDeviceTotalMem(&total, d->handle) == CUDA_SUCCESS)
+        out->memory_bytes = total;
+    out->max_buffer_bytes = out->memory_bytes;
+    out->compute_units = (uint32_t)attribute(d->handle, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    int smem = attribute(d->handle, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    if (smem <= 0)
+        smem = attribute(d->handle, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    out->shared_memory_bytes = (uint32_t)smem;
+    out->max_workgroup_size =
+        (uint32_t)attribute(d->handle, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    int warp = attribute(d->handle, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+    out->subgroup_size_min = out->subgroup_size_max = (uint32_t)(warp > 0 ? warp : 32);
+    out->f16 = out->api_major > 5 || (out->api_major == 5 && out->api_minor >= 3);
+    out->bf16 = out->api_major >= 8;
+    out->matrix_units = out->api_major >= 7;
+}
+
+static bool cuda_probe(int *count, char *reason, size_t reason_size)
+{
+    *count = 0;
+    driver = fa_cuda_driver_load(reason, reason_size);
+    if (!driver)
+        return false;
+    int n = 0;
+    CUresult r = driver->cuDeviceGetCount(&n);
+    if (r != CUDA_SUCCESS || n <= 0) {
+        char text[128];
+        snprintf(reason, reason_size, "no CUDA device%s%s", r != CUDA_SUCCESS ? ": " : "",
+                 r != CUDA_SUCCESS ? fa_cuda_error_text(driver, r, text, sizeof text) : "");
+        return false;
+    }
+    if (n > FA_CUDA_MAX_DEVICES)
+        n = FA_CUDA_MAX_DEVICES;
+    for (int i = 0; i < n; i++) {
+        if (driver->cuDeviceGet(&devices[device_count].handle, i) != CUDA_SUCCESS)
+            continue;
+        describe(&devices[device_count], device_count);
+        device_count++;
+    }
+    *count = device_count;
+    if (device_count == 0)
+        snprintf(reason, reason_size, "no CUDA device could be opened");
+    return device_count > 0;
+}
+
+static void cuda_device_info(int index, fa_device_info *out)
+{
+    *out = devices[index].info;
+}
+
+fa_status fa_cuda_fail(fa_context *ctx, CUresult result, const char *what)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    char text[160];
+    fa_cuda_error_text(st ? st->cu : driver, result, text, sizeof text);
+    fa_status status = FA_ERROR_DEVICE;
+    switch (result) {
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        status = FA_ERROR_OUT_OF_DEVICE_MEMORY;
+        break;
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+        status = FA_ERROR_DEVICE_LOST;
+        break;
+    default:
+        break;
+    }
+    if (status == FA_ERROR_DEVICE_LOST)
+        ctx->lost = true;
+    return fa_fail(ctx, status, "cuda: %s: %s", what, text);
+}
+
+fa_status fa_cuda_enter(fa_context *ctx)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    CUresult r = st->cu->cuCtxPushCurrent(st->context);
+    return r == CUDA_SUCCESS ? FA_OK : fa_cuda_fail(ctx, r, "cuCtxPushCurrent");
+}
+
+void fa_cuda_leave(fa_context *ctx)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    CUcontext popped;
+    st->cu->cuCtxPopCurrent(&popped);
+}
+
+static fa_status load_kernels(fa_context *ctx, fa_cuda_state *st)
+{
+    static const char *const names[FA_CUDA_K_COUNT] = {
+#define FA_CUDA_KERNEL_NAME_(id, name) name,
+        FA_CUDA_KERNELS(FA_CUDA_KERNEL_NAME_)
+#undef FA_CUDA_KERNEL_NAME_
+    };
+    /* the driver wants the image aligned; the embedded array is only byte-aligned */
+    void *image = aligned_alloc(64, (fa_cuda_fatbin_size + 63) / 64 * 64);
+    if (!image)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cuda: cannot copy the kernel image");
+    memcpy(image, fa_cuda_fatbin, fa_cuda_fatbin_size);
+    CUresult r = st->cu->cuModuleLoadData(&st->module, image);
+    free(image);
+    if (r != CUDA_SUCCESS) {
+        fa_status s = fa_cuda_fail(ctx, r, "cuModuleLoadData (the embedded kernels)");
+        if (r == CUDA_ERROR_NO_BINARY_FOR_GPU)
+            return fa_fail(ctx, FA_ERROR_KERNEL_BUILD,
+                           "cuda: the embedded kernels hold no code for compute capability %d.%d "
+                           "(CUDA_ERROR_NO_BINARY_FOR_GPU); rebuild with a newer CUDA toolkit",
+                           st->cc_major, st->cc_minor);
+        return s == FA_ERROR_DEVICE ? FA_ERROR_KERNEL_BUILD : s;
+    }
+    for (int i = 0; i < FA_CUDA_K_COUNT; i++) {
+        r = st->cu->cuModuleGetFunction(&st->kernels[i], st->module, names[i]);
+        if (r != CUDA_SUCCESS) {
+            char what[128];
+            snprintf(what, sizeof what, "cuModuleGetFunction(%s)", names[i]);
+            fa_cuda_fail(ctx, r, what);
+            return FA_ERROR_KERNEL_BUILD;
+        }
+    }
+    return FA_OK;
+}
+
+static void release_state(fa_cuda_state *st)
+{
+    const fa_cuda_driver *cu = st->cu;
+    if (st->context) {
+        cu->cuCtxPushCurrent(st->context);
+        if (st->stream)
+            cu->cuStreamSynchronize(st->stream);
+        if (st->workspace)
+            cu->cuMemFree(st->workspace);
+        if (st->module)
+            cu->cuModuleUnload(st->module);
+        if (st->stream)
+            cu->cuStreamDestroy(st->stream);
+        CUcontext popped;
+        cu->cuCtxPopCurrent(&popped);
+        cu->cuDevicePrimaryCtxRelease(st->device);
+    }
+    free(st);
+}
+
+static fa_status cuda_context_init(fa_context *ctx, int index)
+{
+    const fa_device_info *info = &devices[index].info;
+    if (info->api_major < 8)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "cuda: %s has compute capability %s; the CUDA kernels need 8.0 (Ampere) or "
+                       "newer: use the vulkan or opencl backend on this device",
+                       info->name, info->api_version);
+    fa_cuda_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cuda: cannot allocate context state");
+    st->cu = driver;
+    st->device = devices[index].handle;
+    st->cc_major = info->api_major;
+    st->cc_minor = info->api_minor;
+    st->smem_optin = (int)info->shared_memory_bytes;
+    const char *force = getenv("FA_CUDA_KERNELS");
+    st->force_general = force && strcmp(force, "general") == 0;
+    ctx->backend_state = st;
+
+    fa_status status = FA_OK;
+    CUresult r = driver->cuDevicePrimaryCtxRetain(&st->context, st->device);
+    if (r != CUDA_SUCCESS) {
+        status = fa_cuda_fail(ctx, r, "cuDevicePrimaryCtxRetain");
+        st->context = NULL;
+        goto fail;
+    }
+    if ((status = fa_cuda_enter(ctx)) != FA_OK) {
+        driver->cuDevicePrimaryCtxRelease(st->device);
+        st->context = NULL;
+        goto fail;
+    }
+    r = driver->cuStreamCreate(&st->stream, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) {
+        status = fa_cuda_fail(ctx, r, "cuStreamCreate");
+        st->stream = NULL;
+    } else {
+        status = load_kernels(ctx, st);
+    }
+    fa_cuda_leave(ctx);
+    if (status != FA_OK)
+        goto fail;
+    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s", info->name,
+           st->cc_major, st->cc_minor, info->compute_units,
+           st->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "");
+    return FA_OK;
+fail:
+    release_state(st);
+    ctx->backend_state = NULL;
+    return status;
+}
+
+static void cuda_context_release(fa_context *ctx)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    if (!st)
+        return;
+    if (st->workspace)
+        fa_workspace_track(ctx, -(int64_t)st->workspace_bytes);
+    release_state(st);
+    ctx->backend_state = NULL;
+}
+
+static fa_status cuda_buffer_alloc(fa_context *ctx, size_t size, void **handle)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    fa_cuda_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cuda: cannot allocate a buffer record");
+    buf->size = size;
+    fa_status status = fa_cuda_enter(ctx);
+    if (status != FA_OK) {
+        free(buf);
+        return status;
+    }
+    /* size 0 still gets a real allocation, so every buffer has a distinct address */
+    CUresult r = st->cu->cuMemAlloc(&buf->ptr, size ? size : 256);
+    fa_cuda_leave(ctx);
+    if (r != CUDA_SUCCESS) {
+        free(buf);
+        char what[96];
+        snprintf(what, sizeof what, "cuMemAlloc of %zu bytes", size);
+        return fa_cuda_fail(ctx, r, what);
+    }
+    *handle = buf;
+    return FA_OK;
+}
+
+static void cuda_buffer_free(fa_context *ctx, void *handle)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    fa_cuda_buffer *buf = handle;
+    if (!buf)
+        return;
+    if (fa_cuda_enter(ctx) == FA_OK) {
+        st->cu->cuMemFree(buf->ptr);
+        fa_cuda_leave(ctx);
+    }
+    free(buf);
+}
+
+static fa_status cuda_buffer_write(fa_context *ctx, void *handle, size_t offset, const void *src,
+                                   size_t size)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    fa_cuda_buffer *buf = handle;
+    fa_status status = fa_cuda_enter(ctx);
+    if (status != FA_OK)
+        return status;
+    /* ordered after the launches on the stream; waits, since `src` is the caller's */
+    CUresult r = st->cu->cuMemcpyHtoDAsync(buf->ptr + offset, src, size, st->stream);
+    if (r == CUDA_SUCCESS)
+        r = st->cu->cuStreamSynchronize(st->stream);
+    fa_cuda_leave(ctx);
+    return r == CUDA_SUCCESS ? FA_OK : fa_cuda_fail(ctx, r, "writing a buffer");
+}
+
+static fa_status cuda_buffer_read(fa_context *ctx, void *handle, size_t offset, void *dst,
+                                  size_t size)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    fa_cuda_buffer *buf = handle;
+    fa_status status = fa_cuda_enter(ctx);
+    if (status != FA_OK)
+        return status;
+    CUresult r = st->cu->cuMemcpyDtoHAsync(dst, buf->ptr + offset, size, st->stream);
+    if (r == CUDA_SUCCESS)
+        r = st->cu->cuStreamSynchronize(st->stream);
+    fa_cuda_leave(ctx);
+    return r == CUDA_SUCCESS ? FA_OK : fa_cuda_fail(ctx, r, "reading a buffer");
+}
+
+static fa_status cuda_synchronize(fa_context *ctx)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    fa_status status = fa_cuda_enter(ctx);
+    if (status != FA_OK)
+        return status;
+    CUresult r = st->cu->cuStreamSynchronize(st->stream);
+    fa_cuda_leave(ctx);
+    return r == CUDA_SUCCESS ? FA_OK : fa_cuda_fail(ctx, r, "cuStreamSynchronize");
+}
+
+const fa_backend_iface fa_cuda_backend_iface = {
+    .id = FA_BACKEND_CUDA,
+    .name = "cuda",
+    .probe = cuda_probe,
+    .device_info = cuda_device_info,
+    .context_init = cuda_context_init,
+    .context_release = cuda_context_release,
+    .buffer_alloc = cuda_buffer_alloc,
+    .buffer_free = cuda_buffer_free,
+    .buffer_write = cuda_buffer_write,
+    .buffer_read = cuda_buffer_read,
+    .synchronize = cuda_synchronize,
+    .forward = fa_cuda_forward,
+    .backward = fa_cuda_backward,
+    .check_call = fa_cuda_check_call,
+};

@@ -1,0 +1,79 @@
+# Vulkan backend: host code in backends/vulkan, GLSL compute shaders in shaders/vulkan compiled at
+# build time to SPIR-V (glslangValidator), validated (spirv-val) and embedded as C arrays. The
+# Vulkan loader is opened at run time through volk, so nothing links libvulkan.
+find_path(FA_VOLK_INCLUDE_DIR volk.h)
+find_file(FA_VOLK_SOURCE volk.c PATHS ${FA_VOLK_INCLUDE_DIR} NO_DEFAULT_PATH)
+find_path(FA_VULKAN_INCLUDE_DIR vulkan/vulkan_core.h)
+find_program(FA_GLSLANG glslangValidator)
+find_program(FA_SPIRV_VAL spirv-val)
+
+set(fa_vk_missing)
+if(NOT FA_VOLK_INCLUDE_DIR OR NOT FA_VOLK_SOURCE)
+  list(APPEND fa_vk_missing "volk.h/volk.c (libvulkan-volk-dev)")
+endif()
+if(NOT FA_VULKAN_INCLUDE_DIR)
+  list(APPEND fa_vk_missing "Vulkan headers (libvulkan-dev)")
+endif()
+if(NOT FA_GLSLANG)
+  list(APPEND fa_vk_missing "glslangValidator (glslang-tools)")
+endif()
+if(NOT FA_SPIRV_VAL)
+  list(APPEND fa_vk_missing "spirv-val (spirv-tools)")
+endif()
+if(fa_vk_missing)
+  set(fa_vk_default OFF)
+else()
+  set(fa_vk_default ON)
+endif()
+option(FA_WITH_VULKAN "Build the Vulkan backend" ${fa_vk_default})
+
+if(FA_WITH_VULKAN AND fa_vk_missing)
+  list(JOIN fa_vk_missing ", " fa_vk_missing_text)
+  message(FATAL_ERROR "flashattn: FA_WITH_VULKAN=ON but missing: ${fa_vk_missing_text}")
+elseif(NOT FA_WITH_VULKAN)
+  if(fa_vk_missing)
+    list(JOIN fa_vk_missing ", " fa_vk_missing_text)
+    message(STATUS "flashattn: vulkan backend not built: missing ${fa_vk_missing_text}")
+  else()
+    message(STATUS "flashattn: vulkan backend not built (FA_WITH_VULKAN=OFF)")
+  endif()
+else()
+  set(fa_vk_shader_dir ${CMAKE_CURRENT_SOURCE_DIR}/shaders/vulkan)
+  set(fa_vk_out ${CMAKE_CURRENT_BINARY_DIR}/shaders/vulkan)
+  file(MAKE_DIRECTORY ${fa_vk_out})
+  # Storage variants: suffix and glslang defines (see shaders/vulkan/fa_common.glsl).
+  set(fa_vk_variants f32 f16_s16 bf16_s16 f16_words bf16_words)
+  set(fa_vk_defines_f32 -DDTYPE_F32)
+  set(fa_vk_defines_f16_s16 -DDTYPE_F16 -DSTORAGE16)
+  set(fa_vk_defines_bf16_s16 -DDTYPE_BF16 -DSTORAGE16)
+  set(fa_vk_defines_f16_words -DDTYPE_F16)
+  set(fa_vk_defines_bf16_words -DDTYPE_BF16)
+  set(fa_vk_generated)
+  foreach(kernel IN ITEMS attn_fwd attn_bwd_prep attn_bwd_dkdv attn_bwd_dq)
+    foreach(variant IN LISTS fa_vk_variants)
+      set(spv ${fa_vk_out}/${kernel}_${variant}.spv)
+      add_custom_command(OUTPUT ${spv}
+        COMMAND ${FA_GLSLANG} -V --target-env vulkan1.1 ${fa_vk_defines_${variant}}
+                -I${fa_vk_shader_dir} -o ${spv} ${fa_vk_shader_dir}/${kernel}.comp
+        COMMAND ${FA_SPIRV_VAL} --target-env vulkan1.1 ${spv}
+        DEPENDS ${fa_vk_shader_dir}/${kernel}.comp ${fa_vk_shader_dir}/fa_common.glsl
+        COMMENT "Compiling and validating ${kernel} (${variant}) to SPIR-V"
+        VERBATIM)
+      fa_embed(${fa_vk_out}/${kernel}_${variant}.c fa_spv_${kernel}_${variant} ${spv})
+      list(APPEND fa_vk_generated ${fa_vk_out}/${kernel}_${variant}.c)
+    endforeach()
+  endforeach()
+
+  file(GLOB fa_vk_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/backends/vulkan/*.c)
+  # volk.c is compiled into the backend: the loader is opened by volkInitialize at run time.
+  set(fa_vk_volk ${fa_vk_out}/volk_impl.c)
+  file(WRITE ${fa_vk_volk}.in "#define VK_NO_PROTOTYPES\n#include <volk.c>\n")
+  configure_file(${fa_vk_volk}.in ${fa_vk_volk} COPYONLY)
+  set_source_files_properties(${fa_vk_volk} PROPERTIES COMPILE_OPTIONS "-w")
+  set_source_files_properties(${fa_vk_generated} PROPERTIES GENERATED TRUE)
+  list(APPEND FA_BACKEND_SOURCES ${fa_vk_sources} ${fa_vk_volk} ${fa_vk_generated})
+  list(APPEND FA_BACKEND_DEFINES FA_WITH_VULKAN VK_NO_PROTOTYPES)
+  set_property(SOURCE ${fa_vk_sources} ${fa_vk_volk} APPEND PROPERTY INCLUDE_DIRECTORIES
+    ${FA_VOLK_INCLUDE_DIR} ${FA_VULKAN_INCLUDE_DIR})
+  string(APPEND FA_BACKEND_SUMMARY " vulkan")
+endif()

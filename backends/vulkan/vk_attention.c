@@ -1,0 +1,311 @@
+/* Attention on Vulkan: tile sizes chosen from the device's shared memory, the limits a call must
+ * fit (checked before any work is issued), and the recording of the forward pass and of the
+ * three backward passes (Delta, dK/dV, dQ) into one submission each. */
+#include "vk_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { WORKGROUP = 128, FWD_ROWS_PER_GROUP = 2, PREP_ROWS = 128 };
+
+/* A launch plan: specialization and grid geometry for one call. */
+typedef struct plan {
+    fa_vk_storage storage;
+    uint32_t threads_per_row, groups;      /* groups = WORKGROUP / threads_per_row */
+    uint32_t fwd_tile, dq_tile, dkdv_tile; /* 0 when nothing fits */
+    uint32_t fwd_rows;                     /* queries per forward workgroup */
+} plan;
+
+/* Shared-memory floats of each kernel for a tile (see the layouts in shaders/vulkan/). */
+static uint64_t fwd_floats(uint64_t d, uint64_t t, uint64_t rows, uint64_t tile)
+{
+    return 2 * tile * d + rows * (tile * t + 1);
+}
+static uint64_t dq_floats(uint64_t d, uint64_t t, uint64_t groups, uint64_t tile)
+{
+    return 2 * tile * d + 2 * groups * (tile * t + 1);
+}
+static uint64_t dkdv_floats(uint64_t d, uint64_t t, uint64_t groups, uint64_t tile)
+{
+    return 2 * tile * d + 2 * tile + 2 * groups * (tile * t + 1);
+}
+
+typedef uint64_t (*floats_fn)(uint64_t, uint64_t, uint64_t, uint64_t);
+
+static uint32_t largest_tile(floats_fn f, uint64_t d, uint64_t t, uint64_t rows, uint64_t bytes)
+{
+    static const uint32_t tiles[] = {64, 32, 16, 8};
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++)
+        if (4 * f(d, t, rows, tiles[i]) <= bytes)
+            return tiles[i];
+    return 0;
+}
+
+static plan make_plan(const fa_vk_state *st, const fa_attention_call *call)
+{
+    plan p;
+    memset(&p, 0, sizeof p);
+    if (call->dtype == FA_DTYPE_F32)
+        p.storage = FA_VK_F32;
+    else if (call->dtype == FA_DTYPE_F16)
+        p.storage = st->storage16 ? FA_VK_F16_S16 : FA_VK_F16_WORDS;
+    else
+        p.storage = st->storage16 ? FA_VK_BF16_S16 : FA_VK_BF16_WORDS;
+    const uint64_t d = (uint64_t)call->head_dim, smem = st->phys->info.shared_memory_bytes;
+    /* Keep each invocation's slice at <= 32 columns, so its registers hold Q and O slices. */
+    p.threads_per_row = d <= 128 ? 4 : 8;
+    p.groups = WORKGROUP / p.threads_per_row;
+    p.fwd_rows = p.groups * FWD_ROWS_PER_GROUP;
+    p.fwd_tile = largest_tile(fwd_floats, d, p.threads_per_row, p.fwd_rows, smem);
+    p.dq_tile = largest_tile(dq_floats, d, p.threads_per_row, p.groups, smem);
+    p.dkdv_tile = largest_tile(dkdv_floats, d, p.threads_per_row, p.groups, smem);
+    return p;
+}
+
+static uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* The largest element index a view reaches, or UINT64_MAX on overflow. */
+static uint64_t last_index(const fa_view *v, int64_t batch, int64_t seq, int64_t heads, int64_t dim)
+{
+    if (!batch || !seq || !heads || !dim)
+        return v->offset;
+    return v->offset + (uint64_t)(batch - 1) * (uint64_t)v->stride_b +
+           (uint64_t)(seq - 1) * (uint64_t)v->stride_s +
+           (uint64_t)(heads - 1) * (uint64_t)v->stride_h + (uint64_t)(dim - 1);
+}
+
+static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool backward)
+{
+    const fa_vk_state *st = fa_vk_state_of(ctx);
+    const fa_vk_physical *ph = st->phys;
+    const plan p = make_plan(st, call);
+    if (!p.fwd_tile || (backward && (!p.dq_tile || !p.dkdv_tile)))
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
+                       "vulkan: head_dim %lld needs more than the %u bytes of shared memory "
+                       "%s offers per workgroup",
+                       (long long)call->head_dim, ph->info.shared_memory_bytes, ph->info.name);
+    if (call->seq_q > INT32_MAX || call->seq_k > INT32_MAX)
+        return fa_fail(ctx, FA_ERROR_TOO_LARGE,
+                       "vulkan: sequence lengths above 2^31 - 1 are not supported");
+    const uint64_t gx = backward ? ceil_div((uint64_t)call->seq_q, p.groups)
+                                 : ceil_div((uint64_t)call->seq_q, p.fwd_rows);
+    const uint64_t gk = ceil_div((uint64_t)call->seq_k, p.groups);
+    if (gx > ph->max_group_count[0] || gk > ph->max_group_count[0] ||
+        (uint64_t)call->heads_q > ph->max_group_count[1] ||
+        (uint64_t)call->batch > ph->max_group_count[2])
+        return fa_fail(ctx, FA_ERROR_TOO_LARGE,
+                       "vulkan: grid (%llu, %lld, %lld) exceeds maxComputeWorkGroupCount "
+                       "(%u, %u, %u)",
+                       (unsigned long long)(gx > gk ? gx : gk), (long long)call->heads_q,
+                       (long long)call->batch, ph->max_group_count[0], ph->max_group_count[1],
+                       ph->max_group_count[2]);
+    /* Shaders index with 32-bit unsigned math: every index must stay below 2^32 (it does for
+     * any buffer within maxStorageBufferRange; this guards the invariant, never wraps). */
+    const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k, D = call->head_dim;
+    const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
+    uint64_t worst = last_index(&call->q, B, Sq, Hq, D);
+    const uint64_t more[] = {
+        last_index(&call->k, B, Sk, Hkv, D),
+        last_index(&call->v, B, Sk, Hkv, D),
+        last_index(&call->o, B, Sq, Hq, D),
+        call->has_lse ? last_index(&call->lse, B, Sq, Hq, 1) : 0,
+        backward ? last_index(&call->d_o, B, Sq, Hq, D) : 0,
+        backward ? last_index(&call->d_q, B, Sq, Hq, D) : 0,
+        backward ? last_index(&call->d_k, B, Sk, Hkv, D) : 0,
+        backward ? last_index(&call->d_v, B, Sk, Hkv, D) : 0,
+        backward ? 2 * (uint64_t)B * (uint64_t)Hq * (uint64_t)Sq : 0, /* workspace floats */
+    };
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+        worst = more[i] > worst ? more[i] : worst;
+    if (worst > UINT32_MAX)
+        return fa_fail(ctx, FA_ERROR_TOO_LARGE,
+                       "vulkan: a tensor reaches element %llu; shaders index below 2^32",
+                       (unsigned long long)worst);
+    if (backward && 8 * (uint64_t)B * (uint64_t)Hq * (uint64_t)Sq > ph->info.max_buffer_bytes)
+        return fa_fail(ctx, FA_ERROR_TOO_LARGE,
+                       "vulkan: the backward workspace (LSE and Delta, %llu bytes) exceeds "
+                       "maxStorageBufferRange (%llu bytes)",
+                       (unsigned long long)(8 * (uint64_t)B * (uint64_t)Hq * (uint64_t)Sq),
+                       (unsigned long long)ph->info.max_buffer_bytes);
+    return FA_OK;
+}
+
+/* A view in push-constant form: offset and strides in elements (a size-1 dimension's stride
+ * is irrelevant and may be huge, so it becomes 0). */
+typedef struct push_view {
+    uint32_t off, sb, ss, sh;
+} push_view;
+
+static push_view pv(const fa_view *v, int64_t batch, int64_t seq, int64_t heads)
+{
+    return (push_view){(uint32_t)v->offset, batch > 1 ? (uint32_t)v->stride_b : 0,
+                       seq > 1 ? (uint32_t)v->stride_s : 0, heads > 1 ? (uint32_t)v->stride_h : 0};
+}
+
+static VkBuffer vkbuf(const fa_view *v)
+{
+    return ((const fa_vk_buffer *)v->buffer)->buffer;
+}
+
+static const float LOG2E = 1.4426950408889634f;
+
+static fa_status forward(fa_context *ctx, const fa_attention_call *call)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    const plan p = make_plan(st, call);
+    const fa_vk_spec spec = {(uint32_t)call->head_dim, p.threads_per_row, FWD_ROWS_PER_GROUP,
+                             p.fwd_tile, call->causal};
+    VkPipeline pipeline;
+    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_FWD, p.storage, &spec, &pipeline);
+    if (s == FA_OK)
+        s = fa_vk_begin(ctx);
+    if (s != FA_OK)
+        return s;
+    const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
+    struct {
+        push_view q, k, v, o, lse;
+        uint32_t seq_q, seq_k, gqa, has_lse;
+        float scale_log2;
+    } push = {
+        pv(&call->q, B, Sq, call->heads_q),
+        pv(&call->k, B, Sk, call->heads_kv),
+        pv(&call->v, B, Sk, call->heads_kv),
+        pv(&call->o, B, Sq, call->heads_q),
+        call->has_lse ? pv(&call->lse, B, Sq, call->heads_q) : (push_view){0, 0, 0, 0},
+        (uint32_t)Sq,
+        (uint32_t)Sk,
+        (uint32_t)(call->heads_q / call->heads_kv),
+        call->has_lse,
+        call->scale * LOG2E,
+    };
+    const VkBuffer buffers[5] = {vkbuf(&call->q), vkbuf(&call->k), vkbuf(&call->v), vkbuf(&call->o),
+                                 call->has_lse ? vkbuf(&call->lse) : vkbuf(&call->o)};
+    s = fa_vk_dispatch(ctx, FA_VK_FWD, pipeline, buffers, &push, sizeof push,
+                       (uint32_t)ceil_div((uint64_t)Sq, p.fwd_rows), (uint32_t)call->heads_q,
+                       (uint32_t)B);
+    if (s != FA_OK) {
+        st->recording = false;
+        st->vk.vkEndCommandBuffer(st->cmd);
+        return s;
+    }
+    return fa_vk_submit(ctx, false);
+}
+
+/* Push constants of the dK/dV and dQ passes (the last view is dK, or dQ with dV unused). */
+typedef struct grad_push {
+    push_view q, k, v, d_o, g0, g1;
+    uint32_t seq_q, seq_k, gqa, delta_off;
+    float scale, scale_log2;
+} grad_push;
+
+static fa_status record_backward(fa_context *ctx, const fa_attention_call *call, const plan *p)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
+    const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
+    const uint32_t delta_off = (uint32_t)(B * Hq * Sq);
+    const VkBuffer ws = st->workspace.buffer;
+    const uint32_t T = p->threads_per_row;
+    VkPipeline prep, dkdv, dq;
+    const fa_vk_spec prep_spec = {(uint32_t)call->head_dim, T, 1, 8, false};
+    const fa_vk_spec dkdv_spec = {(uint32_t)call->head_dim, T, 1, p->dkdv_tile, call->causal};
+    const fa_vk_spec dq_spec = {(uint32_t)call->head_dim, T, 1, p->dq_tile, call->causal};
+    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_BWD_PREP, p->storage, &prep_spec, &prep);
+    if (s == FA_OK)
+        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DKDV, p->storage, &dkdv_spec, &dkdv);
+    if (s == FA_OK)
+        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DQ, p->storage, &dq_spec, &dq);
+    if (s == FA_OK)
+        s = fa_vk_begin(ctx);
+    if (s != FA_OK)
+        return s;
+
+    if (Sq > 0) {
+        struct {
+            push_view o, d_o, lse;
+            uint32_t seq_q, heads_q, delta_off;
+        } push = {pv(&call->o, B, Sq, Hq),
+                  pv(&call->d_o, B, Sq, Hq),
+                  pv(&call->lse, B, Sq, Hq),
+                  (uint32_t)Sq,
+                  (uint32_t)Hq,
+                  delta_off};
+        const VkBuffer buffers[4] = {vkbuf(&call->o), vkbuf(&call->d_o), vkbuf(&call->lse), ws};
+        s = fa_vk_dispatch(ctx, FA_VK_BWD_PREP, prep, buffers, &push, sizeof push,
+                           (uint32_t)ceil_div((uint64_t)Sq, PREP_ROWS), (uint32_t)Hq, (uint32_t)B);
+        if (s != FA_OK)
+            return s;
+        fa_vk_barrier(st);
+    }
+    grad_push push = {
+        pv(&call->q, B, Sq, Hq),
+        pv(&call->k, B, Sk, Hkv),
+        pv(&call->v, B, Sk, Hkv),
+        pv(&call->d_o, B, Sq, Hq),
+        pv(&call->d_k, B, Sk, Hkv),
+        pv(&call->d_v, B, Sk, Hkv),
+        (uint32_t)Sq,
+        (uint32_t)Sk,
+        (uint32_t)(Hq / Hkv),
+        delta_off,
+        call->scale,
+        call->scale * LOG2E,
+    };
+    if (Sk > 0) { /* with Sq = 0 this writes dK = dV = 0 */
+        const VkBuffer buffers[7] = {
+            vkbuf(&call->q),   vkbuf(&call->k),  vkbuf(&call->v), vkbuf(&call->d_o), ws,
+            vkbuf(&call->d_k), vkbuf(&call->d_v)};
+        s = fa_vk_dispatch(ctx, FA_VK_BWD_DKDV, dkdv, buffers, &push, sizeof push,
+                           (uint32_t)ceil_div((uint64_t)Sk, p->groups), (uint32_t)Hkv, (uint32_t)B);
+        if (s != FA_OK)
+            return s;
+    }
+    if (Sq > 0) { /* with Sk = 0 this writes dQ = 0 */
+        push.g0 = pv(&call->d_q, B, Sq, Hq);
+        const VkBuffer buffers[6] = {
+            vkbuf(&call->q),  vkbuf(&call->k), vkbuf(&call->v), vkbuf(&call->d_o), ws,
+            vkbuf(&call->d_q)};
+        s = fa_vk_dispatch(ctx, FA_VK_BWD_DQ, dq, buffers, &push, sizeof push,
+                           (uint32_t)ceil_div((uint64_t)Sq, p->groups), (uint32_t)Hq, (uint32_t)B);
+    }
+    return s;
+}
+
+static fa_status backward(fa_context *ctx, const fa_attention_call *call)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    const plan p = make_plan(st, call);
+    fa_status s = fa_vk_workspace(
+        ctx, 2 * sizeof(float) * (VkDeviceSize)(call->batch * call->heads_q * call->seq_q));
+    if (s != FA_OK)
+        return s;
+    s = record_backward(ctx, call, &p);
+    if (s != FA_OK) {
+        if (st->recording) {
+            st->recording = false;
+            st->vk.vkEndCommandBuffer(st->cmd);
+        }
+        return s;
+    }
+    return fa_vk_submit(ctx, false);
+}
+
+const fa_backend_iface fa_vulkan_backend_iface = {
+    .id = FA_BACKEND_VULKAN,
+    .name = "vulkan",
+    .probe = fa_vk_probe,
+    .device_info = fa_vk_device_info,
+    .context_init = fa_vk_context_init,
+    .context_release = fa_vk_context_release,
+    .buffer_alloc = fa_vk_buffer_alloc,
+    .buffer_free = fa_vk_buffer_free,
+    .buffer_write = fa_vk_buffer_write,
+    .buffer_read = fa_vk_buffer_read,
+    .synchronize = fa_vk_synchronize,
+    .forward = forward,
+    .backward = backward,
+    .check_call = check_call,
+};

@@ -1,0 +1,351 @@
+/* A context's device: the VkDevice with its own volk function table and compute queue, the one
+ * command buffer and fence through which every call is submitted, and the pipeline cache kept
+ * on disk between runs. */
+#include "vk_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Descriptor sets one submission may use before the pool is reset (a backward uses 3). */
+enum { SETS_PER_SUBMISSION = 16, BINDINGS_PER_SET = 8 };
+
+static fa_status create_device(fa_context *ctx, fa_vk_state *st)
+{
+    const fa_vk_physical *p = st->phys;
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(p->handle, &n, NULL);
+    VkQueueFamilyProperties families[32];
+    n = n > 32 ? 32 : n;
+    vkGetPhysicalDeviceQueueFamilyProperties(p->handle, &n, families);
+    /* A compute queue; one without graphics first (often a dedicated async-compute engine). */
+    int family = -1;
+    for (uint32_t i = 0; i < n && family < 0; i++)
+        if ((families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) &&
+            !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+            family = (int)i;
+    for (uint32_t i = 0; i < n && family < 0; i++)
+        if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)
+            family = (int)i;
+    if (family < 0)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "vulkan: %s has no compute queue", p->info.name);
+    st->queue_family = (uint32_t)family;
+
+    const char *no16 = getenv("FA_VULKAN_NO_16BIT_STORAGE");
+    st->storage16 = p->storage16 && !(no16 && no16[0] && strcmp(no16, "0") != 0);
+    VkPhysicalDevice16BitStorageFeatures storage16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = st->storage16,
+    };
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                          .pNext = &storage16};
+    const float priority = 1.0f;
+    const VkDeviceQueueCreateInfo queue = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = st->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    const char *extensions[] = {"VK_KHR_portability_subset"};
+    const VkDeviceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &features,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue,
+        .enabledExtensionCount = p->portability_subset ? 1 : 0,
+        .ppEnabledExtensionNames = extensions,
+    };
+    VkResult r = vkCreateDevice(p->handle, &info, NULL, &st->device);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkCreateDevice");
+    volkLoadDeviceTable(&st->vk, st->device);
+    st->vk.vkGetDeviceQueue(st->device, st->queue_family, 0, &st->queue);
+    vkGetPhysicalDeviceMemoryProperties(p->handle, &st->memory_props);
+    return FA_OK;
+}
+
+static fa_status create_submission_objects(fa_context *ctx, fa_vk_state *st)
+{
+    const VkCommandPoolCreateInfo pool = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = st->queue_family,
+    };
+    VkResult r = st->vk.vkCreateCommandPool(st->device, &pool, NULL, &st->pool);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkCreateCommandPool");
+    const VkCommandBufferAllocateInfo alloc = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = st->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    r = st->vk.vkAllocateCommandBuffers(st->device, &alloc, &st->cmd);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkAllocateCommandBuffers");
+    const VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    r = st->vk.vkCreateFence(st->device, &fence, NULL, &st->fence);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkCreateFence");
+    const VkDescriptorPoolSize size = {
+        .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        .descriptorCount = SETS_PER_SUBMISSION * BINDINGS_PER_SET,
+    };
+    const VkDescriptorPoolCreateInfo dpool = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = SETS_PER_SUBMISSION,
+        .poolSizeCount = 1,
+        .pPoolSizes = &size,
+    };
+    r = st->vk.vkCreateDescriptorPool(st->device, &dpool, NULL, &st->descriptors);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkCreateDescriptorPool");
+    return FA_OK;
+}
+
+fa_status fa_vk_context_init(fa_context *ctx, int index)
+{
+    if (index < 0 || index >= fa_vk.device_count)
+        return fa_fail(ctx, FA_ERROR_INVALID_DEVICE, "vulkan: no device %d", index);
+    if (fa_vk.validation_note[0])
+        fa_log(ctx, FA_LOG_WARN, "%s", fa_vk.validation_note);
+    fa_vk_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot allocate the context");
+    st->phys = &fa_vk.devices[index];
+    ctx->backend_state = st;
+    fa_status s = create_device(ctx, st);
+    if (s == FA_OK)
+        s = create_submission_objects(ctx, st);
+    if (s == FA_OK)
+        s = fa_vk_check_validation(ctx);
+    if (s != FA_OK) {
+        fa_vk_context_release(ctx);
+        return s;
+    }
+    fa_vk_pipeline_cache_load(ctx);
+    fa_log(ctx, FA_LOG_INFO,
+           "vulkan: %s, queue family %u, 16-bit storage %s, shaderFloat16 %s, validation %s",
+           st->phys->info.name, st->queue_family, st->storage16 ? "on" : "off (32-bit words)",
+           st->phys->info.f16 ? "yes" : "no", fa_vk.validation ? "on" : "off");
+    return FA_OK;
+}
+
+void fa_vk_context_release(fa_context *ctx)
+{
+    fa_vk_state *st = ctx->backend_state;
+    if (!st)
+        return;
+    if (st->device) {
+        st->vk.vkDeviceWaitIdle(st->device);
+        fa_vk_pipeline_cache_save(ctx);
+        fa_vk_pipelines_release(st);
+        fa_vk_buffer_destroy(st, &st->staging);
+        if (st->workspace.buffer)
+            fa_workspace_track(ctx, -(int64_t)st->workspace.size);
+        fa_vk_buffer_destroy(st, &st->workspace);
+        if (st->cache)
+            st->vk.vkDestroyPipelineCache(st->device, st->cache, NULL);
+        if (st->descriptors)
+            st->vk.vkDestroyDescriptorPool(st->device, st->descriptors, NULL);
+        if (st->fence)
+            st->vk.vkDestroyFence(st->device, st->fence, NULL);
+        if (st->pool)
+            st->vk.vkDestroyCommandPool(st->device, st->pool, NULL);
+        st->vk.vkDestroyDevice(st->device, NULL);
+    }
+    free(st);
+    ctx->backend_state = NULL;
+    fa_vk_check_validation(ctx);
+}
+
+/* ---- submission --------------------------------------------------------------------------- */
+
+fa_status fa_vk_wait(fa_context *ctx)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    if (st->pending) {
+        VkResult r = st->vk.vkWaitForFences(st->device, 1, &st->fence, VK_TRUE, UINT64_MAX);
+        if (r != VK_SUCCESS)
+            return fa_vk_fail(ctx, r, "vkWaitForFences");
+        st->pending = false;
+        r = st->vk.vkResetFences(st->device, 1, &st->fence);
+        if (r != VK_SUCCESS)
+            return fa_vk_fail(ctx, r, "vkResetFences");
+        r = st->vk.vkResetDescriptorPool(st->device, st->descriptors, 0);
+        if (r != VK_SUCCESS)
+            return fa_vk_fail(ctx, r, "vkResetDescriptorPool");
+    }
+    return fa_vk_check_validation(ctx);
+}
+
+fa_status fa_vk_synchronize(fa_context *ctx)
+{
+    return fa_vk_wait(ctx);
+}
+
+void fa_vk_barrier(fa_vk_state *st)
+{
+    const VkMemoryBarrier barrier = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                         VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+    };
+    const VkPipelineStageFlags stages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    st->vk.vkCmdPipelineBarrier(st->cmd, stages, stages, 0, 1, &barrier, 0, NULL, 0, NULL);
+}
+
+fa_status fa_vk_begin(fa_context *ctx)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    fa_status s = fa_vk_wait(ctx);
+    if (s != FA_OK)
+        return s;
+    const VkCommandBufferBeginInfo begin = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    VkResult r = st->vk.vkBeginCommandBuffer(st->cmd, &begin);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkBeginCommandBuffer");
+    st->recording = true;
+    /* Work of earlier submissions (finished, but not made visible by the fence) comes first. */
+    fa_vk_barrier(st);
+    return FA_OK;
+}
+
+fa_status fa_vk_submit(fa_context *ctx, bool wait)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    st->recording = false;
+    VkResult r = st->vk.vkEndCommandBuffer(st->cmd);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkEndCommandBuffer");
+    const VkSubmitInfo submit = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &st->cmd,
+    };
+    r = st->vk.vkQueueSubmit(st->queue, 1, &submit, st->fence);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkQueueSubmit");
+    st->pending = true;
+    return wait ? fa_vk_wait(ctx) : fa_vk_check_validation(ctx);
+}
+
+/* ---- pipeline cache ----------------------------------------------------------------------- */
+
+/* $XDG_CACHE_HOME/flashattn/vulkan-<vendor>-<device>-<uuid>.bin, or under ~/.cache. */
+static bool cache_path(const fa_vk_physical *p, char *dir, size_t dir_size, char *path,
+                       size_t path_size)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int n;
+    if (xdg && xdg[0] == '/')
+        n = snprintf(dir, dir_size, "%s/flashattn", xdg);
+    else if (home && home[0])
+        n = snprintf(dir, dir_size, "%s/.cache/flashattn", home);
+    else
+        return false;
+    if (n < 0 || (size_t)n >= dir_size)
+        return false;
+    char uuid[2 * VK_UUID_SIZE + 1];
+    for (unsigned i = 0; i < VK_UUID_SIZE; i++)
+        snprintf(uuid + 2 * i, 3, "%02x", p->cache_uuid[i]);
+    n = snprintf(path, path_size, "%s/vulkan-%04x-%04x-%s.bin", dir, p->vendor_id, p->device_id,
+                 uuid);
+    return n > 0 && (size_t)n < path_size;
+}
+
+/* Only data whose header names this device and driver is handed to the driver. */
+static bool cache_header_ok(const fa_vk_physical *p, const unsigned char *data, size_t size)
+{
+    uint32_t header[4];
+    if (size < 16 + VK_UUID_SIZE)
+        return false;
+    memcpy(header, data, sizeof header);
+    return header[0] >= 16 + VK_UUID_SIZE && header[0] <= size &&
+           header[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE && header[2] == p->vendor_id &&
+           header[3] == p->device_id && memcmp(data + 16, p->cache_uuid, VK_UUID_SIZE) == 0;
+}
+
+void fa_vk_pipeline_cache_load(fa_context *ctx)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    char dir[512], path[640];
+    unsigned char *data = NULL;
+    size_t size = 0;
+    if (cache_path(st->phys, dir, sizeof dir, path, sizeof path)) {
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            if (fseek(f, 0, SEEK_END) == 0) {
+                long len = ftell(f);
+                if (len > 0 && len < (64l << 20) && fseek(f, 0, SEEK_SET) == 0) {
+                    data = malloc((size_t)len);
+                    if (data && fread(data, 1, (size_t)len, f) == (size_t)len)
+                        size = (size_t)len;
+                }
+            }
+            fclose(f);
+        }
+    }
+    if (size && !cache_header_ok(st->phys, data, size)) {
+        fa_log(ctx, FA_LOG_DEBUG, "vulkan: ignoring stale pipeline cache %s", path);
+        size = 0;
+    }
+    VkPipelineCacheCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+        .initialDataSize = size,
+        .pInitialData = size ? data : NULL,
+    };
+    VkResult r = st->vk.vkCreatePipelineCache(st->device, &info, NULL, &st->cache);
+    if (r != VK_SUCCESS && size) {
+        info.initialDataSize = 0;
+        info.pInitialData = NULL;
+        r = st->vk.vkCreatePipelineCache(st->device, &info, NULL, &st->cache);
+    }
+    if (r != VK_SUCCESS)
+        st->cache = VK_NULL_HANDLE; /* pipelines are then built without a cache */
+    free(data);
+}
+
+void fa_vk_pipeline_cache_save(fa_context *ctx)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    char dir[512], path[640], tmp[700];
+    if (!st->cache || !st->pipeline_count ||
+        !cache_path(st->phys, dir, sizeof dir, path, sizeof path))
+        return;
+    size_t size = 0;
+    if (st->vk.vkGetPipelineCacheData(st->device, st->cache, &size, NULL) != VK_SUCCESS || !size)
+        return;
+    void *data = malloc(size);
+    if (!data)
+        return;
+    if (st->vk.vkGetPipelineCacheData(st->device, st->cache, &size, data) == VK_SUCCESS) {
+        /* mkdir -p of the directory; write a temporary file and rename it into place, so a
+         * concurrent reader never sees half a file. Any failure only means no cache. */
+        for (char *s = dir + 1; *s; s++)
+            if (*s == '/') {
+                *s = '\0';
+                mkdir(dir, 0755);
+                *s = '/';
+            }
+        mkdir(dir, 0755);
+        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+        FILE *f = fopen(tmp, "wb");
+        if (f) {
+            bool ok = fwrite(data, 1, size, f) == size;
+            ok = fclose(f) == 0 && ok;
+            if (!ok || rename(tmp, path) != 0)
+                remove(tmp);
+        }
+    }
+    free(data);
+}

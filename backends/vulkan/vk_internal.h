@@ -1,0 +1,157 @@
+/* What the Vulkan backend's files share: the per-process instance and device list, the
+ * per-context state, and the helpers each file provides. Not installed. */
+#ifndef FA_VK_INTERNAL_H
+#define FA_VK_INTERNAL_H
+
+#ifndef VK_NO_PROTOTYPES
+#define VK_NO_PROTOTYPES
+#endif
+#include <volk.h>
+
+#include "fa_internal.h"
+
+#define FA_VK_MAX_DEVICES 16
+
+/* One physical device as probed: what the device list reports and what context_init needs. */
+typedef struct fa_vk_physical {
+    VkPhysicalDevice handle;
+    fa_device_info info;
+    uint32_t api_version;
+    uint32_t vendor_id, device_id;
+    uint8_t cache_uuid[VK_UUID_SIZE];
+    uint32_t max_push_constants;
+    uint32_t max_group_count[3];
+    bool storage16;          /* storageBuffer16BitAccess */
+    bool portability_subset; /* VK_KHR_portability_subset must be enabled */
+} fa_vk_physical;
+
+/* Process-wide state, filled once by probe (vk_instance.c). */
+typedef struct fa_vk_process {
+    VkInstance instance;
+    bool validation; /* FA_VULKAN_VALIDATION=1 and the layer was found */
+    char validation_note[160];
+    int device_count;
+    fa_vk_physical devices[FA_VK_MAX_DEVICES];
+} fa_vk_process;
+
+extern fa_vk_process fa_vk;
+
+/* A device buffer (the handle behind an fa_buffer, and the backward's workspace). */
+typedef struct fa_vk_buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    VkDeviceSize size;
+    void *mapped; /* staging only */
+} fa_vk_buffer;
+
+typedef enum fa_vk_kernel {
+    FA_VK_FWD = 0,
+    FA_VK_BWD_PREP,
+    FA_VK_BWD_DKDV,
+    FA_VK_BWD_DQ,
+    FA_VK_KERNEL_COUNT
+} fa_vk_kernel;
+
+/* Storage variants of each kernel: f32, f16/bf16 in 16-bit buffers, f16/bf16 in 32-bit words. */
+typedef enum fa_vk_storage {
+    FA_VK_F32 = 0,
+    FA_VK_F16_S16,
+    FA_VK_BF16_S16,
+    FA_VK_F16_WORDS,
+    FA_VK_BF16_WORDS,
+    FA_VK_STORAGE_COUNT
+} fa_vk_storage;
+
+/* The specialization constants of one pipeline (constant_id 0..4 in fa_common.glsl). */
+typedef struct fa_vk_spec {
+    uint32_t head_dim, threads_per_row, rows_per_group, tile;
+    uint32_t causal;
+} fa_vk_spec;
+
+typedef struct fa_vk_pipeline {
+    fa_vk_kernel kernel;
+    fa_vk_storage storage;
+    fa_vk_spec spec;
+    VkPipeline pipeline;
+} fa_vk_pipeline;
+
+/* Per context: one VkDevice, its function table, one compute queue, one command buffer with a
+ * fence (at most one submission in flight), a descriptor pool reset after each wait, the
+ * pipelines built so far and the pipeline cache. */
+typedef struct fa_vk_state {
+    const fa_vk_physical *phys;
+    VkDevice device;
+    struct VolkDeviceTable vk;
+    VkQueue queue;
+    uint32_t queue_family;
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    bool pending; /* a submission may still run */
+    bool recording;
+    VkDescriptorPool descriptors;
+    bool storage16; /* 16-bit storage enabled (FA_VULKAN_NO_16BIT_STORAGE=1 turns it off) */
+    uint32_t memory_type_device, memory_type_staging;
+    VkPhysicalDeviceMemoryProperties memory_props;
+    fa_vk_buffer staging;
+    fa_vk_buffer workspace;
+    VkPipelineCache cache;
+    VkDescriptorSetLayout set_layouts[FA_VK_KERNEL_COUNT];
+    VkPipelineLayout layouts[FA_VK_KERNEL_COUNT];
+    VkShaderModule modules[FA_VK_KERNEL_COUNT][FA_VK_STORAGE_COUNT];
+    fa_vk_pipeline *pipelines;
+    size_t pipeline_count, pipeline_capacity;
+} fa_vk_state;
+
+static inline fa_vk_state *fa_vk_state_of(fa_context *ctx)
+{
+    return ctx->backend_state;
+}
+
+/* vk_instance.c: errors and validation messages. */
+const char *fa_vk_result_name(VkResult result);
+/* Maps a failed VkResult to a status and records "<what>: <VkResult name>" on ctx. */
+fa_status fa_vk_fail(fa_context *ctx, VkResult result, const char *what);
+/* FA_OK, or FA_ERROR_DEVICE with the first validation message recorded since the last check. */
+fa_status fa_vk_check_validation(fa_context *ctx);
+bool fa_vk_probe(int *device_count, char *reason, size_t reason_size);
+void fa_vk_device_info(int index, fa_device_info *out);
+
+/* vk_device.c */
+fa_status fa_vk_context_init(fa_context *ctx, int index);
+void fa_vk_context_release(fa_context *ctx);
+/* Waits for the submission in flight, if any, and makes its descriptor sets reusable. */
+fa_status fa_vk_wait(fa_context *ctx);
+fa_status fa_vk_synchronize(fa_context *ctx);
+/* Begins the command buffer (after fa_vk_wait), with a barrier against earlier submissions. */
+fa_status fa_vk_begin(fa_context *ctx);
+/* Ends and submits it; waits for it when `wait`. */
+fa_status fa_vk_submit(fa_context *ctx, bool wait);
+/* Compute/transfer write -> compute/transfer read barrier inside the command buffer. */
+void fa_vk_barrier(fa_vk_state *st);
+void fa_vk_pipeline_cache_load(fa_context *ctx);
+void fa_vk_pipeline_cache_save(fa_context *ctx);
+
+/* vk_memory.c */
+fa_status fa_vk_buffer_create(fa_context *ctx, VkDeviceSize size, bool staging, fa_vk_buffer *out);
+void fa_vk_buffer_destroy(fa_vk_state *st, fa_vk_buffer *buf);
+fa_status fa_vk_buffer_alloc(fa_context *ctx, size_t size, void **handle);
+void fa_vk_buffer_free(fa_context *ctx, void *handle);
+fa_status fa_vk_buffer_write(fa_context *ctx, void *handle, size_t offset, const void *src,
+                             size_t size);
+fa_status fa_vk_buffer_read(fa_context *ctx, void *handle, size_t offset, void *dst, size_t size);
+/* Grows the context's workspace to at least `size` bytes (waits first; tracked). */
+fa_status fa_vk_workspace(fa_context *ctx, VkDeviceSize size);
+
+/* vk_pipeline.c */
+uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel);
+fa_status fa_vk_pipeline_get(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage,
+                             const fa_vk_spec *spec, VkPipeline *out);
+/* Allocates a descriptor set of `kernel`'s layout, binds `buffers` (whole), the pipeline, the
+ * push constants, and records the dispatch. */
+fa_status fa_vk_dispatch(fa_context *ctx, fa_vk_kernel kernel, VkPipeline pipeline,
+                         VkBuffer const *buffers, const void *push, uint32_t push_size, uint32_t gx,
+                         uint32_t gy, uint32_t gz);
+void fa_vk_pipelines_release(fa_vk_state *st);
+
+#endif

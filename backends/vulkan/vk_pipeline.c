@@ -1,0 +1,242 @@
+/* Shader modules (the SPIR-V embedded at build time, one per kernel and storage variant),
+ * pipeline layouts, and compute pipelines specialized per (head dim, tile sizes, causal), built
+ * on first use through the context's pipeline cache and kept for the context's life. */
+#include "vk_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FA_VK_SPV_(kernel, storage)                                                                \
+    extern const unsigned char fa_spv_##kernel##_##storage[];                                      \
+    extern const size_t fa_spv_##kernel##_##storage##_size;
+#define FA_VK_SPV_KERNEL_(kernel)                                                                  \
+    FA_VK_SPV_(kernel, f32)                                                                        \
+    FA_VK_SPV_(kernel, f16_s16)                                                                    \
+    FA_VK_SPV_(kernel, bf16_s16)                                                                   \
+    FA_VK_SPV_(kernel, f16_words)                                                                  \
+    FA_VK_SPV_(kernel, bf16_words)
+FA_VK_SPV_KERNEL_(attn_fwd)
+FA_VK_SPV_KERNEL_(attn_bwd_prep)
+FA_VK_SPV_KERNEL_(attn_bwd_dkdv)
+FA_VK_SPV_KERNEL_(attn_bwd_dq)
+
+typedef struct spv_blob {
+    const unsigned char *code;
+    const size_t *size;
+} spv_blob;
+
+#define FA_VK_ROW_(kernel)                                                                         \
+    {                                                                                              \
+        {fa_spv_##kernel##_f32, &fa_spv_##kernel##_f32_size},                                      \
+            {fa_spv_##kernel##_f16_s16, &fa_spv_##kernel##_f16_s16_size},                          \
+            {fa_spv_##kernel##_bf16_s16, &fa_spv_##kernel##_bf16_s16_size},                        \
+            {fa_spv_##kernel##_f16_words, &fa_spv_##kernel##_f16_words_size},                      \
+            {fa_spv_##kernel##_bf16_words, &fa_spv_##kernel##_bf16_words_size},                    \
+    }
+static const spv_blob spirv[FA_VK_KERNEL_COUNT][FA_VK_STORAGE_COUNT] = {
+    [FA_VK_FWD] = FA_VK_ROW_(attn_fwd),
+    [FA_VK_BWD_PREP] = FA_VK_ROW_(attn_bwd_prep),
+    [FA_VK_BWD_DKDV] = FA_VK_ROW_(attn_bwd_dkdv),
+    [FA_VK_BWD_DQ] = FA_VK_ROW_(attn_bwd_dq),
+};
+
+static const char *const kernel_names[FA_VK_KERNEL_COUNT] = {"attn_fwd", "attn_bwd_prep",
+                                                             "attn_bwd_dkdv", "attn_bwd_dq"};
+
+/* Storage-buffer bindings of each kernel, numbered 0..n-1 (see shaders/vulkan/). */
+uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel)
+{
+    static const uint32_t n[FA_VK_KERNEL_COUNT] = {5, 4, 7, 6};
+    return n[kernel];
+}
+
+enum { PUSH_BYTES = 128 }; /* the minimum every Vulkan device guarantees */
+
+static fa_status ensure_layout(fa_context *ctx, fa_vk_kernel kernel)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    if (st->layouts[kernel])
+        return FA_OK;
+    VkDescriptorSetLayoutBinding bindings[8];
+    const uint32_t n = fa_vk_kernel_bindings(kernel);
+    for (uint32_t i = 0; i < n; i++)
+        bindings[i] = (VkDescriptorSetLayoutBinding){
+            .binding = i,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        };
+    const VkDescriptorSetLayoutCreateInfo set_info = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = n,
+        .pBindings = bindings,
+    };
+    VkResult r =
+        st->vk.vkCreateDescriptorSetLayout(st->device, &set_info, NULL, &st->set_layouts[kernel]);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkCreateDescriptorSetLayout");
+    const VkPushConstantRange push = {
+        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = PUSH_BYTES};
+    const VkPipelineLayoutCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &st->set_layouts[kernel],
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &push,
+    };
+    r = st->vk.vkCreatePipelineLayout(st->device, &info, NULL, &st->layouts[kernel]);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkCreatePipelineLayout");
+    return FA_OK;
+}
+
+static fa_status ensure_module(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    if (st->modules[kernel][storage])
+        return FA_OK;
+    const spv_blob *blob = &spirv[kernel][storage];
+    /* The embedded bytes carry no alignment guarantee; pCode must be 4-byte aligned. */
+    uint32_t *code = malloc(*blob->size);
+    if (!code)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot copy SPIR-V");
+    memcpy(code, blob->code, *blob->size);
+    const VkShaderModuleCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = *blob->size,
+        .pCode = code,
+    };
+    VkResult r =
+        st->vk.vkCreateShaderModule(st->device, &info, NULL, &st->modules[kernel][storage]);
+    free(code);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkCreateShaderModule");
+    return FA_OK;
+}
+
+static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage,
+                                 const fa_vk_spec *spec, VkPipeline *out)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    fa_status s = ensure_layout(ctx, kernel);
+    if (s == FA_OK)
+        s = ensure_module(ctx, kernel, storage);
+    if (s != FA_OK)
+        return s;
+    const uint32_t values[5] = {spec->head_dim, spec->threads_per_row, spec->rows_per_group,
+                                spec->tile, spec->causal ? 1u : 0u};
+    VkSpecializationMapEntry entries[5];
+    for (uint32_t i = 0; i < 5; i++)
+        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = i * 4, .size = 4};
+    /* constant 4 is a bool: 4 bytes (VkBool32) as well. */
+    const VkSpecializationInfo specialization = {
+        .mapEntryCount = 5,
+        .pMapEntries = entries,
+        .dataSize = sizeof values,
+        .pData = values,
+    };
+    const VkComputePipelineCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage =
+            {
+                .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                .module = st->modules[kernel][storage],
+                .pName = "main",
+                .pSpecializationInfo = &specialization,
+            },
+        .layout = st->layouts[kernel],
+    };
+    VkResult r = st->vk.vkCreateComputePipelines(st->device, st->cache, 1, &info, NULL, out);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkCreateComputePipelines");
+    fa_log(ctx, FA_LOG_DEBUG, "vulkan: built %s (variant %d) D=%u T=%u rows=%u tile=%u causal=%u",
+           kernel_names[kernel], (int)storage, spec->head_dim, spec->threads_per_row,
+           spec->rows_per_group, spec->tile, spec->causal);
+    return FA_OK;
+}
+
+fa_status fa_vk_pipeline_get(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage,
+                             const fa_vk_spec *spec, VkPipeline *out)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    for (size_t i = 0; i < st->pipeline_count; i++) {
+        const fa_vk_pipeline *p = &st->pipelines[i];
+        if (p->kernel == kernel && p->storage == storage && !memcmp(&p->spec, spec, sizeof *spec)) {
+            *out = p->pipeline;
+            return FA_OK;
+        }
+    }
+    if (st->pipeline_count == st->pipeline_capacity) {
+        size_t cap = st->pipeline_capacity ? 2 * st->pipeline_capacity : 16;
+        fa_vk_pipeline *grown = realloc(st->pipelines, cap * sizeof *grown);
+        if (!grown)
+            return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot grow pipeline list");
+        st->pipelines = grown;
+        st->pipeline_capacity = cap;
+    }
+    fa_status s = create_pipeline(ctx, kernel, storage, spec, out);
+    if (s != FA_OK)
+        return s;
+    st->pipelines[st->pipeline_count++] =
+        (fa_vk_pipeline){.kernel = kernel, .storage = storage, .spec = *spec, .pipeline = *out};
+    return FA_OK;
+}
+
+fa_status fa_vk_dispatch(fa_context *ctx, fa_vk_kernel kernel, VkPipeline pipeline,
+                         VkBuffer const *buffers, const void *push, uint32_t push_size, uint32_t gx,
+                         uint32_t gy, uint32_t gz)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    const VkDescriptorSetAllocateInfo alloc = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = st->descriptors,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &st->set_layouts[kernel],
+    };
+    VkDescriptorSet set;
+    VkResult r = st->vk.vkAllocateDescriptorSets(st->device, &alloc, &set);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkAllocateDescriptorSets");
+    const uint32_t n = fa_vk_kernel_bindings(kernel);
+    VkDescriptorBufferInfo infos[8];
+    VkWriteDescriptorSet writes[8];
+    for (uint32_t i = 0; i < n; i++) {
+        infos[i] =
+            (VkDescriptorBufferInfo){.buffer = buffers[i], .offset = 0, .range = VK_WHOLE_SIZE};
+        writes[i] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = set,
+            .dstBinding = i,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = &infos[i],
+        };
+    }
+    st->vk.vkUpdateDescriptorSets(st->device, n, writes, 0, NULL);
+    st->vk.vkCmdBindPipeline(st->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    st->vk.vkCmdBindDescriptorSets(st->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, st->layouts[kernel], 0,
+                                   1, &set, 0, NULL);
+    st->vk.vkCmdPushConstants(st->cmd, st->layouts[kernel], VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                              push_size, push);
+    st->vk.vkCmdDispatch(st->cmd, gx, gy, gz);
+    return FA_OK;
+}
+
+void fa_vk_pipelines_release(fa_vk_state *st)
+{
+    for (size_t i = 0; i < st->pipeline_count; i++)
+        st->vk.vkDestroyPipeline(st->device, st->pipelines[i].pipeline, NULL);
+    free(st->pipelines);
+    st->pipelines = NULL;
+    st->pipeline_count = st->pipeline_capacity = 0;
+    for (int k = 0; k < FA_VK_KERNEL_COUNT; k++) {
+        for (int s = 0; s < FA_VK_STORAGE_COUNT; s++)
+            if (st->modules[k][s])
+                st->vk.vkDestroyShaderModule(st->device, st->modules[k][s], NULL);
+        if (st->layouts[k])
+            st->vk.vkDestroyPipelineLayout(st->device, st->layouts[k], NULL);
+        if (st->set_layouts[k])
+            st->vk.vkDestroyDescriptorSetLayout(st->device, st->set_layouts[k], NULL);
+    }
+}

@@ -1,0 +1,319 @@
+// The tensor-core backward for f16 and bf16, head dim 64 or 128 (smaller ones padded), in two
+// kernels that use no atomics, so results are bitwise reproducible run to run:
+//
+//  dK/dV: a block of 8 warps owns 128 keys of one (batch, KV head); warp w owns keys
+//    16w..16w+15, and computes everything transposed so that no operand leaves registers:
+//    S^T = K Q^T and dP^T = V dO^T (mma.sync, K and V resident in shared memory, the Q and dO
+//    tiles of 64 (head dim 128: 32) query rows streamed two buffers deep with cp.async over
+//    every query head of the group), P^T = exp2(S^T * scale * log2e - LSE2) and
+//    dS^T = P^T (dP^T - Delta), then
+//    dV += P^T dO and dK += dS^T Q with P^T and dS^T fed from the accumulators as A operands and
+//    dO, Q read through ldmatrix.trans. Rows without visible keys carry LSE2 = +inf, so P = 0.
+//  dQ: a block of 8 warps owns 128 query rows (Q and dO resident), streams K/V tiles of 64 keys
+//    as the forward does, recomputes S, dP, P, dS and accumulates dQ += dS K.
+//
+// Causal: both kernels visit only the tiles that hold visible pairs and mask only the tiles
+// that cross the diagonal. Shared tiles use the forward's XOR swizzle.
+#pragma once
+
+#include "fa_forward_mma.cuh"
+
+#define FA_BWD_ROWS 128 // keys per dK/dV block, queries per dQ block
+#define FA_BWD_TILE 64  // keys per dQ iteration
+// query rows per dK/dV iteration: 32 at head dim 128 keeps dK, dV, S^T, dP^T in 255 registers
+#define FA_BWD_QTILE(D) ((D) > 64 ? 32 : 64)
+#define FA_BWD_THREADS 256
+
+// A operand (16 rows x 16 cols at column step kk) of rows r0.. of a swizzled tile.
+template <int CH>
+__device__ __forceinline__ void fa_load_a(unsigned base, int r0, int kk, int lane, unsigned (&a)[4])
+{
+    const int row = r0 + (lane & 7) + ((lane >> 3) & 1) * 8;
+    fa_ldmatrix_x4(base + fa_swz<CH>(row, kk * 2 + (lane >> 4)), a[0], a[1], a[2], a[3]);
+}
+
+// acc[n] += A(16 x D, rows r0.. of tile `a`) * B^T where B is `nrows` rows of tile `b`.
+template <typename T, int D, int N>
+__device__ __forceinline__ void fa_mma_abt(float (&acc)[N][4], unsigned a_base, int r0,
+                                           unsigned b_base, int lane)
+{
+    constexpr int CH = D / 8;
+#pragma unroll
+    for (int k2 = 0; k2 < D / 32; k2++) {
+        unsigned a0[4], a1[4];
+        fa_load_a<CH>(a_base, r0, 2 * k2, lane, a0);
+        fa_load_a<CH>(a_base, r0, 2 * k2 + 1, lane, a1);
+#pragma unroll
+        for (int n = 0; n < N; n++) {
+            unsigned b0, b1, b2, b3;
+            fa_ldmatrix_x4(b_base + fa_swz<CH>(n * 8 + (lane & 7), k2 * 4 + (lane >> 3)), b0, b1,
+                           b2, b3);
+            fa_mma16816<T>(acc[n], a0, b0, b1);
+            fa_mma16816<T>(acc[n], a1, b2, b3);
+        }
+    }
+}
+
+// acc (16 x D) += P (16 x 16*K2, in C-fragment registers) * B, B = rows of tile `b` (trans).
+template <typename T, int D, int N>
+__device__ __forceinline__ void fa_mma_pb(float (&acc)[D / 8][4], const float (&pf)[N][4],
+                                          unsigned b_base, int lane)
+{
+    constexpr int CH = D / 8;
+#pragma unroll
+    for (int k2 = 0; k2 < N / 2; k2++) {
+        const unsigned a[4] = {fa_pack2<T>(pf[2 * k2][0], pf[2 * k2][1]),
+                               fa_pack2<T>(pf[2 * k2][2], pf[2 * k2][3]),
+                               fa_pack2<T>(pf[2 * k2 + 1][0], pf[2 * k2 + 1][1]),
+                               fa_pack2<T>(pf[2 * k2 + 1][2], pf[2 * k2 + 1][3])};
+#pragma unroll
+        for (int dp = 0; dp < D / 16; dp++) {
+            unsigned b0, b1, b2, b3;
+            const int row = k2 * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+            fa_ldmatrix_x4_trans(b_base + fa_swz<CH>(row, dp * 2 + (lane >> 4)), b0, b1, b2, b3);
+            fa_mma16816<T>(acc[2 * dp], a, b0, b1);
+            fa_mma16816<T>(acc[2 * dp + 1], a, b2, b3);
+        }
+    }
+}
+
+// cp.async of rows [r0, r0 + rows) (zeros past n or past head_dim) into a swizzled tile.
+template <int D, int ROWS>
+__device__ __forceinline__ void fa_load_rows(unsigned dst, const void *src_v, long long stride,
+                                             int r0, int n, int head_dim)
+{
+    constexpr int CH = D / 8;
+    const unsigned short *src = (const unsigned short *)src_v;
+    for (int c = threadIdx.x; c < ROWS * CH; c += FA_BWD_THREADS) {
+        const int row = c / CH, ch = c % CH, gr = r0 + row;
+        const bool ok = gr < n && ch * 8 < head_dim;
+        fa_cp_async16(dst + fa_swz<CH>(row, ch), ok ? src + gr * stride + ch * 8 : src, ok);
+    }
+}
+
+// Writes this warp's 16 rows x D accumulators, scaled, through its own rows of a swizzled tile.
+template <typename T, int D>
+__device__ __forceinline__ void
+fa_store_rows(unsigned char *tile, int r0, const float (&acc)[D / 8][4], float scale, T *dst,
+              long long stride, int g0, int n, int head_dim, int lane)
+{
+    constexpr int CH = D / 8;
+    const int srow = r0 + (lane >> 2), t2 = (lane & 3) * 2;
+#pragma unroll
+    for (int c = 0; c < D / 8; c++) {
+        *(unsigned *)(tile + fa_swz<CH>(srow, c) + t2 * 2) =
+            fa_pack2<T>(acc[c][0] * scale, acc[c][1] * scale);
+        *(unsigned *)(tile + fa_swz<CH>(srow + 8, c) + t2 * 2) =
+            fa_pack2<T>(acc[c][2] * scale, acc[c][3] * scale);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int c = lane; c < 16 * CH; c += 32) {
+        const int row = c / CH, ch = c % CH, gr = g0 + row;
+        if (gr < n && ch * 8 < head_dim)
+            *(uint4 *)(dst + gr * stride + ch * 8) =
+                *(const uint4 *)(tile + fa_swz<CH>(r0 + row, ch));
+    }
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
+{
+    constexpr int BN = FA_BWD_ROWS, BQ = FA_BWD_QTILE(D);
+    constexpr unsigned KV_BYTES = BN * D * 2, Q_BYTES = BQ * D * 2;
+    extern __shared__ __align__(128) unsigned char fa_bwd_smem[];
+    unsigned char *pK = fa_bwd_smem, *pV = fa_bwd_smem + KV_BYTES;
+    const unsigned sK = fa_smem_addr(pK), sV = sK + KV_BYTES;
+    const unsigned sQ = sV + KV_BYTES;    // 2 buffers
+    const unsigned sG = sQ + 2 * Q_BYTES; // dO, 2 buffers
+    float *sL = (float *)(fa_bwd_smem + 2 * KV_BYTES + 4 * Q_BYTES);
+    float *sD = sL + BQ;
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int j0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+    const int jw = j0 + warp * 16; // this warp's first key
+    fa_load_rows<D, BN>(sK, (const T *)p.k.ptr + fa_at(p.k, b, 0, hk), p.k.stride_s, j0, p.seq_k,
+                        p.head_dim);
+    fa_load_rows<D, BN>(sV, (const T *)p.v.ptr + fa_at(p.v, b, 0, hk), p.v.stride_s, j0, p.seq_k,
+                        p.head_dim);
+
+    // query tiles: from the first that sees key j0 to the end, for each head of the group
+    int qbeg = 0;
+    if (p.causal)
+        qbeg = (int)(max(0LL, (long long)j0 - p.causal_offset) / BQ) * BQ;
+    const int nq = qbeg < p.seq_q ? (p.seq_q - qbeg + BQ - 1) / BQ : 0;
+    const int total = nq * p.group;
+    auto load_q = [&](int it, int buf) {
+        const int hq = hk * p.group + it / nq, i0 = qbeg + (it % nq) * BQ;
+        fa_load_rows<D, BQ>(sQ + buf * Q_BYTES, (const T *)p.q.ptr + fa_at(p.q, b, 0, hq),
+                            p.q.stride_s, i0, p.seq_q, p.head_dim);
+        fa_load_rows<D, BQ>(sG + buf * Q_BYTES, (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq),
+                            p.d_o.stride_s, i0, p.seq_q, p.head_dim);
+    };
+    if (total > 0)
+        load_q(0, 0);
+    fa_cp_async_commit();
+
+    float dk[D / 8][4], dv[D / 8][4];
+#pragma unroll
+    for (int c = 0; c < D / 8; c++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            dk[c][e] = dv[c][e] = 0.f;
+    const int t2 = (lane & 3) * 2;
+    const int key_lo = jw + (lane >> 2); // this thread's keys: key_lo, key_lo + 8
+
+    for (int it = 0; it < total; it++) {
+        const int buf = it & 1;
+        const int hq = hk * p.group + it / nq, i0 = qbeg + (it % nq) * BQ;
+        if (it + 1 < total) {
+            load_q(it + 1, buf ^ 1);
+            fa_cp_async_commit();
+        }
+        if (tid < BQ) { // this tile's LSE (log2 units) and Delta
+            const int i = i0 + tid;
+            float l2 = INFINITY, dl = 0.f;
+            if (i < p.seq_q) {
+                const float lse = ((const float *)p.lse.ptr)[fa_at(p.lse, b, i, hq)];
+                l2 = lse == -INFINITY ? INFINITY : lse * FA_LOG2E;
+                dl = ((const float *)p.delta)[((long long)b * p.heads_q + hq) * p.seq_q + i];
+            }
+            sL[tid] = l2;
+            sD[tid] = dl;
+        }
+        if (it + 1 < total)
+            fa_cp_async_wait<1>();
+        else
+            fa_cp_async_wait<0>();
+        __syncthreads();
+        const unsigned qb = sQ + buf * Q_BYTES, gb = sG + buf * Q_BYTES;
+
+        float s[BQ / 8][4], dp[BQ / 8][4];
+#pragma unroll
+        for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                s[n][e] = dp[n][e] = 0.f;
+        fa_mma_abt<T, D, BQ / 8>(s, sK, warp * 16, qb, lane);  // S^T = K Q^T
+        fa_mma_abt<T, D, BQ / 8>(dp, sV, warp * 16, gb, lane); // dP^T = V dO^T
+
+        const bool mask = p.causal && i0 + p.causal_offset < jw + 15;
+#pragma unroll
+        for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int qi = n * 8 + t2 + (e & 1);
+                float pr = fa_exp2(s[n][e] * p.scale_log2 - sL[qi]);
+                if (mask && key_lo + (e >> 1) * 8 > i0 + qi + p.causal_offset)
+                    pr = 0.f;
+                s[n][e] = pr;
+                dp[n][e] = pr * (dp[n][e] - sD[qi]);
+            }
+        fa_mma_pb<T, D, BQ / 8>(dv, s, gb, lane);  // dV += P^T dO
+        fa_mma_pb<T, D, BQ / 8>(dk, dp, qb, lane); // dK += dS^T Q
+        __syncthreads();
+    }
+    if (total == 0) {
+        fa_cp_async_wait<0>();
+        __syncthreads();
+    }
+    // each warp stages through its own 16 rows of the K and V tiles (only it read them last)
+    fa_store_rows<T, D>(pK, warp * 16, dk, p.scale, (T *)p.d_k.ptr + fa_at(p.d_k, b, 0, hk),
+                        p.d_k.stride_s, jw, p.seq_k, p.head_dim, lane);
+    fa_store_rows<T, D>(pV, warp * 16, dv, 1.f, (T *)p.d_v.ptr + fa_at(p.d_v, b, 0, hk),
+                        p.d_v.stride_s, jw, p.seq_k, p.head_dim, lane);
+}
+
+template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const fa_cuda_params &p)
+{
+    constexpr int BM = FA_BWD_ROWS, BK = FA_BWD_TILE;
+    constexpr unsigned Q_BYTES = BM * D * 2, KV_BYTES = BK * D * 2;
+    extern __shared__ __align__(128) unsigned char fa_bwd_smem[];
+    unsigned char *pQ = fa_bwd_smem;
+    const unsigned sQ = fa_smem_addr(pQ), sG = sQ + Q_BYTES;
+    const unsigned sK = sG + Q_BYTES, sV = sK + 2 * KV_BYTES;
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+    const int q0 = qt * BM, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
+    const T *Kg = (const T *)p.k.ptr + fa_at(p.k, b, 0, hk);
+    const T *Vg = (const T *)p.v.ptr + fa_at(p.v, b, 0, hk);
+    fa_load_rows<D, BM>(sQ, (const T *)p.q.ptr + fa_at(p.q, b, 0, h), p.q.stride_s, q0, p.seq_q,
+                        p.head_dim);
+    fa_load_rows<D, BM>(sG, (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, h), p.d_o.stride_s, q0,
+                        p.seq_q, p.head_dim);
+
+    int kend = p.seq_k;
+    if (p.causal) {
+        long long end = (long long)min(q0 + BM, p.seq_q) - 1 + p.causal_offset + 1;
+        kend = (int)max(0LL, min((long long)kend, end));
+    }
+    const int ntiles = (kend + BK - 1) / BK;
+    if (ntiles > 0) {
+        fa_load_rows<D, BK>(sK, Kg, p.k.stride_s, 0, p.seq_k, p.head_dim);
+        fa_load_rows<D, BK>(sV, Vg, p.v.stride_s, 0, p.seq_k, p.head_dim);
+    }
+    fa_cp_async_commit();
+
+    const int row_lo = q0 + warp * 16 + (lane >> 2), t2 = (lane & 3) * 2;
+    float l2[2], dl[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int i = row_lo + 8 * r;
+        l2[r] = INFINITY;
+        dl[r] = 0.f;
+        if (i < p.seq_q) {
+            const float lse = ((const float *)p.lse.ptr)[fa_at(p.lse, b, i, h)];
+            l2[r] = lse == -INFINITY ? INFINITY : lse * FA_LOG2E;
+            dl[r] = ((const float *)p.delta)[((long long)b * p.heads_q + h) * p.seq_q + i];
+        }
+    }
+    float dq[D / 8][4];
+#pragma unroll
+    for (int c = 0; c < D / 8; c++)
+        dq[c][0] = dq[c][1] = dq[c][2] = dq[c][3] = 0.f;
+    fa_cp_async_wait<0>();
+    __syncthreads();
+
+    for (int it = 0; it < ntiles; it++) {
+        const int buf = it & 1;
+        if (it + 1 < ntiles) {
+            fa_load_rows<D, BK>(sK + (buf ^ 1) * KV_BYTES, Kg, p.k.stride_s, (it + 1) * BK, p.seq_k,
+                                p.head_dim);
+            fa_load_rows<D, BK>(sV + (buf ^ 1) * KV_BYTES, Vg, p.v.stride_s, (it + 1) * BK, p.seq_k,
+                                p.head_dim);
+            fa_cp_async_commit();
+            fa_cp_async_wait<1>();
+        } else {
+            fa_cp_async_wait<0>();
+        }
+        __syncthreads();
+        const unsigned kb = sK + buf * KV_BYTES, vb = sV + buf * KV_BYTES;
+        float s[BK / 8][4], dp[BK / 8][4];
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                s[n][e] = dp[n][e] = 0.f;
+        fa_mma_abt<T, D, BK / 8>(s, sQ, warp * 16, kb, lane);  // S = Q K^T
+        fa_mma_abt<T, D, BK / 8>(dp, sG, warp * 16, vb, lane); // dP = dO V^T
+        const int k0 = it * BK;
+        const bool mask =
+            k0 + BK > p.seq_k || (p.causal && k0 + BK - 1 > q0 + warp * 16 + p.causal_offset);
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = e >> 1, key = k0 + n * 8 + t2 + (e & 1);
+                float pr = fa_exp2(s[n][e] * p.scale_log2 - l2[r]);
+                if (mask &&
+                    (key >= p.seq_k || (p.causal && key > row_lo + 8 * r + p.causal_offset)))
+                    pr = 0.f;
+                s[n][e] = pr * (dp[n][e] - dl[r]); // dS
+            }
+        fa_mma_pb<T, D, BK / 8>(dq, s, kb, lane); // dQ += dS K
+        __syncthreads();
+    }
+    fa_store_rows<T, D>(pQ, warp * 16, dq, p.scale, (T *)p.d_q.ptr + fa_at(p.d_q, b, 0, h),
+                        p.d_q.stride_s, q0 + warp * 16, p.seq_q, p.head_dim, lane);
+}

@@ -1,0 +1,68 @@
+// Every flashattn CUDA kernel, compiled in one unit into one fatbin (SASS for sm_80, sm_86,
+// sm_89, sm_90, PTX for newer). The host looks kernels up by these unmangled names:
+//   fa_fwd_mma_<dtype>_d<64|128>        tensor-core forward
+//   fa_fwd_gen_<dtype>_<dpt>            general forward (dpt = head_dim / 8 rounded up to 8/16/32)
+//   fa_bwd_delta_<dtype>                Delta = rowsum(dO * O)
+//   fa_bwd_dq_gen_<dtype>_<dpt>         general dQ
+//   fa_bwd_dkdv_gen_<dtype>_<dpt>       general dK, dV
+//   fa_bwd_dkdv_mma_<dtype>_d<64|128>   tensor-core dK, dV
+//   fa_bwd_dq_mma_<dtype>_d<64|128>     tensor-core dQ
+#include "fa_backward_mma.cuh"
+#include "fa_forward_mma.cuh"
+#include "fa_general.cuh"
+
+#define FA_FWD_MMA(name, T, D, MT)                                                                 \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_BQ / (16 * MT) * 32, 1)                    \
+        name(fa_cuda_params p)                                                                     \
+    {                                                                                              \
+        fa_fwd_mma<T, D, MT>(p);                                                                   \
+    }
+// 32 rows per warp (MT = 2): measured faster than 16 (MT = 1) on every row of the H200 grid
+FA_FWD_MMA(fa_fwd_mma_f16_d64, __half, 64, 2)
+FA_FWD_MMA(fa_fwd_mma_f16_d128, __half, 128, 2)
+FA_FWD_MMA(fa_fwd_mma_bf16_d64, __nv_bfloat16, 64, 2)
+FA_FWD_MMA(fa_fwd_mma_bf16_d128, __nv_bfloat16, 128, 2)
+
+#define FA_GEN(kind, fn, tname, T, DPT)                                                            \
+    extern "C" __global__ void __launch_bounds__(FA_GEN_THREADS)                                   \
+        fa_##kind##_##tname##_##DPT(fa_cuda_params p)                                              \
+    {                                                                                              \
+        fn<T, DPT>(p);                                                                             \
+    }
+#define FA_GEN_ALL(kind, fn)                                                                       \
+    FA_GEN(kind, fn, f32, float, 8)                                                                \
+    FA_GEN(kind, fn, f32, float, 16)                                                               \
+    FA_GEN(kind, fn, f32, float, 32)                                                               \
+    FA_GEN(kind, fn, f16, __half, 8)                                                               \
+    FA_GEN(kind, fn, f16, __half, 16)                                                              \
+    FA_GEN(kind, fn, f16, __half, 32)                                                              \
+    FA_GEN(kind, fn, bf16, __nv_bfloat16, 8)                                                       \
+    FA_GEN(kind, fn, bf16, __nv_bfloat16, 16)                                                      \
+    FA_GEN(kind, fn, bf16, __nv_bfloat16, 32)
+FA_GEN_ALL(fwd_gen, fa_gen_forward)
+FA_GEN_ALL(bwd_dq_gen, fa_gen_bwd_dq)
+FA_GEN_ALL(bwd_dkdv_gen, fa_gen_bwd_dkdv)
+
+#define FA_DELTA(tname, T)                                                                         \
+    extern "C" __global__ void __launch_bounds__(FA_GEN_THREADS)                                   \
+        fa_bwd_delta_##tname(fa_cuda_params p)                                                     \
+    {                                                                                              \
+        fa_gen_delta<T>(p);                                                                        \
+    }
+FA_DELTA(f32, float)
+FA_DELTA(f16, __half)
+FA_DELTA(bf16, __nv_bfloat16)
+
+#define FA_BWD_MMA(name, fn, T, D)                                                                 \
+    extern "C" __global__ void __launch_bounds__(FA_BWD_THREADS, 1) name(fa_cuda_params p)         \
+    {                                                                                              \
+        fn<T, D>(p);                                                                               \
+    }
+FA_BWD_MMA(fa_bwd_dkdv_mma_f16_d64, fa_bwd_dkdv_mma, __half, 64)
+FA_BWD_MMA(fa_bwd_dkdv_mma_f16_d128, fa_bwd_dkdv_mma, __half, 128)
+FA_BWD_MMA(fa_bwd_dkdv_mma_bf16_d64, fa_bwd_dkdv_mma, __nv_bfloat16, 64)
+FA_BWD_MMA(fa_bwd_dkdv_mma_bf16_d128, fa_bwd_dkdv_mma, __nv_bfloat16, 128)
+FA_BWD_MMA(fa_bwd_dq_mma_f16_d64, fa_bwd_dq_mma, __half, 64)
+FA_BWD_MMA(fa_bwd_dq_mma_f16_d128, fa_bwd_dq_mma, __half, 128)
+FA_BWD_MMA(fa_bwd_dq_mma_bf16_d64, fa_bwd_dq_mma, __nv_bfloat16, 64)
+FA_BWD_MMA(fa_bwd_dq_mma_bf16_d128, fa_bwd_dq_mma, __nv_bfloat16, 128)

@@ -1,0 +1,103 @@
+// Shared by every flashattn compute shader: the storage dtype layer, the specialization constants
+// and the thread layout.
+//
+// Storage dtype, chosen by one define per SPIR-V variant:
+//   DTYPE_F32                  float buffers.
+//   DTYPE_F16 / DTYPE_BF16 +   16-bit buffers (GL_EXT_shader_16bit_storage: loads, stores and
+//     STORAGE16                conversions only, so no shaderFloat16 is needed).
+//   DTYPE_F16 / DTYPE_BF16     32-bit words holding two elements, for devices without
+//     (no STORAGE16)           storageBuffer16BitAccess; stores use atomicAnd/atomicOr on the
+//                              word, so neighbouring invocations never clobber each other's half.
+// All arithmetic is f32. bf16 converts by bit shifts (round to nearest even, NaN kept).
+//
+// Thread layout: a workgroup of 128 invocations is G = 128 / T groups of T invocations. A group
+// owns one or more rows (query rows, or key rows in the dK/dV pass); invocation t of the group
+// owns the head-dim columns d = t + T * n, n < NS = D / T (interleaved, so the T invocations of a
+// group read consecutive shared-memory words). Each invocation keeps its slice of Q, O, dQ, ...
+// in registers; dot products over D are T partial sums reduced through shared memory. No
+// subgroup operation is used, so any subgroup size works.
+#extension GL_EXT_control_flow_attributes : enable
+
+#if defined(DTYPE_F32)
+#define STORE_T float
+#elif defined(STORAGE16)
+#extension GL_EXT_shader_16bit_storage : require
+#if defined(DTYPE_F16)
+#define STORE_T float16_t
+#else
+#define STORE_T uint16_t
+#endif
+#else
+#define STORE_T uint
+#endif
+
+const float LOG2E = 1.4426950408889634;
+const float LN2 = 0.6931471805599453;
+
+float neg_inf() { return uintBitsToFloat(0xff800000u); }
+
+uint f32_to_bf16_bits(float v)
+{
+    uint u = floatBitsToUint(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (u >> 16) | 0x40u;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return u >> 16;
+}
+
+float bits16_to_f32(uint bits)
+{
+#if defined(DTYPE_BF16)
+    return uintBitsToFloat(bits << 16);
+#else
+    return unpackHalf2x16(bits).x;
+#endif
+}
+
+uint f32_to_bits16(float v)
+{
+#if defined(DTYPE_BF16)
+    return f32_to_bf16_bits(v);
+#else
+    return packHalf2x16(vec2(v, 0.0)) & 0xffffu;
+#endif
+}
+
+// LD(buf, i): element i of a tensor buffer as f32. ST(buf, i, v): a statement storing f32 v.
+#if defined(DTYPE_F32)
+#define LD(buf, i) (buf[i])
+#define ST(buf, i, v) buf[i] = (v)
+#elif defined(STORAGE16) && defined(DTYPE_F16)
+#define LD(buf, i) float(buf[i])
+#define ST(buf, i, v) buf[i] = float16_t(v)
+#elif defined(STORAGE16)
+#define LD(buf, i) uintBitsToFloat(uint(buf[i]) << 16)
+#define ST(buf, i, v) buf[i] = uint16_t(f32_to_bf16_bits(v))
+#else
+#define LD(buf, i) word_half(buf[(i) >> 1], (i))
+#define ST(buf, i, v)                                                                          \
+    {                                                                                          \
+        uint i_ = (i);                                                                         \
+        uint sh_ = (i_ & 1u) << 4;                                                             \
+        atomicAnd(buf[i_ >> 1], ~(0xffffu << sh_));                                            \
+        atomicOr(buf[i_ >> 1], f32_to_bits16(v) << sh_);                                       \
+    }
+float word_half(uint word, uint i)
+{
+    return bits16_to_f32((i & 1u) != 0u ? word >> 16 : word & 0xffffu);
+}
+#endif
+
+#define TENSOR(binding_, name_)                                                                \
+    layout(set = 0, binding = binding_, std430) buffer name_##_block { STORE_T name_[]; };
+
+// Specialization constants (set per pipeline by the host; defaults are only placeholders).
+layout(constant_id = 0) const uint D = 64;     // head dim, a multiple of 8 up to 256
+layout(constant_id = 1) const uint T = 4;      // invocations per row group (1, 2, 4 or 8)
+layout(constant_id = 2) const uint RPT = 1;    // rows per group (forward only)
+layout(constant_id = 3) const uint TILE = 16;  // keys per K/V tile, or queries per Q tile (dK/dV)
+layout(constant_id = 4) const bool CAUSAL = false;
+
+const uint WG = 128;
+const uint G = WG / T;   // row groups per workgroup
+const uint NS = D / T;   // head-dim columns per invocation
