@@ -6,7 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool backend_open(tk_backend_run *br, fa_context **ctx, tk_result *ctx_failure)
+/* The device a backend is tested on: the one asked for, else its first GPU, else device 0
+ * (a machine with PoCL beside a GPU driver lists the CPU device first). */
+static int pick_device(const fa_conformance_options *opt, fa_backend backend, int count)
+{
+    if (opt->device_given)
+        return opt->device;
+    for (int i = 0; i < count; i++) {
+        fa_device_info dev;
+        if (fa_device_query(backend, i, &dev) == FA_OK &&
+            (dev.kind == FA_DEVICE_KIND_DISCRETE_GPU || dev.kind == FA_DEVICE_KIND_INTEGRATED_GPU))
+            return i;
+    }
+    return 0;
+}
+
+static bool backend_open(const fa_conformance_options *opt, tk_backend_run *br, fa_context **ctx,
+                         tk_result *ctx_failure)
 {
     fa_backend_info info;
     fa_status st = fa_backend_query(br->backend, &info);
@@ -23,8 +39,9 @@ static bool backend_open(tk_backend_run *br, fa_context **ctx, tk_result *ctx_fa
         return false;
     }
     br->available = true;
-    /* the backend named explicitly, device 0: FA_BACKEND / FA_DEVICE do not apply */
-    st = fa_context_create(&(fa_context_desc){.backend = br->backend, .device = 0}, ctx);
+    /* the backend named explicitly: FA_BACKEND / FA_DEVICE do not apply */
+    const int device = pick_device(opt, br->backend, info.device_count);
+    st = fa_context_create(&(fa_context_desc){.backend = br->backend, .device = device}, ctx);
     if (st != FA_OK) {
         *ctx = NULL;
         ctx_failure->outcome = TK_FAIL;
@@ -117,7 +134,7 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
         br->backend = list[b];
         br->name = fa_backend_name(list[b]);
         br->results = calloc((size_t)(run.n_cases > 0 ? run.n_cases : 1), sizeof *br->results);
-        backend_open(br, &ctx[b], &ctx_failure[b]);
+        backend_open(&opt, br, &ctx[b], &ctx_failure[b]);
         any_context |= ctx[b] != NULL;
         if (!br->available)
             fprintf(opt.progress, "%s: skipped: %s\n", br->name, br->reason);
@@ -238,13 +255,14 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
 static void usage(FILE *f)
 {
     fprintf(
-        f, "usage: flashattn conformance [--backend NAME|all] [--quick|--full] [--report FILE.md]\n"
-           "                             [--junit FILE.xml] [--json FILE] [--seed N] [--verbose]\n"
-           "                             [--filter TEXT] [--limit N]\n"
+        f, "usage: flashattn conformance [--backend NAME|all] [--device N] [--quick|--full]\n"
+           "                             [--report FILE.md] [--junit FILE.xml] [--json FILE]\n"
+           "                             [--seed N] [--verbose] [--filter TEXT] [--limit N]\n"
            "Runs every backend (or NAME: cuda, vulkan, opencl, cpu) on cases generated from one\n"
            "table (--quick: all pairs of axis values; --full: the full product) plus edge cases,\n"
            "against a float64 reference. Prints one table per backend and, last,\n"
            "'N passed, N failed, N skipped'. Exit status 0 when nothing failed, 1 otherwise.\n"
+           "  --device N     device N of each backend (default: its first GPU, else device 0)\n"
            "  --filter TEXT  only cases whose name contains TEXT\n"
            "  --limit N      only the first N cases\n");
 }
@@ -279,7 +297,7 @@ int fa_conformance_main(int argc, char **argv)
         bool takes_value = !strcmp(arg, "--backend") || !strcmp(arg, "--report") ||
                            !strcmp(arg, "--junit") || !strcmp(arg, "--json") ||
                            !strcmp(arg, "--seed") || !strcmp(arg, "--filter") ||
-                           !strcmp(arg, "--limit");
+                           !strcmp(arg, "--limit") || !strcmp(arg, "--device");
         if (takes_value && !value) {
             if (a + 1 >= argc) {
                 fprintf(stderr, "conformance: %s needs a value\n", arg);
@@ -307,6 +325,14 @@ int fa_conformance_main(int argc, char **argv)
                 usage(stderr);
                 return 2;
             }
+        } else if (!strcmp(arg, "--device")) {
+            if (!parse_u64(value, &u) || u > 65535) {
+                fprintf(stderr, "conformance: --device needs a device index, not '%s'\n", value);
+                usage(stderr);
+                return 2;
+            }
+            opt.device_given = true;
+            opt.device = (int)u;
         } else if (!strcmp(arg, "--quick")) {
             opt.full = false;
         } else if (!strcmp(arg, "--full")) {
