@@ -3,13 +3,12 @@
  * ~/.cache/flashattn), keyed by device name, driver version, source hash and options. The disk
  * cache is best effort: a missing, unreadable or corrupt entry means a build from source, never
  * a failure. FA_OPENCL_DISK_CACHE=0 turns it off. */
+#include "fa_cache.h"
 #include "opencl_backend.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,37 +45,12 @@ static bool disk_cache_enabled(void)
     return !(env && strcmp(env, "0") == 0);
 }
 
-/* The cache folder, created if needed; false when there is none. */
-static bool cache_dir(char *out, size_t size)
-{
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
-    int n;
-    if (xdg && xdg[0] == '/')
-        n = snprintf(out, size, "%s", xdg);
-    else if (home && home[0])
-        n = snprintf(out, size, "%s/.cache", home);
-    else
-        return false;
-    if (n < 0 || (size_t)n >= size)
-        return false;
-    mkdir(out, 0700);
-    size_t len = strlen(out);
-    if (snprintf(out + len, size - len, "/flashattn") >= (int)(size - len))
-        return false;
-    if (mkdir(out, 0700) != 0 && errno != EEXIST)
-        return false;
-    return true;
-}
-
 static bool cache_path(const char *key, char *out, size_t size)
 {
-    char dir[1024];
-    if (!cache_dir(dir, sizeof dir))
-        return false;
+    char name[64];
     uint64_t h = fnv1a(FNV_SEED, key, strlen(key));
-    int n = snprintf(out, size, "%s/opencl-%016llx.bin", dir, (unsigned long long)h);
-    return n > 0 && (size_t)n < size;
+    snprintf(name, sizeof name, "opencl-%016llx.bin", (unsigned long long)h);
+    return fa_cache_file(name, out, size);
 }
 
 /* Reads the binary stored for `key`; NULL when absent or not exactly what was written. */

@@ -1,13 +1,12 @@
 /* A context's device: the VkDevice with its own volk function table and compute queue, the one
  * command buffer and fence through which every call is submitted, and the pipeline cache kept
  * on disk between runs. */
+#include "fa_cache.h"
 #include "vk_internal.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* Descriptor sets one submission may use before the pool is reset (a backward uses 3). */
@@ -240,27 +239,14 @@ fa_status fa_vk_submit(fa_context *ctx, bool wait)
 
 /* ---- pipeline cache ----------------------------------------------------------------------- */
 
-/* $XDG_CACHE_HOME/flashattn/vulkan-<vendor>-<device>-<uuid>.bin, or under ~/.cache. */
-static bool cache_path(const fa_vk_physical *p, char *dir, size_t dir_size, char *path,
-                       size_t path_size)
+/* vulkan-<vendor>-<device>-<uuid>.bin in the cache folder. */
+static bool cache_path(const fa_vk_physical *p, char *path, size_t path_size)
 {
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
-    int n;
-    if (xdg && xdg[0] == '/')
-        n = snprintf(dir, dir_size, "%s/flashattn", xdg);
-    else if (home && home[0])
-        n = snprintf(dir, dir_size, "%s/.cache/flashattn", home);
-    else
-        return false;
-    if (n < 0 || (size_t)n >= dir_size)
-        return false;
-    char uuid[2 * VK_UUID_SIZE + 1];
+    char uuid[2 * VK_UUID_SIZE + 1], name[128];
     for (unsigned i = 0; i < VK_UUID_SIZE; i++)
         snprintf(uuid + 2 * i, 3, "%02x", p->cache_uuid[i]);
-    n = snprintf(path, path_size, "%s/vulkan-%04x-%04x-%s.bin", dir, p->vendor_id, p->device_id,
-                 uuid);
-    return n > 0 && (size_t)n < path_size;
+    snprintf(name, sizeof name, "vulkan-%04x-%04x-%s.bin", p->vendor_id, p->device_id, uuid);
+    return fa_cache_file(name, path, path_size);
 }
 
 /* Only data whose header names this device and driver is handed to the driver. */
@@ -278,10 +264,10 @@ static bool cache_header_ok(const fa_vk_physical *p, const unsigned char *data, 
 void fa_vk_pipeline_cache_load(fa_context *ctx)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    char dir[512], path[640];
+    char path[1200];
     unsigned char *data = NULL;
     size_t size = 0;
-    if (cache_path(st->phys, dir, sizeof dir, path, sizeof path)) {
+    if (cache_path(st->phys, path, sizeof path)) {
         FILE *f = fopen(path, "rb");
         if (f) {
             if (fseek(f, 0, SEEK_END) == 0) {
@@ -318,9 +304,9 @@ void fa_vk_pipeline_cache_load(fa_context *ctx)
 void fa_vk_pipeline_cache_save(fa_context *ctx)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    char dir[512], path[640], tmp[700];
+    char path[1200], tmp[1300];
     if (!st->cache || !st->pipeline_count ||
-        !cache_path(st->phys, dir, sizeof dir, path, sizeof path))
+        !cache_path(st->phys, path, sizeof path))
         return;
     size_t size = 0;
     if (st->vk.vkGetPipelineCacheData(st->device, st->cache, &size, NULL) != VK_SUCCESS || !size)
@@ -329,15 +315,8 @@ void fa_vk_pipeline_cache_save(fa_context *ctx)
     if (!data)
         return;
     if (st->vk.vkGetPipelineCacheData(st->device, st->cache, &size, data) == VK_SUCCESS) {
-        /* mkdir -p of the directory; write a temporary file and rename it into place, so a
-         * concurrent reader never sees half a file. Any failure only means no cache. */
-        for (char *s = dir + 1; *s; s++)
-            if (*s == '/') {
-                *s = '\0';
-                mkdir(dir, 0755);
-                *s = '/';
-            }
-        mkdir(dir, 0755);
+        /* Write a temporary file and rename it into place, so a concurrent reader never sees
+         * half a file. Any failure only means no cache. */
         snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
         FILE *f = fopen(tmp, "wb");
         if (f) {
