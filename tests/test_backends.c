@@ -1,0 +1,125 @@
+/* The same API contract on every backend that is available here (the CPU always; lavapipe, PoCL
+ * or a GPU where present): buffers round-trip at offsets, limits give named statuses, work is
+ * finished by synchronize, and memory is accounted. Numerics are the conformance runner's job. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flashattn.h"
+
+static fa_context *open_backend(fa_backend backend)
+{
+    fa_backend_info info;
+    cr_assert_eq(fa_backend_query(backend, &info), FA_OK);
+    if (!info.available)
+        cr_skip_test("%s unavailable: %s", info.name, info.reason);
+    fa_context *ctx = NULL;
+    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = backend}, &ctx), FA_OK,
+                 "%s: %s", info.name, fa_last_create_error());
+    cr_assert_eq(fa_context_backend(ctx), backend);
+    return ctx;
+}
+
+ParameterizedTestParameters(backend, buffers_round_trip_at_offsets)
+{
+    static fa_backend all[] = {FA_BACKEND_CUDA, FA_BACKEND_VULKAN, FA_BACKEND_OPENCL,
+                               FA_BACKEND_CPU};
+    return cr_make_param_array(fa_backend, all, 4);
+}
+
+ParameterizedTest(fa_backend *backend, backend, buffers_round_trip_at_offsets)
+{
+    fa_context *ctx = open_backend(*backend);
+    enum { SIZE = 100003 };
+    unsigned char *src = malloc(SIZE), *dst = malloc(SIZE);
+    for (size_t i = 0; i < SIZE; i++)
+        src[i] = (unsigned char)(i * 131 + 17);
+    fa_buffer *buf = NULL;
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = SIZE, .data = src}, &buf), FA_OK,
+                 "%s", fa_context_last_error(ctx));
+    memset(dst, 0, SIZE);
+    cr_assert_eq(fa_buffer_read(buf, 0, dst, SIZE), FA_OK, "%s", fa_context_last_error(ctx));
+    cr_assert_arr_eq(dst, src, SIZE);
+    /* odd offsets and sizes: a backend that copies in words must still be exact */
+    cr_assert_eq(fa_buffer_write(buf, 3, src + 1000, 4097), FA_OK);
+    cr_assert_eq(fa_buffer_read(buf, 1, dst, 4101), FA_OK);
+    cr_assert_eq(dst[0], src[1]);
+    cr_assert_eq(dst[1], src[2]);
+    cr_assert_arr_eq(dst + 2, src + 1000, 4097);
+    cr_assert_eq(dst[4099], src[4100]);
+    cr_assert_eq(fa_buffer_read(buf, SIZE - 1, dst, 2), FA_ERROR_OUT_OF_BOUNDS);
+    fa_memory_stats m;
+    cr_assert_eq(fa_context_memory(ctx, &m), FA_OK);
+    cr_assert_geq(m.buffer_bytes, SIZE);
+    free(src), free(dst);
+    fa_context_destroy(ctx);
+}
+
+ParameterizedTestParameters(backend, a_buffer_past_the_device_limit_is_too_large)
+{
+    static fa_backend all[] = {FA_BACKEND_CUDA, FA_BACKEND_VULKAN, FA_BACKEND_OPENCL,
+                               FA_BACKEND_CPU};
+    return cr_make_param_array(fa_backend, all, 4);
+}
+
+ParameterizedTest(fa_backend *backend, backend, a_buffer_past_the_device_limit_is_too_large)
+{
+    fa_context *ctx = open_backend(*backend);
+    fa_device_info dev;
+    cr_assert_eq(fa_context_device(ctx, &dev), FA_OK);
+    cr_assert_gt(dev.max_buffer_bytes, 0, "%s reports no buffer limit", dev.name);
+    if (dev.max_buffer_bytes >= SIZE_MAX / 2)
+        cr_skip_test("%s addresses all memory", dev.name);
+    fa_buffer *buf = (fa_buffer *)0x1;
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = dev.max_buffer_bytes + 64}, &buf),
+                 FA_ERROR_TOO_LARGE);
+    cr_assert_null(buf);
+    cr_assert_str_not_empty(fa_context_last_error(ctx));
+    fa_context_destroy(ctx);
+}
+
+ParameterizedTestParameters(backend, forward_then_synchronize_then_read)
+{
+    static fa_backend all[] = {FA_BACKEND_CUDA, FA_BACKEND_VULKAN, FA_BACKEND_OPENCL,
+                               FA_BACKEND_CPU};
+    return cr_make_param_array(fa_backend, all, 4);
+}
+
+/* One query and one key: the output is V exactly and the LSE is q.k * scale, whatever the
+ * backend's tiling. */
+ParameterizedTest(fa_backend *backend, backend, forward_then_synchronize_then_read)
+{
+    fa_context *ctx = open_backend(*backend);
+    enum { D = 64 };
+    float q[D], k[D], v[D], o[D], lse = 0;
+    double dot = 0;
+    for (int i = 0; i < D; i++) {
+        q[i] = 0.25f * (float)(i % 7) - 0.5f;
+        k[i] = 0.125f * (float)(i % 5);
+        v[i] = (float)i - 20.0f;
+        dot += (double)q[i] * k[i];
+    }
+    fa_buffer *b[5];
+    const void *init[4] = {q, k, v, NULL};
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(fa_buffer_create(ctx,
+                                      &(fa_buffer_desc){.size = i < 4 ? sizeof q : 4,
+                                                        .data = i < 4 ? init[i] : NULL},
+                                      &b[i]),
+                     FA_OK);
+    fa_tensor t[4];
+    for (int i = 0; i < 4; i++)
+        t[i] = fa_tensor_bshd(b[i], FA_DTYPE_F32, 1, 1, 1, D);
+    fa_tensor tl = fa_tensor_lse(b[4], 1, 1, 1);
+    cr_assert_eq(fa_attention_forward(ctx, NULL, &t[0], &t[1], &t[2], &t[3], &tl), FA_OK, "%s",
+                 fa_context_last_error(ctx));
+    cr_assert_eq(fa_context_synchronize(ctx), FA_OK);
+    cr_assert_eq(fa_buffer_read(b[3], 0, o, sizeof o), FA_OK);
+    cr_assert_eq(fa_buffer_read(b[4], 0, &lse, 4), FA_OK);
+    for (int i = 0; i < D; i++)
+        cr_assert_float_eq(o[i], v[i], 1e-6, "o[%d] = %g", i, o[i]);
+    cr_assert_float_eq(lse, dot / sqrt(D), 1e-5);
+    fa_context_destroy(ctx);
+}
