@@ -224,7 +224,8 @@ typedef struct fa_attention_desc {
  * q: (B, Sq, Hq, D); k, v: (B, Sk, Hkv, D) with Hq % Hkv == 0 (query head h reads KV head
  * h / (Hq / Hkv)); o like q; lse (B, Sq, Hq, 1) f32, or NULL when not needed. q, k, v, o share
  * one dtype; accumulation is f32. A row that sees no key gets O = 0 and LSE = -inf. B = 0 or
- * Sq = 0 does nothing. Outputs must not overlap inputs. May run asynchronously. */
+ * Sq = 0 does nothing. Outputs must not share memory with inputs or with each other; interleaved
+ * views such as (B, S, 3, H, D) packed tensors are fine. May run asynchronously. */
 FA_API fa_status fa_attention_forward(fa_context *ctx, const fa_attention_desc *desc,
                                       const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                                       const fa_tensor *o, const fa_tensor *lse);

@@ -8,6 +8,9 @@
 typedef struct span {
     const fa_buffer *buffer;
     uint64_t begin, end; /* bytes; begin == end for an empty tensor */
+    int64_t shape[4];
+    int64_t stride[4]; /* bytes */
+    int64_t element;   /* bytes */
 } span;
 
 typedef struct role {
@@ -141,7 +144,11 @@ static fa_status resolve(fa_context *ctx, role *r)
         return fa_fail(ctx, FA_ERROR_INVALID_STRIDE,
                        "%s: strides make output elements overlap each other", r->name);
 
-    r->bytes = (span){t->buffer, t->offset, (uint64_t)end_bytes};
+    r->bytes = (span){t->buffer, t->offset, (uint64_t)end_bytes, {0}, {0}, esize};
+    for (int d = 0; d < 4; d++) {
+        r->bytes.shape[d] = t->shape[d];
+        r->bytes.stride[d] = stride[d] * esize; /* fits: the extent above did not overflow */
+    }
     *r->view = (fa_view){
         .buffer = t->buffer->handle,
         .offset = t->offset / (uint64_t)esize,
@@ -169,9 +176,45 @@ static fa_status check_same(fa_context *ctx, const role *a, const role *b)
     return FA_OK;
 }
 
+/* Bytes one (batch, seq) row of a view spans: its heads and head_dim. */
+static int64_t row_bytes(const span *x)
+{
+    if (x->shape[2] == 0 || x->shape[3] == 0)
+        return 0;
+    return (x->shape[2] - 1) * x->stride[2] + (x->shape[3] - 1) * x->stride[3] + x->element;
+}
+
+/* Interleaved views, such as dQ, dK and dV packed as (batch, seq, 3, heads, dim) in one buffer:
+ * with the same batch and seq shape and strides, rows laid out without overlap, and both views'
+ * rows inside one period of the smallest outer stride, two views are disjoint exactly when their
+ * first rows are. (Any other address difference is at least that period.) */
+static bool interleaved_disjoint(const span *a, const span *b)
+{
+    for (int d = 0; d < 2; d++)
+        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->stride[d] != b->stride[d]))
+            return false;
+    const int64_t rows[2] = {a->shape[0] > 1 ? a->stride[0] : 0,
+                             a->shape[1] > 1 ? a->stride[1] : 0};
+    int64_t period = rows[0] && rows[1] ? (rows[0] < rows[1] ? rows[0] : rows[1])
+                                        : rows[0] + rows[1];
+    if (period == 0)
+        return false;
+    if (rows[0] && rows[1]) { /* the two outer dims themselves must not overlap */
+        int inner = rows[0] < rows[1] ? 0 : 1;
+        if (rows[1 - inner] < rows[inner] * a->shape[inner])
+            return false;
+    }
+    const int64_t a0 = (int64_t)a->begin, a1 = a0 + row_bytes(a);
+    const int64_t b0 = (int64_t)b->begin, b1 = b0 + row_bytes(b);
+    const int64_t lo = a0 < b0 ? a0 : b0, hi = a1 > b1 ? a1 : b1;
+    return hi - lo <= period && (a1 <= b0 || b1 <= a0);
+}
+
 static bool overlap(const span *a, const span *b)
 {
-    return a->buffer == b->buffer && a->begin < b->end && b->begin < a->end;
+    if (a->buffer != b->buffer || a->begin >= b->end || b->begin >= a->end)
+        return false;
+    return !interleaved_disjoint(a, b);
 }
 
 fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, const fa_tensor *q,

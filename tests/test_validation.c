@@ -291,3 +291,54 @@ Test(validation, backward_with_no_queries_zeroes_key_gradients)
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
         cr_assert_eq(g[i], 0.0f);
 }
+
+/* dQ, dK and dV packed as (batch, seq, 3, heads, dim) in one buffer, as qkv-packed training
+ * code keeps them: accepted, and equal to the gradients written to separate buffers. */
+Test(validation, interleaved_gradients_in_one_buffer)
+{
+    enum { S = 6, H = 2 };
+    const size_t n = (size_t)B * S * H * D;
+    fa_buffer *packed_in = NULL, *packed = NULL, *sep[3];
+    float *host = malloc(n * 3 * 4);
+    for (size_t i = 0; i < n * 3; i++)
+        host[i] = 0.01f * (float)((i * 37) % 101) - 0.5f;
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = n * 12, .data = host},
+                                  &packed_in),
+                 FA_OK);
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = n * 12}, &packed), FA_OK);
+    fa_tensor in[3], grad[3], sep_grad[3];
+    for (int i = 0; i < 3; i++) {
+        in[i] = (fa_tensor){.buffer = packed_in, .offset = (uint64_t)i * H * D * 4,
+                            .dtype = FA_DTYPE_F32, .shape = {B, S, H, D},
+                            .stride = {S * 3 * H * D, 3 * H * D, D, 1}};
+        grad[i] = in[i];
+        grad[i].buffer = packed;
+        cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = n * 4}, &sep[i]), FA_OK);
+        sep_grad[i] = fa_tensor_bshd(sep[i], FA_DTYPE_F32, B, S, H, D);
+    }
+    fa_tensor o2 = fa_tensor_bshd(bo, FA_DTYPE_F32, B, S, H, D);
+    fa_tensor do2 = fa_tensor_bshd(bdo, FA_DTYPE_F32, B, S, H, D);
+    fa_tensor l2 = fa_tensor_lse(blse, B, H, S);
+    cr_assert_eq(forward(&in[0], &in[1], &in[2], &o2, &l2), FA_OK, "%s", fa_context_last_error(ctx));
+    cr_assert_eq(fa_attention_backward(ctx, NULL, &in[0], &in[1], &in[2], &o2, &do2, &l2,
+                                       &grad[0], &grad[1], &grad[2]),
+                 FA_OK, "%s", fa_context_last_error(ctx));
+    cr_assert_eq(fa_attention_backward(ctx, NULL, &in[0], &in[1], &in[2], &o2, &do2, &l2,
+                                       &sep_grad[0], &sep_grad[1], &sep_grad[2]),
+                 FA_OK);
+    float *all = malloc(n * 12), *one = malloc(n * 4);
+    cr_assert_eq(fa_buffer_read(packed, 0, all, n * 12), FA_OK);
+    for (int g = 0; g < 3; g++) {
+        cr_assert_eq(fa_buffer_read(sep[g], 0, one, n * 4), FA_OK);
+        for (size_t row = 0; row < (size_t)B * S; row++)
+            cr_assert_arr_eq(all + row * 3 * H * D + (size_t)g * H * D, one + row * H * D,
+                             (size_t)H * D * 4, "gradient %d row %zu differs", g, row);
+    }
+
+    /* shifted by half a head, dK would share elements with dQ: refused */
+    grad[1].offset = (uint64_t)H * D * 4 - 8 * 4;
+    cr_assert_eq(fa_attention_backward(ctx, NULL, &in[0], &in[1], &in[2], &o2, &do2, &l2,
+                                       &grad[0], &grad[1], &grad[2]),
+                 FA_ERROR_INVALID_ARGUMENT);
+    free(host), free(all), free(one);
+}
