@@ -131,6 +131,8 @@ typedef struct fa_context_desc {
     void *log_user_data;
     fa_log_level log_level; /* messages at or below this level reach `log`; default ERROR */
     int cpu_threads;        /* CPU backend only; 0 = default */
+    void *cuda_stream;      /* CUDA only: a CUstream to issue work on, not owned; NULL = the
+                               context's own. Ignored (with a warning) on other backends. */
 } fa_context_desc;
 
 /** Opens a context on one device. `desc` may be NULL for defaults. On failure *out is NULL and
@@ -169,6 +171,13 @@ typedef struct fa_buffer_desc {
 
 /** Allocates device memory in the context. ERROR_OUT_OF_DEVICE_MEMORY when it does not fit. */
 FA_API fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, fa_buffer **out);
+/** CUDA only: a buffer over `bytes` of device memory the caller allocated on the context's device
+ * (cuMemAlloc, cudaMalloc, PyTorch), so tensors can be used in place. flashattn never frees it:
+ * fa_buffer_destroy only forgets it. ERROR_UNSUPPORTED on other backends; ERROR_FOREIGN_BUFFER
+ * when the pointer is not device memory of this device; ERROR_OUT_OF_BOUNDS when `bytes` runs
+ * past the end of its allocation. */
+FA_API fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t bytes,
+                                     fa_buffer **out);
 /** Frees a buffer after the work that uses it has finished. NULL is ignored. */
 FA_API void fa_buffer_destroy(fa_buffer *buf);
 FA_API size_t fa_buffer_size(const fa_buffer *buf);
@@ -214,10 +223,13 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
 
 /** Options of one attention call. Zero is the default for every field:
  *   scale  0 -> 1/sqrt(head_dim);
- *   causal off; when on, aligned bottom-right: query i sees keys j <= i + seq_k - seq_q. */
+ *   causal off; when on, aligned bottom-right: query i sees keys j <= i + seq_k - seq_q;
+ *   deterministic off; when on, the backward gives bitwise-identical results run to run (in this
+ *   version every backend's backward is deterministic anyway: none uses float atomics). */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;
+    bool deterministic;
 } fa_attention_desc;
 
 /** O = softmax(scale * Q K^T [masked]) V and LSE = logsumexp of each row (natural log, f32).

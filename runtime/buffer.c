@@ -4,6 +4,18 @@
 
 #include <stdlib.h>
 
+/* Adds a backend handle to the context's list of buffers. */
+static void adopt(fa_context *ctx, fa_buffer *buf)
+{
+    buf->next = ctx->buffers;
+    if (ctx->buffers)
+        ctx->buffers->prev = buf;
+    ctx->buffers = buf;
+    ctx->memory.buffer_bytes += buf->size;
+    if (ctx->memory.buffer_bytes > ctx->memory.buffer_peak_bytes)
+        ctx->memory.buffer_peak_bytes = ctx->memory.buffer_bytes;
+}
+
 fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, fa_buffer **out)
 {
     if (!out)
@@ -40,13 +52,37 @@ fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, fa_buffe
             return st;
         }
     }
-    buf->next = ctx->buffers;
-    if (ctx->buffers)
-        ctx->buffers->prev = buf;
-    ctx->buffers = buf;
-    ctx->memory.buffer_bytes += desc->size;
-    if (ctx->memory.buffer_bytes > ctx->memory.buffer_peak_bytes)
-        ctx->memory.buffer_peak_bytes = ctx->memory.buffer_bytes;
+    adopt(ctx, buf);
+    *out = buf;
+    return FA_OK;
+}
+
+fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t bytes,
+                              fa_buffer **out)
+{
+    if (!ctx || !out)
+        return ctx ? fa_fail(ctx, FA_ERROR_NULL_POINTER, "fa_buffer_wrap_cuda: out is NULL")
+                   : FA_ERROR_NULL_POINTER;
+    *out = NULL;
+    if (ctx->lost)
+        return fa_fail(ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
+    if (ctx->backend->id != FA_BACKEND_CUDA || !ctx->backend->buffer_wrap)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "fa_buffer_wrap_cuda: the context runs on %s, not cuda",
+                       ctx->backend->name);
+    if (!device_pointer)
+        return fa_fail(ctx, FA_ERROR_NULL_POINTER, "fa_buffer_wrap_cuda: device pointer is 0");
+    fa_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate a buffer record");
+    fa_status st = ctx->backend->buffer_wrap(ctx, device_pointer, bytes, &buf->handle);
+    if (st != FA_OK) {
+        free(buf);
+        return st;
+    }
+    buf->ctx = ctx;
+    buf->size = bytes;
+    adopt(ctx, buf);
     *out = buf;
     return FA_OK;
 }

@@ -128,6 +128,7 @@ fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
     ctx->log_user_data = desc->log_user_data;
     ctx->log_level = desc->log_level;
     ctx->cpu_threads = desc->cpu_threads > 0 ? desc->cpu_threads : 0;
+    ctx->cuda_stream = backend == FA_BACKEND_CUDA ? desc->cuda_stream : NULL;
     fa_device_query(backend, device, &ctx->device_info);
 
     fa_status st = ctx->backend->context_init(ctx, device);
@@ -138,6 +139,8 @@ fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
     }
     fa_log(ctx, FA_LOG_INFO, "context on %s device %d: %s", info.name, device,
            ctx->device_info.name);
+    if (desc->cuda_stream && backend != FA_BACKEND_CUDA)
+        fa_log(ctx, FA_LOG_WARN, "cuda_stream ignored: the context runs on %s", info.name);
     *out = ctx;
     return FA_OK;
 }

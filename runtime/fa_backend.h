@@ -21,6 +21,7 @@ typedef struct fa_attention_call {
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
     float scale; /* resolved: never 0 */
     bool causal; /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
+    bool deterministic; /* backward: bitwise-identical results run to run */
     bool has_lse;
     fa_view q, k, v, o, lse;
     fa_view d_o, d_q, d_k, d_v; /* backward only */
@@ -37,6 +38,9 @@ typedef struct fa_backend_iface {
     fa_status (*context_init)(fa_context *ctx, int index);
     void (*context_release)(fa_context *ctx);
     fa_status (*buffer_alloc)(fa_context *ctx, size_t size, void **handle);
+    /* (optional) a handle over memory the caller owns (a device pointer); buffer_free must then
+     * release only the handle, never the memory. NULL = the backend cannot wrap. */
+    fa_status (*buffer_wrap)(fa_context *ctx, uint64_t native, size_t size, void **handle);
     void (*buffer_free)(fa_context *ctx, void *handle);
     fa_status (*buffer_write)(fa_context *ctx, void *handle, size_t offset, const void *src,
                               size_t size);

@@ -29,6 +29,7 @@ struct fa_context {
     void *log_user_data;
     fa_log_level log_level;
     int cpu_threads;
+    void *cuda_stream; /* from fa_context_desc: the CUDA backend issues work there when set */
     bool lost; /* set after a device loss: every later call fails with ERROR_CONTEXT_LOST */
     fa_buffer *buffers;
     fa_memory_stats memory;

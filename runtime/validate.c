@@ -311,5 +311,6 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     call->head_dim = head_dim;
     call->scale = scale;
     call->causal = desc->causal;
+    call->deterministic = desc->deterministic;
     return FA_OK;
 }

@@ -108,3 +108,14 @@ Test(buffer, huge_allocation_fails_with_out_of_memory)
     cr_assert_null(buf);
     cr_assert_str_not_empty(fa_context_last_error(ctx));
 }
+
+Test(buffer, wrapping_device_memory_is_cuda_only)
+{
+    fa_buffer *buf = (fa_buffer *)0x1;
+    cr_assert_eq(fa_buffer_wrap_cuda(ctx, 0x10000, 64, &buf), FA_ERROR_UNSUPPORTED);
+    cr_assert_null(buf);
+    cr_assert(strstr(fa_context_last_error(ctx), "cpu") != NULL, "%s",
+              fa_context_last_error(ctx));
+    cr_assert_eq(fa_buffer_wrap_cuda(NULL, 0x10000, 64, &buf), FA_ERROR_NULL_POINTER);
+    cr_assert_eq(fa_buffer_wrap_cuda(ctx, 0x10000, 64, NULL), FA_ERROR_NULL_POINTER);
+}

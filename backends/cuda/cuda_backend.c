@@ -186,7 +186,7 @@ static void release_state(fa_cuda_state *st)
             cu->cuMemFree(st->workspace);
         if (st->module)
             cu->cuModuleUnload(st->module);
-        if (st->stream)
+        if (st->stream && st->own_stream)
             cu->cuStreamDestroy(st->stream);
         CUcontext popped;
         cu->cuCtxPopCurrent(&popped);
@@ -227,7 +227,13 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
         st->context = NULL;
         goto fail;
     }
-    r = driver->cuStreamCreate(&st->stream, CU_STREAM_NON_BLOCKING);
+    if (ctx->cuda_stream) {
+        st->stream = (CUstream)ctx->cuda_stream;
+        r = CUDA_SUCCESS;
+    } else {
+        r = driver->cuStreamCreate(&st->stream, CU_STREAM_NON_BLOCKING);
+        st->own_stream = r == CUDA_SUCCESS;
+    }
     if (r != CUDA_SUCCESS) {
         status = fa_cuda_fail(ctx, r, "cuStreamCreate");
         st->stream = NULL;
@@ -283,13 +289,47 @@ static fa_status cuda_buffer_alloc(fa_context *ctx, size_t size, void **handle)
     return FA_OK;
 }
 
+/* The caller's device memory: it must lie on this context's device, and `size` bytes from `ptr`
+ * must stay inside its allocation. */
+static fa_status cuda_buffer_wrap(fa_context *ctx, uint64_t native, size_t size, void **handle)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    const CUdeviceptr ptr = (CUdeviceptr)native;
+    fa_status status = fa_cuda_enter(ctx);
+    if (status != FA_OK)
+        return status;
+    int ordinal = -1;
+    CUdeviceptr base = 0;
+    size_t bytes = 0;
+    CUresult r = st->cu->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+    if (r == CUDA_SUCCESS)
+        r = st->cu->cuMemGetAddressRange(&base, &bytes, ptr);
+    fa_cuda_leave(ctx);
+    if (r != CUDA_SUCCESS || ordinal != (int)st->device)
+        return fa_fail(ctx, FA_ERROR_FOREIGN_BUFFER,
+                       "fa_buffer_wrap_cuda: 0x%llx is not device memory of CUDA device %d (%s)",
+                       (unsigned long long)ptr, (int)st->device,
+                       r != CUDA_SUCCESS ? "the driver does not know it" : "another device");
+    if (size > bytes - (size_t)(ptr - base))
+        return fa_fail(ctx, FA_ERROR_OUT_OF_BOUNDS,
+                       "fa_buffer_wrap_cuda: %zu bytes from 0x%llx run past its allocation "
+                       "(%zu bytes from 0x%llx)",
+                       size, (unsigned long long)ptr, bytes, (unsigned long long)base);
+    fa_cuda_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cuda: cannot allocate a buffer record");
+    *buf = (fa_cuda_buffer){.ptr = ptr, .size = size, .wrapped = true};
+    *handle = buf;
+    return FA_OK;
+}
+
 static void cuda_buffer_free(fa_context *ctx, void *handle)
 {
     fa_cuda_state *st = ctx->backend_state;
     fa_cuda_buffer *buf = handle;
     if (!buf)
         return;
-    if (fa_cuda_enter(ctx) == FA_OK) {
+    if (!buf->wrapped && fa_cuda_enter(ctx) == FA_OK) {
         st->cu->cuMemFree(buf->ptr);
         fa_cuda_leave(ctx);
     }
@@ -347,6 +387,7 @@ const fa_backend_iface fa_cuda_backend_iface = {
     .context_release = cuda_context_release,
     .buffer_alloc = cuda_buffer_alloc,
     .buffer_free = cuda_buffer_free,
+    .buffer_wrap = cuda_buffer_wrap,
     .buffer_write = cuda_buffer_write,
     .buffer_read = cuda_buffer_read,
     .synchronize = cuda_synchronize,

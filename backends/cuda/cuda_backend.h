@@ -63,6 +63,7 @@ typedef enum fa_cuda_kernel {
 typedef struct fa_cuda_buffer {
     CUdeviceptr ptr;
     size_t size;
+    bool wrapped; /* the caller's memory (fa_buffer_wrap_cuda): never freed here */
 } fa_cuda_buffer;
 
 typedef struct fa_cuda_state {
@@ -70,6 +71,7 @@ typedef struct fa_cuda_state {
     CUdevice device;
     CUcontext context; /* the device's primary context, retained */
     CUstream stream;
+    bool own_stream; /* false when the caller gave its stream in fa_context_desc */
     CUmodule module;
     CUfunction kernels[FA_CUDA_K_COUNT];
     int cc_major, cc_minor;

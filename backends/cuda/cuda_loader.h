@@ -47,6 +47,7 @@ enum {
 
 enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
 enum { CU_STREAM_NON_BLOCKING = 1 };
+enum { CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
 
 /* X(return-less name in this table, symbol in libcuda, parameter list) */
 #define FA_CUDA_FUNCTIONS(X)                                                                       \
@@ -72,6 +73,10 @@ enum { CU_STREAM_NON_BLOCKING = 1 };
        void **extra))                                                                              \
     X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr * ptr, size_t bytes))                              \
     X(cuMemFree, "cuMemFree_v2", (CUdeviceptr ptr))                                                \
+    X(cuMemGetAddressRange, "cuMemGetAddressRange_v2",                                             \
+      (CUdeviceptr * base, size_t * bytes, CUdeviceptr ptr))                                       \
+    X(cuPointerGetAttribute, "cuPointerGetAttribute",                                              \
+      (void *data, int attribute, CUdeviceptr ptr))                                                \
     X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                                   \
       (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream))                           \
     X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                                   \
