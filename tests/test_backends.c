@@ -22,12 +22,15 @@ static fa_context *open_backend(fa_backend backend)
     return ctx;
 }
 
-ParameterizedTestParameters(backend, buffers_round_trip_at_offsets)
+/* Every backend, each test skipping those unavailable here. */
+static struct criterion_test_params every_backend(void)
 {
     static fa_backend all[] = {FA_BACKEND_CUDA, FA_BACKEND_VULKAN, FA_BACKEND_OPENCL,
                                FA_BACKEND_CPU};
-    return cr_make_param_array(fa_backend, all, 4);
+    return cr_make_param_array(fa_backend, all, sizeof all / sizeof all[0]);
 }
+
+ParameterizedTestParameters(backend, buffers_round_trip_at_offsets) { return every_backend(); }
 
 ParameterizedTest(fa_backend *backend, backend, buffers_round_trip_at_offsets)
 {
@@ -57,12 +60,7 @@ ParameterizedTest(fa_backend *backend, backend, buffers_round_trip_at_offsets)
     fa_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(backend, a_buffer_past_the_device_limit_is_too_large)
-{
-    static fa_backend all[] = {FA_BACKEND_CUDA, FA_BACKEND_VULKAN, FA_BACKEND_OPENCL,
-                               FA_BACKEND_CPU};
-    return cr_make_param_array(fa_backend, all, 4);
-}
+ParameterizedTestParameters(backend, a_buffer_past_the_device_limit_is_too_large) { return every_backend(); }
 
 ParameterizedTest(fa_backend *backend, backend, a_buffer_past_the_device_limit_is_too_large)
 {
@@ -80,12 +78,7 @@ ParameterizedTest(fa_backend *backend, backend, a_buffer_past_the_device_limit_i
     fa_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(backend, forward_then_synchronize_then_read)
-{
-    static fa_backend all[] = {FA_BACKEND_CUDA, FA_BACKEND_VULKAN, FA_BACKEND_OPENCL,
-                               FA_BACKEND_CPU};
-    return cr_make_param_array(fa_backend, all, 4);
-}
+ParameterizedTestParameters(backend, forward_then_synchronize_then_read) { return every_backend(); }
 
 /* One query and one key: the output is V exactly and the LSE is q.k * scale, whatever the
  * backend's tiling. */
@@ -124,12 +117,7 @@ ParameterizedTest(fa_backend *backend, backend, forward_then_synchronize_then_re
     fa_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(backend, deterministic_backward_is_bitwise_repeatable)
-{
-    static fa_backend all[] = {FA_BACKEND_CUDA, FA_BACKEND_VULKAN, FA_BACKEND_OPENCL,
-                               FA_BACKEND_CPU};
-    return cr_make_param_array(fa_backend, all, 4);
-}
+ParameterizedTestParameters(backend, deterministic_backward_is_bitwise_repeatable) { return every_backend(); }
 
 /* GQA 4:1 makes several query heads feed each dK/dV row: where a backend sums those in a
  * varying order, two runs differ in the last bits. */
