@@ -11,6 +11,7 @@ cmake --build "$scratch/consumer" >/dev/null
 LD_LIBRARY_PATH="$scratch/prefix/lib:$scratch/prefix/lib64:${LD_LIBRARY_PATH:-}" \
     "$scratch/consumer/consumer_shared"
 "$scratch/consumer/consumer_static"
+"$scratch/consumer/consumer_static_volk"
 export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig:$scratch/prefix/lib64/pkgconfig:$scratch/prefix/lib/x86_64-linux-gnu/pkgconfig"
 # shellcheck disable=SC2046
 cc -std=c11 -o "$scratch/consumer_pc" "$source/tests/install_consumer/consumer.c" \
