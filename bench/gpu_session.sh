@@ -1,0 +1,54 @@
+#!/bin/bash
+# One pass over the GPU backends on a GPU machine, for a session with little device time:
+# devices, conformance on each GPU backend's GPU device, CUDA under compute-sanitizer, the bench
+# on each GPU backend, and PyTorch SDPA on the same grid. Logs go to $OUT (or ./gpu-session).
+#
+#   bench/gpu_session.sh BUILD_DIR [--quick|--full]
+#
+# BUILD_DIR holds the `flashattn` tool and libflashattn.so (built here or carried). Debian
+# packages of the Vulkan and OpenCL loaders (and libglvnd, which NVIDIA's Vulkan driver needs),
+# if present in ./.gl, are unpacked first; the NVIDIA OpenCL ICD is registered.
+set -u
+build=${1:?usage: bench/gpu_session.sh BUILD_DIR [--quick|--full]}
+mode=${2:---quick}
+out=${OUT:-gpu-session}
+mkdir -p "$out"
+tool="$build/flashattn"
+export LD_LIBRARY_PATH="$build:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}"
+if compgen -G ".gl/*.deb" >/dev/null; then
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+fi
+nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -f "$nvidia_icd" ] && export VK_DRIVER_FILES=$nvidia_icd
+if [ -w /etc ]; then
+    mkdir -p /etc/OpenCL/vendors
+    echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
+fi
+
+step() { # name, seconds, command...
+    local name=$1 limit=$2
+    shift 2
+    local start=$SECONDS
+    timeout "$limit" "$@" >"$out/$name.txt" 2>&1
+    echo "$name: exit $? in $((SECONDS - start)) s: $(tail -1 "$out/$name.txt")"
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$out/gpu.txt" 2>&1
+step devices 60 "$tool" devices
+for backend in cuda vulkan opencl; do
+    step "conformance_$backend" 300 "$tool" conformance --backend "$backend" "$mode" \
+        --report "$out/conformance_$backend.md"
+done
+step sanitizer_memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$tool" conformance --backend cuda --quick --limit 20
+step sanitizer_racecheck 240 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$tool" conformance --backend cuda --quick --limit 8
+for backend in cuda vulkan opencl; do
+    step "bench_$backend" 200 "$tool" bench --backend "$backend" --quick \
+        --csv "$out/bench_$backend.csv"
+done
+for sdpa in flash cudnn; do
+    step "torch_$sdpa" 120 python3 bench/compare_torch.py --quick --sdpa "$sdpa" \
+        --ours "$out/bench_cuda.csv"
+done
