@@ -61,23 +61,17 @@ static void sample_rows(const tk_data *t, int64_t want, uint64_t *rng, tk_expect
         e->rows[e->n_rows++] = (int64_t)fa_testkit_rand_below(rng, (uint64_t)total);
 }
 
-/* Every row, one streaming pass for the reference and one for the baseline. */
-static bool compute_full(const tk_data *t, tk_expect *e)
+/* Reference and baseline of rows [r0, r1) (query rows in their natural order), accumulating
+ * into the dK/dV sums of the rows' KV heads. Returns false when out of memory. */
+static bool full_rows(const tk_data *t, tk_expect *e, int64_t r0, int64_t r1, double *dk,
+                      double *dv, float *dk_acc, float *dv_acc)
 {
-    const int64_t D = t->D, nk = t->B * t->Sk * t->Hkv * D;
-    double *p_row = alloc_n(t->Sk, sizeof *p_row), *dk = NULL, *dv = NULL;
+    const int64_t D = t->D;
+    double *p_row = alloc_n(t->Sk, sizeof *p_row);
     float *pf = alloc_n(t->Sk, sizeof *pf), *scratch = alloc_n(2 * t->Sk, sizeof *scratch);
     float *of = alloc_n(D, sizeof *of), *dqf = alloc_n(D, sizeof *dqf), lsef;
-    float *dk_acc = NULL, *dv_acc = NULL;
     bool ok = p_row && pf && scratch && of && dqf;
-    if (e->backward) {
-        dk = calloc((size_t)(nk > 0 ? nk : 1), sizeof *dk);
-        dv = calloc((size_t)(nk > 0 ? nk : 1), sizeof *dv);
-        dk_acc = calloc((size_t)(nk > 0 ? nk : 1), sizeof *dk_acc);
-        dv_acc = calloc((size_t)(nk > 0 ? nk : 1), sizeof *dv_acc);
-        ok = ok && dk && dv && dk_acc && dv_acc;
-    }
-    for (int64_t r = 0; ok && r < e->n_rows; r++) {
+    for (int64_t r = r0; ok && r < r1; r++) {
         int64_t b, h, i;
         tk_row_split(t, e->rows[r], &b, &h, &i);
         tk_base_stats st;
@@ -93,6 +87,37 @@ static bool compute_full(const tk_data *t, tk_expect *e)
         for (int64_t d = 0; d < D; d++)
             e->bdq[r * D + d] = dqf[d];
     }
+    free(p_row);
+    free(pf);
+    free(scratch);
+    free(of);
+    free(dqf);
+    return ok;
+}
+
+/* Every row, one streaming pass for the reference and one for the baseline. The (batch, KV head)
+ * groups run in parallel: each owns its query rows and the dK/dV rows they add to, and sums them
+ * in the same order as a serial pass, so the result does not depend on the thread count. */
+static bool compute_full(const tk_data *t, tk_expect *e)
+{
+    const int64_t D = t->D, nk = t->B * t->Sk * t->Hkv * D;
+    double *dk = NULL, *dv = NULL;
+    float *dk_acc = NULL, *dv_acc = NULL;
+    bool ok = true;
+    if (e->backward) {
+        dk = calloc((size_t)(nk > 0 ? nk : 1), sizeof *dk);
+        dv = calloc((size_t)(nk > 0 ? nk : 1), sizeof *dv);
+        dk_acc = calloc((size_t)(nk > 0 ? nk : 1), sizeof *dk_acc);
+        dv_acc = calloc((size_t)(nk > 0 ? nk : 1), sizeof *dv_acc);
+        ok = dk && dv && dk_acc && dv_acc;
+    }
+    const int64_t groups = t->B * t->Hkv, rows_per_group = t->group * t->Sq;
+    int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(| : failed) if (ok)
+    for (int64_t g = 0; g < groups; g++)
+        failed |= !full_rows(t, e, g * rows_per_group, (g + 1) * rows_per_group, dk, dv, dk_acc,
+                             dv_acc);
+    ok = ok && !failed;
     for (int64_t r = 0; ok && e->backward && r < e->n_krows; r++) {
         int64_t b, hk, j;
         tk_krow_split(t, e->krows[r], &b, &hk, &j);
@@ -104,84 +129,101 @@ static bool compute_full(const tk_data *t, tk_expect *e)
             e->bdv[r * D + d] = tk_round_f(t->p.dtype, dv_acc[at + d]);
         }
     }
-    free(p_row);
     free(dk);
     free(dv);
-    free(pf);
-    free(scratch);
-    free(of);
-    free(dqf);
     free(dk_acc);
     free(dv_acc);
     return ok;
 }
 
-/* Sampled rows, and sampled key rows of one group. */
+/* Sampled rows, and sampled key rows of one group. Each loop runs in parallel over items that
+ * write disjoint outputs, with scratch per thread. */
 static bool compute_sampled(const tk_data *t, int64_t b, int64_t hk, tk_expect *e)
 {
     const int64_t D = t->D, G = t->group, Sq = t->Sq;
-    double *p_row = alloc_n(t->Sk, sizeof *p_row), *o_row = alloc_n(D, sizeof *o_row);
-    float *pf = alloc_n(t->Sk, sizeof *pf), *scratch = alloc_n(2 * t->Sk, sizeof *scratch);
-    float *of = alloc_n(D, sizeof *of), *dqf = alloc_n(D, sizeof *dqf), lsef;
-    double *lse_g = NULL, *delta_g = NULL;
-    tk_base_stats *st_g = NULL;
-    bool ok = p_row && o_row && pf && scratch && of && dqf;
-    for (int64_t r = 0; ok && r < e->n_rows; r++) {
-        int64_t rb, h, i;
-        tk_row_split(t, e->rows[r], &rb, &h, &i);
-        tk_base_stats st;
-        int64_t n = tk_ref_row_forward(t, rb, h, i, p_row, e->o + r * D, &e->lse[r]);
-        tk_base_row_forward(t, rb, h, i, pf, of, &lsef, &st);
-        e->blse[r] = lsef;
-        for (int64_t d = 0; d < D; d++)
-            e->bo[r * D + d] = of[d];
-        if (!e->backward)
-            continue;
-        tk_ref_row_backward(t, rb, h, i, n, p_row, e->o + r * D, e->dq + r * D, NULL, NULL);
-        tk_base_row_backward(t, rb, h, i, n, pf, scratch, dqf, NULL, NULL, &st);
-        for (int64_t d = 0; d < D; d++)
-            e->bdq[r * D + d] = dqf[d];
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        double *p_row = alloc_n(t->Sk, sizeof *p_row);
+        float *pf = alloc_n(t->Sk, sizeof *pf), *scratch = alloc_n(2 * t->Sk, sizeof *scratch);
+        float *of = alloc_n(D, sizeof *of), *dqf = alloc_n(D, sizeof *dqf), lsef;
+        failed |= !(p_row && pf && scratch && of && dqf);
+#pragma omp for schedule(dynamic, 4)
+        for (int64_t r = 0; r < e->n_rows; r++) {
+            if (failed)
+                continue;
+            int64_t rb, h, i;
+            tk_row_split(t, e->rows[r], &rb, &h, &i);
+            tk_base_stats st;
+            int64_t n = tk_ref_row_forward(t, rb, h, i, p_row, e->o + r * D, &e->lse[r]);
+            tk_base_row_forward(t, rb, h, i, pf, of, &lsef, &st);
+            e->blse[r] = lsef;
+            for (int64_t d = 0; d < D; d++)
+                e->bo[r * D + d] = of[d];
+            if (!e->backward)
+                continue;
+            tk_ref_row_backward(t, rb, h, i, n, p_row, e->o + r * D, e->dq + r * D, NULL, NULL);
+            tk_base_row_backward(t, rb, h, i, n, pf, scratch, dqf, NULL, NULL, &st);
+            for (int64_t d = 0; d < D; d++)
+                e->bdq[r * D + d] = dqf[d];
+        }
+        free(p_row);
+        free(pf);
+        free(scratch);
+        free(of);
+        free(dqf);
     }
-    if (ok && e->backward && e->n_krows > 0) {
-        lse_g = alloc_n(G * Sq, sizeof *lse_g);
-        delta_g = alloc_n(G * Sq, sizeof *delta_g);
-        st_g = alloc_n(G * Sq, sizeof *st_g);
+    if (failed || !e->backward || e->n_krows == 0)
+        return !failed;
+
+    /* LSE and Delta of every query row of the group's heads, which every key row needs */
+    double *lse_g = alloc_n(G * Sq, sizeof *lse_g), *delta_g = alloc_n(G * Sq, sizeof *delta_g);
+    tk_base_stats *st_g = alloc_n(G * Sq, sizeof *st_g);
+    failed = !(lse_g && delta_g && st_g);
+    const int64_t blocks = (Sq + TK_BLOCK - 1) / TK_BLOCK;
+#pragma omp parallel reduction(| : failed) if (!failed)
+    {
         double *s_blk = alloc_n(TK_BLOCK * t->Sk, sizeof *s_blk);
         double *o_blk = alloc_n(TK_BLOCK * D, sizeof *o_blk);
         float *sf_blk = alloc_n(TK_BLOCK * t->Sk, sizeof *sf_blk);
-        ok = lse_g && delta_g && st_g && s_blk && o_blk && sf_blk;
-        for (int64_t g = 0; ok && g < G; g++) {
-            int64_t h = hk * G + g;
-            for (int64_t i = 0; i < Sq; i += TK_BLOCK) {
-                int64_t n = Sq - i < TK_BLOCK ? Sq - i : TK_BLOCK;
-                tk_ref_block_stats(t, b, h, i, n, s_blk, o_blk, lse_g + g * Sq + i,
-                                   delta_g + g * Sq + i);
-                tk_base_block_stats(t, b, h, i, n, sf_blk, st_g + g * Sq + i);
-            }
+        failed |= !(s_blk && o_blk && sf_blk);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t x = 0; x < G * blocks; x++) {
+            if (failed)
+                continue;
+            const int64_t g = x / blocks, i = x % blocks * TK_BLOCK;
+            const int64_t n = Sq - i < TK_BLOCK ? Sq - i : TK_BLOCK;
+            tk_ref_block_stats(t, b, hk * G + g, i, n, s_blk, o_blk, lse_g + g * Sq + i,
+                               delta_g + g * Sq + i);
+            tk_base_block_stats(t, b, hk * G + g, i, n, sf_blk, st_g + g * Sq + i);
         }
         free(s_blk);
         free(o_blk);
         free(sf_blk);
-        for (int64_t r = 0; ok && r < e->n_krows; r++) {
+    }
+#pragma omp parallel reduction(| : failed) if (!failed)
+    {
+        float *dkf = alloc_n(D, sizeof *dkf), *dvf = alloc_n(D, sizeof *dvf);
+        failed |= !(dkf && dvf);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t r = 0; r < e->n_krows; r++) {
+            if (failed)
+                continue;
             int64_t j = e->krows[r] % t->Sk;
             tk_ref_key_backward(t, b, hk, j, lse_g, delta_g, e->dk + r * D, e->dv + r * D);
-            tk_base_key_backward(t, b, hk, j, st_g, of, dqf);
+            tk_base_key_backward(t, b, hk, j, st_g, dkf, dvf);
             for (int64_t d = 0; d < D; d++) {
-                e->bdk[r * D + d] = tk_round_f(t->p.dtype, t->scale_f * of[d]);
-                e->bdv[r * D + d] = tk_round_f(t->p.dtype, dqf[d]);
+                e->bdk[r * D + d] = tk_round_f(t->p.dtype, t->scale_f * dkf[d]);
+                e->bdv[r * D + d] = tk_round_f(t->p.dtype, dvf[d]);
             }
         }
+        free(dkf);
+        free(dvf);
     }
-    free(p_row);
-    free(o_row);
-    free(pf);
-    free(scratch);
-    free(of);
-    free(dqf);
     free(lse_g);
     free(delta_g);
     free(st_g);
-    return ok;
+    return !failed;
 }
 
 bool tk_expect_compute(const tk_data *t, bool backward, bool force_sample, uint64_t seed,
