@@ -61,9 +61,9 @@ static void sample_rows(const tk_data *t, int64_t want, uint64_t *rng, tk_expect
         e->rows[e->n_rows++] = (int64_t)fa_testkit_rand_below(rng, (uint64_t)total);
 }
 
-/* Reference and baseline of rows [r0, r1) (query rows in their natural order), accumulating
- * into the dK/dV sums of the rows' KV heads. Returns false when out of memory. */
-static bool full_rows(const tk_data *t, tk_expect *e, int64_t r0, int64_t r1, double *dk,
+/* Reference and baseline of rows e->rows[r0 .. r1), adding into the dK/dV sums of their KV heads
+ * when dk (and the rest) are not NULL. Returns false when out of memory. */
+static bool expect_rows(const tk_data *t, tk_expect *e, int64_t r0, int64_t r1, double *dk,
                       double *dv, float *dk_acc, float *dv_acc)
 {
     const int64_t D = t->D;
@@ -115,7 +115,7 @@ static bool compute_full(const tk_data *t, tk_expect *e)
     int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1) reduction(| : failed) if (ok)
     for (int64_t g = 0; g < groups; g++)
-        failed |= !full_rows(t, e, g * rows_per_group, (g + 1) * rows_per_group, dk, dv, dk_acc,
+        failed |= !expect_rows(t, e, g * rows_per_group, (g + 1) * rows_per_group, dk, dv, dk_acc,
                              dv_acc);
     ok = ok && !failed;
     for (int64_t r = 0; ok && e->backward && r < e->n_krows; r++) {
@@ -142,37 +142,9 @@ static bool compute_sampled(const tk_data *t, int64_t b, int64_t hk, tk_expect *
 {
     const int64_t D = t->D, G = t->group, Sq = t->Sq;
     int failed = 0;
-#pragma omp parallel reduction(| : failed)
-    {
-        double *p_row = alloc_n(t->Sk, sizeof *p_row);
-        float *pf = alloc_n(t->Sk, sizeof *pf), *scratch = alloc_n(2 * t->Sk, sizeof *scratch);
-        float *of = alloc_n(D, sizeof *of), *dqf = alloc_n(D, sizeof *dqf), lsef;
-        failed |= !(p_row && pf && scratch && of && dqf);
-#pragma omp for schedule(dynamic, 4)
-        for (int64_t r = 0; r < e->n_rows; r++) {
-            if (failed)
-                continue;
-            int64_t rb, h, i;
-            tk_row_split(t, e->rows[r], &rb, &h, &i);
-            tk_base_stats st;
-            int64_t n = tk_ref_row_forward(t, rb, h, i, p_row, e->o + r * D, &e->lse[r]);
-            tk_base_row_forward(t, rb, h, i, pf, of, &lsef, &st);
-            e->blse[r] = lsef;
-            for (int64_t d = 0; d < D; d++)
-                e->bo[r * D + d] = of[d];
-            if (!e->backward)
-                continue;
-            tk_ref_row_backward(t, rb, h, i, n, p_row, e->o + r * D, e->dq + r * D, NULL, NULL);
-            tk_base_row_backward(t, rb, h, i, n, pf, scratch, dqf, NULL, NULL, &st);
-            for (int64_t d = 0; d < D; d++)
-                e->bdq[r * D + d] = dqf[d];
-        }
-        free(p_row);
-        free(pf);
-        free(scratch);
-        free(of);
-        free(dqf);
-    }
+#pragma omp parallel for schedule(dynamic, 4) reduction(| : failed)
+    for (int64_t r = 0; r < e->n_rows; r++)
+        failed |= !expect_rows(t, e, r, r + 1, NULL, NULL, NULL, NULL);
     if (failed || !e->backward || e->n_krows == 0)
         return !failed;
 
