@@ -126,8 +126,8 @@ typedef void (*fa_log_fn)(void *user_data, fa_log_level level, const char *messa
  * explicitly named backend; no logging; OpenMP's default thread count on the CPU backend. */
 typedef struct fa_context_desc {
     fa_backend backend;
-    int device;             /* index within `backend`; ignored for AUTO (see FA_DEVICE) */
-    fa_log_fn log;          /* optional */
+    int device;    /* index within `backend`; ignored for AUTO (see FA_DEVICE) */
+    fa_log_fn log; /* optional */
     void *log_user_data;
     fa_log_level log_level; /* messages at or below this level reach `log`; default ERROR */
     int cpu_threads;        /* CPU backend only; 0 = default */
@@ -153,10 +153,10 @@ FA_API const char *fa_last_create_error(void);
 
 /** Memory the context holds on its device, in bytes. */
 typedef struct fa_memory_stats {
-    uint64_t buffer_bytes;           /* live buffers created by the caller */
-    uint64_t buffer_peak_bytes;      /* their peak */
-    uint64_t workspace_bytes;        /* scratch the backend holds now (tiles, D, partials) */
-    uint64_t workspace_peak_bytes;   /* its peak since the context was created */
+    uint64_t buffer_bytes;         /* live buffers created by the caller */
+    uint64_t buffer_peak_bytes;    /* their peak */
+    uint64_t workspace_bytes;      /* scratch the backend holds now (tiles, D, partials) */
+    uint64_t workspace_peak_bytes; /* its peak since the context was created */
 } fa_memory_stats;
 
 FA_API fa_status fa_context_memory(const fa_context *ctx, fa_memory_stats *out);

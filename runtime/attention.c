@@ -24,9 +24,9 @@ static bool empty(const fa_attention_call *call, bool backward)
     return backward ? call->seq_q == 0 && call->seq_k == 0 : call->seq_q == 0;
 }
 
-fa_status fa_attention_forward(fa_context *ctx, const fa_attention_desc *desc,
-                               const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
-                               const fa_tensor *o, const fa_tensor *lse)
+fa_status fa_attention_forward(fa_context *ctx, const fa_attention_desc *desc, const fa_tensor *q,
+                               const fa_tensor *k, const fa_tensor *v, const fa_tensor *o,
+                               const fa_tensor *lse)
 {
     if (!ctx)
         return FA_ERROR_NULL_POINTER;
@@ -37,10 +37,10 @@ fa_status fa_attention_forward(fa_context *ctx, const fa_attention_desc *desc,
     return dispatch(ctx, &call, false);
 }
 
-fa_status fa_attention_backward(fa_context *ctx, const fa_attention_desc *desc,
-                                const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
-                                const fa_tensor *o, const fa_tensor *d_o, const fa_tensor *lse,
-                                const fa_tensor *d_q, const fa_tensor *d_k, const fa_tensor *d_v)
+fa_status fa_attention_backward(fa_context *ctx, const fa_attention_desc *desc, const fa_tensor *q,
+                                const fa_tensor *k, const fa_tensor *v, const fa_tensor *o,
+                                const fa_tensor *d_o, const fa_tensor *lse, const fa_tensor *d_q,
+                                const fa_tensor *d_k, const fa_tensor *d_v)
 {
     if (!ctx)
         return FA_ERROR_NULL_POINTER;

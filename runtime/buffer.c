@@ -68,8 +68,7 @@ fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t b
         return fa_fail(ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
     if (ctx->backend->id != FA_BACKEND_CUDA || !ctx->backend->buffer_wrap)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                       "fa_buffer_wrap_cuda: the context runs on %s, not cuda",
-                       ctx->backend->name);
+                       "fa_buffer_wrap_cuda: the context runs on %s, not cuda", ctx->backend->name);
     if (!device_pointer)
         return fa_fail(ctx, FA_ERROR_NULL_POINTER, "fa_buffer_wrap_cuda: device pointer is 0");
     fa_buffer *buf = calloc(1, sizeof *buf);
@@ -105,7 +104,10 @@ void fa_buffer_destroy(fa_buffer *buf)
     free(buf);
 }
 
-size_t fa_buffer_size(const fa_buffer *buf) { return buf ? buf->size : 0; }
+size_t fa_buffer_size(const fa_buffer *buf)
+{
+    return buf ? buf->size : 0;
+}
 
 static fa_status check_range(const fa_buffer *buf, size_t offset, const void *host, size_t size,
                              const char *what)
@@ -118,8 +120,8 @@ static fa_status check_range(const fa_buffer *buf, size_t offset, const void *ho
         return fa_fail(buf->ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
     if (offset > buf->size || size > buf->size - offset)
         return fa_fail(buf->ctx, FA_ERROR_OUT_OF_BOUNDS,
-                       "%s: bytes [%zu, %zu + %zu) lie outside a buffer of %zu bytes", what,
-                       offset, offset, size, buf->size);
+                       "%s: bytes [%zu, %zu + %zu) lie outside a buffer of %zu bytes", what, offset,
+                       offset, size, buf->size);
     return FA_OK;
 }
 

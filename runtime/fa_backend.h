@@ -19,8 +19,8 @@ typedef struct fa_view {
 typedef struct fa_attention_call {
     fa_dtype dtype; /* of q, k, v, o, d_o, d_q, d_k, d_v; lse is always f32 */
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
-    float scale; /* resolved: never 0 */
-    bool causal; /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
+    float scale;        /* resolved: never 0 */
+    bool causal;        /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
     bool deterministic; /* backward: bitwise-identical results run to run */
     bool has_lse;
     fa_view q, k, v, o, lse;

@@ -20,7 +20,10 @@ static inline float fa_bits_f32(uint32_t u)
     return f;
 }
 
-static inline float fa_bf16_to_f32(uint16_t h) { return fa_bits_f32((uint32_t)h << 16); }
+static inline float fa_bf16_to_f32(uint16_t h)
+{
+    return fa_bits_f32((uint32_t)h << 16);
+}
 
 static inline uint16_t fa_f32_to_bf16(float f)
 {

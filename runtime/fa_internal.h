@@ -30,7 +30,7 @@ struct fa_context {
     fa_log_level log_level;
     int cpu_threads;
     void *cuda_stream; /* from fa_context_desc: the CUDA backend issues work there when set */
-    bool lost; /* set after a device loss: every later call fails with ERROR_CONTEXT_LOST */
+    bool lost;         /* set after a device loss: every later call fails with ERROR_CONTEXT_LOST */
     fa_buffer *buffers;
     fa_memory_stats memory;
     char last_error[1024];

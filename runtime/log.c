@@ -6,7 +6,10 @@
 /* Failures before a context exists (fa_context_create) are kept per thread. */
 static _Thread_local char create_error[1024];
 
-const char *fa_last_create_error(void) { return create_error; }
+const char *fa_last_create_error(void)
+{
+    return create_error;
+}
 
 const char *fa_context_last_error(const fa_context *ctx)
 {

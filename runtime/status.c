@@ -9,17 +9,19 @@
 
 const char *fa_version_string(void)
 {
-    return FA_XSTR_(FA_VERSION_MAJOR) "." FA_XSTR_(FA_VERSION_MINOR) "." FA_XSTR_(
-        FA_VERSION_PATCH);
+    return FA_XSTR_(FA_VERSION_MAJOR) "." FA_XSTR_(FA_VERSION_MINOR) "." FA_XSTR_(FA_VERSION_PATCH);
 }
 
-unsigned fa_version(void) { return FA_VERSION_HEX; }
+unsigned fa_version(void)
+{
+    return FA_VERSION_HEX;
+}
 
 const char *fa_status_string(fa_status status)
 {
     switch (status) {
-#define FA_STATUS_STRING_(name, value, message)                                                   \
-    case FA_##name:                                                                               \
+#define FA_STATUS_STRING_(name, value, message)                                                    \
+    case FA_##name:                                                                                \
         return message;
         FA_STATUS_TABLE(FA_STATUS_STRING_)
 #undef FA_STATUS_STRING_
@@ -30,8 +32,8 @@ const char *fa_status_string(fa_status status)
 const char *fa_status_name(fa_status status)
 {
     switch (status) {
-#define FA_STATUS_NAME_(name, value, message)                                                     \
-    case FA_##name:                                                                               \
+#define FA_STATUS_NAME_(name, value, message)                                                      \
+    case FA_##name:                                                                                \
         return #name;
         FA_STATUS_TABLE(FA_STATUS_NAME_)
 #undef FA_STATUS_NAME_

@@ -1,8 +1,8 @@
 /* Convenience constructors for the two common memory layouts and the LSE. */
 #include "fa_internal.h"
 
-fa_tensor fa_tensor_bshd(fa_buffer *buf, fa_dtype dtype, int64_t batch, int64_t seq,
-                         int64_t heads, int64_t dim)
+fa_tensor fa_tensor_bshd(fa_buffer *buf, fa_dtype dtype, int64_t batch, int64_t seq, int64_t heads,
+                         int64_t dim)
 {
     return (fa_tensor){
         .buffer = buf,
@@ -12,8 +12,8 @@ fa_tensor fa_tensor_bshd(fa_buffer *buf, fa_dtype dtype, int64_t batch, int64_t 
     };
 }
 
-fa_tensor fa_tensor_bhsd(fa_buffer *buf, fa_dtype dtype, int64_t batch, int64_t seq,
-                         int64_t heads, int64_t dim)
+fa_tensor fa_tensor_bhsd(fa_buffer *buf, fa_dtype dtype, int64_t batch, int64_t seq, int64_t heads,
+                         int64_t dim)
 {
     return (fa_tensor){
         .buffer = buf,

@@ -22,8 +22,14 @@ typedef struct role {
     span bytes;
 } role;
 
-static bool mul_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
-static bool add_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
+static bool mul_ok(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static bool add_ok(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
 
 /* Default strides: packed BSHD, or packed (batch, heads, seq) for the LSE. */
 static bool default_strides(const int64_t *shape, bool lse, int64_t *stride)
@@ -170,9 +176,8 @@ static fa_status check_same(fa_context *ctx, const role *a, const role *b)
     if (!same_shape(a->tensor, b->tensor))
         return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
                        "%s has shape (%lld, %lld, %lld, %lld) but %s has (%lld, %lld, %lld, %lld)",
-                       b->name, (long long)y[0], (long long)y[1], (long long)y[2],
-                       (long long)y[3], a->name, (long long)x[0], (long long)x[1],
-                       (long long)x[2], (long long)x[3]);
+                       b->name, (long long)y[0], (long long)y[1], (long long)y[2], (long long)y[3],
+                       a->name, (long long)x[0], (long long)x[1], (long long)x[2], (long long)x[3]);
     return FA_OK;
 }
 
@@ -195,8 +200,8 @@ static bool interleaved_disjoint(const span *a, const span *b)
             return false;
     const int64_t rows[2] = {a->shape[0] > 1 ? a->stride[0] : 0,
                              a->shape[1] > 1 ? a->stride[1] : 0};
-    int64_t period = rows[0] && rows[1] ? (rows[0] < rows[1] ? rows[0] : rows[1])
-                                        : rows[0] + rows[1];
+    int64_t period =
+        rows[0] && rows[1] ? (rows[0] < rows[1] ? rows[0] : rows[1]) : rows[0] + rows[1];
     if (period == 0)
         return false;
     if (rows[0] && rows[1]) { /* the two outer dims themselves must not overlap */
@@ -230,10 +235,8 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     memset(call, 0, sizeof *call);
 
     role roles[9] = {
-        {"q", q, false, false, &call->q, {0}},
-        {"k", k, false, false, &call->k, {0}},
-        {"v", v, false, false, &call->v, {0}},
-        {"o", o, !grad, false, &call->o, {0}},
+        {"q", q, false, false, &call->q, {0}},      {"k", k, false, false, &call->k, {0}},
+        {"v", v, false, false, &call->v, {0}},      {"o", o, !grad, false, &call->o, {0}},
         {"lse", lse, !grad, true, &call->lse, {0}},
     };
     int n = 5;
@@ -264,10 +267,9 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                            roles[i].name, fa_dtype_name(roles[i].tensor->dtype),
                            fa_dtype_name(q->dtype));
     if (k->shape[0] != batch || k->shape[3] != head_dim)
-        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
-                       "k has batch %lld and head_dim %lld; q has %lld and %lld",
-                       (long long)k->shape[0], (long long)k->shape[3], (long long)batch,
-                       (long long)head_dim);
+        return fa_fail(
+            ctx, FA_ERROR_SHAPE_MISMATCH, "k has batch %lld and head_dim %lld; q has %lld and %lld",
+            (long long)k->shape[0], (long long)k->shape[3], (long long)batch, (long long)head_dim);
     fa_status st;
     if ((st = check_same(ctx, &roles[1], &roles[2])) != FA_OK ||
         (st = check_same(ctx, &roles[0], &roles[3])) != FA_OK)
@@ -279,9 +281,8 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     if (lse && (lse->shape[0] != batch || lse->shape[1] != seq_q || lse->shape[2] != heads_q))
         return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
                        "lse has shape (%lld, %lld, %lld, 1); expected (%lld, %lld, %lld, 1)",
-                       (long long)lse->shape[0], (long long)lse->shape[1],
-                       (long long)lse->shape[2], (long long)batch, (long long)seq_q,
-                       (long long)heads_q);
+                       (long long)lse->shape[0], (long long)lse->shape[1], (long long)lse->shape[2],
+                       (long long)batch, (long long)seq_q, (long long)heads_q);
     if (grad && ((st = check_same(ctx, &roles[3], &roles[5])) != FA_OK ||
                  (st = check_same(ctx, &roles[0], &roles[6])) != FA_OK ||
                  (st = check_same(ctx, &roles[1], &roles[7])) != FA_OK ||

@@ -16,8 +16,8 @@ static fa_context *open_backend(fa_backend backend)
     if (!info.available)
         cr_skip_test("%s unavailable: %s", info.name, info.reason);
     fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = backend}, &ctx), FA_OK,
-                 "%s: %s", info.name, fa_last_create_error());
+    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = backend}, &ctx), FA_OK, "%s: %s",
+                 info.name, fa_last_create_error());
     cr_assert_eq(fa_context_backend(ctx), backend);
     return ctx;
 }
@@ -30,7 +30,10 @@ static struct criterion_test_params every_backend(void)
     return cr_make_param_array(fa_backend, all, sizeof all / sizeof all[0]);
 }
 
-ParameterizedTestParameters(backend, buffers_round_trip_at_offsets) { return every_backend(); }
+ParameterizedTestParameters(backend, buffers_round_trip_at_offsets)
+{
+    return every_backend();
+}
 
 ParameterizedTest(fa_backend *backend, backend, buffers_round_trip_at_offsets)
 {
@@ -60,7 +63,10 @@ ParameterizedTest(fa_backend *backend, backend, buffers_round_trip_at_offsets)
     fa_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(backend, a_buffer_past_the_device_limit_is_too_large) { return every_backend(); }
+ParameterizedTestParameters(backend, a_buffer_past_the_device_limit_is_too_large)
+{
+    return every_backend();
+}
 
 ParameterizedTest(fa_backend *backend, backend, a_buffer_past_the_device_limit_is_too_large)
 {
@@ -78,7 +84,10 @@ ParameterizedTest(fa_backend *backend, backend, a_buffer_past_the_device_limit_i
     fa_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(backend, forward_then_synchronize_then_read) { return every_backend(); }
+ParameterizedTestParameters(backend, forward_then_synchronize_then_read)
+{
+    return every_backend();
+}
 
 /* One query and one key: the output is V exactly and the LSE is q.k * scale, whatever the
  * backend's tiling. */
@@ -117,7 +126,10 @@ ParameterizedTest(fa_backend *backend, backend, forward_then_synchronize_then_re
     fa_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(backend, deterministic_backward_is_bitwise_repeatable) { return every_backend(); }
+ParameterizedTestParameters(backend, deterministic_backward_is_bitwise_repeatable)
+{
+    return every_backend();
+}
 
 /* GQA 4:1 makes several query heads feed each dK/dV row: where a backend sums those in a
  * varying order, two runs differ in the last bits. */
@@ -132,9 +144,9 @@ ParameterizedTest(fa_backend *backend, backend, deterministic_backward_is_bitwis
     for (int i = 0; i < 9; i++) {
         for (size_t j = 0; j < sizes[i]; j++)
             host[j] = sinf((float)(j * (i + 3)) * 0.013f);
-        cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizes[i] * 4, .data = host},
-                                      &b[i]),
-                     FA_OK);
+        cr_assert_eq(
+            fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizes[i] * 4, .data = host}, &b[i]),
+            FA_OK);
     }
     fa_tensor q = fa_tensor_bshd(b[0], FA_DTYPE_F32, 1, S, HQ, D);
     fa_tensor k = fa_tensor_bshd(b[1], FA_DTYPE_F32, 1, S, HKV, D);

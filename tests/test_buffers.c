@@ -9,7 +9,10 @@ static void setup(void)
 {
     cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU}, &ctx), FA_OK);
 }
-static void teardown(void) { fa_context_destroy(ctx); }
+static void teardown(void)
+{
+    fa_context_destroy(ctx);
+}
 TestSuite(buffer, .init = setup, .fini = teardown);
 
 Test(buffer, write_then_read_round_trips)
@@ -35,9 +38,9 @@ Test(buffer, initial_data_is_copied)
     const int values[4] = {1, -2, 3, -4};
     int back[4] = {0};
     fa_buffer *buf = NULL;
-    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof values, .data = values},
-                                  &buf),
-                 FA_OK);
+    cr_assert_eq(
+        fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof values, .data = values}, &buf),
+        FA_OK);
     cr_assert_eq(fa_buffer_read(buf, 0, back, sizeof back), FA_OK);
     cr_assert_arr_eq(back, values, sizeof values);
 }
@@ -59,11 +62,9 @@ Test(buffer, null_arguments)
 {
     char host[8];
     fa_buffer *buf = NULL;
-    cr_assert_eq(fa_buffer_create(NULL, &(fa_buffer_desc){.size = 8}, &buf),
-                 FA_ERROR_NULL_POINTER);
+    cr_assert_eq(fa_buffer_create(NULL, &(fa_buffer_desc){.size = 8}, &buf), FA_ERROR_NULL_POINTER);
     cr_assert_eq(fa_buffer_create(ctx, NULL, &buf), FA_ERROR_NULL_POINTER);
-    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = 8}, NULL),
-                 FA_ERROR_NULL_POINTER);
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = 8}, NULL), FA_ERROR_NULL_POINTER);
     cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = 8}, &buf), FA_OK);
     cr_assert_eq(fa_buffer_write(NULL, 0, host, 8), FA_ERROR_NULL_POINTER);
     cr_assert_eq(fa_buffer_write(buf, 0, NULL, 8), FA_ERROR_NULL_POINTER);
@@ -114,8 +115,7 @@ Test(buffer, wrapping_device_memory_is_cuda_only)
     fa_buffer *buf = (fa_buffer *)0x1;
     cr_assert_eq(fa_buffer_wrap_cuda(ctx, 0x10000, 64, &buf), FA_ERROR_UNSUPPORTED);
     cr_assert_null(buf);
-    cr_assert(strstr(fa_context_last_error(ctx), "cpu") != NULL, "%s",
-              fa_context_last_error(ctx));
+    cr_assert(strstr(fa_context_last_error(ctx), "cpu") != NULL, "%s", fa_context_last_error(ctx));
     cr_assert_eq(fa_buffer_wrap_cuda(NULL, 0x10000, 64, &buf), FA_ERROR_NULL_POINTER);
     cr_assert_eq(fa_buffer_wrap_cuda(ctx, 0x10000, 64, NULL), FA_ERROR_NULL_POINTER);
 }

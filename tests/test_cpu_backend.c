@@ -20,8 +20,8 @@ static fa_context *ctx;
 static fa_buffer *upload(const void *host, size_t bytes)
 {
     fa_buffer *buf = NULL;
-    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = bytes, .data = host}, &buf),
-                 FA_OK, "%s", fa_context_last_error(ctx));
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = bytes, .data = host}, &buf), FA_OK,
+                 "%s", fa_context_last_error(ctx));
     return buf;
 }
 
@@ -49,8 +49,8 @@ static double max_error(const void *out, fa_dtype dtype, const double *ref, size
 static void check_case(cpu_case c)
 {
     cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU}, &ctx), FA_OK);
-    const fa_ref_problem p = {c.dtype,    c.batch,    c.seq_q,    c.seq_k,
-                              c.heads_q,  c.heads_kv, c.head_dim, 0.0f, c.causal};
+    const fa_ref_problem p = {c.dtype,    c.batch,    c.seq_q, c.seq_k, c.heads_q,
+                              c.heads_kv, c.head_dim, 0.0f,    c.causal};
     const size_t es = fa_dtype_size(c.dtype);
     const size_t nq = (size_t)(c.batch * c.seq_q * c.heads_q * c.head_dim);
     const size_t nk = (size_t)(c.batch * c.seq_k * c.heads_kv * c.head_dim);
@@ -78,8 +78,7 @@ static void check_case(cpu_case c)
     const fa_attention_desc desc = {.causal = c.causal};
     cr_assert_eq(fa_attention_forward(ctx, &desc, &tq, &tk, &tv, &to, &tl), FA_OK, "%s",
                  fa_context_last_error(ctx));
-    cr_assert_eq(fa_attention_backward(ctx, &desc, &tq, &tk, &tv, &to, &tdo, &tl, &tdq, &tdk,
-                                       &tdv),
+    cr_assert_eq(fa_attention_backward(ctx, &desc, &tq, &tk, &tv, &to, &tdo, &tl, &tdq, &tdk, &tdv),
                  FA_OK, "%s", fa_context_last_error(ctx));
     void *o = download(bo), *dq = download(bdq), *dk = download(bdk), *dv = download(bdv);
     float *lse = download(bl);
@@ -108,9 +107,9 @@ static void check_case(cpu_case c)
     for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
         bool bad = false, base_bad = false;
         double err = max_error(outs[i].out, c.dtype, outs[i].ref, outs[i].n, &bad);
-        double tol = outs[i].k * max_error(outs[i].base, c.dtype, outs[i].ref, outs[i].n,
-                                           &base_bad) +
-                     FA_TESTKIT_ABS_SLACK;
+        double tol =
+            outs[i].k * max_error(outs[i].base, c.dtype, outs[i].ref, outs[i].n, &base_bad) +
+            FA_TESTKIT_ABS_SLACK;
         cr_assert(!bad, "%s has NaN or Inf where the reference is finite", outs[i].name);
         cr_assert_leq(err, tol, "%s: max error %.3g over tolerance %.3g", outs[i].name, err, tol);
     }
@@ -131,18 +130,18 @@ static void check_case(cpu_case c)
 ParameterizedTestParameters(cpu_backend, matches_float64_reference)
 {
     static cpu_case cases[] = {
-        {FA_DTYPE_F32, 1, 1, 1, 1, 1, 8, false},
-        {FA_DTYPE_F32, 2, 65, 130, 4, 4, 64, false},
+        {FA_DTYPE_F32, 1, 1, 1, 1, 1, 8, false},     {FA_DTYPE_F32, 2, 65, 130, 4, 4, 64, false},
         {FA_DTYPE_F32, 1, 130, 65, 4, 1, 40, true}, /* Sq > Sk: rows with no key */
-        {FA_DTYPE_F16, 2, 33, 97, 8, 2, 128, true},
-        {FA_DTYPE_BF16, 1, 100, 100, 2, 2, 256, true},
-        {FA_DTYPE_F16, 1, 17, 300, 3, 1, 96, false},
-        {FA_DTYPE_BF16, 3, 7, 7, 4, 2, 16, false},
+        {FA_DTYPE_F16, 2, 33, 97, 8, 2, 128, true},  {FA_DTYPE_BF16, 1, 100, 100, 2, 2, 256, true},
+        {FA_DTYPE_F16, 1, 17, 300, 3, 1, 96, false}, {FA_DTYPE_BF16, 3, 7, 7, 4, 2, 16, false},
     };
     return cr_make_param_array(cpu_case, cases, sizeof cases / sizeof cases[0]);
 }
 
-ParameterizedTest(cpu_case *c, cpu_backend, matches_float64_reference) { check_case(*c); }
+ParameterizedTest(cpu_case *c, cpu_backend, matches_float64_reference)
+{
+    check_case(*c);
+}
 
 Test(cpu_backend, row_check_agrees_on_a_large_causal_problem)
 {
@@ -161,9 +160,9 @@ Test(cpu_backend, row_check_agrees_on_a_large_causal_problem)
     fa_tensor tv = fa_tensor_bshd(bv, FA_DTYPE_F16, 1, 3000, 1, 64);
     fa_tensor to = fa_tensor_bshd(bo, FA_DTYPE_F16, 1, 3000, 2, 64);
     fa_tensor tl = fa_tensor_lse(bl, 1, 2, 3000);
-    cr_assert_eq(fa_attention_forward(ctx, &(fa_attention_desc){.causal = true}, &tq, &tk, &tv,
-                                      &to, &tl),
-                 FA_OK);
+    cr_assert_eq(
+        fa_attention_forward(ctx, &(fa_attention_desc){.causal = true}, &tq, &tk, &tv, &to, &tl),
+        FA_OK);
     cr_assert_eq(fa_buffer_read(bo, 0, o, nq * 2), FA_OK);
     cr_assert_eq(fa_buffer_read(bl, 0, lse, 2 * 3000 * 4), FA_OK);
     fa_row_check check;

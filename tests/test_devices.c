@@ -129,13 +129,13 @@ Test(context, bad_backend_or_device_is_a_named_status)
     cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = (fa_backend)99}, &ctx),
                  FA_ERROR_INVALID_BACKEND);
     cr_assert_null(ctx);
-    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .device = 1},
-                                   &ctx),
-                 FA_ERROR_INVALID_DEVICE);
+    cr_assert_eq(
+        fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .device = 1}, &ctx),
+        FA_ERROR_INVALID_DEVICE);
     cr_assert_str_not_empty(fa_last_create_error());
-    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .device = -2},
-                                   &ctx),
-                 FA_ERROR_INVALID_DEVICE);
+    cr_assert_eq(
+        fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .device = -2}, &ctx),
+        FA_ERROR_INVALID_DEVICE);
     cr_assert_eq(fa_context_create(NULL, NULL), FA_ERROR_NULL_POINTER);
 }
 
@@ -166,7 +166,8 @@ static void count_log(void *user, fa_log_level level, const char *message)
 Test(context, log_callback_receives_messages_at_its_level)
 {
     fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .log = count_log,
+    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU,
+                                                      .log = count_log,
                                                       .log_user_data = &log_calls,
                                                       .log_level = FA_LOG_DEBUG},
                                    &ctx),

@@ -43,7 +43,10 @@ static void setup(void)
     d_v = fa_tensor_bshd(bdv, FA_DTYPE_F32, B, SK, HKV, D);
 }
 
-static void teardown(void) { fa_context_destroy(ctx); }
+static void teardown(void)
+{
+    fa_context_destroy(ctx);
+}
 
 /* Asserts that no output buffer changed: every element still holds its fill value. */
 static void assert_outputs_untouched(void)
@@ -54,8 +57,8 @@ static void assert_outputs_untouched(void)
         float *host = malloc(n * 4);
         cr_assert_eq(fa_buffer_read(outs[i], 0, host, n * 4), FA_OK);
         for (size_t j = 0; j < n; j++)
-            cr_assert_eq(host[j], 7.0f + 0.001f * (float)(j % 97), "output %zu touched at %zu",
-                         i, j);
+            cr_assert_eq(host[j], 7.0f + 0.001f * (float)(j % 97), "output %zu touched at %zu", i,
+                         j);
         free(host);
     }
 }
@@ -71,13 +74,13 @@ static fa_status backward(void)
     return fa_attention_backward(ctx, NULL, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v);
 }
 
-#define EXPECT(expr, status)                                                                      \
-    do {                                                                                          \
-        fa_status st_ = (expr);                                                                   \
-        cr_assert_eq(st_, status, "got %s (%s), expected %s", fa_status_name(st_),                \
-                     fa_context_last_error(ctx), fa_status_name(status));                         \
-        cr_assert_str_not_empty(fa_context_last_error(ctx));                                      \
-        assert_outputs_untouched();                                                               \
+#define EXPECT(expr, status)                                                                       \
+    do {                                                                                           \
+        fa_status st_ = (expr);                                                                    \
+        cr_assert_eq(st_, status, "got %s (%s), expected %s", fa_status_name(st_),                 \
+                     fa_context_last_error(ctx), fa_status_name(status));                          \
+        cr_assert_str_not_empty(fa_context_last_error(ctx));                                       \
+        assert_outputs_untouched();                                                                \
     } while (0)
 
 TestSuite(validation, .init = setup, .fini = teardown);
@@ -245,8 +248,7 @@ Test(validation, scale_must_be_finite)
 {
     EXPECT(fa_attention_forward(ctx, &(fa_attention_desc){.scale = NAN}, &q, &k, &v, &o, &lse),
            FA_ERROR_INVALID_ARGUMENT);
-    EXPECT(fa_attention_forward(ctx, &(fa_attention_desc){.scale = INFINITY}, &q, &k, &v, &o,
-                                &lse),
+    EXPECT(fa_attention_forward(ctx, &(fa_attention_desc){.scale = INFINITY}, &q, &k, &v, &o, &lse),
            FA_ERROR_INVALID_ARGUMENT);
 }
 
@@ -302,14 +304,15 @@ Test(validation, interleaved_gradients_in_one_buffer)
     float *host = malloc(n * 3 * 4);
     for (size_t i = 0; i < n * 3; i++)
         host[i] = 0.01f * (float)((i * 37) % 101) - 0.5f;
-    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = n * 12, .data = host},
-                                  &packed_in),
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = n * 12, .data = host}, &packed_in),
                  FA_OK);
     cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = n * 12}, &packed), FA_OK);
     fa_tensor in[3], grad[3], sep_grad[3];
     for (int i = 0; i < 3; i++) {
-        in[i] = (fa_tensor){.buffer = packed_in, .offset = (uint64_t)i * H * D * 4,
-                            .dtype = FA_DTYPE_F32, .shape = {B, S, H, D},
+        in[i] = (fa_tensor){.buffer = packed_in,
+                            .offset = (uint64_t)i * H * D * 4,
+                            .dtype = FA_DTYPE_F32,
+                            .shape = {B, S, H, D},
                             .stride = {S * 3 * H * D, 3 * H * D, D, 1}};
         grad[i] = in[i];
         grad[i].buffer = packed;
@@ -319,9 +322,10 @@ Test(validation, interleaved_gradients_in_one_buffer)
     fa_tensor o2 = fa_tensor_bshd(bo, FA_DTYPE_F32, B, S, H, D);
     fa_tensor do2 = fa_tensor_bshd(bdo, FA_DTYPE_F32, B, S, H, D);
     fa_tensor l2 = fa_tensor_lse(blse, B, H, S);
-    cr_assert_eq(forward(&in[0], &in[1], &in[2], &o2, &l2), FA_OK, "%s", fa_context_last_error(ctx));
-    cr_assert_eq(fa_attention_backward(ctx, NULL, &in[0], &in[1], &in[2], &o2, &do2, &l2,
-                                       &grad[0], &grad[1], &grad[2]),
+    cr_assert_eq(forward(&in[0], &in[1], &in[2], &o2, &l2), FA_OK, "%s",
+                 fa_context_last_error(ctx));
+    cr_assert_eq(fa_attention_backward(ctx, NULL, &in[0], &in[1], &in[2], &o2, &do2, &l2, &grad[0],
+                                       &grad[1], &grad[2]),
                  FA_OK, "%s", fa_context_last_error(ctx));
     cr_assert_eq(fa_attention_backward(ctx, NULL, &in[0], &in[1], &in[2], &o2, &do2, &l2,
                                        &sep_grad[0], &sep_grad[1], &sep_grad[2]),
@@ -337,8 +341,8 @@ Test(validation, interleaved_gradients_in_one_buffer)
 
     /* shifted by half a head, dK would share elements with dQ: refused */
     grad[1].offset = (uint64_t)H * D * 4 - 8 * 4;
-    cr_assert_eq(fa_attention_backward(ctx, NULL, &in[0], &in[1], &in[2], &o2, &do2, &l2,
-                                       &grad[0], &grad[1], &grad[2]),
+    cr_assert_eq(fa_attention_backward(ctx, NULL, &in[0], &in[1], &in[2], &o2, &do2, &l2, &grad[0],
+                                       &grad[1], &grad[2]),
                  FA_ERROR_INVALID_ARGUMENT);
     free(host), free(all), free(one);
 }

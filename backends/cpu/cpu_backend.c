@@ -34,8 +34,8 @@ static bool cpuinfo_field(const char *key, char *out, size_t out_size)
     bool found = false;
     size_t key_len = strlen(key);
     while (!found && fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, key_len) != 0 || (line[key_len] != ' ' && line[key_len] != '\t'
-                                                 && line[key_len] != ':'))
+        if (strncmp(line, key, key_len) != 0 ||
+            (line[key_len] != ' ' && line[key_len] != '\t' && line[key_len] != ':'))
             continue;
         char *value = strchr(line, ':');
         if (!value)

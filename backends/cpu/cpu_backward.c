@@ -38,8 +38,8 @@ typedef struct backward_scratch {
 static size_t backward_scratch_floats(int64_t dim)
 {
     int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
-    return (size_t)(2 * dim * BMAX + 2 * BMAX * dp + 2 * BQ * BK + 2 * BMAX * dp + 3 * BMAX +
-                    dp + 16 * 12);
+    return (size_t)(2 * dim * BMAX + 2 * BMAX * dp + 2 * BQ * BK + 2 * BMAX * dp + 3 * BMAX + dp +
+                    16 * 12);
 }
 
 static backward_scratch backward_scratch_carve(float *slice, int64_t dim)
@@ -132,8 +132,7 @@ static void dkdv_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
             /* dP = dO V^T, dS = P (dP - Delta), dK += dS^T Q */
             kern->gemm(nq, n_pad, dim, w->y, dp, 1, w->b_t, BK, w->dp, BK, FA_CPU_GEMM_SET, NULL);
             kern->grad_scores(w->s, w->dp, nq, nk, BK, w->delta, w->zeros);
-            kern->gemm(nk, (int)dp, nq, w->dp, 1, BK, w->x, dp, w->acc1, dp, FA_CPU_GEMM_ADD,
-                       NULL);
+            kern->gemm(nk, (int)dp, nq, w->dp, 1, BK, w->x, dp, w->acc1, dp, FA_CPU_GEMM_ADD, NULL);
         }
     }
     fa_cpu_tile dkt = {&c->d_k, c->dtype, b, k0, hk, nk, dim};
@@ -196,9 +195,8 @@ fa_status fa_cpu_backward(fa_context *ctx, const fa_attention_call *call)
     const int threads = fa_cpu_threads(ctx);
     const int64_t rows = call->batch * call->heads_q * call->seq_q;
     fa_cpu_scratch scratch;
-    fa_status st = fa_cpu_scratch_alloc(ctx, &scratch, threads,
-                                        backward_scratch_floats(call->head_dim), (size_t)rows,
-                                        "backward");
+    fa_status st = fa_cpu_scratch_alloc(
+        ctx, &scratch, threads, backward_scratch_floats(call->head_dim), (size_t)rows, "backward");
     if (st != FA_OK)
         return st;
     float *delta = fa_cpu_scratch_slice(&scratch, threads);
@@ -209,9 +207,8 @@ fa_status fa_cpu_backward(fa_context *ctx, const fa_attention_call *call)
     const int64_t dkdv_items = call->batch * call->heads_kv * k_tiles;
 #pragma omp parallel num_threads(threads)
     {
-        backward_scratch w =
-            backward_scratch_carve(fa_cpu_scratch_slice(&scratch, omp_get_thread_num()),
-                                   call->head_dim);
+        backward_scratch w = backward_scratch_carve(
+            fa_cpu_scratch_slice(&scratch, omp_get_thread_num()), call->head_dim);
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             int64_t bh = r / call->seq_q;

@@ -3,12 +3,12 @@
  * OpenMP threads share out (batch, query head, 128-query tile) work items, longest first when
  * causal. A thread keeps its query tile transposed and pre-scaled by scale * log2(e)
  * (Q^T, D x 128) and an f32 accumulator O (128 x D) in its scratch, then streams the head's
- * 64-key K and V tiles: S^T = K Q^T (keys x queries, log2 units), masked on the diagonal when causal, an online
- * softmax step per query column (running max and sum, P = exp2(S - max)), and
- * O = alpha O + P V. Keys past the diagonal are never loaded. At the end O / sum is rounded to
- * the dtype and LSE = (max + log2 sum) ln 2. Extra memory: one slice per thread (Q^T, O, K,
- * V, S^T: 224 KiB at head_dim 128). Working on S^T (keys x queries) lets the softmax vectorize
- * across queries and lets K and V be used as loaded, untransposed; P V reads P^T in place. */
+ * 64-key K and V tiles: S^T = K Q^T (keys x queries, log2 units), masked on the diagonal when
+ * causal, an online softmax step per query column (running max and sum, P = exp2(S - max)), and O =
+ * alpha O + P V. Keys past the diagonal are never loaded. At the end O / sum is rounded to the
+ * dtype and LSE = (max + log2 sum) ln 2. Extra memory: one slice per thread (Q^T, O, K, V, S^T: 224
+ * KiB at head_dim 128). Working on S^T (keys x queries) lets the softmax vectorize across queries
+ * and lets K and V be used as loaded, untransposed; P V reads P^T in place. */
 #include <math.h>
 #include <omp.h>
 
@@ -22,11 +22,11 @@ enum { BQ = FA_CPU_TILE_Q, BK = FA_CPU_TILE_K };
 
 /* One thread's scratch for one query tile. */
 typedef struct forward_scratch {
-    float *q_t;   /* D x BQ: Q^T, scaled */
-    float *k;     /* BK x D */
-    float *v;     /* BK x Dp, padded columns zero */
-    float *s;     /* BK x BQ: S^T, then P^T */
-    float *o;     /* BQ x Dp accumulator */
+    float *q_t;                 /* D x BQ: Q^T, scaled */
+    float *k;                   /* BK x D */
+    float *v;                   /* BK x Dp, padded columns zero */
+    float *s;                   /* BK x BQ: S^T, then P^T */
+    float *o;                   /* BQ x Dp accumulator */
     float *m, *l, *alpha, *row; /* BQ, BQ, BQ, Dp */
 } forward_scratch;
 
@@ -63,8 +63,8 @@ static void mask_causal_cols(float *s_t, int nk, int nq, int64_t k0, int64_t q0,
     }
 }
 
-static void forward_tile(const fa_cpu_kernels *kern, const fa_attention_call *c,
-                         forward_scratch *w, int64_t b, int64_t h, int64_t q0)
+static void forward_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, forward_scratch *w,
+                         int64_t b, int64_t h, int64_t q0)
 {
     const int dim = (int)c->head_dim;
     const int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
@@ -128,9 +128,8 @@ fa_status fa_cpu_forward(fa_context *ctx, const fa_attention_call *call)
     const int64_t items = call->batch * call->heads_q * q_tiles;
 #pragma omp parallel num_threads(threads)
     {
-        forward_scratch w =
-            forward_scratch_carve(fa_cpu_scratch_slice(&scratch, omp_get_thread_num()),
-                                  call->head_dim);
+        forward_scratch w = forward_scratch_carve(
+            fa_cpu_scratch_slice(&scratch, omp_get_thread_num()), call->head_dim);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < items; t++) {
             /* last query tiles first: under a causal mask they are the longest */

@@ -36,7 +36,7 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 #define CK_NAME(x) fa_cpu_##x##_avx2
-#define CK_F16_VEC(d, s)                                                                        \
+#define CK_F16_VEC(d, s)                                                                           \
     _mm256_storeu_ps((d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s))))
 #define CK_NAME_STRING "avx2"
 #define CK_VW 8
@@ -59,7 +59,7 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma,prefer-vector-width=512")
 #define CK_NAME(x) fa_cpu_##x##_avx512
-#define CK_F16_VEC(d, s)                                                                        \
+#define CK_F16_VEC(d, s)                                                                           \
     _mm512_storeu_ps((d), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s))))
 #define CK_NAME_STRING "avx512"
 #define CK_VW 16

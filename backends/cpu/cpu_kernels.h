@@ -26,9 +26,8 @@ typedef struct fa_cpu_kernels {
     const char *name; /* "avx512", "avx2", "generic" */
     /* C (m x n) [mode] A (m x k) B (k x n). A[r][i] is a[r * a_row + i * a_col], so A may be
      * read transposed; B and C are row-major with ldb, ldc. n is a multiple of FA_CPU_PAD. */
-    void (*gemm)(int m, int n, int k, const float *a, int64_t a_row, int64_t a_col,
-                 const float *b, int64_t ldb, float *c, int64_t ldc, fa_cpu_gemm_mode mode,
-                 const float *alpha);
+    void (*gemm)(int m, int n, int k, const float *a, int64_t a_row, int64_t a_col, const float *b,
+                 int64_t ldb, float *c, int64_t ldc, fa_cpu_gemm_mode mode, const float *alpha);
     /* dst[i] = scale * src[i] for n elements of `dtype` (f16 and bf16 converted exactly). */
     void (*load_row)(fa_dtype dtype, const void *src, int64_t n, float scale, float *dst);
     /* One online-softmax step on scores s (rows = keys, cols = queries, log2 units): per

@@ -47,24 +47,24 @@ CK_NAME(gemm_block)(const int r, const int nv, int k, const float *restrict a, i
     }
 }
 
-#define CK_BLOCK_CASE(rows, nv)                                                                 \
-    case rows:                                                                                  \
-        CK_NAME(gemm_block)(rows, nv, k, ap, a_row, a_col, bp, ldb, cp, ldc, mode, al);          \
+#define CK_BLOCK_CASE(rows, nv)                                                                    \
+    case rows:                                                                                     \
+        CK_NAME(gemm_block)(rows, nv, k, ap, a_row, a_col, bp, ldb, cp, ldc, mode, al);            \
         break;
 
 /* Dispatches each block to an instance with constant rows (1..CK_ROWS) and width. */
-#define CK_BLOCK_SWITCH(nv)                                                                     \
-    switch (rows) {                                                                             \
-        CK_BLOCK_CASE(1, nv)                                                                    \
-        CK_BLOCK_CASE(2, nv)                                                                    \
-        CK_BLOCK_CASE(3, nv)                                                                    \
-        CK_BLOCK_CASE_4_TO_8(nv)                                                                \
+#define CK_BLOCK_SWITCH(nv)                                                                        \
+    switch (rows) {                                                                                \
+        CK_BLOCK_CASE(1, nv)                                                                       \
+        CK_BLOCK_CASE(2, nv)                                                                       \
+        CK_BLOCK_CASE(3, nv)                                                                       \
+        CK_BLOCK_CASE_4_TO_8(nv)                                                                   \
     }
 
 #if CK_ROWS == 8
-#define CK_BLOCK_CASE_4_TO_8(nv)                                                                \
-    CK_BLOCK_CASE(4, nv) CK_BLOCK_CASE(5, nv) CK_BLOCK_CASE(6, nv) CK_BLOCK_CASE(7, nv)         \
-    CK_BLOCK_CASE(8, nv)
+#define CK_BLOCK_CASE_4_TO_8(nv)                                                                   \
+    CK_BLOCK_CASE(4, nv)                                                                           \
+    CK_BLOCK_CASE(5, nv) CK_BLOCK_CASE(6, nv) CK_BLOCK_CASE(7, nv) CK_BLOCK_CASE(8, nv)
 #elif CK_ROWS == 6
 #define CK_BLOCK_CASE_4_TO_8(nv) CK_BLOCK_CASE(4, nv) CK_BLOCK_CASE(5, nv) CK_BLOCK_CASE(6, nv)
 #elif CK_ROWS == 3
@@ -76,8 +76,8 @@ CK_NAME(gemm_block)(const int r, const int nv, int k, const float *restrict a, i
 /* Column panels of B outermost, so that one panel (k x CK_VW * CK_NV floats) stays in L1 while
  * every row block of A streams past it. */
 static void CK_NAME(gemm)(int m, int n, int k, const float *a, int64_t a_row, int64_t a_col,
-                          const float *b, int64_t ldb, float *c, int64_t ldc,
-                          fa_cpu_gemm_mode mode, const float *alpha)
+                          const float *b, int64_t ldb, float *c, int64_t ldc, fa_cpu_gemm_mode mode,
+                          const float *alpha)
 {
     const int width = CK_VW * CK_NV;
     for (int n0 = 0; n0 < n; n0 += width) {

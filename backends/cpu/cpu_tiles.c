@@ -47,8 +47,7 @@ static void store_row(fa_dtype dtype, void *dst, const float *src, int n)
     }
 }
 
-void fa_cpu_store_rows(const fa_cpu_tile *t, const float *src, int64_t ld, float scale,
-                       float *row)
+void fa_cpu_store_rows(const fa_cpu_tile *t, const float *src, int64_t ld, float scale, float *row)
 {
     for (int r = 0; r < t->rows; r++) {
         const float *s = src + r * ld;
@@ -70,8 +69,8 @@ void fa_cpu_store_rows_div(const fa_cpu_tile *t, const float *src, int64_t ld, c
     }
 }
 
-fa_status fa_cpu_scratch_alloc(fa_context *ctx, fa_cpu_scratch *s, int threads,
-                               size_t slice_floats, size_t shared_floats, const char *what)
+fa_status fa_cpu_scratch_alloc(fa_context *ctx, fa_cpu_scratch *s, int threads, size_t slice_floats,
+                               size_t shared_floats, const char *what)
 {
     s->slice_floats = (slice_floats + 15) / 16 * 16;
     size_t floats = s->slice_floats * (size_t)threads + (shared_floats + 15) / 16 * 16;

@@ -13,7 +13,10 @@ static inline int64_t fa_cpu_index(const fa_view *v, int64_t b, int64_t s, int64
     return (int64_t)v->offset + b * v->stride_b + s * v->stride_s + h * v->stride_h;
 }
 
-static inline int64_t fa_cpu_round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+static inline int64_t fa_cpu_round_up(int64_t n, int64_t to)
+{
+    return (n + to - 1) / to * to;
+}
 
 /* Where one tile of a view starts: batch b, head h, sequence positions s0 .. s0 + rows - 1. */
 typedef struct fa_cpu_tile {
@@ -30,8 +33,7 @@ void fa_cpu_load_rows(const fa_cpu_kernels *k, const fa_cpu_tile *t, float scale
 void fa_cpu_load_cols(const fa_cpu_kernels *k, const fa_cpu_tile *t, float scale, float *dst,
                       int64_t ld, float *row);
 /* tile[r][d] = dtype(scale * src[r * ld + d]), rounded to nearest even; `row` is staging. */
-void fa_cpu_store_rows(const fa_cpu_tile *t, const float *src, int64_t ld, float scale,
-                       float *row);
+void fa_cpu_store_rows(const fa_cpu_tile *t, const float *src, int64_t ld, float scale, float *row);
 /* tile[r][d] = dtype(src[r * ld + d] / div[r]), or 0 where div[r] is 0. */
 void fa_cpu_store_rows_div(const fa_cpu_tile *t, const float *src, int64_t ld, const float *div,
                            float *row);
@@ -44,8 +46,8 @@ typedef struct fa_cpu_scratch {
 } fa_cpu_scratch;
 
 /* Allocates (zero-filled) or fails with ERROR_OUT_OF_HOST_MEMORY through fa_fail. */
-fa_status fa_cpu_scratch_alloc(fa_context *ctx, fa_cpu_scratch *s, int threads,
-                               size_t slice_floats, size_t shared_floats, const char *what);
+fa_status fa_cpu_scratch_alloc(fa_context *ctx, fa_cpu_scratch *s, int threads, size_t slice_floats,
+                               size_t shared_floats, const char *what);
 void fa_cpu_scratch_free(fa_context *ctx, fa_cpu_scratch *s);
 /* The slice of thread `thread`; the shared part (if any) follows the last slice. */
 static inline float *fa_cpu_scratch_slice(const fa_cpu_scratch *s, int thread)

@@ -305,8 +305,7 @@ void fa_vk_pipeline_cache_save(fa_context *ctx)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
     char path[1200], tmp[1300];
-    if (!st->cache || !st->pipeline_count ||
-        !cache_path(st->phys, path, sizeof path))
+    if (!st->cache || !st->pipeline_count || !cache_path(st->phys, path, sizeof path))
         return;
     size_t size = 0;
     if (st->vk.vkGetPipelineCacheData(st->device, st->cache, &size, NULL) != VK_SUCCESS || !size)

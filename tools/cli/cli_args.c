@@ -76,8 +76,7 @@ int cli_parse(int argc, char **argv, const cli_opt *opts, size_t n_opts, const c
             }
             if (opt->type == CLI_OPT_STRING) {
                 if (value[0] == '\0')
-                    return cli_usage_error(command, usage, "%s needs a non-empty value",
-                                           opt->name);
+                    return cli_usage_error(command, usage, "%s needs a non-empty value", opt->name);
                 *(const char **)opt->value = value;
             } else {
                 int64_t v = 0;

@@ -26,7 +26,10 @@ static bool product4(int64_t a, int64_t b, int64_t c, int64_t d, size_t *out)
     return true;
 }
 
-static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+static size_t max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
 
 /* Creates a buffer of `bytes` holding `host` (bytes of it) and leaves the view in *t. */
 static fa_status make_buffer(cli_attn *a, size_t bytes, const void *host, fa_buffer **buf)

@@ -20,7 +20,7 @@ typedef struct cli_attn {
     fa_context *ctx; /* borrowed */
     cli_attn_shape shape;
     fa_attention_desc desc;
-    bool with_grads;                 /* d_o, d_q, d_k, d_v exist */
+    bool with_grads;                     /* d_o, d_q, d_k, d_v exist */
     size_t q_elems, kv_elems, lse_elems; /* lse_elems = B * Hq * Sq */
     fa_buffer *q, *k, *v, *o, *lse, *d_o, *d_q, *d_k, *d_v;
     fa_tensor tq, tk, tv, to, tlse, tdo, tdq, tdk, tdv;
@@ -58,11 +58,11 @@ typedef struct cli_time_plan {
 } cli_time_plan;
 
 typedef struct cli_timing {
-    double first_s;     /* the first call, one-time costs included */
-    double median_s;    /* median of the timed runs */
+    double first_s;  /* the first call, one-time costs included */
+    double median_s; /* median of the timed runs */
     double min_s;
     int warmup_runs, timed_runs;
-    bool reduced;       /* auto_reduce took the first call as the measurement */
+    bool reduced;            /* auto_reduce took the first call as the measurement */
     cli_rss_probe first_rss; /* peak resident growth over the first call */
 } cli_timing;
 

@@ -21,11 +21,11 @@ double cli_load_average(void);
  * peak may be older than the stretch). Without /proc, the growth of getrusage's ru_maxrss, a lower
  * bound (a stretch that stays under an older peak shows no growth). */
 typedef struct cli_rss_probe {
-    uint64_t rss_before;  /* resident bytes when the stretch began */
-    uint64_t peak_after;  /* peak resident bytes when it ended */
-    uint64_t growth;      /* peak_after - rss_before, 0 if negative */
-    bool exact;           /* the peak was reset at the start */
-    bool valid;           /* the numbers could be read at all */
+    uint64_t rss_before; /* resident bytes when the stretch began */
+    uint64_t peak_after; /* peak resident bytes when it ended */
+    uint64_t growth;     /* peak_after - rss_before, 0 if negative */
+    bool exact;          /* the peak was reset at the start */
+    bool valid;          /* the numbers could be read at all */
 } cli_rss_probe;
 
 void cli_rss_begin(cli_rss_probe *probe);

@@ -59,14 +59,14 @@ typedef struct bench_options {
 
 static void print_header(bool with_peak)
 {
-    printf("%7s %4s %5s %5s %6s %4s %11s %9s%s\n", "seqlen", "D", "batch", "heads", "causal",
-           "dir", "ms", "TFLOP/s", with_peak ? "   % peak" : "");
+    printf("%7s %4s %5s %5s %6s %4s %11s %9s%s\n", "seqlen", "D", "batch", "heads", "causal", "dir",
+           "ms", "TFLOP/s", with_peak ? "   % peak" : "");
 }
 
 static void print_row(const bench_row *r)
 {
-    printf("%7" PRId64 " %4" PRId64 " %5" PRId64 " %5" PRId64 " %6s %4s ", r->seqlen,
-           r->head_dim, r->batch, r->heads, r->causal ? "yes" : "no", r->backward ? "bwd" : "fwd");
+    printf("%7" PRId64 " %4" PRId64 " %5" PRId64 " %5" PRId64 " %6s %4s ", r->seqlen, r->head_dim,
+           r->batch, r->heads, r->causal ? "yes" : "no", r->backward ? "bwd" : "fwd");
     if (r->status != FA_OK) {
         printf("%11s %9s  %s\n", "-", "-", fa_status_name(r->status));
         return;
@@ -86,13 +86,21 @@ static void bench_point(fa_context *ctx, const cli_attn_shape *shape, bool with_
     fa_status st = cli_attn_create(&a, ctx, shape, with_backward, 1);
     if (st != FA_OK)
         cli_attn_fail(&a, st); /* once; both rows record it */
-    const cli_time_plan plan = {.warmup = 1, .repeat = (int)o->repeat, .auto_reduce = true,
-                                .slow_s = SLOW_CALL_S, .max_total_s = MAX_TOTAL_S};
+    const cli_time_plan plan = {.warmup = 1,
+                                .repeat = (int)o->repeat,
+                                .auto_reduce = true,
+                                .slow_s = SLOW_CALL_S,
+                                .max_total_s = MAX_TOTAL_S};
     for (int dir = 0; dir < (with_backward ? 2 : 1); dir++) {
         bench_row *r = &rows[dir];
-        *r = (bench_row){.seqlen = shape->seq_q, .head_dim = shape->head_dim,
-                         .batch = shape->batch, .heads = shape->heads_q, .causal = shape->causal,
-                         .backward = dir == 1, .dtype = shape->dtype, .peak_fraction = -1.0};
+        *r = (bench_row){.seqlen = shape->seq_q,
+                         .head_dim = shape->head_dim,
+                         .batch = shape->batch,
+                         .heads = shape->heads_q,
+                         .causal = shape->causal,
+                         .backward = dir == 1,
+                         .dtype = shape->dtype,
+                         .peak_fraction = -1.0};
         cli_timing t;
         if (st == FA_OK) {
             st = cli_attn_time(&a, r->backward, &plan, &t);
@@ -131,8 +139,8 @@ static void write_csv(FILE *f, const bench_row *rows, size_t n)
     }
 }
 
-static void write_json(FILE *f, fa_backend backend, const fa_device_info *dev,
-                       const cpu_peak *peak, double load, const bench_row *rows, size_t n)
+static void write_json(FILE *f, fa_backend backend, const fa_device_info *dev, const cpu_peak *peak,
+                       double load, const bench_row *rows, size_t n)
 {
     fprintf(f, "{\"backend\": ");
     cli_json_string(f, fa_backend_name(backend));
@@ -151,8 +159,9 @@ static void write_json(FILE *f, fa_backend backend, const fa_device_info *dev,
     fprintf(f, ", \"rows\": [");
     for (size_t i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        fprintf(f, "%s\n  {\"seqlen\": %" PRId64 ", \"head_dim\": %" PRId64 ", \"batch\": %" PRId64
-                   ", \"heads\": %" PRId64 ", \"causal\": %s, \"direction\": \"%s\", \"dtype\": ",
+        fprintf(f,
+                "%s\n  {\"seqlen\": %" PRId64 ", \"head_dim\": %" PRId64 ", \"batch\": %" PRId64
+                ", \"heads\": %" PRId64 ", \"causal\": %s, \"direction\": \"%s\", \"dtype\": ",
                 i ? "," : "", r->seqlen, r->head_dim, r->batch, r->heads,
                 r->causal ? "true" : "false", r->backward ? "bwd" : "fwd");
         cli_json_string(f, fa_dtype_name(r->dtype));
@@ -225,12 +234,16 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
         for (size_t d = 0; d < 2; d++) {
             for (size_t s = 0; s < n_seqlens; s++) {
                 const int64_t seqlen = seqlens[s], head_dim = head_dims[d];
-                const cli_attn_shape shape = {
-                    .dtype = dtype, .batch = TOKENS / seqlen, .seq_q = seqlen, .seq_k = seqlen,
-                    .heads_q = HIDDEN / head_dim, .heads_kv = HIDDEN / head_dim,
-                    .head_dim = head_dim, .causal = causal != 0};
-                fprintf(stderr, "[%zu/%zu] seqlen %" PRId64 ", head dim %" PRId64 "%s\n",
-                        ++point, points, seqlen, head_dim, causal ? ", causal" : "");
+                const cli_attn_shape shape = {.dtype = dtype,
+                                              .batch = TOKENS / seqlen,
+                                              .seq_q = seqlen,
+                                              .seq_k = seqlen,
+                                              .heads_q = HIDDEN / head_dim,
+                                              .heads_kv = HIDDEN / head_dim,
+                                              .head_dim = head_dim,
+                                              .causal = causal != 0};
+                fprintf(stderr, "[%zu/%zu] seqlen %" PRId64 ", head dim %" PRId64 "%s\n", ++point,
+                        points, seqlen, head_dim, causal ? ", causal" : "");
                 bench_point(ctx, &shape, true, o, peak.gflops, &rows[n]);
                 print_row(&rows[n]);
                 print_row(&rows[n + 1]);
@@ -242,8 +255,12 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
 
     /* The project's target: forward, B=1, H=16, N=4096, D=128, f32. */
     fprintf(stderr, "target row: forward B=1 H=16 N=4096 D=128 f32\n");
-    const cli_attn_shape target = {.dtype = FA_DTYPE_F32, .batch = 1, .seq_q = 4096,
-                                   .seq_k = 4096, .heads_q = 16, .heads_kv = 16,
+    const cli_attn_shape target = {.dtype = FA_DTYPE_F32,
+                                   .batch = 1,
+                                   .seq_q = 4096,
+                                   .seq_k = 4096,
+                                   .heads_q = 16,
+                                   .heads_kv = 16,
                                    .head_dim = 128};
     bench_point(ctx, &target, false, o, peak.gflops, &rows[n]);
     printf("\ntarget (forward, B=1 H=16 N=4096 D=128 f32):\n");

@@ -21,11 +21,16 @@ static const char usage[] =
 static const char *kind_name(fa_device_kind kind)
 {
     switch (kind) {
-    case FA_DEVICE_KIND_DISCRETE_GPU: return "discrete-gpu";
-    case FA_DEVICE_KIND_INTEGRATED_GPU: return "integrated-gpu";
-    case FA_DEVICE_KIND_CPU: return "cpu";
-    case FA_DEVICE_KIND_SOFTWARE: return "software";
-    default: return "other";
+    case FA_DEVICE_KIND_DISCRETE_GPU:
+        return "discrete-gpu";
+    case FA_DEVICE_KIND_INTEGRATED_GPU:
+        return "integrated-gpu";
+    case FA_DEVICE_KIND_CPU:
+        return "cpu";
+    case FA_DEVICE_KIND_SOFTWARE:
+        return "software";
+    default:
+        return "other";
     }
 }
 
@@ -63,8 +68,8 @@ static void print_device_text(const fa_device_info *d)
     printf("      memory %s, max buffer %s, compute units %" PRIu32 "\n",
            cli_format_bytes(mem, sizeof mem, d->memory_bytes),
            cli_format_bytes(maxbuf, sizeof maxbuf, d->max_buffer_bytes), d->compute_units);
-    printf("      shared memory %" PRIu32 " KiB, max workgroup %" PRIu32
-           ", subgroup sizes %" PRIu32 "..%" PRIu32 " (0: not applicable)\n",
+    printf("      shared memory %" PRIu32 " KiB, max workgroup %" PRIu32 ", subgroup sizes %" PRIu32
+           "..%" PRIu32 " (0: not applicable)\n",
            d->shared_memory_bytes / 1024u, d->max_workgroup_size, d->subgroup_size_min,
            d->subgroup_size_max);
     printf("      f16 %s, bf16 %s, matrix units %s\n", d->f16 ? "yes" : "no",
@@ -88,8 +93,7 @@ static void print_device_json(const fa_device_info *d)
     printf(", \"memory_bytes\": %" PRIu64 ", \"max_buffer_bytes\": %" PRIu64
            ", \"compute_units\": %" PRIu32 ", \"shared_memory_bytes\": %" PRIu32
            ", \"max_workgroup_size\": %" PRIu32 ", \"subgroup_size_min\": %" PRIu32
-           ", \"subgroup_size_max\": %" PRIu32
-           ", \"f16\": %s, \"bf16\": %s, \"matrix_units\": %s}",
+           ", \"subgroup_size_max\": %" PRIu32 ", \"f16\": %s, \"bf16\": %s, \"matrix_units\": %s}",
            d->memory_bytes, d->max_buffer_bytes, d->compute_units, d->shared_memory_bytes,
            d->max_workgroup_size, d->subgroup_size_min, d->subgroup_size_max,
            d->f16 ? "true" : "false", d->bf16 ? "true" : "false",
@@ -124,13 +128,11 @@ int fa_cmd_devices(int argc, char **argv)
             printf("%s\n  {\"name\": ", i ? "," : "");
             cli_json_string(stdout, b->name);
             printf(", \"built\": %s, \"available\": %s, \"device_count\": %d, \"reason\": ",
-                   b->built ? "true" : "false", b->available ? "true" : "false",
-                   b->device_count);
+                   b->built ? "true" : "false", b->available ? "true" : "false", b->device_count);
             cli_json_string(stdout, b->reason);
             printf("}");
         } else {
-            printf("  %-7s %-9s %-13s %d device%s%s%s\n", b->name,
-                   b->built ? "built" : "not built",
+            printf("  %-7s %-9s %-13s %d device%s%s%s\n", b->name, b->built ? "built" : "not built",
                    b->available ? "available" : "unavailable", b->device_count,
                    b->device_count == 1 ? "" : "s", b->reason[0] ? "  -- " : "", b->reason);
         }

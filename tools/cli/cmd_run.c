@@ -58,8 +58,8 @@ typedef struct run_options {
 
 static int parse_options(int argc, char **argv, run_options *o)
 {
-    *o = (run_options){.batch = 1, .heads = 8, .seq = 1024, .head_dim = 128, .repeat = 3,
-                       .warmup = 1, .seed = 1};
+    *o = (run_options){
+        .batch = 1, .heads = 8, .seq = 1024, .head_dim = 128, .repeat = 3, .warmup = 1, .seed = 1};
     const int64_t big = (int64_t)1 << 31;
     const cli_opt opts[] = {
         {"--backend", CLI_OPT_STRING, &o->backend_name, 0, 0, NULL},
@@ -119,10 +119,15 @@ static fa_status check_rows(cli_attn *a, uint64_t seed, fa_row_check *out, char 
     if (st == FA_OK)
         st = fa_buffer_read(a->lse, 0, lse, a->lse_elems * sizeof(float));
     if (st == FA_OK) {
-        const fa_ref_problem p = {.dtype = s->dtype, .batch = s->batch, .seq_q = s->seq_q,
-                                  .seq_k = s->seq_k, .heads_q = s->heads_q,
-                                  .heads_kv = s->heads_kv, .head_dim = s->head_dim,
-                                  .scale = a->desc.scale, .causal = s->causal};
+        const fa_ref_problem p = {.dtype = s->dtype,
+                                  .batch = s->batch,
+                                  .seq_q = s->seq_q,
+                                  .seq_k = s->seq_k,
+                                  .heads_q = s->heads_q,
+                                  .heads_kv = s->heads_kv,
+                                  .head_dim = s->head_dim,
+                                  .scale = a->desc.scale,
+                                  .causal = s->causal};
         fa_testkit_check_forward_rows(&p, q, k, v, o, lse, CHECK_ROWS, seed, out);
     }
     free(q);
@@ -271,9 +276,14 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
     fa_status st = fa_context_device(ctx, &r->device);
     if (st != FA_OK)
         return cli_fail(ctx, st);
-    r->shape = (cli_attn_shape){.dtype = dtype, .batch = o->batch, .seq_q = o->seq_q,
-                                .seq_k = o->seq_k, .heads_q = o->heads, .heads_kv = o->kv_heads,
-                                .head_dim = o->head_dim, .causal = o->causal};
+    r->shape = (cli_attn_shape){.dtype = dtype,
+                                .batch = o->batch,
+                                .seq_q = o->seq_q,
+                                .seq_k = o->seq_k,
+                                .heads_q = o->heads,
+                                .heads_kv = o->kv_heads,
+                                .head_dim = o->head_dim,
+                                .causal = o->causal};
 
     r->load = cli_load_average();
     cli_attn a;
@@ -283,7 +293,8 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
         cli_attn_destroy(&a);
         return rc;
     }
-    const cli_time_plan plan = {.warmup = (int)o->warmup, .repeat = (int)o->repeat,
+    const cli_time_plan plan = {.warmup = (int)o->warmup,
+                                .repeat = (int)o->repeat,
                                 .auto_reduce = !o->repeat_seen && !o->warmup_seen,
                                 .slow_s = SLOW_CALL_S};
     if (o->backward) {
@@ -338,8 +349,8 @@ int fa_cmd_run(int argc, char **argv)
     if (rc != CLI_CONTINUE)
         return rc;
     fa_backend backend = FA_BACKEND_AUTO;
-    if (o.backend_name && (rc = cli_parse_backend("run", usage, o.backend_name, &backend)) !=
-                              CLI_CONTINUE)
+    if (o.backend_name &&
+        (rc = cli_parse_backend("run", usage, o.backend_name, &backend)) != CLI_CONTINUE)
         return rc;
     fa_dtype dtype = FA_DTYPE_INVALID;
     if (o.dtype_name && (rc = cli_parse_dtype("run", usage, o.dtype_name, &dtype)) != CLI_CONTINUE)

@@ -254,17 +254,17 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f, "usage: flashattn conformance [--backend NAME|all] [--device N] [--quick|--full]\n"
-           "                             [--report FILE.md] [--junit FILE.xml] [--json FILE]\n"
-           "                             [--seed N] [--verbose] [--filter TEXT] [--limit N]\n"
-           "Runs every backend (or NAME: cuda, vulkan, opencl, cpu) on cases generated from one\n"
-           "table (--quick: all pairs of axis values; --full: the full product) plus edge cases,\n"
-           "against a float64 reference. Prints one table per backend and, last,\n"
-           "'N passed, N failed, N skipped'. Exit status 0 when nothing failed, 1 otherwise.\n"
-           "  --device N     device N of each backend (default: its first GPU, else device 0)\n"
-           "  --filter TEXT  only cases whose name contains TEXT\n"
-           "  --limit N      only the first N cases\n");
+    fprintf(f,
+            "usage: flashattn conformance [--backend NAME|all] [--device N] [--quick|--full]\n"
+            "                             [--report FILE.md] [--junit FILE.xml] [--json FILE]\n"
+            "                             [--seed N] [--verbose] [--filter TEXT] [--limit N]\n"
+            "Runs every backend (or NAME: cuda, vulkan, opencl, cpu) on cases generated from one\n"
+            "table (--quick: all pairs of axis values; --full: the full product) plus edge cases,\n"
+            "against a float64 reference. Prints one table per backend and, last,\n"
+            "'N passed, N failed, N skipped'. Exit status 0 when nothing failed, 1 otherwise.\n"
+            "  --device N     device N of each backend (default: its first GPU, else device 0)\n"
+            "  --filter TEXT  only cases whose name contains TEXT\n"
+            "  --limit N      only the first N cases\n");
 }
 
 static bool parse_u64(const char *s, uint64_t *out)

@@ -64,7 +64,7 @@ static void sample_rows(const tk_data *t, int64_t want, uint64_t *rng, tk_expect
 /* Reference and baseline of rows e->rows[r0 .. r1), adding into the dK/dV sums of their KV heads
  * when dk (and the rest) are not NULL. Returns false when out of memory. */
 static bool expect_rows(const tk_data *t, tk_expect *e, int64_t r0, int64_t r1, double *dk,
-                      double *dv, float *dk_acc, float *dv_acc)
+                        double *dv, float *dk_acc, float *dv_acc)
 {
     const int64_t D = t->D;
     double *p_row = alloc_n(t->Sk, sizeof *p_row);
@@ -116,7 +116,7 @@ static bool compute_full(const tk_data *t, tk_expect *e)
 #pragma omp parallel for schedule(dynamic, 1) reduction(| : failed) if (ok)
     for (int64_t g = 0; g < groups; g++)
         failed |= !expect_rows(t, e, g * rows_per_group, (g + 1) * rows_per_group, dk, dv, dk_acc,
-                             dv_acc);
+                               dv_acc);
     ok = ok && !failed;
     for (int64_t r = 0; ok && e->backward && r < e->n_krows; r++) {
         int64_t b, hk, j;

@@ -110,7 +110,7 @@ uint64_t fa_testkit_rand_below(uint64_t *state, uint64_t n);
 
 /** Options of one conformance run; zero means: all backends, quick, seed 1, no files. */
 typedef struct fa_conformance_options {
-    int backend; /* -1 or FA_BACKEND_AUTO (0): every backend; else one fa_backend */
+    int backend;       /* -1 or FA_BACKEND_AUTO (0): every backend; else one fa_backend */
     bool device_given; /* false: on each backend its first GPU device, else its device 0 */
     int device;        /* with device_given: this index on every backend tested */
     bool full;
