@@ -222,20 +222,7 @@ FA_UNROLL
         fa_bwd_scores(qs, dos, ks, vs, lse_s, dl_s, ds, ds, m0, rows, n0, keys, diag,
                       scale_log2);
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int c = 0; c < keys; c++) {
-            float dsv[O_TM], kk[O_TN];
-FA_UNROLL
-            for (int i = 0; i < O_TM; i++)
-                dsv[i] = ds[(oy + O_TY * i) * FA_LDP + c];
-FA_UNROLL
-            for (int j = 0; j < O_TN; j++)
-                kk[j] = ks[c * FA_LDS + ox + FA_O_TX * j];
-FA_UNROLL
-            for (int i = 0; i < O_TM; i++)
-FA_UNROLL
-                for (int j = 0; j < O_TN; j++)
-                    acc[i][j] = fma(dsv[i], kk[j], acc[i][j]);
-        }
+        FA_OUTER_TILE(acc, ds, ks, O_TM, O_TN, O_TY, FA_O_TX, oy, ox, keys)
     }
 
     const long qb = x_off + b * x_sb + h * x_sh;

@@ -103,3 +103,15 @@ inline void fa_tile_load(__local float *dst, __global const fa_st *src, long bas
                 acc[i_][j_] = fma(a_[i_].w, b_[j_].w, acc[i_][j_]);                               \
             }                                                                                     \
     }
+
+/* acc[i][j] += sum over c < n of A[row_i][c] * B[c][col_j], for a local score tile A (FA_LDP
+ * floats per row) and a D-wide local tile B (FA_LDS per row): the P V and dS K products. */
+#define FA_OUTER_TILE(acc, A, B, TM_, TN_, TY_, TX_, ty, tx, n)                                   \
+    for (int c_ = 0; c_ < (n); c_++) {                                                            \
+        float a_[TM_], b_[TN_];                                                                   \
+        FA_UNROLL for (int i_ = 0; i_ < TM_; i_++) a_[i_] = A[((ty) + (TY_) * i_) * FA_LDP + c_]; \
+        FA_UNROLL for (int j_ = 0; j_ < TN_; j_++) b_[j_] = B[c_ * FA_LDS + (tx) + (TX_) * j_];   \
+        FA_UNROLL for (int i_ = 0; i_ < TM_; i_++)                                                \
+            FA_UNROLL for (int j_ = 0; j_ < TN_; j_++) acc[i_][j_] =                              \
+                fma(a_[i_], b_[j_], acc[i_][j_]);                                                 \
+    }

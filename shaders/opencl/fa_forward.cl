@@ -117,20 +117,7 @@ FA_UNROLL
             for (int j = 0; j < O_TN; j++)
                 acc[i][j] *= alpha;
         }
-        for (int c = 0; c < keys; c++) {
-            float p[O_TM], vv[O_TN];
-FA_UNROLL
-            for (int i = 0; i < O_TM; i++)
-                p[i] = ps[(oy + O_TY * i) * FA_LDP + c];
-FA_UNROLL
-            for (int j = 0; j < O_TN; j++)
-                vv[j] = kv[c * FA_LDS + ox + FA_O_TX * j];
-FA_UNROLL
-            for (int i = 0; i < O_TM; i++)
-FA_UNROLL
-                for (int j = 0; j < O_TN; j++)
-                    acc[i][j] = fma(p[i], vv[j], acc[i][j]);
-        }
+        FA_OUTER_TILE(acc, ps, kv, O_TM, O_TN, O_TY, FA_O_TX, oy, ox, keys)
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
