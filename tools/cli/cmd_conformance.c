@@ -1,9 +1,60 @@
 /* `flashattn conformance`: every backend against the float64 reference on generated cases.
- * The runner lives in the test kit (fa_conformance_main), so tests can call it too. */
+ * The runner lives in the test kit (fa_conformance_run); this file is its command line. */
+#include <string.h>
+
 #include "cli.h"
+#include "cli_args.h"
 #include "fa_testkit.h"
+
+static const char usage[] =
+    "usage: flashattn conformance [--backend NAME|all] [--device N] [--quick|--full]\n"
+    "                             [--report FILE.md] [--junit FILE.xml] [--json FILE]\n"
+    "                             [--seed N] [--verbose] [--filter TEXT] [--limit N]\n"
+    "Runs every backend (or NAME: cuda, vulkan, opencl, cpu) on cases generated from one\n"
+    "table (--quick: all pairs of axis values; --full: the full product) plus edge cases,\n"
+    "against a float64 reference. Prints one table per backend and, last,\n"
+    "'N passed, N failed, N skipped'. Exit status 0 when nothing failed, 1 otherwise.\n"
+    "  --device N     device N of each backend (default: its first GPU, else device 0)\n"
+    "  --filter TEXT  only cases whose name contains TEXT\n"
+    "  --limit N      only the first N cases\n";
 
 int fa_cmd_conformance(int argc, char **argv)
 {
-    return fa_conformance_main(argc, argv);
+    const char *backend_name = NULL;
+    bool quick = false, full = false, device_seen = false;
+    int64_t device = 0, seed = 1, limit = 0;
+    fa_conformance_options opt = {.backend = -1};
+    const cli_opt opts[] = {
+        {"--backend", CLI_OPT_STRING, &backend_name, 0, 0, NULL},
+        {"--device", CLI_OPT_INT, &device, 0, 65535, &device_seen},
+        {"--quick", CLI_OPT_FLAG, &quick, 0, 0, NULL},
+        {"--full", CLI_OPT_FLAG, &full, 0, 0, NULL},
+        {"--verbose", CLI_OPT_FLAG, &opt.verbose, 0, 0, NULL},
+        {"--report", CLI_OPT_STRING, &opt.report_path, 0, 0, NULL},
+        {"--junit", CLI_OPT_STRING, &opt.junit_path, 0, 0, NULL},
+        {"--json", CLI_OPT_STRING, &opt.json_path, 0, 0, NULL},
+        {"--filter", CLI_OPT_STRING, &opt.filter, 0, 0, NULL},
+        {"--seed", CLI_OPT_INT, &seed, 1, INT64_MAX, NULL},
+        {"--limit", CLI_OPT_INT, &limit, 0, INT64_MAX, NULL},
+    };
+    int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (quick && full)
+        return cli_usage_error("conformance", usage, "--quick and --full exclude each other");
+    if (backend_name && strcmp(backend_name, "all") != 0) {
+        fa_backend backend;
+        if ((rc = cli_parse_backend("conformance", usage, backend_name, &backend)) !=
+            CLI_CONTINUE)
+            return rc;
+        if (backend == FA_BACKEND_AUTO)
+            return cli_usage_error("conformance", usage, "name a backend, or all");
+        opt.backend = (int)backend;
+    }
+    opt.full = full;
+    opt.device_given = device_seen;
+    opt.device = (int)device;
+    opt.seed = (uint64_t)seed;
+    opt.limit = limit;
+    return fa_conformance_run(&opt, NULL);
 }

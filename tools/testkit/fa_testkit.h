@@ -132,9 +132,6 @@ typedef struct fa_conformance_totals {
 /** Runs the conformance suite. Returns 0 when nothing failed, 1 otherwise, writes totals if not
  * NULL. */
 int fa_conformance_run(const fa_conformance_options *opt, fa_conformance_totals *totals);
-/** Parses the command line of `flashattn conformance` (argv[0] = "conformance") and runs it.
- * Returns the process exit code: 0 ok, 1 failures, 2 bad arguments (usage on stderr). */
-int fa_conformance_main(int argc, char **argv);
 /** The number of cases a run generates, edge cases included (no filter, no limit). */
 int64_t fa_conformance_case_count(bool full);
 
