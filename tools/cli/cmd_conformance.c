@@ -44,8 +44,7 @@ int fa_cmd_conformance(int argc, char **argv)
         return cli_usage_error("conformance", usage, "--quick and --full exclude each other");
     if (backend_name && strcmp(backend_name, "all") != 0) {
         fa_backend backend;
-        if ((rc = cli_parse_backend("conformance", usage, backend_name, &backend)) !=
-            CLI_CONTINUE)
+        if ((rc = cli_parse_backend("conformance", usage, backend_name, &backend)) != CLI_CONTINUE)
             return rc;
         if (backend == FA_BACKEND_AUTO)
             return cli_usage_error("conformance", usage, "name a backend, or all");
