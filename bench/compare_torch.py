@@ -1,25 +1,47 @@
 #!/usr/bin/env python3
-"""PyTorch's scaled_dot_product_attention over the grid of `flashattn bench`, in the same table.
+"""flashattn against PyTorch's scaled_dot_product_attention, in one process on the same tensors.
 
-Run it on a GPU machine with PyTorch (CUDA or ROCm):
+Run it on a CUDA machine with PyTorch and a built libflashattn:
 
-    python3 bench/compare_torch.py                      # full grid, f16
-    python3 bench/compare_torch.py --quick --dtype bf16
-    flashattn bench --csv ours.csv && python3 bench/compare_torch.py --ours ours.csv
+    python3 bench/compare_torch.py --quick                 # seqlen 512 and 2k, checked
+    python3 bench/compare_torch.py --json out.json --png out.png
+    python3 bench/compare_torch.py --dtype bf16 --sdpa flash --lib build/libflashattn.so
 
-With --ours (the CSV or JSON that `flashattn bench` writes) each row also shows flashattn's time
-and the ratio torch_ms / ours_ms (above 1: flashattn is faster). The grid is FlashAttention's own
-benchmark: 16k tokens per batch (batch = 16384 / seqlen), hidden 2048 (heads = 2048 / head dim),
-seqlen 512..16k, head dim 64 and 128, causal off and on, forward and backward, plus the target
-row (forward, B=1 H=16 N=4096 D=128 f32). FLOPs are counted the same way as flashattn's:
-4*B*H*N*N*D per forward, half when causal, 2.5x for backward.
+libflashattn is loaded with ctypes (bench/flashattn_ctypes.py); its CUDA context issues work on
+PyTorch's stream, and PyTorch's tensors are used in place (fa_buffer_wrap_cuda). q, k, v are
+(B, S, H, D) tensors: flashattn reads them as packed BSHD, SDPA gets their .transpose(1, 2)
+views, so both read the very same memory. Each row is timed with CUDA events on that stream:
+warm-up, then at most --repeat runs queued back to back (fewer if they would take over 1 s),
+median. The backward is timed alone: flashattn's fa_attention_backward after one forward, and
+for SDPA torch.autograd.grad(out, (q, k, v), dout, retain_graph=True) after one forward, as
+FlashAttention's benchmark does.
+
+The grid is FlashAttention's benchmark: 16k tokens (batch = 16384 / seqlen), hidden 2048
+(heads = 2048 / head dim), seqlen 512..16k, head dim 64 and 128, causal off and on, forward and
+backward, f16 and bf16; then the target row (forward, B=1 H=16 N=4096 D=128 f32), for which
+SDPA's 'efficient' and 'math' kernels are shown (its flash and cuDNN kernels have no f32).
+FLOPs: 4*B*H*N*N*D per forward, half when causal, 2.5x for backward. The ratios are
+flashattn TF/s over SDPA's (above 1: flashattn is faster).
+
+--check (default on with --quick) compares each row with a float64 reference of two whole
+heads, by the project's rule (tools/testkit/fa_testkit.h): flashattn's max abs error must be at
+most k * the error of PyTorch's SDPA on the same tensors + 1e-5, k = 2 for O and 3 for dQ, dK,
+dV; its LSE within 1e-3 relative; no NaN or Inf. SDPA's 'flash' kernel is the baseline where it
+ran (else the next of cudnn, efficient, math). A failed check or a failed flashattn call prints
+FAIL and makes the exit code 1; a shape an SDPA kernel refuses is shown as n/a.
 """
 import argparse
 import csv
 import json
+import math
+import os
+import re
 import statistics
 import sys
-import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flashattn_ctypes as fa  # noqa: E402
 
 try:
     import torch
@@ -31,7 +53,11 @@ TOKENS, HIDDEN = 16384, 2048
 ALL_SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
 QUICK_SEQLENS = [512, 2048]
 HEAD_DIMS = [64, 128]
-DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+DTYPES = {"f32": (torch.float32, fa.DTYPE_F32), "f16": (torch.float16, fa.DTYPE_F16),
+          "bf16": (torch.bfloat16, fa.DTYPE_BF16)}
+SDPA_NAMES = ["flash", "cudnn", "efficient", "math"]  # also the baseline preference order
+TARGET_SDPA = ["efficient", "math"]
+K_FORWARD, K_BACKWARD, ABS_SLACK, LSE_REL = 2.0, 3.0, 1e-5, 1e-3  # fa_testkit.h
 
 
 def flops(batch, heads, seqlen, head_dim, causal, backward):
@@ -41,160 +67,425 @@ def flops(batch, heads, seqlen, head_dim, causal, backward):
     return 2.5 * f if backward else f
 
 
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+def cuda_time(fn, warmup, repeat, budget_ms=1000.0):
+    """(median ms, last result) of fn() timed with CUDA events on the current stream. The timed
+    calls are queued back to back, each between its own pair of events, so that the GPU stays
+    ahead of the CPU and host-side launch costs (ctypes, autograd) are not what is measured.
+    Their number: at most `repeat`, fewer where the last warm-up call says 1 s would pass."""
+    Event = torch.cuda.Event
+    out, start, end = None, Event(enable_timing=True), Event(enable_timing=True)
+    for _ in range(max(1, warmup)):
+        start.record()
+        out = fn()
+        end.record()
+    end.synchronize()
+    n = max(1, min(repeat, int(budget_ms / max(start.elapsed_time(end), 1e-3))))
+    events = [(Event(enable_timing=True), Event(enable_timing=True)) for _ in range(n)]
+    for start, end in events:
+        start.record()
+        out = fn()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in events), out
 
 
-def time_call(fn, device, warmup, repeat, max_total_s=1.0):
-    """Median seconds of fn() after warm-up; each run ends with a device synchronize."""
-    for _ in range(warmup):
-        fn()
-    sync(device)
-    samples = []
-    while len(samples) < repeat and sum(samples) < max_total_s:
-        t0 = time.perf_counter()
-        fn()
-        sync(device)
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+def sdpa_kernel(name):
+    from torch.nn.attention import SDPBackend, sdpa_kernel as kernel
+
+    attr = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+            "efficient": "EFFICIENT_ATTENTION", "math": "MATH"}[name]
+    if not hasattr(SDPBackend, attr):
+        raise RuntimeError(f"this PyTorch has no SDPBackend.{attr}")
+    return kernel([getattr(SDPBackend, attr)])
 
 
-def sdpa_context(name):
-    """A context manager limiting SDPA to one kernel, or a no-op for 'auto'."""
-    import contextlib
-
-    if name == "auto":
-        return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    kinds = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-             "math": SDPBackend.MATH, "cudnn": SDPBackend.CUDNN_ATTENTION}
-    return sdpa_kernel([kinds[name]])
-
-
-def bench_point(batch, heads, seqlen, head_dim, causal, dtype, device, args, with_backward):
-    """[forward_ms, backward_ms or None]; None where torch refuses or runs out of memory."""
-    shape = (batch, heads, seqlen, head_dim)
-    q, k, v = (torch.randn(shape, dtype=dtype, device=device, requires_grad=with_backward)
-               for _ in range(3))
-    results = []
-    try:
-        with sdpa_context(args.sdpa):  # grad enabled: SDPA also keeps the LSE, as ours writes it
-            fwd = time_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                            device, args.warmup, args.repeat)
-        results.append(fwd * 1e3)
-    except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
-        print(f"  forward failed: {str(e).splitlines()[0]}", file=sys.stderr)
-        results.append(None)
-    if with_backward:
+def try_sdpa(name, fn):
+    """fn() under SDPA kernel `name`: (result, None), or (None, reason) when the kernel refuses
+    the shape (or memory runs out); SDPA's warnings saying why become the reason."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
-            with sdpa_context(args.sdpa):
-                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                d_out = torch.randn_like(out)
-
-                def backward():
-                    q.grad = k.grad = v.grad = None
-                    out.backward(d_out, retain_graph=True)
-
-                bwd = time_call(backward, device, args.warmup, args.repeat)
-            results.append(bwd * 1e3)
-        except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
-            print(f"  backward failed: {str(e).splitlines()[0]}", file=sys.stderr)
-            results.append(None)
-    del q, k, v
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-    return results
+            with sdpa_kernel(name):
+                return fn(), None
+        except RuntimeError as e:  # torch.cuda.OutOfMemoryError is one too
+            torch.cuda.synchronize()
+            why = [re.sub(r"\s*\(Triggered internally at [^)]*\)", "", str(w.message)).strip()
+                   for w in caught] + [str(e).splitlines()[0]]
+            # keep the reasons, not the headers or the kernels our selection turned off
+            why = [w for w in why if w and not w.endswith("because:") and "runtime disabled"
+                   not in w]
+            return None, "; ".join(why)
 
 
-def load_ours(path):
-    """{(seqlen, head_dim, causal, dir, batch, heads): ms} from flashattn bench's CSV or JSON."""
-    ours = {}
-    with open(path) as f:
-        if path.endswith(".json"):
-            rows = json.load(f)["rows"]
-            for r in rows:
-                if r.get("ms") is not None:
-                    key = (r["seqlen"], r["head_dim"], bool(r["causal"]), r["direction"],
-                           r["batch"], r["heads"])
-                    ours[key] = float(r["ms"])
-        else:
-            for r in csv.DictReader(f):
-                if r["ms"]:
-                    key = (int(r["seqlen"]), int(r["head_dim"]), r["causal"] == "1",
-                           r["direction"], int(r["batch"]), int(r["heads"]))
-                    ours[key] = float(r["ms"])
-    return ours
+class Wrapped:
+    """fa_tensor views of PyTorch CUDA tensors, in place. release() before the tensors go."""
+
+    def __init__(self, ctx):
+        self.ctx, self.buffers = ctx, []
+
+    def _wrap(self, x):
+        span = 1 + sum((n - 1) * s for n, s in zip(x.shape, x.stride()))  # elements it reaches
+        buf = self.ctx.wrap_cuda(x.data_ptr(), span * x.element_size())
+        self.buffers.append(buf)
+        return buf
+
+    def bshd(self, x):
+        """x: a (B, S, H, D) torch tensor with any strides (stride[3] == 1)."""
+        dtype = {t: f for t, f in DTYPES.values()}[x.dtype]
+        return fa.tensor(self._wrap(x), dtype, tuple(x.shape), tuple(x.stride()))
+
+    def lse(self, x):
+        """x: a (B, H, S) float32 torch tensor, seen in the logical (B, S, H, 1) order."""
+        B, H, S = x.shape
+        return fa.tensor(self._wrap(x), fa.DTYPE_F32, (B, S, H, 1),
+                         (x.stride(0), x.stride(2), x.stride(1), 1))
+
+    def release(self):
+        for b in self.buffers:
+            b.destroy()
+        self.buffers = []
+
+
+# ---- the check ----------------------------------------------------------------------------------
+
+def reference_head(q, k, v, do, b, h, causal):
+    """Float64 O, LSE and (with do) dQ, dK, dV of head h of batch b, in query-row chunks."""
+    Q, K, V = (x[b, :, h].detach().double() for x in (q, k, v))
+    Sq, Sk, D = Q.shape[0], K.shape[0], Q.shape[1]
+    scale = 1.0 / math.sqrt(D)
+    O, lse = torch.empty_like(Q), torch.empty(Sq, dtype=torch.float64, device=Q.device)
+    dQ = torch.empty_like(Q) if do is not None else None
+    dK, dV = (torch.zeros_like(K), torch.zeros_like(V)) if do is not None else (None, None)
+    dO = do[b, :, h].double() if do is not None else None
+    chunk = max(1, (1 << 24) // Sk)  # keeps each (chunk, Sk) float64 matrix near 128 MiB
+    for i0 in range(0, Sq, chunk):
+        i1 = min(Sq, i0 + chunk)
+        s = (Q[i0:i1] @ K.T) * scale
+        if causal:  # bottom-right aligned: query i sees keys j <= i + Sk - Sq
+            i = torch.arange(i0, i1, device=Q.device)[:, None]
+            s.masked_fill_(torch.arange(Sk, device=Q.device)[None, :] > i + (Sk - Sq), -math.inf)
+        lse[i0:i1] = torch.logsumexp(s, dim=1)
+        p = torch.exp(s - lse[i0:i1, None])
+        O[i0:i1] = p @ V
+        if do is not None:
+            dOc = dO[i0:i1]
+            delta = (dOc * O[i0:i1]).sum(dim=1, keepdim=True)
+            ds = p * (dOc @ V.T - delta)
+            dQ[i0:i1] = scale * (ds @ K)
+            dK += scale * (ds.T @ Q[i0:i1])
+            dV += p.T @ dOc
+    return {"O": O, "LSE": lse, "dQ": dQ, "dK": dK, "dV": dV}
+
+
+def max_err(x, ref, heads):
+    """Max abs error of (B, S, H, D) tensor x against the per-head references; NaN/Inf -> inf."""
+    worst = 0.0
+    for (b, h), r in zip(heads, ref):
+        e = (x[b, :, h].double() - r).abs().max().item()
+        worst = max(worst, e if math.isfinite(e) else math.inf)
+    return worst
+
+
+def check_row(q, k, v, do, causal, ours, lse, sdpa_out):
+    """ours / sdpa_out[name]: {"O": ...} or {"dQ", "dK", "dV"}, (B, S, H, D) tensors."""
+    B, _, H, _ = q.shape
+    heads = sorted({(0, 0), (B - 1, H - 1)})
+    refs = [reference_head(q, k, v, do, b, h, causal) for b, h in heads]
+    baseline = next(n for n in SDPA_NAMES if n in sdpa_out)
+    result = {"baseline": baseline, "heads": heads, "outputs": {}, "pass": True, "ratio": 0.0}
+    for name, x in ours.items():
+        kf = K_FORWARD if name == "O" else K_BACKWARD
+        ref = [r[name] for r in refs]
+        err = max_err(x, ref, heads)
+        errs = {n: max_err(out[name], ref, heads) for n, out in sdpa_out.items()}
+        base = errs[baseline]
+        ok = err <= kf * base + ABS_SLACK
+        result["outputs"][name] = {"err": err, "sdpa_err": errs, "k": kf, "pass": ok}
+        result["pass"] &= ok
+        result["ratio"] = max(result["ratio"], err / base if base > 0 else
+                              (0.0 if err == 0 else math.inf))
+    if lse is not None:  # the LSE against the reference alone, relative
+        rel = 0.0
+        for (b, h), r in zip(heads, refs):
+            e = ((lse[b, h].double() - r["LSE"]).abs() / r["LSE"].abs().clamp(min=1)).max().item()
+            rel = max(rel, e if math.isfinite(e) else math.inf)
+        result["outputs"]["LSE"] = {"rel_err": rel, "pass": rel <= LSE_REL}
+        result["pass"] &= rel <= LSE_REL
+    return result
+
+
+# ---- one grid point -----------------------------------------------------------------------------
+
+def run_point(ctx, args, dtype_name, B, H, S, D, causal, backward, sdpa_names, check):
+    """Times flashattn and each SDPA kernel on one problem: a list of one or two row dicts."""
+    tdtype = DTYPES[dtype_name][0]
+    torch.manual_seed(args.seed)
+    q, k, v, do = (torch.randn(B, S, H, D, device="cuda", dtype=tdtype) for _ in range(4))
+    for x in (q, k, v):
+        x.requires_grad_(backward)  # SDPA then also keeps the LSE, as flashattn writes it
+    o = torch.empty(B, S, H, D, device="cuda", dtype=tdtype)
+    lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))  # (B, H, S, D) views for SDPA
+    w = Wrapped(ctx)
+    desc = fa.AttentionDesc(scale=0.0, causal=causal)
+    timing = dict(warmup=args.warmup, repeat=args.repeat)
+    base = dict(dtype=dtype_name, causal=causal, head_dim=D, seqlen=S, batch=B, heads=H)
+    rows = []
+    try:
+        tq, tk, tv, to, tlse = w.bshd(q), w.bshd(k), w.bshd(v), w.bshd(o), w.lse(lse)
+        row = dict(base, direction="fwd", sdpa={})
+        try:
+            row["flashattn"] = cuda_time(lambda: ctx.forward(desc, tq, tk, tv, to, tlse),
+                                         **timing)[0]
+        except fa.FaError as e:
+            row["flashattn"], row["error"] = None, str(e)
+        outs = {}
+        for name in sdpa_names:
+            res, why = try_sdpa(name, lambda: cuda_time(
+                lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), **timing))
+            row["sdpa"][name] = res[0] if res else why
+            if res:
+                outs[name] = {"O": res[1].detach().transpose(1, 2)}
+        if check and row["flashattn"] is not None:
+            if not outs:  # no baseline timed: SDPA's math kernel in the same dtype
+                res, _ = try_sdpa("math", lambda: F.scaled_dot_product_attention(
+                    qt, kt, vt, is_causal=causal))
+                if res is not None:
+                    outs["math"] = {"O": res.detach().transpose(1, 2)}
+            row["check"] = check_row(q, k, v, None, causal, {"O": o}, lse, outs) if outs else \
+                {"pass": False, "error": "no SDPA kernel ran to serve as the baseline"}
+        rows.append(row)
+        del outs
+        if not backward:
+            return rows
+
+        row = dict(base, direction="bwd", sdpa={})
+        dq, dk, dv = (torch.empty_like(o) for _ in range(3))
+        tdo, tdq, tdk, tdv = w.bshd(do), w.bshd(dq), w.bshd(dk), w.bshd(dv)
+        try:
+            ctx.forward(desc, tq, tk, tv, to, tlse)  # the O and LSE the backward reads
+            row["flashattn"] = cuda_time(lambda: ctx.backward(desc, tq, tk, tv, to, tdo, tlse,
+                                                              tdq, tdk, tdv), **timing)[0]
+        except fa.FaError as e:
+            row["flashattn"], row["error"] = None, str(e)
+        grads = {}
+
+        def sdpa_backward():
+            out = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+            # dO's values in out's own layout: some kernels want grad_output strided like out
+            dout = torch.empty_like(out).copy_(do.transpose(1, 2))
+            return cuda_time(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True),
+                             **timing)
+
+        for name in sdpa_names:
+            res, why = try_sdpa(name, sdpa_backward)
+            row["sdpa"][name] = res[0] if res else why
+            if res:
+                grads[name] = dict(zip(("dQ", "dK", "dV"), res[1]))
+        if check and row["flashattn"] is not None:
+            if not grads:
+                res, _ = try_sdpa("math", lambda: torch.autograd.grad(
+                    F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), (q, k, v),
+                    do.transpose(1, 2)))
+                if res is not None:
+                    grads["math"] = dict(zip(("dQ", "dK", "dV"), res))
+            row["check"] = check_row(q, k, v, do, causal, {"dQ": dq, "dK": dk, "dV": dv}, None,
+                                     grads) if grads else \
+                {"pass": False, "error": "no SDPA kernel ran to serve as the baseline"}
+        rows.append(row)
+        return rows
+    finally:
+        w.release()  # flashattn forgets the memory before PyTorch may free it
+
+
+def finish_row(row):
+    """Adds TF/s and ratios to a row from run_point."""
+    f = flops(row["batch"], row["heads"], row["seqlen"], row["head_dim"], row["causal"],
+              row["direction"] == "bwd")
+    tf = lambda ms: f / ms * 1e-9 if isinstance(ms, float) else None  # noqa: E731
+    row["flashattn_tflops"] = tf(row["flashattn"])
+    row["sdpa_tflops"] = {n: tf(ms) for n, ms in row["sdpa"].items()}
+    row["ratio"] = {n: (row["flashattn_tflops"] / t if t and row["flashattn_tflops"] else None)
+                    for n, t in row["sdpa_tflops"].items()}
+    return row
+
+
+def fmt(x, spec):
+    return "n/a" if x is None else format(x, spec)
+
+
+def width(name):
+    return max(10, len(name) + 3)  # room for "fa/" + name
+
+
+def header(names):
+    return (f"{'dtype':>5} {'causal':>6} {'D':>4} {'seqlen':>6} {'batch':>5} {'heads':>5} "
+            f"{'dir':>4} {'flashattn':>10}" + "".join(f" {n:>{width(n)}}" for n in names) +
+            "".join(f" {'fa/' + n:>{width(n)}}" for n in names) + "  check")
+
+
+def print_row(row, names):
+    c = row.get("check")
+    check = "-" if c is None else ("PASS" if c["pass"] else "FAIL") + (
+        f" {c['ratio']:.2f}x" if "ratio" in c else "")
+    line = (f"{row['dtype']:>5} {'yes' if row['causal'] else 'no':>6} {row['head_dim']:4d} "
+            f"{row['seqlen']:6d} {row['batch']:5d} {row['heads']:5d} {row['direction']:>4} "
+            f"{fmt(row['flashattn_tflops'], '10.1f'):>10}")
+    line += "".join(f" {fmt(row['sdpa_tflops'][n], '.1f'):>{width(n)}}" for n in names)
+    line += "".join(f" {fmt(row['ratio'][n], '.2f'):>{width(n)}}" for n in names)
+    print(f"{line}  {check}", flush=True)
+    if "error" in row:
+        print(f"  FAIL flashattn: {row['error']}", file=sys.stderr)
+    for n in names:
+        if isinstance(row["sdpa"][n], str):
+            print(f"  sdpa {n} n/a: {row['sdpa'][n]}", file=sys.stderr)
+    if c is not None and not c["pass"]:
+        print(f"  FAIL check: {json.dumps(c)}", file=sys.stderr)
+
+
+def row_failed(row):
+    return row["flashattn"] is None or ("check" in row and not row["check"]["pass"])
+
+
+def write_csv(path, rows, names):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["dtype", "causal", "head_dim", "seqlen", "batch", "heads", "direction",
+                    "flashattn_ms", "flashattn_tflops"] +
+                   [f"{n}_{x}" for n in names for x in ("ms", "tflops", "ratio")] + ["check"])
+        for r in rows:
+            ms = lambda x: x if isinstance(x, float) else ""  # noqa: E731
+            w.writerow([r["dtype"], int(r["causal"]), r["head_dim"], r["seqlen"], r["batch"],
+                        r["heads"], r["direction"], ms(r["flashattn"]),
+                        ms(r["flashattn_tflops"])] +
+                       [ms(v) for n in names for v in (r["sdpa"].get(n), r["sdpa_tflops"].get(n),
+                                                       r["ratio"].get(n))] +
+                       ["" if "check" not in r else ("pass" if r["check"]["pass"] else "fail")])
+
+
+def plot(path, rows, names):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"matplotlib is not installed: no plot written to {path}", file=sys.stderr)
+        return
+    panels = sorted({(r["dtype"], r["direction"]) for r in rows}, key=lambda p: (p[0], p[1] != "fwd"))
+    cols = sorted({(r["causal"], r["head_dim"]) for r in rows})
+    fig, axes = plt.subplots(len(panels), len(cols), squeeze=False,
+                             figsize=(4 * len(cols), 3.2 * len(panels)))
+    for i, (dt, direction) in enumerate(panels):
+        for j, (causal, D) in enumerate(cols):
+            ax = axes[i][j]
+            sel = sorted((r for r in rows if (r["dtype"], r["direction"], r["causal"],
+                                              r["head_dim"]) == (dt, direction, causal, D)),
+                         key=lambda r: r["seqlen"])
+            for label, get in [("flashattn", lambda r: r["flashattn_tflops"])] + \
+                    [(f"sdpa {n}", lambda r, n=n: r["sdpa_tflops"][n]) for n in names]:
+                pts = [(r["seqlen"], get(r)) for r in sel if get(r) is not None]
+                if pts:
+                    ax.plot(*zip(*pts), marker="o", label=label)
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{dt} {direction} D={D}{' causal' if causal else ''}", fontsize=9)
+            ax.set_xlabel("seqlen")
+            ax.set_ylabel("TF/s")
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}", file=sys.stderr)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="seqlen 512 and 2k only")
-    ap.add_argument("--dtype", choices=DTYPES, default="f16")
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--sdpa", choices=["auto", "flash", "efficient", "math", "cudnn"],
-                    default="auto", help="limit SDPA to one kernel (default: its own choice)")
-    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--dtype", choices=["f16", "bf16", "both"], default="both")
+    ap.add_argument("--sdpa", default="flash,cudnn",
+                    help="comma-separated SDPA kernels of flash,cudnn,efficient,math "
+                         "(default flash,cudnn)")
+    ap.add_argument("--lib", help="libflashattn.so (default: build/, then LD_LIBRARY_PATH)")
+    ap.add_argument("--device", type=int, default=0, help="CUDA device index")
     ap.add_argument("--repeat", type=int, default=10, help="at most N timed runs (stop at 1 s)")
-    ap.add_argument("--ours", help="flashattn bench --csv/--json output, for ratios")
-    ap.add_argument("--csv", help="also write torch's results as CSV")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--check", action=argparse.BooleanOptionalAction, default=None,
+                    help="check every row against a float64 reference (default: with --quick)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", help="write the rows as JSON")
+    ap.add_argument("--png", help="write a TF/s plot (needs matplotlib)")
+    ap.add_argument("--csv", help="write the rows as CSV")
+    ap.add_argument("--ours", help=argparse.SUPPRESS)  # old mode: flashattn now runs in-process
     args = ap.parse_args()
+    names = [n.strip() for n in args.sdpa.split(",") if n.strip()]
+    if not names or any(n not in SDPA_NAMES for n in names):
+        ap.error(f"--sdpa: choose from {','.join(SDPA_NAMES)}")
+    if args.ours:
+        print("--ours is ignored: flashattn is timed in this process", file=sys.stderr)
+    check = args.quick if args.check is None else args.check
+    if not torch.cuda.is_available():
+        sys.exit("compare_torch.py needs a CUDA GPU visible to PyTorch")
 
-    device = torch.device(args.device)
-    dtype = DTYPES[args.dtype]
-    ours = load_ours(args.ours) if args.ours else {}
+    lib = fa.load(args.lib)
+    torch.cuda.set_device(args.device)
+    # A stream of our own: the default stream's handle is 0, which flashattn would take as "no
+    # stream" and use one of its own, unordered with PyTorch's work and its events.
+    stream = torch.cuda.Stream()
+    dtypes = ["f16", "bf16"] if args.dtype == "both" else [args.dtype]
     seqlens = QUICK_SEQLENS if args.quick else ALL_SEQLENS
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    print(f"torch {torch.__version__} SDPA ({args.sdpa}): {name}, {args.dtype}\n")
+    rows, failed = [], False
+    with torch.cuda.stream(stream), fa.Context(lib, "cuda", device=args.device,
+                                               cuda_stream=stream.cuda_stream,
+                                               log_level=fa.LOG_WARN) as ctx:
+        gpu = torch.cuda.get_device_name(args.device)
+        ours_gpu = ctx.device().name.decode()
+        if ours_gpu != gpu:
+            print(f"warning: flashattn's device is {ours_gpu}, PyTorch's {gpu}", file=sys.stderr)
+        print(f"flashattn {fa.version(lib)} ({fa.find_library(args.lib)}) vs torch "
+              f"{torch.__version__} (CUDA {torch.version.cuda}, cuDNN "
+              f"{torch.backends.cudnn.version()}) on {gpu}; check {'on' if check else 'off'}\n")
+        print("TF/s of flashattn and of each SDPA kernel, then flashattn's TF/s over each; check:"
+              " worst error ratio flashattn / SDPA baseline (limit 2 for O, 3 for gradients)")
+        print(header(names))
+        points = [(dt, c, d, s) for dt in dtypes for c in (False, True) for d in HEAD_DIMS
+                  for s in seqlens]
+        for i, (dt, causal, D, S) in enumerate(points, 1):
+            print(f"[{i}/{len(points)}] {dt} seqlen {S} D {D}{' causal' if causal else ''}",
+                  file=sys.stderr)
+            for row in run_point(ctx, args, dt, TOKENS // S, HIDDEN // D, S, D, causal, True,
+                                 names, check):
+                rows.append(finish_row(row))
+                print_row(row, names)
+                failed |= row_failed(row)
+            torch.cuda.empty_cache()
 
-    header = f"{'seqlen':>7} {'D':>4} {'batch':>5} {'heads':>5} {'causal':>6} {'dir':>4} " \
-             f"{'ms':>11} {'TFLOP/s':>9}"
-    if ours:
-        header += f" {'ours ms':>11} {'torch/ours':>10}"
-    print(header)
-    rows = []
+        print("\ntarget (forward, B=1 H=16 N=4096 D=128 f32; SDPA's flash and cuDNN have no f32):")
+        print(header(TARGET_SDPA))
+        target = [finish_row(r) for r in run_point(ctx, args, "f32", 1, 16, 4096, 128, False,
+                                                   False, TARGET_SDPA, check)]
+        for row in target:
+            print_row(row, TARGET_SDPA)
+            failed |= row_failed(row)
 
-    def emit(seqlen, head_dim, batch, heads, causal, direction, ms, row_dtype):
-        line = f"{seqlen:7d} {head_dim:4d} {batch:5d} {heads:5d} {'yes' if causal else 'no':>6} " \
-               f"{direction:>4} "
-        tflops = None
-        if ms is None:
-            line += f"{'-':>11} {'-':>9}"
-        else:
-            tflops = flops(batch, heads, seqlen, head_dim, causal, direction == "bwd") / ms * 1e-9
-            line += f"{ms:11.3f} {tflops:9.4f}"
-        if ours:
-            mine = ours.get((seqlen, head_dim, causal, direction, batch, heads))
-            if mine is not None and ms is not None:
-                line += f" {mine:11.3f} {ms / mine:10.2f}"
-            else:
-                line += f" {'-':>11} {'-':>10}"
-        print(line, flush=True)
-        rows.append(dict(seqlen=seqlen, head_dim=head_dim, batch=batch, heads=heads,
-                         causal=int(causal), direction=direction, dtype=row_dtype,
-                         ms="" if ms is None else f"{ms:.6g}",
-                         tflops="" if tflops is None else f"{tflops:.6g}"))
-
-    points = [(c, d, s) for c in (False, True) for d in HEAD_DIMS for s in seqlens]
-    for i, (causal, head_dim, seqlen) in enumerate(points, 1):
-        batch, heads = TOKENS // seqlen, HIDDEN // head_dim
-        print(f"[{i}/{len(points)}] seqlen {seqlen}, head dim {head_dim}"
-              f"{', causal' if causal else ''}", file=sys.stderr)
-        fwd, bwd = bench_point(batch, heads, seqlen, head_dim, causal, dtype, device, args, True)
-        emit(seqlen, head_dim, batch, heads, causal, "fwd", fwd, args.dtype)
-        emit(seqlen, head_dim, batch, heads, causal, "bwd", bwd, args.dtype)
-
-    print("\ntarget (forward, B=1 H=16 N=4096 D=128 f32):")
-    (fwd,) = bench_point(1, 16, 4096, 128, False, torch.float32, device, args, False)
-    emit(4096, 128, 1, 16, False, "fwd", fwd, "f32")
-
+    checked = [r for r in rows + target if "check" in r]
+    if checked:
+        bad = sum(not r["check"]["pass"] for r in checked)
+        print(f"\ncheck: {len(checked) - bad}/{len(checked)} rows pass"
+              f"{'' if not bad else ' -- FAIL'}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"flashattn": fa.version(lib), "torch": torch.__version__,
+                       "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                       "device": gpu, "sdpa": names, "check": check, "failed": failed,
+                       "rows": rows, "target": target}, f, indent=1)
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(args.csv, rows + target, names + [n for n in TARGET_SDPA if n not in names])
+    if args.png:
+        plot(args.png, rows, names)
+    if failed:
+        print("FAIL", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,26 +1,110 @@
-/* Attention on Vulkan: tile sizes chosen from the device's shared memory, the limits a call must
- * fit (checked before any work is issued), and the recording of the forward pass and of the
- * three backward passes (Delta, dK/dV, dQ) into one submission each. */
+/* Attention on Vulkan: tile sizes chosen from the device's shared memory and workgroup limits,
+ * the limits a call must fit (checked before any work is issued), and the recording of the
+ * forward pass and of the three backward passes (Delta, dK/dV, dQ) into one submission each. */
 #include "vk_internal.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-enum { WORKGROUP = 128, FWD_ROWS_PER_GROUP = 2, PREP_ROWS = 128 };
+enum { WORKGROUP = 128, PREP_ROWS = 128 };
 
-/* A launch plan: specialization and grid geometry for one call. */
+/* ---- forward tiling (see shaders/vulkan/attn_fwd.comp) --------------------------------------- */
+
+/* One forward configuration: invocations, query rows and keys per tile, and invocations along
+ * the columns of the S and O register tiles. */
+typedef struct fwd_tiles {
+    uint32_t nt, bm, bn, s_tx, o_tx;
+} fwd_tiles;
+
+/* The split of the two register tiles: S (bm x bn) with the fewest vector loads per product, ties
+ * to fewer invocations along the keys (fewer partial row maxima to combine); O (bm x d) with rows
+ * in runs of 1, 2, 4 or 8 and columns in vec4 groups (the last one may be partial), the fewest
+ * loads per key, ties to fewer invocations along d. False when nothing divides. */
+static bool fwd_split(uint32_t d, fwd_tiles *t)
+{
+    const uint32_t bm = t->bm, bn = t->bn, nt = t->nt;
+    uint32_t best = UINT32_MAX;
+    t->s_tx = t->o_tx = 0;
+    for (uint32_t tx = 1; tx <= bn; tx *= 2) {
+        uint32_t ty = nt / tx;
+        if (ty < 1 || ty > bm || bm % ty || bn % tx || nt % tx)
+            continue;
+        if (bm / ty + bn / tx < best) {
+            best = bm / ty + bn / tx;
+            t->s_tx = tx;
+        }
+    }
+    best = UINT32_MAX;
+    for (uint32_t tx = 1; tx <= d / 4; tx *= 2) {
+        uint32_t ty = nt / tx, tm = ty ? bm / ty : 0, tg = (d / 4 + tx - 1) / tx;
+        if (ty < 1 || ty > bm || bm % ty || nt % tx || tm > 8 || tm * 4 * tg > 64)
+            continue;
+        if ((tm + 3) / 4 + tg < best) {
+            best = (tm + 3) / 4 + tg;
+            t->o_tx = tx;
+        }
+    }
+    return t->s_tx && t->o_tx;
+}
+
+/* Fills t for (bm, bn, nt) when it fits the device: shared memory, workgroup size, and a register
+ * budget per invocation (at most 64 O and 32 S accumulators) that keeps GPUs out of spilling. */
+static bool fwd_fit(const fa_vk_physical *ph, uint32_t d, uint32_t bm, uint32_t bn, uint32_t nt,
+                    fwd_tiles *t)
+{
+    *t = (fwd_tiles){.nt = nt, .bm = bm, .bn = bn};
+    if (nt > ph->info.max_workgroup_size || nt > ph->max_group_size_x || bm * d / nt > 64 ||
+        bm * bn / nt > 32 || !fwd_split(d, t))
+        return false;
+    /* qs and kv (rows of d + 4 floats), pt (bn rows of bm + 4), red, a_s and m_s */
+    const uint64_t bytes = 4 * ((uint64_t)(bm + bn) * (d + 4) + (uint64_t)bn * (bm + 4) +
+                                (uint64_t)t->s_tx * bm + 2 * (uint64_t)bm);
+    return bytes <= ph->info.shared_memory_bytes;
+}
+
+/* FA_VULKAN_FWD_TILES="bm,bn,nt", a tuning override: powers of two, bm and bn 8..256. */
+static bool fwd_override(uint32_t *bm, uint32_t *bn, uint32_t *nt)
+{
+    const char *env = getenv("FA_VULKAN_FWD_TILES");
+    unsigned a, b, c;
+    if (!env || sscanf(env, "%u,%u,%u", &a, &b, &c) != 3)
+        return false;
+    *bm = a;
+    *bn = b;
+    *nt = c;
+    return a >= 8 && a <= 256 && !(a & (a - 1)) && b >= 8 && b <= 256 && !(b & (b - 1)) && c >= 1 &&
+           c <= 1024 && !(c & (c - 1));
+}
+
+/* The override when it fits, else the first that fits of: larger query tiles first (K/V reuse),
+ * then larger key tiles, then 128 invocations. False when nothing fits. */
+static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fwd_tiles *t)
+{
+    static const uint32_t sizes[][2] = {{64, 64}, {64, 32}, {32, 64}, {64, 16}, {32, 32}, {32, 16},
+                                        {16, 32}, {16, 16}, {16, 8},  {8, 16},  {8, 8}};
+    static const uint32_t threads[] = {128, 256, 64, 32};
+    uint32_t bm, bn, nt;
+    if (fwd_override(&bm, &bn, &nt) && fwd_fit(ph, d, bm, bn, nt, t))
+        return true;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (size_t j = 0; j < sizeof threads / sizeof threads[0]; j++)
+            if (fwd_fit(ph, d, sizes[i][0], sizes[i][1], threads[j], t))
+                return true;
+    return false;
+}
+
+/* ---- backward tiling ------------------------------------------------------------------------- */
+
+/* A backward launch plan: specialization and grid geometry for one call. */
 typedef struct plan {
     fa_vk_storage storage;
-    uint32_t threads_per_row, groups;      /* groups = WORKGROUP / threads_per_row */
-    uint32_t fwd_tile, dq_tile, dkdv_tile; /* 0 when nothing fits */
-    uint32_t fwd_rows;                     /* queries per forward workgroup */
+    uint32_t threads_per_row, groups; /* groups = WORKGROUP / threads_per_row */
+    uint32_t dq_tile, dkdv_tile;      /* 0 when nothing fits */
 } plan;
 
-/* Shared-memory floats of each kernel for a tile (see the layouts in shaders/vulkan/). */
-static uint64_t fwd_floats(uint64_t d, uint64_t t, uint64_t rows, uint64_t tile)
-{
-    return 2 * tile * d + rows * (tile * t + 1);
-}
+/* Shared-memory floats of each backward kernel for a tile (see the layouts in shaders/vulkan/). */
 static uint64_t dq_floats(uint64_t d, uint64_t t, uint64_t groups, uint64_t tile)
 {
     return 2 * tile * d + 2 * groups * (tile * t + 1);
@@ -41,22 +125,24 @@ static uint32_t largest_tile(floats_fn f, uint64_t d, uint64_t t, uint64_t rows,
     return 0;
 }
 
+static fa_vk_storage storage_of(const fa_vk_state *st, fa_dtype dtype)
+{
+    if (dtype == FA_DTYPE_F32)
+        return FA_VK_F32;
+    if (dtype == FA_DTYPE_F16)
+        return st->storage16 ? FA_VK_F16_S16 : FA_VK_F16_WORDS;
+    return st->storage16 ? FA_VK_BF16_S16 : FA_VK_BF16_WORDS;
+}
+
 static plan make_plan(const fa_vk_state *st, const fa_attention_call *call)
 {
     plan p;
     memset(&p, 0, sizeof p);
-    if (call->dtype == FA_DTYPE_F32)
-        p.storage = FA_VK_F32;
-    else if (call->dtype == FA_DTYPE_F16)
-        p.storage = st->storage16 ? FA_VK_F16_S16 : FA_VK_F16_WORDS;
-    else
-        p.storage = st->storage16 ? FA_VK_BF16_S16 : FA_VK_BF16_WORDS;
+    p.storage = storage_of(st, call->dtype);
     const uint64_t d = (uint64_t)call->head_dim, smem = st->phys->info.shared_memory_bytes;
     /* Keep each invocation's slice at <= 32 columns, so its registers hold Q and O slices. */
     p.threads_per_row = d <= 128 ? 4 : 8;
     p.groups = WORKGROUP / p.threads_per_row;
-    p.fwd_rows = p.groups * FWD_ROWS_PER_GROUP;
-    p.fwd_tile = largest_tile(fwd_floats, d, p.threads_per_row, p.fwd_rows, smem);
     p.dq_tile = largest_tile(dq_floats, d, p.threads_per_row, p.groups, smem);
     p.dkdv_tile = largest_tile(dkdv_floats, d, p.threads_per_row, p.groups, smem);
     return p;
@@ -82,7 +168,9 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     const fa_vk_state *st = fa_vk_state_of(ctx);
     const fa_vk_physical *ph = st->phys;
     const plan p = make_plan(st, call);
-    if (!p.fwd_tile || (backward && (!p.dq_tile || !p.dkdv_tile)))
+    fwd_tiles ft;
+    if (!fwd_select(ph, (uint32_t)call->head_dim, &ft) ||
+        (backward && (!p.dq_tile || !p.dkdv_tile)))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
                        "vulkan: head_dim %lld needs more than the %u bytes of shared memory "
                        "%s offers per workgroup",
@@ -91,7 +179,7 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "vulkan: sequence lengths above 2^31 - 1 are not supported");
     const uint64_t gx = backward ? ceil_div((uint64_t)call->seq_q, p.groups)
-                                 : ceil_div((uint64_t)call->seq_q, p.fwd_rows);
+                                 : ceil_div((uint64_t)call->seq_q, ft.bm);
     const uint64_t gk = ceil_div((uint64_t)call->seq_k, p.groups);
     if (gx > ph->max_group_count[0] || gk > ph->max_group_count[0] ||
         (uint64_t)call->heads_q > ph->max_group_count[1] ||
@@ -155,11 +243,17 @@ static const float LOG2E = 1.4426950408889634f;
 static fa_status forward(fa_context *ctx, const fa_attention_call *call)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    const plan p = make_plan(st, call);
-    const fa_vk_spec spec = {(uint32_t)call->head_dim, p.threads_per_row, FWD_ROWS_PER_GROUP,
-                             p.fwd_tile, call->causal};
+    fwd_tiles t;
+    fwd_select(st->phys, (uint32_t)call->head_dim, &t); /* check_call made sure one fits */
+    const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
+                             .causal = call->causal,
+                             .fwd_threads = t.nt,
+                             .fwd_bm = t.bm,
+                             .fwd_bn = t.bn,
+                             .fwd_s_tx = t.s_tx,
+                             .fwd_o_tx = t.o_tx};
     VkPipeline pipeline;
-    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_FWD, p.storage, &spec, &pipeline);
+    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_FWD, storage_of(st, call->dtype), &spec, &pipeline);
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
     if (s != FA_OK)
@@ -184,7 +278,7 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     const VkBuffer buffers[5] = {vkbuf(&call->q), vkbuf(&call->k), vkbuf(&call->v), vkbuf(&call->o),
                                  call->has_lse ? vkbuf(&call->lse) : vkbuf(&call->o)};
     s = fa_vk_dispatch(ctx, FA_VK_FWD, pipeline, buffers, &push, sizeof push,
-                       (uint32_t)ceil_div((uint64_t)Sq, p.fwd_rows), (uint32_t)call->heads_q,
+                       (uint32_t)ceil_div((uint64_t)Sq, t.bm), (uint32_t)call->heads_q,
                        (uint32_t)B);
     if (s != FA_OK) {
         st->recording = false;
@@ -210,9 +304,19 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
     const VkBuffer ws = st->workspace.buffer;
     const uint32_t T = p->threads_per_row;
     VkPipeline prep, dkdv, dq;
-    const fa_vk_spec prep_spec = {(uint32_t)call->head_dim, T, 1, 8, false};
-    const fa_vk_spec dkdv_spec = {(uint32_t)call->head_dim, T, 1, p->dkdv_tile, call->causal};
-    const fa_vk_spec dq_spec = {(uint32_t)call->head_dim, T, 1, p->dq_tile, call->causal};
+    const uint32_t D = (uint32_t)call->head_dim;
+    const fa_vk_spec prep_spec = {
+        .head_dim = D, .threads_per_row = T, .rows_per_group = 1, .tile = 8};
+    const fa_vk_spec dkdv_spec = {.head_dim = D,
+                                  .threads_per_row = T,
+                                  .rows_per_group = 1,
+                                  .tile = p->dkdv_tile,
+                                  .causal = call->causal};
+    const fa_vk_spec dq_spec = {.head_dim = D,
+                                .threads_per_row = T,
+                                .rows_per_group = 1,
+                                .tile = p->dq_tile,
+                                .causal = call->causal};
     fa_status s = fa_vk_pipeline_get(ctx, FA_VK_BWD_PREP, p->storage, &prep_spec, &prep);
     if (s == FA_OK)
         s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DKDV, p->storage, &dkdv_spec, &dkdv);

@@ -241,6 +241,7 @@ static void describe(fa_vk_physical *p)
     memcpy(p->cache_uuid, props.pipelineCacheUUID, VK_UUID_SIZE);
     p->max_push_constants = props.limits.maxPushConstantsSize;
     memcpy(p->max_group_count, props.limits.maxComputeWorkGroupCount, sizeof p->max_group_count);
+    p->max_group_size_x = props.limits.maxComputeWorkGroupSize[0];
 
     uint32_t n_ext = 0;
     VkExtensionProperties *ext = NULL;

@@ -21,8 +21,9 @@ typedef struct fa_vk_physical {
     uint8_t cache_uuid[VK_UUID_SIZE];
     uint32_t max_push_constants;
     uint32_t max_group_count[3];
-    bool storage16;          /* storageBuffer16BitAccess */
-    bool portability_subset; /* VK_KHR_portability_subset must be enabled */
+    uint32_t max_group_size_x; /* maxComputeWorkGroupSize[0] */
+    bool storage16;            /* storageBuffer16BitAccess */
+    bool portability_subset;   /* VK_KHR_portability_subset must be enabled */
 } fa_vk_physical;
 
 /* Process-wide state, filled once by probe (vk_instance.c). */
@@ -62,10 +63,13 @@ typedef enum fa_vk_storage {
     FA_VK_STORAGE_COUNT
 } fa_vk_storage;
 
-/* The specialization constants of one pipeline (constant_id 0..4 in fa_common.glsl). */
+/* The specialization constants of one pipeline: constant_id 0..4 in fa_common.glsl, 5..9 in
+ * attn_fwd.comp, in that order. Zero leaves the shader's default (false for causal); the forward
+ * leaves 1..3 alone, the backward 5..9. */
 typedef struct fa_vk_spec {
     uint32_t head_dim, threads_per_row, rows_per_group, tile;
     uint32_t causal;
+    uint32_t fwd_threads, fwd_bm, fwd_bn, fwd_s_tx, fwd_o_tx;
 } fa_vk_spec;
 
 typedef struct fa_vk_pipeline {

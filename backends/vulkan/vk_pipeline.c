@@ -123,14 +123,19 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         s = ensure_module(ctx, kernel, storage);
     if (s != FA_OK)
         return s;
-    const uint32_t values[5] = {spec->head_dim, spec->threads_per_row, spec->rows_per_group,
-                                spec->tile, spec->causal ? 1u : 0u};
-    VkSpecializationMapEntry entries[5];
-    for (uint32_t i = 0; i < 5; i++)
-        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = i * 4, .size = 4};
-    /* constant 4 is a bool: 4 bytes (VkBool32) as well. */
+    const uint32_t values[] = {spec->head_dim, spec->threads_per_row,  spec->rows_per_group,
+                               spec->tile,     spec->causal ? 1u : 0u, spec->fwd_threads,
+                               spec->fwd_bm,   spec->fwd_bn,           spec->fwd_s_tx,
+                               spec->fwd_o_tx};
+    /* Constant i at offset 4 i; zeros keep the default. Constant 4 is a bool: 4 bytes
+     * (VkBool32) as well. */
+    VkSpecializationMapEntry entries[sizeof values / sizeof values[0]];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        if (values[i])
+            entries[n++] = (VkSpecializationMapEntry){.constantID = i, .offset = i * 4, .size = 4};
     const VkSpecializationInfo specialization = {
-        .mapEntryCount = 5,
+        .mapEntryCount = n,
         .pMapEntries = entries,
         .dataSize = sizeof values,
         .pData = values,
@@ -150,9 +155,16 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     VkResult r = st->vk.vkCreateComputePipelines(st->device, st->cache, 1, &info, NULL, out);
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkCreateComputePipelines");
-    fa_log(ctx, FA_LOG_DEBUG, "vulkan: built %s (variant %d) D=%u T=%u rows=%u tile=%u causal=%u",
-           kernel_names[kernel], (int)storage, spec->head_dim, spec->threads_per_row,
-           spec->rows_per_group, spec->tile, spec->causal);
+    if (kernel == FA_VK_FWD)
+        fa_log(ctx, FA_LOG_DEBUG,
+               "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u S_TX=%u O_TX=%u",
+               kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->fwd_bm,
+               spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx);
+    else
+        fa_log(ctx, FA_LOG_DEBUG,
+               "vulkan: built %s (variant %d) D=%u T=%u rows=%u tile=%u causal=%u",
+               kernel_names[kernel], (int)storage, spec->head_dim, spec->threads_per_row,
+               spec->rows_per_group, spec->tile, spec->causal);
     return FA_OK;
 }
 

@@ -10,12 +10,13 @@
 //                              word, so neighbouring invocations never clobber each other's half.
 // All arithmetic is f32. bf16 converts by bit shifts (round to nearest even, NaN kept).
 //
-// Thread layout: a workgroup of 128 invocations is G = 128 / T groups of T invocations. A group
-// owns one or more rows (query rows, or key rows in the dK/dV pass); invocation t of the group
-// owns the head-dim columns d = t + T * n, n < NS = D / T (interleaved, so the T invocations of a
-// group read consecutive shared-memory words). Each invocation keeps its slice of Q, O, dQ, ...
-// in registers; dot products over D are T partial sums reduced through shared memory. No
-// subgroup operation is used, so any subgroup size works.
+// Thread layout of the backward passes (the forward has its own, see attn_fwd.comp): a workgroup
+// of 128 invocations is G = 128 / T groups of T invocations. A group owns one or more rows (query
+// rows, or key rows in the dK/dV pass); invocation t of the group owns the head-dim columns
+// d = t + T * n, n < NS = D / T (interleaved, so the T invocations of a group read consecutive
+// shared-memory words). Each invocation keeps its slice of Q, dQ, ... in registers; dot products
+// over D are T partial sums reduced through shared memory. No shader uses a subgroup operation,
+// so any subgroup size works.
 #extension GL_EXT_control_flow_attributes : enable
 
 #if defined(DTYPE_F32)
@@ -91,10 +92,71 @@ float word_half(uint word, uint i)
 #define TENSOR(binding_, name_)                                                                \
     layout(set = 0, binding = binding_, std430) buffer name_##_block { STORE_T name_[]; };
 
+// Four elements at a time, i..i+3 with i % 4 == 0. TENSOR4(binding, name) declares, beside
+// TENSOR's `name`, aliases of the same buffer: name##_v (RAW4: vec4 for f32, the two 32-bit words
+// of four f16/bf16 elements otherwise, in either storage mode) and, for 16-bit dtypes, name##_w
+// (single words). LD_RAW4(name, i, vec) returns the four elements in RAW4 form, as one 16- or
+// 8-byte load when `vec` (the view's offset and strides are multiples of 4, so every group is
+// aligned), else element by element; raw4_to_f32 converts them. ST4(name, i, x, vec) stores a
+// vec4 the same way (whole words: no atomics needed, even without 16-bit storage).
+#if defined(DTYPE_F32)
+#define RAW4 vec4
+#define TENSOR4(binding_, name_)                                                               \
+    TENSOR(binding_, name_)                                                                    \
+    layout(set = 0, binding = binding_, std430) buffer name_##_vblock { vec4 name_##_v[]; };
+#define LD_RAW4(name_, i_, vec_)                                                               \
+    ((vec_) ? name_##_v[(i_) >> 2]                                                             \
+            : vec4(name_[i_], name_[(i_) + 1u], name_[(i_) + 2u], name_[(i_) + 3u]))
+vec4 raw4_to_f32(vec4 x) { return x; }
+vec4 f32_to_raw4(vec4 x) { return x; }
+#else
+#define RAW4 uvec2
+#define TENSOR4(binding_, name_)                                                               \
+    TENSOR(binding_, name_)                                                                    \
+    layout(set = 0, binding = binding_, std430) buffer name_##_vblock { uvec2 name_##_v[]; };  \
+    layout(set = 0, binding = binding_, std430) buffer name_##_wblock { uint name_##_w[]; };
+#define BITS16(name_, i_) ((name_##_w[(i_) >> 1] >> (((i_) & 1u) << 4)) & 0xffffu)
+#define LD_RAW4(name_, i_, vec_)                                                               \
+    ((vec_) ? name_##_v[(i_) >> 2]                                                             \
+            : uvec2(BITS16(name_, i_) | (BITS16(name_, (i_) + 1u) << 16),                      \
+                    BITS16(name_, (i_) + 2u) | (BITS16(name_, (i_) + 3u) << 16)))
+vec4 raw4_to_f32(uvec2 w)
+{
+#if defined(DTYPE_BF16)
+    return uintBitsToFloat(uvec4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
+#else
+    return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+#endif
+}
+uvec2 f32_to_raw4(vec4 x)
+{
+#if defined(DTYPE_BF16)
+    return uvec2(f32_to_bf16_bits(x.x) | (f32_to_bf16_bits(x.y) << 16),
+                 f32_to_bf16_bits(x.z) | (f32_to_bf16_bits(x.w) << 16));
+#else
+    return uvec2(packHalf2x16(x.xy), packHalf2x16(x.zw));
+#endif
+}
+#endif
+#define ST4(name_, i_, x_, vec_)                                                               \
+    {                                                                                          \
+        const uint j_ = (i_);                                                                  \
+        const vec4 y_ = (x_);                                                                  \
+        if (vec_) {                                                                            \
+            name_##_v[j_ >> 2] = f32_to_raw4(y_);                                              \
+        } else {                                                                               \
+            ST(name_, j_, y_.x);                                                               \
+            ST(name_, j_ + 1u, y_.y);                                                          \
+            ST(name_, j_ + 2u, y_.z);                                                          \
+            ST(name_, j_ + 3u, y_.w);                                                          \
+        }                                                                                      \
+    }
+
 // Specialization constants (set per pipeline by the host; defaults are only placeholders).
+// 0 and 4 are common; 1..3 are the backward's thread layout; the forward's are 5..9.
 layout(constant_id = 0) const uint D = 64;     // head dim, a multiple of 8 up to 256
 layout(constant_id = 1) const uint T = 4;      // invocations per row group (1, 2, 4 or 8)
-layout(constant_id = 2) const uint RPT = 1;    // rows per group (forward only)
+layout(constant_id = 2) const uint RPT = 1;    // rows per group (unused)
 layout(constant_id = 3) const uint TILE = 16;  // keys per K/V tile, or queries per Q tile (dK/dV)
 layout(constant_id = 4) const bool CAUSAL = false;
 

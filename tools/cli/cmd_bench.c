@@ -31,6 +31,9 @@ static const char usage[] =
     "  --backend NAME   auto (default), cuda, vulkan, opencl or cpu\n"
     "  --device N       device index within --backend\n"
     "  --quick          seqlen 512 and 2k only (head dim 64 and 128): for a small CPU\n"
+    "  --seqlen N       only the grid's rows with this seqlen\n"
+    "  --head-dim N     only the grid's rows with this head dim (64 or 128)\n"
+    "  --causal yes|no  only the causal or only the non-causal rows\n"
     "  --dtype T        f32, f16 or bf16 (default f16; f32 on the CPU backend)\n"
     "  --repeat N       at most N timed runs per row (default 10; they stop after 1 s)\n"
     "  --threads N      CPU backend threads (default: OpenMP's)\n"
@@ -53,7 +56,8 @@ typedef struct bench_row {
 
 typedef struct bench_options {
     const char *backend_name, *dtype_name, *json_path, *csv_path;
-    int64_t device, repeat, threads;
+    const char *causal_name;
+    int64_t device, repeat, threads, seqlen, head_dim; /* seqlen, head_dim: 0 = all */
     bool quick, device_seen;
 } bench_options;
 
@@ -234,6 +238,9 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
         for (size_t d = 0; d < 2; d++) {
             for (size_t s = 0; s < n_seqlens; s++) {
                 const int64_t seqlen = seqlens[s], head_dim = head_dims[d];
+                if ((o->seqlen && seqlen != o->seqlen) || (o->head_dim && head_dim != o->head_dim) ||
+                    (o->causal_name && (causal != 0) != (strcmp(o->causal_name, "yes") == 0)))
+                    continue;
                 const cli_attn_shape shape = {.dtype = dtype,
                                               .batch = TOKENS / seqlen,
                                               .seq_q = seqlen,
@@ -294,6 +301,9 @@ int fa_cmd_bench(int argc, char **argv)
         {"--threads", CLI_OPT_INT, &o.threads, 0, 4096, NULL},
         {"--json", CLI_OPT_STRING, &o.json_path, 0, 0, NULL},
         {"--csv", CLI_OPT_STRING, &o.csv_path, 0, 0, NULL},
+        {"--seqlen", CLI_OPT_INT, &o.seqlen, 1, INT64_MAX, NULL},
+        {"--head-dim", CLI_OPT_INT, &o.head_dim, 1, INT64_MAX, NULL},
+        {"--causal", CLI_OPT_STRING, &o.causal_name, 0, 0, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
     if (rc != CLI_CONTINUE)
@@ -302,6 +312,8 @@ int fa_cmd_bench(int argc, char **argv)
     if (o.backend_name &&
         (rc = cli_parse_backend("bench", usage, o.backend_name, &backend)) != CLI_CONTINUE)
         return rc;
+    if (o.causal_name && strcmp(o.causal_name, "yes") && strcmp(o.causal_name, "no"))
+        return cli_usage_error("bench", usage, "--causal takes yes or no, not '%s'", o.causal_name);
     fa_dtype dtype = FA_DTYPE_INVALID;
     if (o.dtype_name &&
         (rc = cli_parse_dtype("bench", usage, o.dtype_name, &dtype)) != CLI_CONTINUE)

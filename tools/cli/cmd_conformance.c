@@ -15,7 +15,7 @@ static const char usage[] =
     "against a float64 reference. Prints one table per backend and, last,\n"
     "'N passed, N failed, N skipped'. Exit status 0 when nothing failed, 1 otherwise.\n"
     "  --device N     device N of each backend (default: its first GPU, else device 0)\n"
-    "  --filter TEXT  only cases whose name contains TEXT\n"
+    "  --filter TEXT  only cases whose name contains TEXT (or one of A|B|...)\n"
     "  --limit N      only the first N cases\n";
 
 int fa_cmd_conformance(int argc, char **argv)

@@ -21,6 +21,21 @@ static int pick_device(const fa_conformance_options *opt, fa_backend backend, in
     return 0;
 }
 
+/* Whether `name` contains one of the '|'-separated parts of `filter`. */
+static bool name_matches(const char *name, const char *filter)
+{
+    for (const char *part = filter;; part++) {
+        const char *end = strchr(part, '|');
+        size_t len = end ? (size_t)(end - part) : strlen(part);
+        for (const char *at = name; *at; at++)
+            if (strncmp(at, part, len) == 0)
+                return true;
+        if (!end)
+            return len == 0;
+        part = end;
+    }
+}
+
 static bool backend_open(const fa_conformance_options *opt, tk_backend_run *br, fa_context **ctx,
                          tk_result *ctx_failure)
 {
@@ -102,7 +117,7 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
     int64_t n_all = tk_cases_generate(opt.full, opt.seed, &all);
     run.cases = malloc((size_t)(n_all > 0 ? n_all : 1) * sizeof *run.cases);
     for (int64_t c = 0; run.cases && c < n_all; c++) {
-        if (opt.filter && !strstr(all[c].name, opt.filter))
+        if (opt.filter && !name_matches(all[c].name, opt.filter))
             continue;
         if (opt.limit > 0 && run.n_cases >= opt.limit)
             break;

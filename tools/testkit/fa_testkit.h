@@ -119,7 +119,8 @@ typedef struct fa_conformance_options {
     const char *report_path; /* Markdown */
     const char *junit_path;
     const char *json_path;
-    const char *filter; /* only cases whose name contains this substring; NULL: all */
+    const char *filter; /* only cases whose name contains one of these '|'-separated
+                           substrings; NULL: all */
     int64_t limit;      /* run at most this many generated cases (0: all); for tests */
     FILE *out;          /* table and summary; NULL -> stdout */
     FILE *progress;     /* progress lines; NULL -> stderr */
