@@ -1,6 +1,7 @@
 /* Attention launches: choosing tile sizes from the device's local memory and work-group limits,
  * building the matching program, and enqueueing the forward and backward kernels (in order,
  * asynchronously). The kernels and their tiling are described in shaders/opencl/. */
+#include "fa_fwd_tiling.h"
 #include "opencl_backend.h"
 
 #include <limits.h>
@@ -9,13 +10,6 @@
 #include <string.h>
 
 #define LOG2E 1.4426950408889634f
-
-/* One kernel configuration: work-items per group, query and key rows per tile, work-items along
- * the columns of each register tile (see fa_common.cl), and its local memory. */
-typedef struct tiles {
-    int nt, bm, bn, s_tx, o_tx, k_tx;
-    size_t local_bytes;
-} tiles;
 
 /* Work-items along the columns of a rows x cols tile spread over nt work-items: the split whose
  * per-work-item block has the fewest loads per product (rows/ty + cols/tx), ties to more
@@ -36,61 +30,12 @@ static int choose_tx(int rows, int cols, int nt)
     return best;
 }
 
-/* Fills t for (bm, bn, nt) when it fits the device: local memory, work-group size, and a
- * register budget per work-item (accumulators) that keeps GPU kernels out of spilling. */
-static bool tiles_fit(int d, bool backward, int bm, int bn, int nt, size_t max_wg,
-                      uint64_t local_limit, tiles *t)
+/* The forward tiling (runtime/fa_fwd_tiling.h) for head dim d and work-groups of at most max_wg.
+ * Some drivers keep a little local memory for themselves. */
+static bool tiles_select(const fa_cl_device *dev, int d, size_t max_wg, fa_fwd_tiling *t)
 {
-    if ((size_t)nt > max_wg)
-        return false;
-    const size_t lds = (size_t)d + 4, ldp = (size_t)bn + 4;
-    t->nt = nt;
-    t->bm = bm;
-    t->bn = bn;
-    t->s_tx = choose_tx(bm, bn, nt);
-    t->o_tx = choose_tx(bm, d, nt);
-    t->k_tx = backward ? choose_tx(bn, d, nt) : 1;
-    if (!t->s_tx || !t->o_tx || !t->k_tx)
-        return false;
-    if (!backward) {
-        if (bm * d / nt > 64 || bm * bn / nt > 32)
-            return false;
-        t->local_bytes = 4 * ((size_t)(bm + bn) * lds + (size_t)bm * ldp + 3 * (size_t)bm);
-    } else {
-        if (2 * bn * d / nt > 64 || bm * d / nt > 64 || 2 * bm * bn / nt > 64)
-            return false;
-        t->local_bytes = 4 * (2 * (size_t)(bm + bn) * lds + 2 * (size_t)bm * ldp + 2 * (size_t)bm);
-    }
-    return t->local_bytes <= local_limit;
-}
-
-/* Reads FA_OPENCL_FWD_TILES / FA_OPENCL_BWD_TILES ("bm,bn,nt"), a tuning override. */
-static bool tiles_override(bool backward, int *bm, int *bn, int *nt)
-{
-    const char *env = getenv(backward ? "FA_OPENCL_BWD_TILES" : "FA_OPENCL_FWD_TILES");
-    return env && sscanf(env, "%d,%d,%d", bm, bn, nt) == 3 && *bm >= 8 && *bm <= 256 &&
-           !(*bm & (*bm - 1)) && *bn >= 8 && *bn <= 256 && !(*bn & (*bn - 1)) && *nt >= 1 &&
-           *nt <= 1024 && !(*nt & (*nt - 1));
-}
-
-/* The preferred configuration that fits, or false. Larger query tiles first (K/V reuse), then
- * larger key tiles, then 128 work-items. */
-static bool tiles_select(const fa_cl_device *dev, int d, bool backward, size_t max_wg, tiles *t)
-{
-    static const int sizes[][2] = {{64, 64}, {64, 32}, {32, 64}, {32, 32}, {64, 16}, {32, 16},
-                                   {16, 32}, {16, 16}, {16, 8},  {8, 16},  {8, 8}};
-    static const int threads[] = {128, 256, 64, 32};
-    /* Some drivers keep a little local memory for themselves. */
     const uint64_t limit = dev->local_mem_bytes > 256 ? dev->local_mem_bytes - 256 : 0;
-    int bm, bn, nt;
-    if (tiles_override(backward, &bm, &bn, &nt) &&
-        tiles_fit(d, backward, bm, bn, nt, max_wg, limit, t))
-        return true;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        for (size_t j = 0; j < sizeof threads / sizeof threads[0]; j++)
-            if (tiles_fit(d, backward, sizes[i][0], sizes[i][1], threads[j], max_wg, limit, t))
-                return true;
-    return false;
+    return fa_fwd_tiling_select(d, limit, max_wg, "FA_OPENCL_FWD_TILES", t);
 }
 
 /* GPUs need the register tiles fully unrolled; CPU implementations (PoCL) vectorize across
@@ -105,51 +50,254 @@ static int dtype_code(fa_dtype dtype)
     return dtype == FA_DTYPE_F32 ? 1 : dtype == FA_DTYPE_F16 ? 2 : 3;
 }
 
-/* The program and tiles for this call. A kernel whose driver limit (registers) is below the
- * chosen work-group size is rebuilt with fewer work-items. */
-static fa_status prepare(fa_context *ctx, const fa_attention_call *call, bool backward, tiles *t,
-                         fa_cl_program **prog)
+/* Picks a tiling for work-groups of at most max_wg into *tiles and writes the build options of
+ * its program; false when none fits. Returns the tiling's work-items in *nt. */
+typedef bool (*plan_fn)(const fa_cl_device *dev, const fa_attention_call *call, size_t max_wg,
+                        void *tiles, int *nt, char *options, size_t size);
+
+/* The program of `source` and its tiling for this call. A kernel whose driver limit (registers)
+ * is below the chosen work-group size is rebuilt with fewer work-items. */
+static fa_status prepare(fa_context *ctx, const fa_attention_call *call, fa_cl_source source,
+                         plan_fn plan, void *tiles, fa_cl_program **prog)
 {
     fa_cl_state *st = ctx->backend_state;
+    const bool backward = source == FA_CL_SOURCE_BACKWARD;
     size_t max_wg = st->dev->max_workgroup;
     for (int attempt = 0; attempt < 4; attempt++) {
-        if (!tiles_select(st->dev, (int)call->head_dim, backward, max_wg, t))
+        int nt;
+        char options[1024];
+        if (!plan(st->dev, call, max_wg, tiles, &nt, options, sizeof options))
             return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
                            "head dim %lld: no %s tiling fits %llu bytes of local memory and "
                            "work groups of %zu",
                            (long long)call->head_dim, backward ? "backward" : "forward",
                            (unsigned long long)st->dev->local_mem_bytes, max_wg);
-        char options[512];
-        snprintf(options, sizeof options,
-                 "-cl-std=CL1.2 -DFA_BACKWARD=%d -DFA_DTYPE=%d -DFA_D=%d -DFA_NT=%d -DFA_BM=%d "
-                 "-DFA_BN=%d -DFA_S_TX=%d -DFA_O_TX=%d -DFA_K_TX=%d -DFA_CAUSAL=%d -DFA_GQA=%d "
-                 "-DFA_UNROLL_LOOPS=%d",
-                 backward, dtype_code(call->dtype), (int)call->head_dim, t->nt, t->bm, t->bn,
-                 t->s_tx, t->o_tx, t->k_tx, call->causal ? 1 : 0,
-                 (int)(call->heads_q / call->heads_kv), unroll_loops(st->dev));
-        fa_status status = fa_cl_program_get(
-            ctx, backward ? FA_CL_SOURCE_BACKWARD : FA_CL_SOURCE_FORWARD, options, prog);
+        fa_status status = fa_cl_program_get(ctx, source, options, prog);
         if (status != FA_OK)
             return status;
         size_t limit = max_wg;
+        /* the backward's Delta kernel (kernels[0]) has its own work-group size */
         for (int i = backward ? 1 : 0; i < FA_CL_MAX_KERNELS && (*prog)->kernels[i]; i++)
             if ((*prog)->kernel_wg[i] < limit)
                 limit = (*prog)->kernel_wg[i];
-        if ((size_t)t->nt <= limit)
+        if ((size_t)nt <= limit)
             return FA_OK;
-        fa_log(ctx, FA_LOG_DEBUG, "opencl: kernel allows %zu work-items, not %d; retiling", limit,
-               t->nt);
+        fa_log(ctx, FA_LOG_DEBUG, "opencl: %s kernels allow %zu work-items, not %d; retiling",
+               backward ? "backward" : "forward", limit, nt);
         max_wg = limit;
     }
     return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "no OpenCL work-group size the kernels accept");
 }
 
+static bool forward_plan(const fa_cl_device *dev, const fa_attention_call *call, size_t max_wg,
+                         void *tiles, int *nt, char *options, size_t size)
+{
+    fa_fwd_tiling *t = tiles;
+    if (!tiles_select(dev, (int)call->head_dim, max_wg, t))
+        return false;
+    const char *extra = getenv("FA_OPENCL_BUILD_OPTIONS"); /* for tuning */
+    snprintf(options, size,
+             "-cl-std=CL1.2 -DFA_DTYPE=%d -DFA_D=%d -DFA_NT=%d -DFA_BM=%d -DFA_BN=%d "
+             "-DFA_S_TX=%d -DFA_O_TX=%d -DFA_CAUSAL=%d -DFA_GQA=%d -DFA_UNROLL_LOOPS=%d %.255s",
+             dtype_code(call->dtype), (int)call->head_dim, t->nt, t->bm, t->bn, t->s_tx, t->o_tx,
+             call->causal ? 1 : 0, (int)(call->heads_q / call->heads_kv), unroll_loops(dev),
+             extra ? extra : "");
+    *nt = t->nt;
+    return true;
+}
+
+/* ---- backward tiling (shaders/opencl/fa_backward.cl) --------------------------------------- */
+
+/* One configuration of both backward kernels: work-items per group, query and key rows per tile,
+ * work-items along keys of the S tile (sx) and along the head dim of the dK/dV and dQ tiles (kx,
+ * qx), the head dim padded to those tiles (dp), the column chunk of the S and dP products (dc),
+ * the row chunks of the dK/dV and dQ products (rk, rq), and the larger kernel's local memory. */
+typedef struct bwd_tiles {
+    int nt, bm, bn, sx, kx, qx, dp, dc, rk, rq;
+    size_t local_bytes;
+} bwd_tiles;
+
+/* Float4s per local row of n floats: FA_PITCH4 in fa_backward.cl. */
+static size_t bwd_pitch4(int n)
+{
+    return (size_t)((n / 4 + 1) | 1);
+}
+
+/* Work-items along the head dim of a (rows x d) register tile whose work-items hold rows in
+ * groups of 4 and float4 groups of columns: the split with the fewest local loads per useful
+ * FMA (d padded to *dp where it does not divide), ties to more along d; 0 when none fits. */
+static int bwd_choose_dx(int rows, int d, int nt, int *dp)
+{
+    int best = 0;
+    double best_cost = 0;
+    for (int tx = 1; tx <= nt; tx *= 2) {
+        int ty = nt / tx, p = (d + 4 * tx - 1) / (4 * tx) * (4 * tx);
+        if ((rows / 4) % ty)
+            continue;
+        int gr = rows / 4 / ty, gd = p / 4 / tx;
+        double cost = (double)(gr + gd) / (gr * gd) * p / d;
+        if (!best || cost <= best_cost) {
+            best = tx;
+            best_cost = cost;
+            *dp = p;
+        }
+    }
+    return best;
+}
+
+/* Fills t for (bm, bn, nt) when it fits: work-group size, registers per work-item (the dK and
+ * dV or dQ accumulators and the S tile), local memory (P and dS, LSE and Delta, 4 strides, and
+ * the largest chunks, columns up to dc_max, that fit the rest). */
+static bool bwd_tiles_fit(int d, int bm, int bn, int nt, int dc_max, size_t max_wg,
+                          uint64_t local_limit, bwd_tiles *t)
+{
+    int dpk = 0, dpq = 0;
+    if ((size_t)nt > max_wg)
+        return false;
+    *t = (bwd_tiles){.nt = nt,
+                     .bm = bm,
+                     .bn = bn,
+                     .sx = choose_tx(bm, bn, nt),
+                     .kx = bwd_choose_dx(bn, d, nt, &dpk),
+                     .qx = bwd_choose_dx(bm, d, nt, &dpq)};
+    if (!t->sx || !t->kx || !t->qx)
+        return false;
+    t->dp = dpk > dpq ? dpk : dpq;
+    int acc = 2 * bn * t->dp / nt > bm * t->dp / nt ? 2 * bn * t->dp / nt : bm * t->dp / nt;
+    if (acc > 64 || acc + bm * bn / nt > 80)
+        return false;
+    size_t p_dkdv = 2 * (size_t)bm * bwd_pitch4(bn), p_dq = (size_t)bn * bwd_pitch4(bm);
+    size_t fixed = 16 * (p_dkdv > p_dq ? p_dkdv : p_dq) + 8 * (size_t)bm + 32;
+    if (fixed >= local_limit)
+        return false;
+    const size_t room = (size_t)(local_limit - fixed) / 16, row = bwd_pitch4(t->dp);
+    /* Column chunks dc = 4 * 2^k with dc / 4 dividing nt (a work-item then stages one column
+     * of its rows): the fewest columns computed (zero past d) plus 16 per chunk, its round. */
+    int best = INT_MAX;
+    for (int dc = 4; dc <= dc_max && dc / 4 <= nt; dc *= 2) {
+        int chunks = (d + dc - 1) / dc, cost = chunks * (dc + 16);
+        if (cost < best && (size_t)(bm + bn) * bwd_pitch4(dc) <= room) {
+            best = cost;
+            t->dc = dc;
+        }
+    }
+    for (t->rk = bm; t->rk > 1 && 2 * (size_t)t->rk * row > room; t->rk /= 2)
+        ;
+    for (t->rq = bn; t->rq > 1 && (size_t)t->rq * row > room; t->rq /= 2)
+        ;
+    if (!t->dc || 2 * (size_t)t->rk * row > room || (size_t)t->rq * row > room)
+        return false;
+    size_t stage = (size_t)(bm + bn) * bwd_pitch4(t->dc);
+    if (2 * (size_t)t->rk * row > stage)
+        stage = 2 * (size_t)t->rk * row;
+    if ((size_t)t->rq * row > stage)
+        stage = (size_t)t->rq * row;
+    t->local_bytes = fixed + 16 * stage;
+    return true;
+}
+
+static bool pow2_between(int x, int lo, int hi)
+{
+    return x >= lo && x <= hi && !(x & (x - 1));
+}
+
+/* Reads FA_OPENCL_BWD_TILES ("bm,bn,nt" or "bm,bn,nt,dc"), a tuning override; dc (a multiple of
+ * 4) caps the column chunk of the S and dP products and is left alone when absent. */
+static bool bwd_tiles_override(int *bm, int *bn, int *nt, int *dc)
+{
+    const char *env = getenv("FA_OPENCL_BWD_TILES");
+    int n = env ? sscanf(env, "%d,%d,%d,%d", bm, bn, nt, dc) : 0;
+    return n >= 3 && pow2_between(*bm, 8, 256) && pow2_between(*bn, 8, 256) &&
+           pow2_between(*nt, 1, 1024) && *dc >= 4 && *dc % 4 == 0;
+}
+
+/* The preferred backward configuration that fits, or false: the first of the list whose
+ * register tiles divide the head dim, else the one that pads it least. Preferred: 64 x 32 tiles
+ * on 128 work-items, which keep 4 x 4 S entries and 64 accumulators per work-item and fit 48 KiB
+ * of local memory at D = 128. */
+static bool bwd_tiles_select(const fa_cl_device *dev, int d, size_t max_wg, bwd_tiles *t)
+{
+    static const int configs[][3] = {{64, 32, 128}, {64, 32, 64},  {64, 32, 256}, {32, 32, 128},
+                                     {32, 32, 64},  {64, 16, 128}, {32, 16, 128}, {32, 16, 64},
+                                     {16, 16, 64},  {16, 16, 32},  {16, 8, 32},   {8, 8, 64},
+                                     {8, 8, 32},    {8, 8, 16}};
+    /* Some drivers keep a little local memory for themselves. */
+    const uint64_t limit = dev->local_mem_bytes > 256 ? dev->local_mem_bytes - 256 : 0;
+    int bm, bn, nt, dc = 64;
+    if (bwd_tiles_override(&bm, &bn, &nt, &dc) &&
+        bwd_tiles_fit(d, bm, bn, nt, dc, max_wg, limit, t))
+        return true;
+    bool found = false;
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        bwd_tiles c;
+        if (bwd_tiles_fit(d, configs[i][0], configs[i][1], configs[i][2], 64, max_wg, limit, &c) &&
+            (!found || c.dp < t->dp)) {
+            *t = c;
+            found = true;
+            if (c.dp == d)
+                break;
+        }
+    }
+    return found;
+}
+
+/* Whether q, k, v and dO start and stride at multiples of 4 elements: the backward kernels then
+ * read 4 at a time with one aligned load (buffers themselves are aligned far beyond that). */
+static bool bwd_aligned4(const fa_attention_call *call)
+{
+    const fa_view *views[] = {&call->q, &call->k, &call->v, &call->d_o};
+    for (int i = 0; i < 4; i++)
+        if (views[i]->offset % 4 || views[i]->stride_b % 4 || views[i]->stride_s % 4 ||
+            views[i]->stride_h % 4)
+            return false;
+    return true;
+}
+
+/* The register cap for NVIDIA's compiler (cl_nv_compiler_options), 0 for none: left alone it
+ * gives the backward kernels up to 255 registers per work-item, 2 work-groups of 128 per SM; the
+ * cap keeps 12 warps per SM (65536 registers). FA_OPENCL_BUILD_OPTIONS with its own
+ * -cl-nv-maxrregcount replaces it. */
+static int bwd_register_cap(const fa_cl_device *dev, int nt, const char *extra)
+{
+    char ext[8192] = "";
+    if ((extra && strstr(extra, "maxrregcount")) ||
+        fa_cl.clGetDeviceInfo(dev->id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL) !=
+            CL_SUCCESS ||
+        !strstr(ext, "cl_nv_compiler_options"))
+        return 0;
+    int cap = 65536 / (nt * ((384 + nt - 1) / nt)) / 8 * 8;
+    return cap > 255 ? 255 : cap;
+}
+
+static bool backward_plan(const fa_cl_device *dev, const fa_attention_call *call, size_t max_wg,
+                          void *tiles, int *nt, char *options, size_t size)
+{
+    bwd_tiles *t = tiles;
+    if (!bwd_tiles_select(dev, (int)call->head_dim, max_wg, t))
+        return false;
+    const char *extra = getenv("FA_OPENCL_BUILD_OPTIONS"); /* for tuning */
+    char regs[40] = "";
+    int cap = bwd_register_cap(dev, t->nt, extra);
+    if (cap)
+        snprintf(regs, sizeof regs, " -cl-nv-maxrregcount=%d", cap);
+    snprintf(options, size,
+             "-cl-std=CL1.2%s -DFA_DTYPE=%d -DFA_D=%d -DFA_NT=%d -DFA_BM=%d -DFA_BN=%d "
+             "-DFA_SX=%d -DFA_KX=%d -DFA_QX=%d -DFA_DP=%d -DFA_DC=%d -DFA_RK=%d -DFA_RQ=%d "
+             "-DFA_ALIGN4=%d -DFA_CAUSAL=%d -DFA_GQA=%d -DFA_UNROLL_LOOPS=%d %.255s",
+             regs, dtype_code(call->dtype), (int)call->head_dim, t->nt, t->bm, t->bn, t->sx, t->kx,
+             t->qx, t->dp, t->dc, t->rk, t->rq, bwd_aligned4(call) ? 1 : 0, call->causal ? 1 : 0,
+             (int)(call->heads_q / call->heads_kv), unroll_loops(dev), extra ? extra : "");
+    *nt = t->nt;
+    return true;
+}
+
 fa_status fa_cl_check_call(fa_context *ctx, const fa_attention_call *call, bool backward)
 {
     fa_cl_state *st = ctx->backend_state;
-    tiles t;
-    if (!tiles_select(st->dev, (int)call->head_dim, false, st->dev->max_workgroup, &t) ||
-        (backward && !tiles_select(st->dev, (int)call->head_dim, true, st->dev->max_workgroup, &t)))
+    fa_fwd_tiling t;
+    bwd_tiles bt;
+    if (!tiles_select(st->dev, (int)call->head_dim, st->dev->max_workgroup, &t) ||
+        (backward && !bwd_tiles_select(st->dev, (int)call->head_dim, st->dev->max_workgroup, &bt)))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
                        "head dim %lld: no OpenCL tiling fits %llu bytes of local memory",
                        (long long)call->head_dim, (unsigned long long)st->dev->local_mem_bytes);
@@ -239,9 +387,9 @@ static size_t tiles_of(int64_t n, int tile)
 
 fa_status fa_cl_forward(fa_context *ctx, const fa_attention_call *call)
 {
-    tiles t;
+    fa_fwd_tiling t;
     fa_cl_program *prog;
-    fa_status status = prepare(ctx, call, false, &t, &prog);
+    fa_status status = prepare(ctx, call, FA_CL_SOURCE_FORWARD, forward_plan, &t, &prog);
     if (status != FA_OK)
         return status;
     args a = {prog->kernels[0], 0, CL_SUCCESS};
@@ -313,9 +461,9 @@ static void backward_args(args *a, const fa_attention_call *call, cl_mem delta, 
 
 fa_status fa_cl_backward(fa_context *ctx, const fa_attention_call *call)
 {
-    tiles t;
+    bwd_tiles t;
     fa_cl_program *prog;
-    fa_status status = prepare(ctx, call, true, &t, &prog);
+    fa_status status = prepare(ctx, call, FA_CL_SOURCE_BACKWARD, backward_plan, &t, &prog);
     if (status != FA_OK)
         return status;
     const size_t local[3] = {(size_t)t.nt, 1, 1};

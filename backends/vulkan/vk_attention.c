@@ -1,6 +1,7 @@
 /* Attention on Vulkan: tile sizes chosen from the device's shared memory and workgroup limits,
  * the limits a call must fit (checked before any work is issued), and the recording of the
  * forward pass and of the three backward passes (Delta, dK/dV, dQ) into one submission each. */
+#include "fa_fwd_tiling.h"
 #include "vk_internal.h"
 
 #include <math.h>
@@ -12,87 +13,15 @@ enum { WORKGROUP = 128, PREP_ROWS = 128 };
 
 /* ---- forward tiling (see shaders/vulkan/attn_fwd.comp) --------------------------------------- */
 
-/* One forward configuration: invocations, query rows and keys per tile, and invocations along
- * the columns of the S and O register tiles. */
-typedef struct fwd_tiles {
-    uint32_t nt, bm, bn, s_tx, o_tx;
-} fwd_tiles;
-
-/* The split of the two register tiles: S (bm x bn) with the fewest vector loads per product, ties
- * to fewer invocations along the keys (fewer partial row maxima to combine); O (bm x d) with rows
- * in runs of 1, 2, 4 or 8 and columns in vec4 groups (the last one may be partial), the fewest
- * loads per key, ties to fewer invocations along d. False when nothing divides. */
-static bool fwd_split(uint32_t d, fwd_tiles *t)
+/* The forward tiling (runtime/fa_fwd_tiling.h) that fits the device's shared memory and
+ * workgroup limits. */
+static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_fwd_tiling *t)
 {
-    const uint32_t bm = t->bm, bn = t->bn, nt = t->nt;
-    uint32_t best = UINT32_MAX;
-    t->s_tx = t->o_tx = 0;
-    for (uint32_t tx = 1; tx <= bn; tx *= 2) {
-        uint32_t ty = nt / tx;
-        if (ty < 1 || ty > bm || bm % ty || bn % tx || nt % tx)
-            continue;
-        if (bm / ty + bn / tx < best) {
-            best = bm / ty + bn / tx;
-            t->s_tx = tx;
-        }
-    }
-    best = UINT32_MAX;
-    for (uint32_t tx = 1; tx <= d / 4; tx *= 2) {
-        uint32_t ty = nt / tx, tm = ty ? bm / ty : 0, tg = (d / 4 + tx - 1) / tx;
-        if (ty < 1 || ty > bm || bm % ty || nt % tx || tm > 8 || tm * 4 * tg > 64)
-            continue;
-        if ((tm + 3) / 4 + tg < best) {
-            best = (tm + 3) / 4 + tg;
-            t->o_tx = tx;
-        }
-    }
-    return t->s_tx && t->o_tx;
-}
-
-/* Fills t for (bm, bn, nt) when it fits the device: shared memory, workgroup size, and a register
- * budget per invocation (at most 64 O and 32 S accumulators) that keeps GPUs out of spilling. */
-static bool fwd_fit(const fa_vk_physical *ph, uint32_t d, uint32_t bm, uint32_t bn, uint32_t nt,
-                    fwd_tiles *t)
-{
-    *t = (fwd_tiles){.nt = nt, .bm = bm, .bn = bn};
-    if (nt > ph->info.max_workgroup_size || nt > ph->max_group_size_x || bm * d / nt > 64 ||
-        bm * bn / nt > 32 || !fwd_split(d, t))
-        return false;
-    /* qs and kv (rows of d + 4 floats), pt (bn rows of bm + 4), red, a_s and m_s */
-    const uint64_t bytes = 4 * ((uint64_t)(bm + bn) * (d + 4) + (uint64_t)bn * (bm + 4) +
-                                (uint64_t)t->s_tx * bm + 2 * (uint64_t)bm);
-    return bytes <= ph->info.shared_memory_bytes;
-}
-
-/* FA_VULKAN_FWD_TILES="bm,bn,nt", a tuning override: powers of two, bm and bn 8..256. */
-static bool fwd_override(uint32_t *bm, uint32_t *bn, uint32_t *nt)
-{
-    const char *env = getenv("FA_VULKAN_FWD_TILES");
-    unsigned a, b, c;
-    if (!env || sscanf(env, "%u,%u,%u", &a, &b, &c) != 3)
-        return false;
-    *bm = a;
-    *bn = b;
-    *nt = c;
-    return a >= 8 && a <= 256 && !(a & (a - 1)) && b >= 8 && b <= 256 && !(b & (b - 1)) && c >= 1 &&
-           c <= 1024 && !(c & (c - 1));
-}
-
-/* The override when it fits, else the first that fits of: larger query tiles first (K/V reuse),
- * then larger key tiles, then 128 invocations. False when nothing fits. */
-static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fwd_tiles *t)
-{
-    static const uint32_t sizes[][2] = {{64, 64}, {64, 32}, {32, 64}, {64, 16}, {32, 32}, {32, 16},
-                                        {16, 32}, {16, 16}, {16, 8},  {8, 16},  {8, 8}};
-    static const uint32_t threads[] = {128, 256, 64, 32};
-    uint32_t bm, bn, nt;
-    if (fwd_override(&bm, &bn, &nt) && fwd_fit(ph, d, bm, bn, nt, t))
-        return true;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        for (size_t j = 0; j < sizeof threads / sizeof threads[0]; j++)
-            if (fwd_fit(ph, d, sizes[i][0], sizes[i][1], threads[j], t))
-                return true;
-    return false;
+    uint64_t max_wg = ph->info.max_workgroup_size;
+    if (ph->max_group_size_x < max_wg)
+        max_wg = ph->max_group_size_x;
+    return fa_fwd_tiling_select((int)d, ph->info.shared_memory_bytes, max_wg, "FA_VULKAN_FWD_TILES",
+                                t);
 }
 
 /* ---- backward tiling ------------------------------------------------------------------------- */
@@ -168,7 +97,7 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     const fa_vk_state *st = fa_vk_state_of(ctx);
     const fa_vk_physical *ph = st->phys;
     const plan p = make_plan(st, call);
-    fwd_tiles ft;
+    fa_fwd_tiling ft;
     if (!fwd_select(ph, (uint32_t)call->head_dim, &ft) ||
         (backward && (!p.dq_tile || !p.dkdv_tile)))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
@@ -243,15 +172,15 @@ static const float LOG2E = 1.4426950408889634f;
 static fa_status forward(fa_context *ctx, const fa_attention_call *call)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    fwd_tiles t;
+    fa_fwd_tiling t;
     fwd_select(st->phys, (uint32_t)call->head_dim, &t); /* check_call made sure one fits */
     const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
                              .causal = call->causal,
-                             .fwd_threads = t.nt,
-                             .fwd_bm = t.bm,
-                             .fwd_bn = t.bn,
-                             .fwd_s_tx = t.s_tx,
-                             .fwd_o_tx = t.o_tx};
+                             .fwd_threads = (uint32_t)t.nt,
+                             .fwd_bm = (uint32_t)t.bm,
+                             .fwd_bn = (uint32_t)t.bn,
+                             .fwd_s_tx = (uint32_t)t.s_tx,
+                             .fwd_o_tx = (uint32_t)t.o_tx};
     VkPipeline pipeline;
     fa_status s = fa_vk_pipeline_get(ctx, FA_VK_FWD, storage_of(st, call->dtype), &spec, &pipeline);
     if (s == FA_OK)

@@ -1,24 +1,60 @@
 /* Backward, in three deterministic passes (no atomics):
  *   fa_backward_delta: Delta[b, h, i] = sum_d dO * O, one work-item per query row;
  *   fa_backward_dkdv: one work-group per (key tile of FA_BN, key/value head, batch), looping
- *     over the FA_GQA query heads that share the key/value head and over their query tiles;
- *     it recomputes P = exp2(S * scale * log2e - LSE * log2e) and dS = P * (dP - Delta), and
- *     accumulates dV += P^T dO and dK += dS^T Q on (BN x D) register tiles (FA_K_TX along D);
+ *     over the FA_GQA query heads that share the key/value head and over their query tiles of
+ *     FA_BM; it accumulates dV += P^T dO and dK += dS^T Q on (BN x D) register tiles;
  *   fa_backward_dq: one work-group per (query tile of FA_BM, query head, batch), looping over
- *     key tiles and accumulating dQ += dS K on a (BM x D) register tile (FA_O_TX along D).
- * Local memory (f32): a Q and a dO tile (BM x D), a K and a V tile (BN x D), P and dS
- * (BM x BN), and LSE and Delta per query row. S and dP share one register tile layout
- * (BM x BN, FA_S_TX along keys). Rows that saw no key (LSE = -inf) get P = 0. */
+ *     key tiles of FA_BN and accumulating dQ += dS K on a (BM x D) register tile.
+ * Per (query tile, key tile) both compute S = Q K^T, then dP = dO V^T, on a (BM x BN) register
+ * tile (FA_SX work-items along keys), P = exp2(S * scale * log2e - LSE * log2e) and
+ * dS = P * (dP - Delta). Rows that saw no key (LSE = -inf) get P = 0.
+ *
+ * Local memory, f32: P and dS, LSE and Delta per query row, and one staging area refilled from
+ * global memory in rounds (two barriers each): S and dP read their operands in column chunks of
+ * FA_DC, the dV/dK product reads Q and dO in chunks of FA_RK rows, the dQ product K in chunks
+ * of FA_RQ rows. Even the tiles a work-group keeps (K and V, or Q and dO) are read again each
+ * time (from L2): at D = 128, 48 KiB cannot hold them as f32 beside P and dS of 64 x 32 tiles,
+ * and tiles that small keep too few products per load. Every local access is a float4. The
+ * register tiles of the products over query rows (dkdv) or keys (dq) give each work-item rows
+ * in groups of 4 (read as one float4 of P or dS, which are stored with that index contiguous)
+ * and float4 groups of the head dim, FA_KX / FA_QX work-items along it; FA_DP is the head dim
+ * padded to that tile (zero columns). Extra -D options: FA_DC, FA_DP, FA_RK, FA_RQ, FA_SX,
+ * FA_KX, FA_QX, and FA_ALIGN4 (see fa_bwd_load4). */
 
-#define S_TY FA_TY(FA_S_TX)
-#define S_TM FA_TM(FA_BM, FA_S_TX)
-#define S_TN FA_TN(FA_BN, FA_S_TX)
-#define O_TY FA_TY(FA_O_TX)
-#define O_TM FA_TM(FA_BM, FA_O_TX)
-#define O_TN FA_TN(FA_D, FA_O_TX)
-#define K_TY FA_TY(FA_K_TX)
-#define K_TM FA_TM(FA_BN, FA_K_TX)
-#define K_TN FA_TN(FA_D, FA_K_TX)
+/* Unrolling of the reduction loops (over columns in S and dP, over rows in dV/dK and dQ): each
+ * step is already 32 to 64 independent FMAs per work-item, and more unrolling buys load latency
+ * with registers, which dkdv is short of. A tuning knob (FA_OPENCL_BUILD_OPTIONS=
+ * -DFA_BWD_UNROLL=2). */
+#ifndef FA_BWD_UNROLL
+#define FA_BWD_UNROLL 1
+#endif
+#define FA_PRAGMA(x) _Pragma(#x)
+#define FA_UNROLL_BY(n) FA_PRAGMA(unroll n)
+#if FA_UNROLL_LOOPS
+#define FA_UNROLL_STEPS FA_UNROLL_BY(FA_BWD_UNROLL)
+#else
+#define FA_UNROLL_STEPS
+#endif
+
+#define SY (FA_NT / FA_SX)
+#define S_TM (FA_BM / SY)
+#define S_TN (FA_BN / FA_SX)
+#define KY (FA_NT / FA_KX)
+#define K_TM (FA_BN / 4 / KY) /* groups of 4 keys per work-item */
+#define K_TN (FA_DP / 4 / FA_KX)
+#define QY (FA_NT / FA_QX)
+#define Q_TM (FA_BM / 4 / QY) /* groups of 4 query rows per work-item */
+#define Q_TN (FA_DP / 4 / FA_QX)
+
+/* Row pitches in float4s, odd so that 8 consecutive rows start in different banks (the host
+ * sizes local memory with the same formula). */
+#define FA_PITCH4(n) (((n) / 4 + 1) | 1)
+#define LDC FA_PITCH4(FA_DC) /* column chunks of S and dP */
+#define LDD FA_PITCH4(FA_DP) /* full rows of the dV/dK and dQ products */
+#define LDK FA_PITCH4(FA_BN) /* P and dS of dkdv: [query][key] */
+#define LDQ FA_PITCH4(FA_BM) /* dS of dq: [key][query] */
+#define FA_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define STAGE FA_MAX((FA_BM + FA_BN) * LDC, FA_MAX(2 * FA_RK * LDD, FA_RQ * LDD))
 
 __kernel void fa_backward_delta(__global const fa_st *o, long o_off, long o_sb, long o_ss,
                                 long o_sh, __global const fa_st *d_o, long g_off, long g_sb,
@@ -39,41 +75,171 @@ __kernel void fa_backward_delta(__global const fa_st *o, long o_off, long o_sb, 
     delta[(b * heads + h) * (long)seq_q + i] = sum;
 }
 
-/* The (BM x BN) tile shared by both passes: P and dS = P * (dP - Delta) into ps and ds, from
- * qs, dos (query tile starting at row m0) and ks, vs (key tile starting at n0). */
-inline void fa_bwd_scores(__local const float *qs, __local const float *dos,
-                          __local const float *ks, __local const float *vs,
-                          __local const float *lse_s, __local const float *dl_s,
-                          __local float *ps, __local float *ds, int m0, int rows, int n0,
-                          int keys, int diag, float scale_log2)
+/* Four elements at p + i as f32. With FA_ALIGN4 the host guarantees that i is a multiple of 4
+ * (offsets and strides of q, k, v and dO are), which allows one wide load instead of four. */
+inline float4 fa_bwd_load4(__global const fa_st *p, long i)
+{
+#if FA_ALIGN4 && FA_DTYPE == 1
+    return *(__global const float4 *)(p + i);
+#elif FA_ALIGN4 && FA_DTYPE == 2
+    return vloada_half4(0, (__global const half *)(p + i));
+#elif FA_ALIGN4
+    return as_float4(convert_uint4(*(__global const ushort4 *)(p + i)) << 16);
+#else
+    return fa_load4(p, i);
+#endif
+}
+
+inline void fa_bwd_store4(__global fa_st *p, long i, float4 v)
+{
+#if FA_DTYPE == 1
+    vstore4(v, 0, p + i);
+#elif FA_DTYPE == 2
+    vstore_half4_rte(v, 0, (__global half *)(p + i));
+#else
+    vstore4((ushort4)(fa_f32_to_bf16(v.x), fa_f32_to_bf16(v.y), fa_f32_to_bf16(v.z),
+                      fa_f32_to_bf16(v.w)),
+            0, p + i);
+#endif
+}
+
+/* Work-item lid as (x, y) on a tx-by-ty grid. Where the grid allows, 32 consecutive work-items
+ * (an NVIDIA warp) cover 8 x 4 neighbours, so that their local loads touch 8 rows or columns
+ * and broadcast 4. */
+inline int2 fa_grid(int lid, int tx, int ty)
+{
+    if (tx % 8 == 0 && ty % 4 == 0) {
+        const int w = lid / 32, l = lid % 32;
+        return (int2)(l % 8 + 8 * (w % (tx / 8)), l / 8 + 4 * (w / (tx / 8)));
+    }
+    return (int2)(lid % tx, lid / tx);
+}
+
+/* Copies rows x 4 * cols4 elements from row r, column c0 of src[base + r * stride] into dst
+ * (pitch float4s per row) as f32, zero past `valid` rows and past the head dim. Consecutive
+ * work-items read consecutive columns; unrolled, so that all the loads can be in flight. Where
+ * cols4 divides FA_NT, a work-item keeps one column on every FA_NT / cols4-th row, so that its
+ * addresses are one pointer plus multiples of the stride. */
+inline void fa_bwd_stage(__local float4 *dst, int pitch, __global const fa_st *src, long base,
+                         long stride, int valid, int rows, int c0, int cols4)
 {
     const int lid = (int)get_local_id(0);
-    const int sx = lid % FA_S_TX, sy = lid / FA_S_TX;
-    float s[S_TM][S_TN], dp[S_TM][S_TN];
+    if (FA_NT % cols4 == 0) {
+        const int step = FA_NT / cols4, r = lid / cols4, c = lid % cols4;
+        __global const fa_st *p = src + base + (long)r * stride + c0 + 4 * c;
+        const bool inside = c0 + 4 * c < FA_D;
+FA_UNROLL
+        for (int k = 0; k < (rows + step - 1) / step; k++) {
+            float4 v = (float4)(0.0f);
+            if (inside && r + step * k < valid)
+                v = fa_bwd_load4(p, (long)(step * k) * stride);
+            if (rows % step == 0 || r + step * k < rows)
+                dst[(r + step * k) * pitch + c] = v;
+        }
+        return;
+    }
+FA_UNROLL
+    for (int e0 = 0; e0 < rows * cols4; e0 += FA_NT) {
+        const int e = e0 + lid;
+        const int r = e / cols4, c = e - r * cols4;
+        if (e < rows * cols4) {
+            float4 v = (float4)(0.0f);
+            if (r < valid && c0 + 4 * c < FA_D)
+                v = fa_bwd_load4(src, base + (long)r * stride + c0 + 4 * c);
+            dst[r * pitch + c] = v;
+        }
+    }
+}
+
+/* x = A B^T over the head dim, A the tile's BM query-side rows at a[a_base + r * a_ss] (a_rows
+ * of them valid), B its BN key-side rows: the S and dP products, through the stage. */
+inline void fa_bwd_dot(float x[S_TM][S_TN], __local float4 *stage, __global const fa_st *a,
+                       long a_base, long a_ss, int a_rows, __global const fa_st *b, long b_base,
+                       long b_ss, int b_rows, int2 s)
+{
+    __local float4 *as = stage, *bs = stage + FA_BM * LDC;
 FA_UNROLL
     for (int i = 0; i < S_TM; i++)
 FA_UNROLL
         for (int j = 0; j < S_TN; j++)
-            s[i][j] = dp[i][j] = 0.0f;
-    FA_DOT_TILE(s, qs, ks, S_TM, S_TN, S_TY, FA_S_TX, sy, sx)
-    FA_DOT_TILE(dp, dos, vs, S_TM, S_TN, S_TY, FA_S_TX, sy, sx)
+            x[i][j] = 0.0f;
+    for (int c0 = 0; c0 < FA_D; c0 += FA_DC) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* the stage's previous readers are done */
+        fa_bwd_stage(as, LDC, a, a_base, a_ss, a_rows, FA_BM, c0, FA_DC / 4);
+        fa_bwd_stage(bs, LDC, b, b_base, b_ss, b_rows, FA_BN, c0, FA_DC / 4);
+        barrier(CLK_LOCAL_MEM_FENCE);
+FA_UNROLL_STEPS
+        for (int c = 0; c < FA_DC / 4; c++) {
+            float4 av[S_TM], bv[S_TN];
+FA_UNROLL
+            for (int i = 0; i < S_TM; i++)
+                av[i] = as[(s.y + SY * i) * LDC + c];
+FA_UNROLL
+            for (int j = 0; j < S_TN; j++)
+                bv[j] = bs[(s.x + FA_SX * j) * LDC + c];
+FA_UNROLL
+            for (int i = 0; i < S_TM; i++)
+FA_UNROLL
+                for (int j = 0; j < S_TN; j++) {
+                    x[i][j] = fma(av[i].x, bv[j].x, x[i][j]);
+                    x[i][j] = fma(av[i].y, bv[j].y, x[i][j]);
+                    x[i][j] = fma(av[i].z, bv[j].z, x[i][j]);
+                    x[i][j] = fma(av[i].w, bv[j].w, x[i][j]);
+                }
+        }
+    }
+}
+
+/* P from S (in x) into p[r * rs + c * cs] for query row r and key c of the tile: zero where
+ * the key is past `keys`, the row past `rows` or without keys, or (causal) c - r > lim. */
+inline void fa_bwd_p(float x[S_TM][S_TN], __local float *p, int rs, int cs,
+                     __local const float *lse_s, int2 s, int rows, int keys, int lim,
+                     float scale_log2)
+{
 FA_UNROLL
     for (int i = 0; i < S_TM; i++) {
-        const int r = sy + S_TY * i;
+        const int r = s.y + SY * i;
         const float l2 = lse_s[r];
+FA_UNROLL
+        for (int j = 0; j < S_TN; j++) {
+            const int c = s.x + FA_SX * j;
+            bool visible = r < rows && c < keys && l2 != -INFINITY;
+#if FA_CAUSAL
+            visible = visible && c - r <= lim;
+#endif
+            p[r * rs + c * cs] = visible ? exp2(x[i][j] * scale_log2 - l2) : 0.0f;
+        }
+    }
+}
+
+/* dS = P * (dP - Delta) into ds, from dP (in x) and this work-item's own entries of p. */
+inline void fa_bwd_ds(float x[S_TM][S_TN], __local const float *p, __local float *ds, int rs,
+                      int cs, __local const float *dl_s, int2 s)
+{
+FA_UNROLL
+    for (int i = 0; i < S_TM; i++) {
+        const int r = s.y + SY * i;
         const float dl = dl_s[r];
 FA_UNROLL
         for (int j = 0; j < S_TN; j++) {
-            const int c = sx + FA_S_TX * j;
-            bool visible = r < rows && c < keys && l2 != -INFINITY;
-#if FA_CAUSAL
-            visible = visible && n0 + c <= m0 + r + diag;
-#endif
-            const float p = visible ? exp2(s[i][j] * scale_log2 - l2) : 0.0f;
-            ps[r * FA_LDP + c] = p;
-            ds[r * FA_LDP + c] = p * (dp[i][j] - dl);
+            const int at = r * rs + (s.x + FA_SX * j) * cs;
+            ds[at] = p[at] * (x[i][j] - dl);
         }
     }
+}
+
+/* Keeps the row strides of q, k, v and dO in local memory, read back inside the tile loops:
+ * there they are loop-variant to the compiler (barriers may write local memory), which would
+ * otherwise hoist every row offset of every staged load and hold them all in registers. */
+inline void fa_bwd_strides(__local long *ss, long q_ss, long k_ss, long v_ss, long g_ss)
+{
+    if (get_local_id(0) == 0) {
+        ss[0] = q_ss;
+        ss[1] = k_ss;
+        ss[2] = v_ss;
+        ss[3] = g_ss;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
 }
 
 /* LSE (as log2) and Delta of query rows m0.., zero past the end. */
@@ -86,6 +252,17 @@ inline void fa_bwd_row_stats(__local float *lse_s, __local float *dl_s, __global
         dl_s[r] = r < rows ? delta[d_base + r] : 0.0f;
     }
 }
+
+/* ACC[4 i + e][j] += W[i].e * Y[j]: one step of a product whose work-item rows come in groups
+ * of 4 (W) and whose columns are float4 groups of the head dim (Y). */
+#define FA_RANK1(ACC, W, Y, TM_, TN_)                                                              \
+    FA_UNROLL for (int i_ = 0; i_ < TM_; i_++)                                                     \
+        FA_UNROLL for (int j_ = 0; j_ < TN_; j_++) {                                               \
+            ACC[4 * i_][j_] = fma((float4)(W[i_].x), Y[j_], ACC[4 * i_][j_]);                      \
+            ACC[4 * i_ + 1][j_] = fma((float4)(W[i_].y), Y[j_], ACC[4 * i_ + 1][j_]);              \
+            ACC[4 * i_ + 2][j_] = fma((float4)(W[i_].z), Y[j_], ACC[4 * i_ + 2][j_]);              \
+            ACC[4 * i_ + 3][j_] = fma((float4)(W[i_].w), Y[j_], ACC[4 * i_ + 3][j_]);              \
+        }
 
 #define FA_BWD_ARGS                                                                               \
     __global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,                         \
@@ -100,80 +277,91 @@ inline void fa_bwd_row_stats(__local float *lse_s, __local float *dl_s, __global
 /* out = dK, out2 = dV. */
 __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void fa_backward_dkdv(FA_BWD_ARGS)
 {
-    __local float qs[FA_BM * FA_LDS], dos[FA_BM * FA_LDS];
-    __local float ks[FA_BN * FA_LDS], vs[FA_BN * FA_LDS];
-    __local float ps[FA_BM * FA_LDP], ds[FA_BM * FA_LDP];
+    __local float4 stage[STAGE];
+    __local float4 ps[FA_BM * LDK], ds[FA_BM * LDK];
     __local float lse_s[FA_BM], dl_s[FA_BM];
+    __local float *pf = (__local float *)ps, *dsf = (__local float *)ds;
 
     const int lid = (int)get_local_id(0);
     const int n0 = (int)get_group_id(0) * FA_BN;
     const long hk = (long)get_group_id(1), b = (long)get_group_id(2);
     const int keys = min(FA_BN, seq_k - n0);
     const int diag = seq_k - seq_q;
+    const long kb = k_off + b * k_sb + hk * k_sh + (long)n0 * k_ss;
+    const long vb = v_off + b * v_sb + hk * v_sh + (long)n0 * v_ss;
+    const int2 s = fa_grid(lid, FA_SX, SY), o = fa_grid(lid, FA_KX, KY);
+    __local long ss[4];
+    fa_bwd_strides(ss, q_ss, k_ss, v_ss, g_ss);
 
-    fa_tile_load(ks, k, k_off + b * k_sb + hk * k_sh + (long)n0 * k_ss, k_ss, keys, FA_BN);
-    fa_tile_load(vs, v, v_off + b * v_sb + hk * v_sh + (long)n0 * v_ss, v_ss, keys, FA_BN);
-
-    const int kx = lid % FA_K_TX, ky = lid / FA_K_TX;
-    float dk[K_TM][K_TN], dv[K_TM][K_TN];
+    float4 dk[4 * K_TM][K_TN], dv[4 * K_TM][K_TN];
 FA_UNROLL
-    for (int i = 0; i < K_TM; i++)
+    for (int i = 0; i < 4 * K_TM; i++)
 FA_UNROLL
         for (int j = 0; j < K_TN; j++)
-            dk[i][j] = dv[i][j] = 0.0f;
+            dk[i][j] = dv[i][j] = (float4)(0.0f);
 
-    /* Causal: query rows before n0 - diag see none of these keys. */
+    /* Causal: query rows before n0 - diag see none of these keys. One flat loop over the query
+     * tiles of the FA_GQA heads (fewer values for the compiler to keep than two nested). */
     int m_begin = 0;
 #if FA_CAUSAL
     m_begin = clamp(n0 - diag, 0, seq_q) / FA_BM * FA_BM;
 #endif
-    for (int g = 0; g < FA_GQA; g++) {
-        const long h = hk * FA_GQA + g;
-        for (int m0 = m_begin; m0 < seq_q; m0 += FA_BM) {
-            const int rows = min(FA_BM, seq_q - m0);
-            barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile is done with qs, dos, ps, ds */
-            fa_tile_load(qs, q, q_off + b * q_sb + h * q_sh + (long)m0 * q_ss, q_ss, rows, FA_BM);
-            fa_tile_load(dos, d_o, g_off + b * g_sb + h * g_sh + (long)m0 * g_ss, g_ss, rows,
-                         FA_BM);
-            fa_bwd_row_stats(lse_s, dl_s, lse, l_off + b * l_sb + h * l_sh + (long)m0 * l_ss,
-                             l_ss, delta, (b * heads_q + h) * (long)seq_q + m0, rows);
+    const int tiles = (seq_q - m_begin + FA_BM - 1) / FA_BM;
+    for (int t = 0; t < FA_GQA * tiles; t++) {
+        const long h = hk * FA_GQA + t / tiles;
+        const int m0 = m_begin + t % tiles * FA_BM;
+        const int rows = min(FA_BM, seq_q - m0);
+        const long qb = q_off + b * q_sb + h * q_sh + (long)m0 * q_ss;
+        const long gb = g_off + b * g_sb + h * g_sh + (long)m0 * g_ss;
+        /* the previous tile read these before the barriers of its dV/dK rounds */
+        fa_bwd_row_stats(lse_s, dl_s, lse, l_off + b * l_sb + h * l_sh + (long)m0 * l_ss, l_ss,
+                         delta, (b * heads_q + h) * (long)seq_q + m0, rows);
+        float x[S_TM][S_TN];
+        fa_bwd_dot(x, stage, q, qb, ss[0], rows, k, kb, ss[1], keys, s);
+        fa_bwd_p(x, pf, 4 * LDK, 1, lse_s, s, rows, keys, m0 + diag - n0, scale_log2);
+        fa_bwd_dot(x, stage, d_o, gb, ss[3], rows, v, vb, ss[2], keys, s);
+        fa_bwd_ds(x, pf, dsf, 4 * LDK, 1, dl_s, s);
+
+        for (int r0 = 0; r0 < rows; r0 += FA_RK) {
+            __local float4 *qs = stage, *dos = stage + FA_RK * LDD;
+            barrier(CLK_LOCAL_MEM_FENCE); /* P, dS written; the stage's readers done */
+            fa_bwd_stage(qs, LDD, q, qb + (long)r0 * ss[0], ss[0], rows - r0, FA_RK, 0,
+                         FA_DP / 4);
+            fa_bwd_stage(dos, LDD, d_o, gb + (long)r0 * ss[3], ss[3], rows - r0, FA_RK, 0,
+                         FA_DP / 4);
             barrier(CLK_LOCAL_MEM_FENCE);
-            fa_bwd_scores(qs, dos, ks, vs, lse_s, dl_s, ps, ds, m0, rows, n0, keys, diag,
-                          scale_log2);
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (int r = 0; r < rows; r++) {
-                float p[K_TM], dsv[K_TM], gq[K_TN], gd[K_TN];
+FA_UNROLL_STEPS
+            for (int r = 0; r < FA_RK; r++) {
+                float4 pv[K_TM], sv[K_TM], qv[K_TN], gv[K_TN];
 FA_UNROLL
                 for (int i = 0; i < K_TM; i++) {
-                    p[i] = ps[r * FA_LDP + ky + K_TY * i];
-                    dsv[i] = ds[r * FA_LDP + ky + K_TY * i];
+                    pv[i] = ps[(r0 + r) * LDK + o.y + KY * i];
+                    sv[i] = ds[(r0 + r) * LDK + o.y + KY * i];
                 }
 FA_UNROLL
                 for (int j = 0; j < K_TN; j++) {
-                    gq[j] = qs[r * FA_LDS + kx + FA_K_TX * j];
-                    gd[j] = dos[r * FA_LDS + kx + FA_K_TX * j];
+                    qv[j] = qs[r * LDD + o.x + FA_KX * j];
+                    gv[j] = dos[r * LDD + o.x + FA_KX * j];
                 }
-FA_UNROLL
-                for (int i = 0; i < K_TM; i++)
-FA_UNROLL
-                    for (int j = 0; j < K_TN; j++) {
-                        dv[i][j] = fma(p[i], gd[j], dv[i][j]);
-                        dk[i][j] = fma(dsv[i], gq[j], dk[i][j]);
-                    }
+                FA_RANK1(dv, pv, gv, K_TM, K_TN)
+                FA_RANK1(dk, sv, qv, K_TM, K_TN)
             }
         }
     }
 
 FA_UNROLL
-    for (int i = 0; i < K_TM; i++) {
-        const int c = ky + K_TY * i;
+    for (int i = 0; i < 4 * K_TM; i++) {
+        const int c = 4 * (o.y + KY * (i / 4)) + i % 4;
         if (c < keys) {
             const long kr = x_off + b * x_sb + hk * x_sh + (long)(n0 + c) * x_ss;
             const long vr = y_off + b * y_sb + hk * y_sh + (long)(n0 + c) * y_ss;
 FA_UNROLL
             for (int j = 0; j < K_TN; j++) {
-                fa_store(out, kr + kx + FA_K_TX * j, dk[i][j] * scale);
-                fa_store(out2, vr + kx + FA_K_TX * j, dv[i][j]);
+                const int d = 4 * (o.x + FA_KX * j);
+                if (d < FA_D) {
+                    fa_bwd_store4(out, kr + d, dk[i][j] * scale);
+                    fa_bwd_store4(out2, vr + d, dv[i][j]);
+                }
             }
         }
     }
@@ -182,10 +370,10 @@ FA_UNROLL
 /* out = dQ; out2 is unused. */
 __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void fa_backward_dq(FA_BWD_ARGS)
 {
-    __local float qs[FA_BM * FA_LDS], dos[FA_BM * FA_LDS];
-    __local float ks[FA_BN * FA_LDS], vs[FA_BN * FA_LDS];
-    __local float ds[FA_BM * FA_LDP]; /* P is not needed here: it is written, then dS over it */
+    __local float4 stage[STAGE];
+    __local float4 ds[FA_BN * LDQ]; /* P, then dS over it */
     __local float lse_s[FA_BM], dl_s[FA_BM];
+    __local float *dsf = (__local float *)ds;
     (void)out2, (void)y_off, (void)y_sb, (void)y_ss, (void)y_sh;
 
     const int lid = (int)get_local_id(0);
@@ -194,9 +382,12 @@ __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void fa_backward_dq(
     const long hk = h / FA_GQA;
     const int rows = min(FA_BM, seq_q - m0);
     const int diag = seq_k - seq_q;
+    const long qb = q_off + b * q_sb + h * q_sh + (long)m0 * q_ss;
+    const long gb = g_off + b * g_sb + h * g_sh + (long)m0 * g_ss;
+    const int2 s = fa_grid(lid, FA_SX, SY), o = fa_grid(lid, FA_QX, QY);
+    __local long ss[4];
+    fa_bwd_strides(ss, q_ss, k_ss, v_ss, g_ss);
 
-    fa_tile_load(qs, q, q_off + b * q_sb + h * q_sh + (long)m0 * q_ss, q_ss, rows, FA_BM);
-    fa_tile_load(dos, d_o, g_off + b * g_sb + h * g_sh + (long)m0 * g_ss, g_ss, rows, FA_BM);
     fa_bwd_row_stats(lse_s, dl_s, lse, l_off + b * l_sb + h * l_sh + (long)m0 * l_ss, l_ss,
                      delta, (b * heads_q + h) * (long)seq_q + m0, rows);
 
@@ -204,36 +395,54 @@ __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void fa_backward_dq(
 #if FA_CAUSAL
     n_end = clamp(m0 + rows + diag, 0, seq_k);
 #endif
-    const int ox = lid % FA_O_TX, oy = lid / FA_O_TX;
-    float acc[O_TM][O_TN];
+    float4 acc[4 * Q_TM][Q_TN];
 FA_UNROLL
-    for (int i = 0; i < O_TM; i++)
+    for (int i = 0; i < 4 * Q_TM; i++)
 FA_UNROLL
-        for (int j = 0; j < O_TN; j++)
-            acc[i][j] = 0.0f;
+        for (int j = 0; j < Q_TN; j++)
+            acc[i][j] = (float4)(0.0f);
 
-    const long kbase = k_off + b * k_sb + hk * k_sh, vbase = v_off + b * v_sb + hk * v_sh;
     for (int n0 = 0; n0 < n_end; n0 += FA_BN) {
         const int keys = min(FA_BN, seq_k - n0);
-        barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile is done with ks, vs, ds */
-        fa_tile_load(ks, k, kbase + (long)n0 * k_ss, k_ss, keys, FA_BN);
-        fa_tile_load(vs, v, vbase + (long)n0 * v_ss, v_ss, keys, FA_BN);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        fa_bwd_scores(qs, dos, ks, vs, lse_s, dl_s, ds, ds, m0, rows, n0, keys, diag,
-                      scale_log2);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        FA_OUTER_TILE(acc, ds, ks, O_TM, O_TN, O_TY, FA_O_TX, oy, ox, keys)
+        const long kb = k_off + b * k_sb + hk * k_sh + (long)n0 * k_ss;
+        const long vb = v_off + b * v_sb + hk * v_sh + (long)n0 * v_ss;
+        float x[S_TM][S_TN];
+        fa_bwd_dot(x, stage, q, qb, ss[0], rows, k, kb, ss[1], keys, s);
+        fa_bwd_p(x, dsf, 1, 4 * LDQ, lse_s, s, rows, keys, m0 + diag - n0, scale_log2);
+        fa_bwd_dot(x, stage, d_o, gb, ss[3], rows, v, vb, ss[2], keys, s);
+        fa_bwd_ds(x, dsf, dsf, 1, 4 * LDQ, dl_s, s);
+
+        for (int c0 = 0; c0 < keys; c0 += FA_RQ) {
+            barrier(CLK_LOCAL_MEM_FENCE); /* dS written; the stage's readers done */
+            fa_bwd_stage(stage, LDD, k, kb + (long)c0 * ss[1], ss[1], keys - c0, FA_RQ, 0,
+                         FA_DP / 4);
+            barrier(CLK_LOCAL_MEM_FENCE);
+FA_UNROLL_STEPS
+            for (int c = 0; c < FA_RQ; c++) {
+                float4 wv[Q_TM], kv[Q_TN];
+FA_UNROLL
+                for (int i = 0; i < Q_TM; i++)
+                    wv[i] = ds[(c0 + c) * LDQ + o.y + QY * i];
+FA_UNROLL
+                for (int j = 0; j < Q_TN; j++)
+                    kv[j] = stage[c * LDD + o.x + FA_QX * j];
+                FA_RANK1(acc, wv, kv, Q_TM, Q_TN)
+            }
+        }
     }
 
-    const long qb = x_off + b * x_sb + h * x_sh;
+    const long xb = x_off + b * x_sb + h * x_sh;
 FA_UNROLL
-    for (int i = 0; i < O_TM; i++) {
-        const int r = oy + O_TY * i;
+    for (int i = 0; i < 4 * Q_TM; i++) {
+        const int r = 4 * (o.y + QY * (i / 4)) + i % 4;
         if (r < rows) {
-            const long row = qb + (long)(m0 + r) * x_ss;
+            const long row = xb + (long)(m0 + r) * x_ss;
 FA_UNROLL
-            for (int j = 0; j < O_TN; j++)
-                fa_store(out, row + ox + FA_O_TX * j, acc[i][j] * scale);
+            for (int j = 0; j < Q_TN; j++) {
+                const int d = 4 * (o.x + FA_QX * j);
+                if (d < FA_D)
+                    fa_bwd_store4(out, row + d, acc[i][j] * scale);
+            }
         }
     }
 }

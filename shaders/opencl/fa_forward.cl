@@ -1,19 +1,118 @@
 /* Forward: one work-group per (query tile of FA_BM rows, query head, batch).
  *
- * Local memory (f32): the query tile qs (BM x D) for the whole group's life, one key/value tile
- * kv (BN x D) that holds K then V, the scores/probabilities ps (BM x BN) and per-row m, l and
- * rescale factor. Per key tile: load K -> S = Q K^T on a register tile (BM x BN, FA_S_TX
- * work-items along keys) -> masked scaled scores to ps -> one work-item per row updates the
- * online softmax (log2 domain) while the others load V over K -> O += P V on a register tile
- * (BM x D, FA_O_TX work-items along the head dim). O and LSE are written once at the end.
- * Causal: key tiles past the tile's last visible key are never visited. */
+ * Local memory (f32): the query tile qs (BM x D) for the group's life; one key/value tile kv
+ * (BN x D) that holds K, then V; P transposed, pt (BN x BM, key-major, so that a work-item's
+ * rows of one key are one vector load); red, S_TX partial values per query row (row maxima
+ * during a tile, partial row sums at the end); alpha per row.
+ *
+ * Two register tiles, both with contiguous rows per work-item:
+ *   S (BM x BN): work-item (sy, sx) owns rows sy*S_TM.. and keys sx + S_TX*j. It keeps the
+ *     running max and its own partial row sum of its keys: only the tile's row maximum is
+ *     exchanged (through red), the sums are added once at the end.
+ *   O (BM x D): work-item (oy, ox) owns rows oy*O_TM.. and the float4 column groups
+ *     ox + O_TX*g (g < O_TG, within D), so each key of P V costs ceil(O_TM/4) + O_TG vector
+ *     loads.
+ * Per key tile: K (fetched earlier) to kv, fetch V -> S = Q K^T, mask, scale (log2 domain), row
+ * max partials -> barrier -> V to kv, fetch the next K; new max, P = exp2(S - m) into pt,
+ * alpha -> barrier -> O = alpha O + P V. Causal: key tiles past the tile's last visible key are
+ * never visited.
+ *
+ * The local tiles are declared as float4 arrays: NVIDIA's OpenCL compiler splits vload4 from a
+ * __local float pointer into four scalar loads, but keeps float4 element accesses whole. */
 
-#define S_TY FA_TY(FA_S_TX)
-#define S_TM FA_TM(FA_BM, FA_S_TX)
-#define S_TN FA_TN(FA_BN, FA_S_TX)
-#define O_TY FA_TY(FA_O_TX)
-#define O_TM FA_TM(FA_BM, FA_O_TX)
-#define O_TN FA_TN(FA_D, FA_O_TX)
+#define S_TY (FA_NT / FA_S_TX)
+#define S_TM (FA_BM / S_TY)
+#define S_TN (FA_BN / FA_S_TX)
+#define O_TY (FA_NT / FA_O_TX)
+#define O_TM (FA_BM / O_TY)
+#define O_TG ((FA_D / 4 + FA_O_TX - 1) / FA_O_TX)
+/* whether every work-item's last column group lies inside D (else it is skipped) */
+#define O_FULL ((FA_D / 4) % FA_O_TX == 0)
+#define O_HAS(g) (O_FULL || ox + FA_O_TX * (g) < FA_D / 4)
+#define LDPT (FA_BM + 4)
+
+#define LDS4 (FA_LDS / 4)
+
+/* The O_TM probabilities of key c for rows r0.. (contiguous in pt). */
+#if O_TM >= 4
+#define FA_P_LOAD(p, c, r0)                                                                        \
+    FA_UNROLL for (int i4_ = 0; i4_ < O_TM; i4_ += 4)                                              \
+        vstore4(pt4[((c) * LDPT + (r0) + i4_) / 4], 0, p + i4_);
+#else
+#define FA_P_LOAD(p, c, r0)                                                                        \
+    FA_UNROLL for (int i_ = 0; i_ < O_TM; i_++) p[i_] = pt[(c) * LDPT + (r0) + i_];
+#endif
+
+/* Tiles travel global -> registers -> local: a tile's loads are issued one phase before it is
+ * stored to local memory, so their latency hides behind the products in between. In registers
+ * they keep their storage format (raw bits for f16/bf16). */
+#if FA_DTYPE == 1
+typedef float4 fa_raw4;
+#else
+typedef ushort4 fa_raw4;
+#endif
+
+/* Elements i..i+3 (i a multiple of 4): one vector load when the view allows it. */
+inline fa_raw4 raw_load4(__global const fa_st *p, long i, bool aligned)
+{
+    if (aligned)
+        return ((__global const fa_raw4 *)p)[i >> 2];
+    return (fa_raw4)(p[i], p[i + 1], p[i + 2], p[i + 3]);
+}
+
+inline float4 raw_to_f32(fa_raw4 u)
+{
+#if FA_DTYPE == 1
+    return u;
+#elif FA_DTYPE == 2
+    return vload_half4(0, (const half *)&u);
+#else
+    return as_float4(convert_uint4(u) << 16);
+#endif
+}
+
+/* Vectors of a BN x D tile per work-item. */
+#define KE ((FA_BN * (FA_D / 4) + FA_NT - 1) / FA_NT)
+
+/* Issues the loads of rows [0, valid) of a BN x D tile (row r at src[base + r * stride]) into
+ * reg; rows past `valid` are zero. */
+inline void tile_fetch(fa_raw4 *reg, __global const fa_st *src, long base, long stride, int valid)
+{
+    const bool aligned = ((base | stride) & 3) == 0;
+FA_UNROLL
+    for (int k = 0; k < KE; k++) {
+        const int e = (int)get_local_id(0) + FA_NT * k;
+        const int r = e / (FA_D / 4), c4 = e - r * (FA_D / 4);
+        reg[k] = (fa_raw4)(0);
+        if (e < FA_BN * (FA_D / 4) && r < valid)
+            reg[k] = raw_load4(src, base + (long)r * stride + 4 * c4, aligned);
+    }
+}
+
+inline void tile_store(__local float4 *dst, const fa_raw4 *reg)
+{
+FA_UNROLL
+    for (int k = 0; k < KE; k++) {
+        const int e = (int)get_local_id(0) + FA_NT * k;
+        const int r = e / (FA_D / 4), c4 = e - r * (FA_D / 4);
+        if (e < FA_BN * (FA_D / 4))
+            dst[r * LDS4 + c4] = raw_to_f32(reg[k]);
+    }
+}
+
+/* The query tile, loaded once. */
+inline void q_tile_load(__local float4 *dst, __global const fa_st *src, long base, long stride,
+                        int valid)
+{
+    const bool aligned = ((base | stride) & 3) == 0;
+    for (int e = (int)get_local_id(0); e < FA_BM * (FA_D / 4); e += FA_NT) {
+        const int r = e / (FA_D / 4), c4 = e - r * (FA_D / 4);
+        float4 x = (float4)(0.0f);
+        if (r < valid)
+            x = raw_to_f32(raw_load4(src, base + (long)r * stride + 4 * c4, aligned));
+        dst[r * LDS4 + c4] = x;
+    }
+}
 
 __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void
 fa_forward(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
@@ -23,10 +122,12 @@ fa_forward(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
            __global float *lse, long l_off, long l_sb, long l_ss, long l_sh, int has_lse,
            int seq_q, int seq_k, float scale_log2)
 {
-    __local float qs[FA_BM * FA_LDS];
-    __local float kv[FA_BN * FA_LDS];
-    __local float ps[FA_BM * FA_LDP];
-    __local float m_s[FA_BM], l_s[FA_BM], a_s[FA_BM];
+    __local float4 qs4[FA_BM * LDS4];
+    __local float4 kv4[FA_BN * LDS4];
+    __local float4 pt4[FA_BN * LDPT / 4];
+    __local float *pt = (__local float *)pt4;
+    __local float red[FA_S_TX * FA_BM];
+    __local float a_s[FA_BM], m_s[FA_BM];
 
     const int lid = (int)get_local_id(0);
     const int q0 = (int)get_group_id(0) * FA_BM;
@@ -37,31 +138,37 @@ fa_forward(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
 
     const long kbase = k_off + b * k_sb + hk * k_sh;
     const long vbase = v_off + b * v_sb + hk * v_sh;
-    fa_tile_load(qs, q, q_off + b * q_sb + h * q_sh + (long)q0 * q_ss, q_ss, rows, FA_BM);
-    for (int r = lid; r < FA_BM; r += FA_NT) {
-        m_s[r] = -INFINITY;
-        l_s[r] = 0.0f;
-    }
+    q_tile_load(qs4, q, q_off + b * q_sb + h * q_sh + (long)q0 * q_ss, q_ss, rows);
 
     int n_end = seq_k;
 #if FA_CAUSAL
     n_end = clamp(q0 + rows + diag, 0, seq_k);
 #endif
 
-    const int sx = lid % FA_S_TX, sy = lid / FA_S_TX;
-    const int ox = lid % FA_O_TX, oy = lid / FA_O_TX;
-    float acc[O_TM][O_TN];
+    const int sx = lid % FA_S_TX, sy = lid / FA_S_TX, sr = sy * S_TM;
+    const int ox = lid % FA_O_TX, oy = lid / FA_O_TX, orow = oy * O_TM;
+    float m_run[S_TM], l_part[S_TM];
+    float4 acc[O_TM][O_TG];
+FA_UNROLL
+    for (int i = 0; i < S_TM; i++) {
+        m_run[i] = -INFINITY;
+        l_part[i] = 0.0f;
+    }
 FA_UNROLL
     for (int i = 0; i < O_TM; i++)
 FA_UNROLL
-        for (int j = 0; j < O_TN; j++)
-            acc[i][j] = 0.0f;
+        for (int g = 0; g < O_TG; g++)
+            acc[i][g] = (float4)(0.0f);
 
+    fa_raw4 reg[KE];
+    if (n_end > 0)
+        tile_fetch(reg, k, kbase, k_ss, min(FA_BN, seq_k));
     for (int n0 = 0; n0 < n_end; n0 += FA_BN) {
         const int keys = min(FA_BN, seq_k - n0);
-        barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's P V is done with kv and ps */
-        fa_tile_load(kv, k, kbase + (long)n0 * k_ss, k_ss, keys, FA_BN);
+        barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's P V is done with kv and pt */
+        tile_store(kv4, reg);
         barrier(CLK_LOCAL_MEM_FENCE);
+        tile_fetch(reg, v, vbase + (long)n0 * v_ss, v_ss, keys);
 
         float s[S_TM][S_TN];
 FA_UNROLL
@@ -69,55 +176,96 @@ FA_UNROLL
 FA_UNROLL
             for (int j = 0; j < S_TN; j++)
                 s[i][j] = 0.0f;
-        FA_DOT_TILE(s, qs, kv, S_TM, S_TN, S_TY, FA_S_TX, sy, sx)
+        for (int d = 0; d < FA_D; d += 4) {
+            float4 a[S_TM], bk[S_TN];
+FA_UNROLL
+            for (int i = 0; i < S_TM; i++)
+                a[i] = qs4[(sr + i) * LDS4 + d / 4];
+FA_UNROLL
+            for (int j = 0; j < S_TN; j++)
+                bk[j] = kv4[(sx + FA_S_TX * j) * LDS4 + d / 4];
+FA_UNROLL
+            for (int i = 0; i < S_TM; i++)
+FA_UNROLL
+                for (int j = 0; j < S_TN; j++) {
+                    s[i][j] = fma(a[i].x, bk[j].x, s[i][j]);
+                    s[i][j] = fma(a[i].y, bk[j].y, s[i][j]);
+                    s[i][j] = fma(a[i].z, bk[j].z, s[i][j]);
+                    s[i][j] = fma(a[i].w, bk[j].w, s[i][j]);
+                }
+        }
 FA_UNROLL
         for (int i = 0; i < S_TM; i++) {
-            const int r = sy + S_TY * i;
+            float mx = -INFINITY;
 FA_UNROLL
             for (int j = 0; j < S_TN; j++) {
                 const int c = sx + FA_S_TX * j;
                 bool visible = c < keys;
 #if FA_CAUSAL
-                visible = visible && n0 + c <= q0 + r + diag;
+                visible = visible && n0 + c <= q0 + sr + i + diag;
 #endif
-                ps[r * FA_LDP + c] = visible ? s[i][j] * scale_log2 : -INFINITY;
+                s[i][j] = visible ? s[i][j] * scale_log2 : -INFINITY;
+                mx = fmax(mx, s[i][j]);
             }
+            red[sx * FA_BM + sr + i] = mx;
         }
-        barrier(CLK_LOCAL_MEM_FENCE); /* K is no longer needed: kv takes V */
+        barrier(CLK_LOCAL_MEM_FENCE); /* row maxima posted; every S is done with K */
 
-        fa_tile_load(kv, v, vbase + (long)n0 * v_ss, v_ss, keys, FA_BN);
-        for (int r = lid; r < FA_BM; r += FA_NT) {
-            __local float *row = ps + r * FA_LDP;
-            const float m_old = m_s[r];
-            float m_new = m_old;
-            for (int c = 0; c < FA_BN; c++)
-                m_new = fmax(m_new, row[c]);
-            float sum = 0.0f, alpha = 1.0f;
-            if (m_new == -INFINITY) { /* nothing visible yet: P = 0, keep m = -inf */
-                for (int c = 0; c < FA_BN; c++)
-                    row[c] = 0.0f;
-            } else {
-                alpha = exp2(m_old - m_new);
-                for (int c = 0; c < FA_BN; c++) {
-                    const float p = exp2(row[c] - m_new);
-                    row[c] = p;
-                    sum += p;
-                }
+        tile_store(kv4, reg);
+        if (n0 + FA_BN < n_end)
+            tile_fetch(reg, k, kbase + (long)(n0 + FA_BN) * k_ss, k_ss,
+                       min(FA_BN, seq_k - n0 - FA_BN));
+FA_UNROLL
+        for (int i = 0; i < S_TM; i++) {
+            float m_new = m_run[i];
+            for (int x = 0; x < FA_S_TX; x++)
+                m_new = fmax(m_new, red[x * FA_BM + sr + i]);
+            /* m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled */
+            const bool none = m_new == -INFINITY;
+            const float alpha = none ? 1.0f : exp2(m_run[i] - m_new);
+            float sum = 0.0f;
+FA_UNROLL
+            for (int j = 0; j < S_TN; j++) {
+                const float p = none ? 0.0f : exp2(s[i][j] - m_new);
+                pt[(sx + FA_S_TX * j) * LDPT + sr + i] = p;
+                sum += p;
             }
-            m_s[r] = m_new;
-            l_s[r] = l_s[r] * alpha + sum;
-            a_s[r] = alpha;
+            l_part[i] = l_part[i] * alpha + sum;
+            m_run[i] = m_new;
+            if (sx == 0)
+                a_s[sr + i] = alpha;
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        barrier(CLK_LOCAL_MEM_FENCE); /* P, alpha and V in place */
 
 FA_UNROLL
         for (int i = 0; i < O_TM; i++) {
-            const float alpha = a_s[oy + O_TY * i];
+            const float alpha = a_s[orow + i];
 FA_UNROLL
-            for (int j = 0; j < O_TN; j++)
-                acc[i][j] *= alpha;
+            for (int g = 0; g < O_TG; g++)
+                acc[i][g] *= alpha;
         }
-        FA_OUTER_TILE(acc, ps, kv, O_TM, O_TN, O_TY, FA_O_TX, oy, ox, keys)
+        for (int c = 0; c < FA_BN; c++) {
+            float p[O_TM];
+            float4 vv[O_TG];
+            FA_P_LOAD(p, c, orow)
+FA_UNROLL
+            for (int g = 0; g < O_TG; g++)
+                vv[g] = O_HAS(g) ? kv4[c * LDS4 + ox + FA_O_TX * g] : (float4)(0.0f);
+FA_UNROLL
+            for (int i = 0; i < O_TM; i++)
+FA_UNROLL
+                for (int g = 0; g < O_TG; g++)
+                    acc[i][g] = fma((float4)(p[i]), vv[g], acc[i][g]);
+        }
+    }
+
+    /* The row sums: each S work-item holds the part over its keys. */
+    barrier(CLK_LOCAL_MEM_FENCE);
+FA_UNROLL
+    for (int i = 0; i < S_TM; i++) {
+        red[sx * FA_BM + sr + i] = l_part[i];
+        if (sx == 0)
+            m_s[sr + i] = m_run[i];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -125,20 +273,27 @@ FA_UNROLL
     const long obase = o_off + b * o_sb + h * o_sh;
 FA_UNROLL
     for (int i = 0; i < O_TM; i++) {
-        const int r = oy + O_TY * i;
+        const int r = orow + i;
         if (r < rows) {
-            const float l = l_s[r];
+            float l = 0.0f;
+            for (int x = 0; x < FA_S_TX; x++)
+                l += red[x * FA_BM + r];
             const float inv = l > 0.0f ? 1.0f / l : 0.0f;
             const long row = obase + (long)(q0 + r) * o_ss;
 FA_UNROLL
-            for (int j = 0; j < O_TN; j++)
-                fa_store(o, row + ox + FA_O_TX * j, acc[i][j] * inv);
+            for (int g = 0; g < O_TG; g++) {
+                if (!O_HAS(g))
+                    continue;
+                const int col = 4 * (ox + FA_O_TX * g);
+                const float4 x = acc[i][g] * inv;
+                fa_store(o, row + col, x.x);
+                fa_store(o, row + col + 1, x.y);
+                fa_store(o, row + col + 2, x.z);
+                fa_store(o, row + col + 3, x.w);
+            }
+            if (has_lse && ox == 0)
+                lse[l_off + b * l_sb + h * l_sh + (long)(q0 + r) * l_ss] =
+                    l > 0.0f ? (m_s[r] + log2(l)) * FA_LN2 : -INFINITY;
         }
     }
-    if (has_lse)
-        for (int r = lid; r < rows; r += FA_NT) {
-            const float l = l_s[r];
-            lse[l_off + b * l_sb + h * l_sh + (long)(q0 + r) * l_ss] =
-                l > 0.0f ? (m_s[r] + log2(l)) * FA_LN2 : -INFINITY;
-        }
 }
