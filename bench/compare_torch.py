@@ -415,13 +415,10 @@ def main():
     ap.add_argument("--json", help="write the rows as JSON")
     ap.add_argument("--png", help="write a TF/s plot (needs matplotlib)")
     ap.add_argument("--csv", help="write the rows as CSV")
-    ap.add_argument("--ours", help=argparse.SUPPRESS)  # old mode: flashattn now runs in-process
     args = ap.parse_args()
     names = [n.strip() for n in args.sdpa.split(",") if n.strip()]
     if not names or any(n not in SDPA_NAMES for n in names):
         ap.error(f"--sdpa: choose from {','.join(SDPA_NAMES)}")
-    if args.ours:
-        print("--ours is ignored: flashattn is timed in this process", file=sys.stderr)
     check = args.quick if args.check is None else args.check
     if not torch.cuda.is_available():
         sys.exit("compare_torch.py needs a CUDA GPU visible to PyTorch")

@@ -48,7 +48,5 @@ for backend in cuda vulkan opencl; do
     step "bench_$backend" 200 "$tool" bench --backend "$backend" --quick \
         --csv "$out/bench_$backend.csv"
 done
-for sdpa in flash cudnn; do
-    step "torch_$sdpa" 120 python3 bench/compare_torch.py --quick --sdpa "$sdpa" \
-        --ours "$out/bench_cuda.csv"
-done
+step torch 240 python3 bench/compare_torch.py --quick --lib "$build/libflashattn.so" \
+    --json "$out/torch.json" --png "$out/torch.png"

@@ -224,8 +224,9 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
 /** Options of one attention call. Zero is the default for every field:
  *   scale  0 -> 1/sqrt(head_dim);
  *   causal off; when on, aligned bottom-right: query i sees keys j <= i + seq_k - seq_q;
- *   deterministic off; when on, the backward gives bitwise-identical results run to run (in this
- *   version every backend's backward is deterministic anyway: none uses float atomics). */
+ *   deterministic off; when on, the backward gives bitwise-identical results run to run. Off, the
+ *   CUDA backend's tensor-core backward (f16/bf16, head dim <= 128) sums dQ with float atomics,
+ *   faster but not repeatable in the last bits; every other backward is deterministic anyway. */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;

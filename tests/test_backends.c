@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fa_testkit.h"
 #include "flashattn.h"
 
 static fa_context *open_backend(fa_backend backend)
@@ -132,43 +133,59 @@ ParameterizedTestParameters(backend, deterministic_backward_is_bitwise_repeatabl
 }
 
 /* GQA 4:1 makes several query heads feed each dK/dV row: where a backend sums those in a
- * varying order, two runs differ in the last bits. */
+ * varying order, two runs differ in the last bits. f32 at head dim 32 and f16 at 64 (CUDA's
+ * tensor-core path, whose default backward sums dQ with atomics) each run twice. */
 ParameterizedTest(fa_backend *backend, backend, deterministic_backward_is_bitwise_repeatable)
 {
     fa_context *ctx = open_backend(*backend);
-    enum { S = 150, HQ = 8, HKV = 2, D = 32 };
-    const size_t nq = (size_t)S * HQ * D, nk = (size_t)S * HKV * D;
-    float *host = malloc(nq * 4);
-    fa_buffer *b[9];
-    const size_t sizes[9] = {nq, nk, nk, nq, nq, (size_t)HQ * S, nq, nk, nk};
-    for (int i = 0; i < 9; i++) {
-        for (size_t j = 0; j < sizes[i]; j++)
-            host[j] = sinf((float)(j * (i + 3)) * 0.013f);
-        cr_assert_eq(
-            fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizes[i] * 4, .data = host}, &b[i]),
-            FA_OK);
+    enum { S = 150, HQ = 8, HKV = 2 };
+    for (int pass = 0; pass < 2; pass++) {
+        const fa_dtype dt = pass ? FA_DTYPE_F16 : FA_DTYPE_F32;
+        const int64_t D = pass ? 64 : 32;
+        const size_t es = fa_dtype_size(dt), nq = (size_t)(S * HQ * D), nk = (size_t)(S * HKV * D);
+        const size_t sizes[9] = {nq, nk, nk, nq, nq, (size_t)HQ * S * 4 / es, nq, nk, nk};
+        unsigned char *host = malloc(nq * es);
+        fa_buffer *b[9];
+        for (int i = 0; i < 9; i++) {
+            fa_testkit_fill_random(host, dt, sizes[i], (uint64_t)i + 3);
+            cr_assert_eq(fa_buffer_create(
+                             ctx, &(fa_buffer_desc){.size = sizes[i] * es, .data = host}, &b[i]),
+                         FA_OK);
+        }
+        fa_tensor q = fa_tensor_bshd(b[0], dt, 1, S, HQ, D);
+        fa_tensor k = fa_tensor_bshd(b[1], dt, 1, S, HKV, D);
+        fa_tensor v = fa_tensor_bshd(b[2], dt, 1, S, HKV, D);
+        fa_tensor o = fa_tensor_bshd(b[3], dt, 1, S, HQ, D);
+        fa_tensor d_o = fa_tensor_bshd(b[4], dt, 1, S, HQ, D);
+        fa_tensor lse = fa_tensor_lse(b[5], 1, HQ, S);
+        fa_tensor dq = fa_tensor_bshd(b[6], dt, 1, S, HQ, D);
+        fa_tensor dk = fa_tensor_bshd(b[7], dt, 1, S, HKV, D);
+        fa_tensor dv = fa_tensor_bshd(b[8], dt, 1, S, HKV, D);
+        const fa_attention_desc desc = {.causal = true, .deterministic = true};
+        fa_status st = fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse);
+        if (st == FA_ERROR_UNSUPPORTED_DTYPE) { /* f16 on a device without it */
+            for (int i = 0; i < 9; i++)
+                fa_buffer_destroy(b[i]);
+            free(host);
+            continue;
+        }
+        cr_assert_eq(st, FA_OK, "%s", fa_context_last_error(ctx));
+        const size_t bytes = (nq + 2 * nk) * es;
+        unsigned char *first = malloc(bytes), *again = malloc(bytes);
+        for (int run = 0; run < 2; run++) {
+            unsigned char *out = run ? again : first;
+            cr_assert_eq(
+                fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &dq, &dk, &dv), FA_OK,
+                "%s", fa_context_last_error(ctx));
+            cr_assert_eq(fa_buffer_read(b[6], 0, out, nq * es), FA_OK);
+            cr_assert_eq(fa_buffer_read(b[7], 0, out + nq * es, nk * es), FA_OK);
+            cr_assert_eq(fa_buffer_read(b[8], 0, out + (nq + nk) * es, nk * es), FA_OK);
+        }
+        cr_assert_arr_eq(first, again, bytes, "two deterministic %s backwards differ",
+                         fa_dtype_name(dt));
+        for (int i = 0; i < 9; i++)
+            fa_buffer_destroy(b[i]);
+        free(host), free(first), free(again);
     }
-    fa_tensor q = fa_tensor_bshd(b[0], FA_DTYPE_F32, 1, S, HQ, D);
-    fa_tensor k = fa_tensor_bshd(b[1], FA_DTYPE_F32, 1, S, HKV, D);
-    fa_tensor v = fa_tensor_bshd(b[2], FA_DTYPE_F32, 1, S, HKV, D);
-    fa_tensor o = fa_tensor_bshd(b[3], FA_DTYPE_F32, 1, S, HQ, D);
-    fa_tensor d_o = fa_tensor_bshd(b[4], FA_DTYPE_F32, 1, S, HQ, D);
-    fa_tensor lse = fa_tensor_lse(b[5], 1, HQ, S);
-    fa_tensor dq = fa_tensor_bshd(b[6], FA_DTYPE_F32, 1, S, HQ, D);
-    fa_tensor dk = fa_tensor_bshd(b[7], FA_DTYPE_F32, 1, S, HKV, D);
-    fa_tensor dv = fa_tensor_bshd(b[8], FA_DTYPE_F32, 1, S, HKV, D);
-    const fa_attention_desc desc = {.causal = true, .deterministic = true};
-    cr_assert_eq(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_OK);
-    float *first = malloc((nq + 2 * nk) * 4), *again = malloc((nq + 2 * nk) * 4);
-    for (int run = 0; run < 2; run++) {
-        float *out = run ? again : first;
-        cr_assert_eq(fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &dq, &dk, &dv),
-                     FA_OK, "%s", fa_context_last_error(ctx));
-        cr_assert_eq(fa_buffer_read(b[6], 0, out, nq * 4), FA_OK);
-        cr_assert_eq(fa_buffer_read(b[7], 0, out + nq, nk * 4), FA_OK);
-        cr_assert_eq(fa_buffer_read(b[8], 0, out + nq + nk, nk * 4), FA_OK);
-    }
-    cr_assert_arr_eq(first, again, (nq + 2 * nk) * 4, "two deterministic backwards differ");
-    free(host), free(first), free(again);
     fa_context_destroy(ctx);
 }

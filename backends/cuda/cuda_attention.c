@@ -2,8 +2,10 @@
  * stream. f16/bf16 with head dim <= 128 and 16-byte aligned rows take the tensor-core kernels
  * (when their shared memory fits the device); everything else (f32, unaligned views, head dim
  * > 128) the general CUDA-core kernels. The backward runs Delta = rowsum(dO * O), then dK/dV per
- * key block and dQ per query block, each recomputing P from the LSE; it uses no atomics, so its
- * results are bitwise reproducible. */
+ * key block and dQ per query block, each recomputing P from the LSE. The tensor-core backward,
+ * unless the call asks for determinism, instead adds dQ with f32 atomics to a zeroed accumulator
+ * from the dK/dV kernel and converts it at the end: fewer FLOPs, but the order of the additions
+ * (and so the last bits of dQ) varies run to run. Every other path uses no atomics. */
 #include "cuda_backend.h"
 
 #include <limits.h>
@@ -175,8 +177,10 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
     return status;
 }
 
-/* Grows the backward's scratch to `bytes` (waiting for work that may still use the old one). */
-static fa_status ensure_workspace(fa_context *ctx, size_t bytes)
+/* Grows the backward's scratch to `bytes` (waiting for work that may still use the old one).
+ * With `may_fail`, running out of memory returns FA_ERROR_OUT_OF_DEVICE_MEMORY without recording
+ * an error, for a caller that has a smaller plan. */
+static fa_status ensure_workspace(fa_context *ctx, size_t bytes, bool may_fail)
 {
     fa_cuda_state *st = ctx->backend_state;
     if (bytes <= st->workspace_bytes)
@@ -193,6 +197,8 @@ static fa_status ensure_workspace(fa_context *ctx, size_t bytes)
     CUresult r = st->cu->cuMemAlloc(&st->workspace, bytes);
     if (r != CUDA_SUCCESS) {
         st->workspace = 0;
+        if (may_fail && r == CUDA_ERROR_OUT_OF_MEMORY)
+            return FA_ERROR_OUT_OF_DEVICE_MEMORY;
         char what[96];
         snprintf(what, sizeof what, "cuMemAlloc of %zu bytes of backward workspace", bytes);
         return fa_cuda_fail(ctx, r, what);
@@ -212,16 +218,35 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     const unsigned dkdv_smem =
         2 * BWD_MMA_ROWS * d * 2 + 4 * BWD_MMA_QTILE(d) * d * 2 + 2 * BWD_MMA_QTILE(d) * 4;
     const unsigned dq_smem = 2 * BWD_MMA_ROWS * d * 2 + 4 * BWD_MMA_TILE * d * 2;
+    const unsigned dkdv_dq_smem = dkdv_smem + BWD_MMA_ROWS * BWD_MMA_QTILE(d) * 2; /* + dS^T */
     const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
                       (int)dkdv_smem <= st->smem_optin && (int)dq_smem <= st->smem_optin &&
                       views_aligned(&p, true, es);
+    /* dQ by atomics from the dK/dV kernel; else (deterministic, or its dS^T tile does not fit,
+     * as at head dim 128 on sm_86/89) the separate dQ kernel */
+    bool atomic_dq = fast && !call->deterministic && (int)dkdv_dq_smem <= st->smem_optin;
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;
+    /* workspace: Delta (rows floats), then with atomic_dq the (B, Hq, Sq, head_dim) f32 dQ sums */
     const size_t rows = (size_t)call->batch * (size_t)call->heads_q * (size_t)call->seq_q;
-    if (rows > 0)
-        status = ensure_workspace(ctx, rows * sizeof(float));
+    const size_t accum_at = (rows * sizeof(float) + 255) / 256 * 256;
+    const size_t accum_elems = rows * (size_t)call->head_dim;
+    if (rows > 0 && atomic_dq) {
+        status = ensure_workspace(ctx, accum_at + accum_elems * sizeof(float), true);
+        if (status == FA_ERROR_OUT_OF_DEVICE_MEMORY) {
+            fa_log(ctx, FA_LOG_WARN,
+                   "cuda: no device memory for the %zu-byte dQ accumulator; running the "
+                   "deterministic backward instead",
+                   accum_elems * sizeof(float));
+            atomic_dq = false;
+            status = FA_OK;
+        }
+    }
+    if (rows > 0 && !atomic_dq && status == FA_OK)
+        status = ensure_workspace(ctx, rows * sizeof(float), false);
     p.delta = st->workspace;
+    p.dq_accum = atomic_dq ? st->workspace + accum_at : 0;
 
     static const fa_cuda_kernel delta[3] = {FA_CUDA_K_BWD_DELTA_F32, FA_CUDA_K_BWD_DELTA_F16,
                                             FA_CUDA_K_BWD_DELTA_BF16};
@@ -249,9 +274,33 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         {FA_CUDA_K_BWD_DQ_MMA_F16_D64, FA_CUDA_K_BWD_DQ_MMA_F16_D128},
         {FA_CUDA_K_BWD_DQ_MMA_BF16_D64, FA_CUDA_K_BWD_DQ_MMA_BF16_D128},
     };
+    static const fa_cuda_kernel dkdv_dq_mma[2][2] = {
+        {FA_CUDA_K_BWD_DKDV_DQ_MMA_F16_D64, FA_CUDA_K_BWD_DKDV_DQ_MMA_F16_D128},
+        {FA_CUDA_K_BWD_DKDV_DQ_MMA_BF16_D64, FA_CUDA_K_BWD_DKDV_DQ_MMA_BF16_D128},
+    };
+    static const fa_cuda_kernel dq_convert[2] = {FA_CUDA_K_BWD_DQ_CONVERT_F16,
+                                                 FA_CUDA_K_BWD_DQ_CONVERT_BF16};
+    if (status == FA_OK && atomic_dq && rows > 0) {
+        CUresult r = st->cu->cuMemsetD32Async(p.dq_accum, 0, accum_elems, st->stream);
+        if (r != CUDA_SUCCESS)
+            status = fa_cuda_fail(ctx, r, "cuMemsetD32Async (zeroing the dQ accumulator)");
+    }
     if (status == FA_OK)
         status = launch(ctx, delta[dt], blocks(call->seq_q, GEN_ROWS), hq, b, GEN_THREADS, 0, &p,
                         "launching the backward's Delta");
+    if (atomic_dq) {
+        const int wide = d == 128;
+        if (status == FA_OK)
+            status =
+                launch(ctx, dkdv_dq_mma[dt - 1][wide], blocks(call->seq_k, BWD_MMA_ROWS), hkv, b,
+                       BWD_MMA_THREADS, dkdv_dq_smem, &p, "launching the tensor-core dK/dV/dQ");
+        if (status == FA_OK)
+            status = launch(ctx, dq_convert[dt - 1],
+                            blocks(call->seq_q * (call->head_dim / 8), GEN_THREADS), hq, b,
+                            GEN_THREADS, 0, &p, "launching the dQ conversion");
+        fa_cuda_leave(ctx);
+        return status;
+    }
     if (fast) {
         const int wide = d == 128;
         if (status == FA_OK)

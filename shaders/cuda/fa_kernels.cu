@@ -5,8 +5,11 @@
 //   fa_bwd_delta_<dtype>                Delta = rowsum(dO * O)
 //   fa_bwd_dq_gen_<dtype>_<dpt>         general dQ
 //   fa_bwd_dkdv_gen_<dtype>_<dpt>       general dK, dV
-//   fa_bwd_dkdv_mma_<dtype>_d<64|128>   tensor-core dK, dV
-//   fa_bwd_dq_mma_<dtype>_d<64|128>     tensor-core dQ
+//   fa_bwd_dkdv_dq_mma_<dtype>_d<64|128> tensor-core dK, dV, and dQ into an f32 accumulator
+//                                        with atomics (the default backward)
+//   fa_bwd_dq_convert_<dtype>           dQ = scale * that accumulator, in dQ's dtype and layout
+//   fa_bwd_dkdv_mma_<dtype>_d<64|128>   tensor-core dK, dV (deterministic backward)
+//   fa_bwd_dq_mma_<dtype>_d<64|128>     tensor-core dQ (deterministic backward)
 #include "fa_backward_mma.cuh"
 #include "fa_forward_mma.cuh"
 #include "fa_general.cuh"
@@ -53,16 +56,29 @@ FA_DELTA(f32, float)
 FA_DELTA(f16, __half)
 FA_DELTA(bf16, __nv_bfloat16)
 
-#define FA_BWD_MMA(name, fn, T, D)                                                                 \
+#define FA_BWD_MMA(name, fn, ...)                                                                  \
     extern "C" __global__ void __launch_bounds__(FA_BWD_THREADS, 1) name(fa_cuda_params p)         \
     {                                                                                              \
-        fn<T, D>(p);                                                                               \
+        fn<__VA_ARGS__>(p);                                                                        \
     }
-FA_BWD_MMA(fa_bwd_dkdv_mma_f16_d64, fa_bwd_dkdv_mma, __half, 64)
-FA_BWD_MMA(fa_bwd_dkdv_mma_f16_d128, fa_bwd_dkdv_mma, __half, 128)
-FA_BWD_MMA(fa_bwd_dkdv_mma_bf16_d64, fa_bwd_dkdv_mma, __nv_bfloat16, 64)
-FA_BWD_MMA(fa_bwd_dkdv_mma_bf16_d128, fa_bwd_dkdv_mma, __nv_bfloat16, 128)
+FA_BWD_MMA(fa_bwd_dkdv_dq_mma_f16_d64, fa_bwd_dkdv_mma, __half, 64, true)
+FA_BWD_MMA(fa_bwd_dkdv_dq_mma_f16_d128, fa_bwd_dkdv_mma, __half, 128, true)
+FA_BWD_MMA(fa_bwd_dkdv_dq_mma_bf16_d64, fa_bwd_dkdv_mma, __nv_bfloat16, 64, true)
+FA_BWD_MMA(fa_bwd_dkdv_dq_mma_bf16_d128, fa_bwd_dkdv_mma, __nv_bfloat16, 128, true)
+FA_BWD_MMA(fa_bwd_dkdv_mma_f16_d64, fa_bwd_dkdv_mma, __half, 64, false)
+FA_BWD_MMA(fa_bwd_dkdv_mma_f16_d128, fa_bwd_dkdv_mma, __half, 128, false)
+FA_BWD_MMA(fa_bwd_dkdv_mma_bf16_d64, fa_bwd_dkdv_mma, __nv_bfloat16, 64, false)
+FA_BWD_MMA(fa_bwd_dkdv_mma_bf16_d128, fa_bwd_dkdv_mma, __nv_bfloat16, 128, false)
 FA_BWD_MMA(fa_bwd_dq_mma_f16_d64, fa_bwd_dq_mma, __half, 64)
 FA_BWD_MMA(fa_bwd_dq_mma_f16_d128, fa_bwd_dq_mma, __half, 128)
 FA_BWD_MMA(fa_bwd_dq_mma_bf16_d64, fa_bwd_dq_mma, __nv_bfloat16, 64)
 FA_BWD_MMA(fa_bwd_dq_mma_bf16_d128, fa_bwd_dq_mma, __nv_bfloat16, 128)
+
+#define FA_DQ_CONVERT(tname, T)                                                                    \
+    extern "C" __global__ void __launch_bounds__(FA_GEN_THREADS)                                   \
+        fa_bwd_dq_convert_##tname(fa_cuda_params p)                                                \
+    {                                                                                              \
+        fa_bwd_dq_convert<T>(p);                                                                   \
+    }
+FA_DQ_CONVERT(f16, __half)
+FA_DQ_CONVERT(bf16, __nv_bfloat16)

@@ -50,6 +50,7 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
     a->desc = (fa_attention_desc){
         .scale = shape->head_dim > 0 ? 1.0f / sqrtf((float)shape->head_dim) : 0.0f,
         .causal = shape->causal,
+        .deterministic = shape->deterministic,
     };
 
     const cli_attn_shape *s = shape;

@@ -14,6 +14,7 @@ typedef struct cli_attn_shape {
     fa_dtype dtype;
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
     bool causal;
+    bool deterministic; /* fa_attention_desc.deterministic */
 } cli_attn_shape;
 
 typedef struct cli_attn {

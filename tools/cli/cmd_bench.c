@@ -34,6 +34,7 @@ static const char usage[] =
     "  --seqlen N       only the grid's rows with this seqlen\n"
     "  --head-dim N     only the grid's rows with this head dim (64 or 128)\n"
     "  --causal yes|no  only the causal or only the non-causal rows\n"
+    "  --deterministic  time the backward with fa_attention_desc.deterministic set\n"
     "  --dtype T        f32, f16 or bf16 (default f16; f32 on the CPU backend)\n"
     "  --repeat N       at most N timed runs per row (default 10; they stop after 1 s)\n"
     "  --threads N      CPU backend threads (default: OpenMP's)\n"
@@ -58,7 +59,7 @@ typedef struct bench_options {
     const char *backend_name, *dtype_name, *json_path, *csv_path;
     const char *causal_name;
     int64_t device, repeat, threads, seqlen, head_dim; /* seqlen, head_dim: 0 = all */
-    bool quick, device_seen;
+    bool quick, device_seen, deterministic;
 } bench_options;
 
 static void print_header(bool with_peak)
@@ -238,7 +239,8 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
         for (size_t d = 0; d < 2; d++) {
             for (size_t s = 0; s < n_seqlens; s++) {
                 const int64_t seqlen = seqlens[s], head_dim = head_dims[d];
-                if ((o->seqlen && seqlen != o->seqlen) || (o->head_dim && head_dim != o->head_dim) ||
+                if ((o->seqlen && seqlen != o->seqlen) ||
+                    (o->head_dim && head_dim != o->head_dim) ||
                     (o->causal_name && (causal != 0) != (strcmp(o->causal_name, "yes") == 0)))
                     continue;
                 const cli_attn_shape shape = {.dtype = dtype,
@@ -248,7 +250,8 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                               .heads_q = HIDDEN / head_dim,
                                               .heads_kv = HIDDEN / head_dim,
                                               .head_dim = head_dim,
-                                              .causal = causal != 0};
+                                              .causal = causal != 0,
+                                              .deterministic = o->deterministic};
                 fprintf(stderr, "[%zu/%zu] seqlen %" PRId64 ", head dim %" PRId64 "%s\n", ++point,
                         points, seqlen, head_dim, causal ? ", causal" : "");
                 bench_point(ctx, &shape, true, o, peak.gflops, &rows[n]);
@@ -304,6 +307,7 @@ int fa_cmd_bench(int argc, char **argv)
         {"--seqlen", CLI_OPT_INT, &o.seqlen, 1, INT64_MAX, NULL},
         {"--head-dim", CLI_OPT_INT, &o.head_dim, 1, INT64_MAX, NULL},
         {"--causal", CLI_OPT_STRING, &o.causal_name, 0, 0, NULL},
+        {"--deterministic", CLI_OPT_FLAG, &o.deterministic, 0, 0, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
     if (rc != CLI_CONTINUE)

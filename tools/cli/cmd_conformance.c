@@ -1,5 +1,6 @@
 /* `flashattn conformance`: every backend against the float64 reference on generated cases.
  * The runner lives in the test kit (fa_conformance_run); this file is its command line. */
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -7,16 +8,18 @@
 #include "fa_testkit.h"
 
 static const char usage[] =
-    "usage: flashattn conformance [--backend NAME|all] [--device N] [--quick|--full]\n"
+    "usage: flashattn conformance [--backend NAME[,NAME..]|all] [--device N] [--quick|--full]\n"
     "                             [--report FILE.md] [--junit FILE.xml] [--json FILE]\n"
     "                             [--seed N] [--verbose] [--filter TEXT] [--limit N]\n"
-    "Runs every backend (or NAME: cuda, vulkan, opencl, cpu) on cases generated from one\n"
+    "                             [--deterministic]\n"
+    "Runs every backend (or the NAMEs: cuda, vulkan, opencl, cpu) on cases generated from one\n"
     "table (--quick: all pairs of axis values; --full: the full product) plus edge cases,\n"
     "against a float64 reference. Prints one table per backend and, last,\n"
     "'N passed, N failed, N skipped'. Exit status 0 when nothing failed, 1 otherwise.\n"
     "  --device N     device N of each backend (default: its first GPU, else device 0)\n"
     "  --filter TEXT  only cases whose name contains TEXT (or one of A|B|...)\n"
-    "  --limit N      only the first N cases\n";
+    "  --limit N      only the first N cases\n"
+    "  --deterministic  every call with fa_attention_desc.deterministic set\n";
 
 int fa_cmd_conformance(int argc, char **argv)
 {
@@ -36,6 +39,7 @@ int fa_cmd_conformance(int argc, char **argv)
         {"--filter", CLI_OPT_STRING, &opt.filter, 0, 0, NULL},
         {"--seed", CLI_OPT_INT, &seed, 1, INT64_MAX, NULL},
         {"--limit", CLI_OPT_INT, &limit, 0, INT64_MAX, NULL},
+        {"--deterministic", CLI_OPT_FLAG, &opt.deterministic, 0, 0, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
     if (rc != CLI_CONTINUE)
@@ -43,12 +47,20 @@ int fa_cmd_conformance(int argc, char **argv)
     if (quick && full)
         return cli_usage_error("conformance", usage, "--quick and --full exclude each other");
     if (backend_name && strcmp(backend_name, "all") != 0) {
-        fa_backend backend;
-        if ((rc = cli_parse_backend("conformance", usage, backend_name, &backend)) != CLI_CONTINUE)
-            return rc;
-        if (backend == FA_BACKEND_AUTO)
-            return cli_usage_error("conformance", usage, "name a backend, or all");
-        opt.backend = (int)backend;
+        char name[32];
+        for (const char *at = backend_name; *at;) { /* a comma-separated list */
+            size_t len = strcspn(at, ",");
+            snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1),
+                     at);
+            fa_backend backend;
+            if ((rc = cli_parse_backend("conformance", usage, name, &backend)) != CLI_CONTINUE)
+                return rc;
+            if (backend == FA_BACKEND_AUTO)
+                return cli_usage_error("conformance", usage, "name a backend, or all");
+            opt.backend = (int)backend;
+            opt.backend_mask |= 1u << backend;
+            at += len + (at[len] == ',');
+        }
     }
     opt.full = full;
     opt.device_given = device_seen;

@@ -121,13 +121,18 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
             continue;
         if (opt.limit > 0 && run.n_cases >= opt.limit)
             break;
-        run.cases[run.n_cases++] = all[c];
+        run.cases[run.n_cases] = all[c];
+        run.cases[run.n_cases++].deterministic = opt.deterministic;
     }
     free(all);
 
     fa_backend list[FA_BACKEND_COUNT];
     int n_list = 0;
-    if (opt.backend <= FA_BACKEND_AUTO || opt.backend >= FA_BACKEND_COUNT)
+    if (opt.backend_mask) {
+        for (int b = FA_BACKEND_CUDA; b < FA_BACKEND_COUNT; b++)
+            if (opt.backend_mask & (1u << b))
+                list[n_list++] = (fa_backend)b;
+    } else if (opt.backend <= FA_BACKEND_AUTO || opt.backend >= FA_BACKEND_COUNT)
         for (int b = FA_BACKEND_CUDA; b < FA_BACKEND_COUNT; b++)
             list[n_list++] = (fa_backend)b;
     else

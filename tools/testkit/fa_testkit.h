@@ -108,13 +108,16 @@ uint64_t fa_testkit_rand_below(uint64_t *state, uint64_t n);
 
 /* ---- conformance runner ---------------------------------------------------------------------- */
 
-/** Options of one conformance run; zero means: all backends, quick, seed 1, no files. */
+/** Options of one conformance run; zero means: all backends, quick, seed 1, no files, calls
+ * without fa_attention_desc.deterministic (set `deterministic` to run every call with it). */
 typedef struct fa_conformance_options {
-    int backend;       /* -1 or FA_BACKEND_AUTO (0): every backend; else one fa_backend */
-    bool device_given; /* false: on each backend its first GPU device, else its device 0 */
-    int device;        /* with device_given: this index on every backend tested */
+    int backend;           /* -1 or FA_BACKEND_AUTO (0): every backend; else one fa_backend */
+    unsigned backend_mask; /* when not 0: the backends b with bit (1 << b) set, over `backend` */
+    bool device_given;     /* false: on each backend its first GPU device, else its device 0 */
+    int device;            /* with device_given: this index on every backend tested */
     bool full;
     bool verbose;
+    bool deterministic;
     uint64_t seed;           /* 0 -> 1 */
     const char *report_path; /* Markdown */
     const char *junit_path;

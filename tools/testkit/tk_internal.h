@@ -134,6 +134,7 @@ typedef struct tk_case {
     bool bhsd;
     bool noop; /* B = 0, or Sq = 0 (and Sk = 0 for a backward): success, nothing written */
     bool edge; /* a fixed edge case, not from the table */
+    bool deterministic;
     uint64_t seed;
 } tk_case;
 
