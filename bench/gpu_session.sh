@@ -8,6 +8,11 @@
 # BUILD_DIR holds the `flashattn` tool and libflashattn.so (built here or carried). Debian
 # packages of the Vulkan and OpenCL loaders (and libglvnd, which NVIDIA's Vulkan driver needs),
 # if present in ./.gl, are unpacked first; the NVIDIA OpenCL ICD is registered.
+#
+# FA_CONFORMANCE_FILTER (e.g. 'fwd f16 d|bwd f16 d') limits the conformance cases, so that
+# --full can be spread over several device calls. The program caches (OpenCL binaries, the Vulkan
+# pipeline cache) are written to $OUT/fa-cache.tar; carried back as ./fa-cache.tar, they spare
+# the next call its program builds (most of a cold --full run on OpenCL).
 set -u
 build=${1:?usage: bench/gpu_session.sh BUILD_DIR [--quick|--full]}
 mode=${2:---quick}
@@ -19,6 +24,9 @@ if compgen -G ".gl/*.deb" >/dev/null; then
     for f in .gl/*.deb; do dpkg -x "$f" /; done
     ldconfig
 fi
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/fa-session-cache}
+mkdir -p "$XDG_CACHE_HOME"
+[ -f fa-cache.tar ] && tar -xf fa-cache.tar -C "$XDG_CACHE_HOME"
 nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$nvidia_icd" ] && export VK_DRIVER_FILES=$nvidia_icd
 if [ -w /etc ]; then
@@ -38,6 +46,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 step devices 60 "$tool" devices
 for backend in cuda vulkan opencl; do
     step "conformance_$backend" 300 "$tool" conformance --backend "$backend" "$mode" \
+        ${FA_CONFORMANCE_FILTER:+--filter "$FA_CONFORMANCE_FILTER"} \
         --report "$out/conformance_$backend.md"
 done
 step sanitizer_memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
@@ -50,3 +59,4 @@ for backend in cuda vulkan opencl; do
 done
 step torch 240 python3 bench/compare_torch.py --quick --lib "$build/libflashattn.so" \
     --json "$out/torch.json" --png "$out/torch.png"
+tar -cf "$out/fa-cache.tar" -C "$XDG_CACHE_HOME" flashattn 2>/dev/null
