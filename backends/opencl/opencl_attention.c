@@ -1,6 +1,7 @@
 /* Attention launches: choosing tile sizes from the device's local memory and work-group limits,
  * building the matching program, and enqueueing the forward and backward kernels (in order,
  * asynchronously). The kernels and their tiling are described in shaders/opencl/. */
+#include "fa_bwd_tiling.h"
 #include "fa_fwd_tiling.h"
 #include "opencl_backend.h"
 
@@ -10,25 +11,6 @@
 #include <string.h>
 
 #define LOG2E 1.4426950408889634f
-
-/* Work-items along the columns of a rows x cols tile spread over nt work-items: the split whose
- * per-work-item block has the fewest loads per product (rows/ty + cols/tx), ties to more
- * work-items along the (contiguous) columns; 0 when none divides the tile. */
-static int choose_tx(int rows, int cols, int nt)
-{
-    int best = 0, best_cost = INT_MAX;
-    for (int tx = 1; tx <= nt; tx *= 2) {
-        int ty = nt / tx;
-        if (tx > cols || ty > rows || cols % tx || rows % ty)
-            continue;
-        int cost = rows / ty + cols / tx;
-        if (cost <= best_cost) {
-            best = tx;
-            best_cost = cost;
-        }
-    }
-    return best;
-}
 
 /* The forward tiling (runtime/fa_fwd_tiling.h) for head dim d and work-groups of at most max_wg.
  * Some drivers keep a little local memory for themselves. */
@@ -108,137 +90,12 @@ static bool forward_plan(const fa_cl_device *dev, const fa_attention_call *call,
 
 /* ---- backward tiling (shaders/opencl/fa_backward.cl) --------------------------------------- */
 
-/* One configuration of both backward kernels: work-items per group, query and key rows per tile,
- * work-items along keys of the S tile (sx) and along the head dim of the dK/dV and dQ tiles (kx,
- * qx), the head dim padded to those tiles (dp), the column chunk of the S and dP products (dc),
- * the row chunks of the dK/dV and dQ products (rk, rq), and the larger kernel's local memory. */
-typedef struct bwd_tiles {
-    int nt, bm, bn, sx, kx, qx, dp, dc, rk, rq;
-    size_t local_bytes;
-} bwd_tiles;
-
-/* Float4s per local row of n floats: FA_PITCH4 in fa_backward.cl. */
-static size_t bwd_pitch4(int n)
+/* The backward tiling (runtime/fa_bwd_tiling.h): the kernels keep 4 strides (32 bytes) in local
+ * memory, and some drivers keep a little local memory for themselves. */
+static bool bwd_tiles_select(const fa_cl_device *dev, int d, size_t max_wg, fa_bwd_tiling *t)
 {
-    return (size_t)((n / 4 + 1) | 1);
-}
-
-/* Work-items along the head dim of a (rows x d) register tile whose work-items hold rows in
- * groups of 4 and float4 groups of columns: the split with the fewest local loads per useful
- * FMA (d padded to *dp where it does not divide), ties to more along d; 0 when none fits. */
-static int bwd_choose_dx(int rows, int d, int nt, int *dp)
-{
-    int best = 0;
-    double best_cost = 0;
-    for (int tx = 1; tx <= nt; tx *= 2) {
-        int ty = nt / tx, p = (d + 4 * tx - 1) / (4 * tx) * (4 * tx);
-        if ((rows / 4) % ty)
-            continue;
-        int gr = rows / 4 / ty, gd = p / 4 / tx;
-        double cost = (double)(gr + gd) / (gr * gd) * p / d;
-        if (!best || cost <= best_cost) {
-            best = tx;
-            best_cost = cost;
-            *dp = p;
-        }
-    }
-    return best;
-}
-
-/* Fills t for (bm, bn, nt) when it fits: work-group size, registers per work-item (the dK and
- * dV or dQ accumulators and the S tile), local memory (P and dS, LSE and Delta, 4 strides, and
- * the largest chunks, columns up to dc_max, that fit the rest). */
-static bool bwd_tiles_fit(int d, int bm, int bn, int nt, int dc_max, size_t max_wg,
-                          uint64_t local_limit, bwd_tiles *t)
-{
-    int dpk = 0, dpq = 0;
-    if ((size_t)nt > max_wg)
-        return false;
-    *t = (bwd_tiles){.nt = nt,
-                     .bm = bm,
-                     .bn = bn,
-                     .sx = choose_tx(bm, bn, nt),
-                     .kx = bwd_choose_dx(bn, d, nt, &dpk),
-                     .qx = bwd_choose_dx(bm, d, nt, &dpq)};
-    if (!t->sx || !t->kx || !t->qx)
-        return false;
-    t->dp = dpk > dpq ? dpk : dpq;
-    int acc = 2 * bn * t->dp / nt > bm * t->dp / nt ? 2 * bn * t->dp / nt : bm * t->dp / nt;
-    if (acc > 64 || acc + bm * bn / nt > 80)
-        return false;
-    size_t p_dkdv = 2 * (size_t)bm * bwd_pitch4(bn), p_dq = (size_t)bn * bwd_pitch4(bm);
-    size_t fixed = 16 * (p_dkdv > p_dq ? p_dkdv : p_dq) + 8 * (size_t)bm + 32;
-    if (fixed >= local_limit)
-        return false;
-    const size_t room = (size_t)(local_limit - fixed) / 16, row = bwd_pitch4(t->dp);
-    /* Column chunks dc = 4 * 2^k with dc / 4 dividing nt (a work-item then stages one column
-     * of its rows): the fewest columns computed (zero past d) plus 16 per chunk, its round. */
-    int best = INT_MAX;
-    for (int dc = 4; dc <= dc_max && dc / 4 <= nt; dc *= 2) {
-        int chunks = (d + dc - 1) / dc, cost = chunks * (dc + 16);
-        if (cost < best && (size_t)(bm + bn) * bwd_pitch4(dc) <= room) {
-            best = cost;
-            t->dc = dc;
-        }
-    }
-    for (t->rk = bm; t->rk > 1 && 2 * (size_t)t->rk * row > room; t->rk /= 2)
-        ;
-    for (t->rq = bn; t->rq > 1 && (size_t)t->rq * row > room; t->rq /= 2)
-        ;
-    if (!t->dc || 2 * (size_t)t->rk * row > room || (size_t)t->rq * row > room)
-        return false;
-    size_t stage = (size_t)(bm + bn) * bwd_pitch4(t->dc);
-    if (2 * (size_t)t->rk * row > stage)
-        stage = 2 * (size_t)t->rk * row;
-    if ((size_t)t->rq * row > stage)
-        stage = (size_t)t->rq * row;
-    t->local_bytes = fixed + 16 * stage;
-    return true;
-}
-
-static bool pow2_between(int x, int lo, int hi)
-{
-    return x >= lo && x <= hi && !(x & (x - 1));
-}
-
-/* Reads FA_OPENCL_BWD_TILES ("bm,bn,nt" or "bm,bn,nt,dc"), a tuning override; dc (a multiple of
- * 4) caps the column chunk of the S and dP products and is left alone when absent. */
-static bool bwd_tiles_override(int *bm, int *bn, int *nt, int *dc)
-{
-    const char *env = getenv("FA_OPENCL_BWD_TILES");
-    int n = env ? sscanf(env, "%d,%d,%d,%d", bm, bn, nt, dc) : 0;
-    return n >= 3 && pow2_between(*bm, 8, 256) && pow2_between(*bn, 8, 256) &&
-           pow2_between(*nt, 1, 1024) && *dc >= 4 && *dc % 4 == 0;
-}
-
-/* The preferred backward configuration that fits, or false: the first of the list whose
- * register tiles divide the head dim, else the one that pads it least. Preferred: 64 x 32 tiles
- * on 128 work-items, which keep 4 x 4 S entries and 64 accumulators per work-item and fit 48 KiB
- * of local memory at D = 128. */
-static bool bwd_tiles_select(const fa_cl_device *dev, int d, size_t max_wg, bwd_tiles *t)
-{
-    static const int configs[][3] = {{64, 32, 128}, {64, 32, 64},  {64, 32, 256}, {32, 32, 128},
-                                     {32, 32, 64},  {64, 16, 128}, {32, 16, 128}, {32, 16, 64},
-                                     {16, 16, 64},  {16, 16, 32},  {16, 8, 32},   {8, 8, 64},
-                                     {8, 8, 32},    {8, 8, 16}};
-    /* Some drivers keep a little local memory for themselves. */
     const uint64_t limit = dev->local_mem_bytes > 256 ? dev->local_mem_bytes - 256 : 0;
-    int bm, bn, nt, dc = 64;
-    if (bwd_tiles_override(&bm, &bn, &nt, &dc) &&
-        bwd_tiles_fit(d, bm, bn, nt, dc, max_wg, limit, t))
-        return true;
-    bool found = false;
-    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
-        bwd_tiles c;
-        if (bwd_tiles_fit(d, configs[i][0], configs[i][1], configs[i][2], 64, max_wg, limit, &c) &&
-            (!found || c.dp < t->dp)) {
-            *t = c;
-            found = true;
-            if (c.dp == d)
-                break;
-        }
-    }
-    return found;
+    return fa_bwd_tiling_select(d, limit, 32, max_wg, "FA_OPENCL_BWD_TILES", t);
 }
 
 /* Whether q, k, v and dO start and stride at multiples of 4 elements: the backward kernels then
@@ -272,7 +129,7 @@ static int bwd_register_cap(const fa_cl_device *dev, int nt, const char *extra)
 static bool backward_plan(const fa_cl_device *dev, const fa_attention_call *call, size_t max_wg,
                           void *tiles, int *nt, char *options, size_t size)
 {
-    bwd_tiles *t = tiles;
+    fa_bwd_tiling *t = tiles;
     if (!bwd_tiles_select(dev, (int)call->head_dim, max_wg, t))
         return false;
     const char *extra = getenv("FA_OPENCL_BUILD_OPTIONS"); /* for tuning */
@@ -295,7 +152,7 @@ fa_status fa_cl_check_call(fa_context *ctx, const fa_attention_call *call, bool 
 {
     fa_cl_state *st = ctx->backend_state;
     fa_fwd_tiling t;
-    bwd_tiles bt;
+    fa_bwd_tiling bt;
     if (!tiles_select(st->dev, (int)call->head_dim, st->dev->max_workgroup, &t) ||
         (backward && !bwd_tiles_select(st->dev, (int)call->head_dim, st->dev->max_workgroup, &bt)))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
@@ -461,7 +318,7 @@ static void backward_args(args *a, const fa_attention_call *call, cl_mem delta, 
 
 fa_status fa_cl_backward(fa_context *ctx, const fa_attention_call *call)
 {
-    bwd_tiles t;
+    fa_bwd_tiling t;
     fa_cl_program *prog;
     fa_status status = prepare(ctx, call, FA_CL_SOURCE_BACKWARD, backward_plan, &t, &prog);
     if (status != FA_OK)

@@ -1,6 +1,7 @@
 /* Attention on Vulkan: tile sizes chosen from the device's shared memory and workgroup limits,
  * the limits a call must fit (checked before any work is issued), and the recording of the
  * forward pass and of the three backward passes (Delta, dK/dV, dQ) into one submission each. */
+#include "fa_bwd_tiling.h"
 #include "fa_fwd_tiling.h"
 #include "vk_internal.h"
 
@@ -9,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { WORKGROUP = 128, PREP_ROWS = 128 };
+enum { PREP_ROWS = 128 }; /* attn_bwd_prep.comp: query rows per workgroup */
 
 /* ---- forward tiling (see shaders/vulkan/attn_fwd.comp) --------------------------------------- */
 
@@ -24,34 +25,18 @@ static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_fwd_tiling *t)
                                 t);
 }
 
-/* ---- backward tiling ------------------------------------------------------------------------- */
+/* ---- backward tiling (see shaders/vulkan/fa_backward.glsl) ---------------------------------- */
 
-/* A backward launch plan: specialization and grid geometry for one call. */
-typedef struct plan {
-    fa_vk_storage storage;
-    uint32_t threads_per_row, groups; /* groups = WORKGROUP / threads_per_row */
-    uint32_t dq_tile, dkdv_tile;      /* 0 when nothing fits */
-} plan;
-
-/* Shared-memory floats of each backward kernel for a tile (see the layouts in shaders/vulkan/). */
-static uint64_t dq_floats(uint64_t d, uint64_t t, uint64_t groups, uint64_t tile)
+/* The backward tiling (runtime/fa_bwd_tiling.h) that fits the device, with a margin below its
+ * shared memory for what a driver adds (alignment between shared variables). */
+static bool bwd_select(const fa_vk_physical *ph, int d, fa_bwd_tiling *t)
 {
-    return 2 * tile * d + 2 * groups * (tile * t + 1);
-}
-static uint64_t dkdv_floats(uint64_t d, uint64_t t, uint64_t groups, uint64_t tile)
-{
-    return 2 * tile * d + 2 * tile + 2 * groups * (tile * t + 1);
-}
-
-typedef uint64_t (*floats_fn)(uint64_t, uint64_t, uint64_t, uint64_t);
-
-static uint32_t largest_tile(floats_fn f, uint64_t d, uint64_t t, uint64_t rows, uint64_t bytes)
-{
-    static const uint32_t tiles[] = {64, 32, 16, 8};
-    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++)
-        if (4 * f(d, t, rows, tiles[i]) <= bytes)
-            return tiles[i];
-    return 0;
+    uint64_t max_wg = ph->info.max_workgroup_size;
+    if (ph->max_group_size_x < max_wg)
+        max_wg = ph->max_group_size_x;
+    const uint64_t smem = ph->info.shared_memory_bytes;
+    return fa_bwd_tiling_select(d, smem > 256 ? smem - 256 : 0, 0, max_wg, "FA_VULKAN_BWD_TILES",
+                                t);
 }
 
 static fa_vk_storage storage_of(const fa_vk_state *st, fa_dtype dtype)
@@ -61,20 +46,6 @@ static fa_vk_storage storage_of(const fa_vk_state *st, fa_dtype dtype)
     if (dtype == FA_DTYPE_F16)
         return st->storage16 ? FA_VK_F16_S16 : FA_VK_F16_WORDS;
     return st->storage16 ? FA_VK_BF16_S16 : FA_VK_BF16_WORDS;
-}
-
-static plan make_plan(const fa_vk_state *st, const fa_attention_call *call)
-{
-    plan p;
-    memset(&p, 0, sizeof p);
-    p.storage = storage_of(st, call->dtype);
-    const uint64_t d = (uint64_t)call->head_dim, smem = st->phys->info.shared_memory_bytes;
-    /* Keep each invocation's slice at <= 32 columns, so its registers hold Q and O slices. */
-    p.threads_per_row = d <= 128 ? 4 : 8;
-    p.groups = WORKGROUP / p.threads_per_row;
-    p.dq_tile = largest_tile(dq_floats, d, p.threads_per_row, p.groups, smem);
-    p.dkdv_tile = largest_tile(dkdv_floats, d, p.threads_per_row, p.groups, smem);
-    return p;
 }
 
 static uint64_t ceil_div(uint64_t a, uint64_t b)
@@ -96,10 +67,10 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
 {
     const fa_vk_state *st = fa_vk_state_of(ctx);
     const fa_vk_physical *ph = st->phys;
-    const plan p = make_plan(st, call);
     fa_fwd_tiling ft;
+    fa_bwd_tiling bt = {0};
     if (!fwd_select(ph, (uint32_t)call->head_dim, &ft) ||
-        (backward && (!p.dq_tile || !p.dkdv_tile)))
+        (backward && !bwd_select(ph, (int)call->head_dim, &bt)))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
                        "vulkan: head_dim %lld needs more than the %u bytes of shared memory "
                        "%s offers per workgroup",
@@ -107,9 +78,9 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     if (call->seq_q > INT32_MAX || call->seq_k > INT32_MAX)
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "vulkan: sequence lengths above 2^31 - 1 are not supported");
-    const uint64_t gx = backward ? ceil_div((uint64_t)call->seq_q, p.groups)
-                                 : ceil_div((uint64_t)call->seq_q, ft.bm);
-    const uint64_t gk = ceil_div((uint64_t)call->seq_k, p.groups);
+    const uint64_t gx =
+        ceil_div((uint64_t)call->seq_q, backward ? (uint64_t)bt.bm : (uint64_t)ft.bm);
+    const uint64_t gk = backward ? ceil_div((uint64_t)call->seq_k, (uint64_t)bt.bn) : 0;
     if (gx > ph->max_group_count[0] || gk > ph->max_group_count[0] ||
         (uint64_t)call->heads_q > ph->max_group_count[1] ||
         (uint64_t)call->batch > ph->max_group_count[2])
@@ -224,33 +195,34 @@ typedef struct grad_push {
     float scale, scale_log2;
 } grad_push;
 
-static fa_status record_backward(fa_context *ctx, const fa_attention_call *call, const plan *p)
+static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
+                                 const fa_bwd_tiling *t)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
     const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
     const uint32_t delta_off = (uint32_t)(B * Hq * Sq);
     const VkBuffer ws = st->workspace.buffer;
-    const uint32_t T = p->threads_per_row;
+    const fa_vk_storage storage = storage_of(st, call->dtype);
     VkPipeline prep, dkdv, dq;
-    const uint32_t D = (uint32_t)call->head_dim;
-    const fa_vk_spec prep_spec = {
-        .head_dim = D, .threads_per_row = T, .rows_per_group = 1, .tile = 8};
-    const fa_vk_spec dkdv_spec = {.head_dim = D,
-                                  .threads_per_row = T,
-                                  .rows_per_group = 1,
-                                  .tile = p->dkdv_tile,
-                                  .causal = call->causal};
-    const fa_vk_spec dq_spec = {.head_dim = D,
-                                .threads_per_row = T,
-                                .rows_per_group = 1,
-                                .tile = p->dq_tile,
-                                .causal = call->causal};
-    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_BWD_PREP, p->storage, &prep_spec, &prep);
+    const fa_vk_spec prep_spec = {.head_dim = (uint32_t)call->head_dim};
+    const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
+                             .causal = call->causal,
+                             .bwd_threads = (uint32_t)t->nt,
+                             .bwd_bm = (uint32_t)t->bm,
+                             .bwd_bn = (uint32_t)t->bn,
+                             .bwd_sx = (uint32_t)t->sx,
+                             .bwd_kx = (uint32_t)t->kx,
+                             .bwd_qx = (uint32_t)t->qx,
+                             .bwd_dp = (uint32_t)t->dp,
+                             .bwd_dc = (uint32_t)t->dc,
+                             .bwd_rk = (uint32_t)t->rk,
+                             .bwd_rq = (uint32_t)t->rq};
+    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_BWD_PREP, storage, &prep_spec, &prep);
     if (s == FA_OK)
-        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DKDV, p->storage, &dkdv_spec, &dkdv);
+        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DKDV, storage, &spec, &dkdv);
     if (s == FA_OK)
-        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DQ, p->storage, &dq_spec, &dq);
+        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DQ, storage, &spec, &dq);
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
     if (s != FA_OK)
@@ -292,7 +264,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
             vkbuf(&call->q),   vkbuf(&call->k),  vkbuf(&call->v), vkbuf(&call->d_o), ws,
             vkbuf(&call->d_k), vkbuf(&call->d_v)};
         s = fa_vk_dispatch(ctx, FA_VK_BWD_DKDV, dkdv, buffers, &push, sizeof push,
-                           (uint32_t)ceil_div((uint64_t)Sk, p->groups), (uint32_t)Hkv, (uint32_t)B);
+                           (uint32_t)ceil_div((uint64_t)Sk, (uint64_t)t->bn), (uint32_t)Hkv,
+                           (uint32_t)B);
         if (s != FA_OK)
             return s;
     }
@@ -302,7 +275,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
             vkbuf(&call->q),  vkbuf(&call->k), vkbuf(&call->v), vkbuf(&call->d_o), ws,
             vkbuf(&call->d_q)};
         s = fa_vk_dispatch(ctx, FA_VK_BWD_DQ, dq, buffers, &push, sizeof push,
-                           (uint32_t)ceil_div((uint64_t)Sq, p->groups), (uint32_t)Hq, (uint32_t)B);
+                           (uint32_t)ceil_div((uint64_t)Sq, (uint64_t)t->bm), (uint32_t)Hq,
+                           (uint32_t)B);
     }
     return s;
 }
@@ -310,12 +284,13 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
 static fa_status backward(fa_context *ctx, const fa_attention_call *call)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    const plan p = make_plan(st, call);
+    fa_bwd_tiling t;
+    bwd_select(st->phys, (int)call->head_dim, &t); /* check_call made sure one fits */
     fa_status s = fa_vk_workspace(
         ctx, 2 * sizeof(float) * (VkDeviceSize)(call->batch * call->heads_q * call->seq_q));
     if (s != FA_OK)
         return s;
-    s = record_backward(ctx, call, &p);
+    s = record_backward(ctx, call, &t);
     if (s != FA_OK) {
         if (st->recording) {
             st->recording = false;

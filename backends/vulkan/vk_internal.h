@@ -63,13 +63,15 @@ typedef enum fa_vk_storage {
     FA_VK_STORAGE_COUNT
 } fa_vk_storage;
 
-/* The specialization constants of one pipeline: constant_id 0..4 in fa_common.glsl, 5..9 in
- * attn_fwd.comp, in that order. Zero leaves the shader's default (false for causal); the forward
- * leaves 1..3 alone, the backward 5..9. */
+/* The specialization constants of one pipeline, in constant_id order: 0 head dim and 4 causal
+ * (fa_common.glsl), the backward's 1..3 (work-items, query and key rows per tile) and 10..16
+ * (fa_backward.glsl), the forward's 5..9 (attn_fwd.comp). Zero leaves the shader's default
+ * (false for causal); each kernel sets only its own. */
 typedef struct fa_vk_spec {
-    uint32_t head_dim, threads_per_row, rows_per_group, tile;
+    uint32_t head_dim, bwd_threads, bwd_bm, bwd_bn;
     uint32_t causal;
     uint32_t fwd_threads, fwd_bm, fwd_bn, fwd_s_tx, fwd_o_tx;
+    uint32_t bwd_sx, bwd_kx, bwd_qx, bwd_dp, bwd_dc, bwd_rk, bwd_rq;
 } fa_vk_spec;
 
 typedef struct fa_vk_pipeline {

@@ -123,10 +123,11 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         s = ensure_module(ctx, kernel, storage);
     if (s != FA_OK)
         return s;
-    const uint32_t values[] = {spec->head_dim, spec->threads_per_row,  spec->rows_per_group,
-                               spec->tile,     spec->causal ? 1u : 0u, spec->fwd_threads,
-                               spec->fwd_bm,   spec->fwd_bn,           spec->fwd_s_tx,
-                               spec->fwd_o_tx};
+    const uint32_t values[] = {
+        spec->head_dim,    spec->bwd_threads, spec->bwd_bm, spec->bwd_bn,   spec->causal ? 1u : 0u,
+        spec->fwd_threads, spec->fwd_bm,      spec->fwd_bn, spec->fwd_s_tx, spec->fwd_o_tx,
+        spec->bwd_sx,      spec->bwd_kx,      spec->bwd_qx, spec->bwd_dp,   spec->bwd_dc,
+        spec->bwd_rk,      spec->bwd_rq};
     /* Constant i at offset 4 i; zeros keep the default. Constant 4 is a bool: 4 bytes
      * (VkBool32) as well. */
     VkSpecializationMapEntry entries[sizeof values / sizeof values[0]];
@@ -162,9 +163,11 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
                spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx);
     else
         fa_log(ctx, FA_LOG_DEBUG,
-               "vulkan: built %s (variant %d) D=%u T=%u rows=%u tile=%u causal=%u",
-               kernel_names[kernel], (int)storage, spec->head_dim, spec->threads_per_row,
-               spec->rows_per_group, spec->tile, spec->causal);
+               "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u SX=%u KX=%u QX=%u "
+               "DP=%u DC=%u RK=%u RQ=%u",
+               kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->bwd_bm,
+               spec->bwd_bn, spec->bwd_threads, spec->bwd_sx, spec->bwd_kx, spec->bwd_qx,
+               spec->bwd_dp, spec->bwd_dc, spec->bwd_rk, spec->bwd_rq);
     return FA_OK;
 }
 

@@ -1,120 +1,86 @@
 #version 450
-// Backward, pass 3: dQ for one tile of G query rows, one workgroup per (Q tile, head, batch).
-// Row group g owns query i0 + g: its NS-column slices of Q, dO and dQ stay in registers. Per K/V
-// tile of TILE keys (causal: none past the diagonal):
-//   1. K and V (TILE x D, f32) go to shared memory;
-//   2. partial q.k and dO.v of each invocation's slice go to `ps` and `pd`;
-//   3. invocation t of a group reduces keys t, t+T, ...: dS = P (dP - Delta) with P recomputed
-//      from the LSE (0 where masked or where the row saw no key);
-//   4. dQ += dS K from the shared K tile.
-// dQ is scaled once at the end. Shared memory: 2*TILE*D + 2*G*(TILE*T+1) floats. Deterministic.
+// Backward, pass 3: dQ for one query tile of BM rows, one workgroup per (query tile, query head,
+// batch), looping over the key tiles of BN (causal: none past the tile's last visible key). Per
+// key tile: S, P, dP and dS -> ds ([key][query], query rows contiguous, dS over P); then rounds
+// of RQ keys of K through the stage for dQ += dS K. dQ is scaled once at the end. The tiling and
+// the shared memory are described in fa_backward.glsl.
 #extension GL_GOOGLE_include_directive : require
-#include "fa_common.glsl"
+#include "fa_backward.glsl"
 
-layout(local_size_x = 128) in;
+shared vec4 ds[BN * LDQ]; // P, then dS over it
 
-TENSOR(0, q_buf)
-TENSOR(1, k_buf)
-TENSOR(2, v_buf)
-TENSOR(3, do_buf)
-layout(set = 0, binding = 4, std430) readonly buffer ws_block { float ws[]; };
-TENSOR(5, dq_buf)
-
-layout(push_constant) uniform Params {
-    uint q_off, q_sb, q_ss, q_sh;
-    uint k_off, k_sb, k_ss, k_sh;
-    uint v_off, v_sb, v_ss, v_sh;
-    uint do_off, do_sb, do_ss, do_sh;
-    uint dq_off, dq_sb, dq_ss, dq_sh;
-    uint unused_off, unused_sb, unused_ss, unused_sh; // the dV slot of the dK/dV pass
-    uint seq_q, seq_k, gqa, delta_off;
-    float scale;
-    float scale_log2;
-} pc;
-
-const uint RP = TILE * T + 1;
-
-shared float ks[TILE * D];
-shared float vs[TILE * D];
-shared float ps[G * RP];
-shared float pd[G * RP]; // dS lands in t = 0
+vec4 acc[4u * Q_TM * Q_TN];
 
 void main()
 {
-    const uint tid = gl_LocalInvocationID.x;
-    const uint t = tid % T, g = tid / T;
-    const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z, i0 = gl_WorkGroupID.x * G;
-    const uint i = i0 + g;
+    const uint lid = gl_LocalInvocationID.x;
+    const uint m0 = gl_WorkGroupID.x * BM, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint hk = h / pc.gqa;
-    const uint heads_q = gl_NumWorkGroups.y;
-    const int off = int(pc.seq_k) - int(pc.seq_q);
-    const float NEG_INF = neg_inf();
+    const uint rows = min(BM, pc.seq_q - m0);
+    const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
+    const uint qb = pc.q_off + b * pc.q_sb + h * pc.q_sh + m0 * pc.q_ss;
+    const uint gb = pc.do_off + b * pc.do_sb + h * pc.do_sh + m0 * pc.do_ss;
+    const uvec2 s = bwd_grid(lid, SX, SY), o = bwd_grid(lid, QX, QY);
 
-    float qr[NS], dor[NS], dq[NS];
-    const uint q_row = pc.q_off + b * pc.q_sb + h * pc.q_sh + i * pc.q_ss;
-    const uint do_row = pc.do_off + b * pc.do_sb + h * pc.do_sh + i * pc.do_ss;
-    [[unroll]] for (uint n = 0; n < NS; n++) {
-        qr[n] = i < pc.seq_q ? LD(q_buf, q_row + t + T * n) : 0.0;
-        dor[n] = i < pc.seq_q ? LD(do_buf, do_row + t + T * n) : 0.0;
-        dq[n] = 0.0;
-    }
-    const uint w = (b * heads_q + h) * pc.seq_q + i;
-    const float lse = i < pc.seq_q ? ws[w] : NEG_INF;
-    const float delta = i < pc.seq_q ? ws[pc.delta_off + w] : 0.0;
+    bwd_row_stats((b * gl_NumWorkGroups.y + h) * pc.seq_q + m0, rows);
 
-    const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
-    const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
-    uint n_tiles = (pc.seq_k + TILE - 1) / TILE;
-    if (CAUSAL) {
-        const int last = int(min(i0 + G, pc.seq_q)) - 1 + off;
-        n_tiles = last < 0 ? 0u : min(n_tiles, uint(last) / TILE + 1u);
-    }
+    uint n_end = pc.seq_k;
+    if (CAUSAL)
+        n_end = uint(clamp(int(m0 + rows) + diag, 0, int(pc.seq_k)));
+    [[unroll]] for (uint i = 0; i < 4u * Q_TM * Q_TN; i++)
+        acc[i] = vec4(0.0);
 
-    for (uint kt = 0; kt < n_tiles; kt++) {
-        const uint j0 = kt * TILE;
-        for (uint e = tid; e < TILE * D; e += WG) {
-            const uint c = e / D, d = e % D, j = j0 + c;
-            ks[e] = j < pc.seq_k ? LD(k_buf, k_base + j * pc.k_ss + d) : 0.0;
-            vs[e] = j < pc.seq_k ? LD(v_buf, v_base + j * pc.v_ss + d) : 0.0;
-        }
-        barrier();
-
-        for (uint c = 0; c < TILE; c++) {
-            float as = 0.0, ad = 0.0;
-            [[unroll]] for (uint n = 0; n < NS; n++) {
-                as += qr[n] * ks[c * D + t + T * n];
-                ad += dor[n] * vs[c * D + t + T * n];
+    for (uint n0 = 0; n0 < n_end; n0 += BN) {
+        const uint keys = min(BN, pc.seq_k - n0);
+        const uint kb = pc.k_off + b * pc.k_sb + hk * pc.k_sh + n0 * pc.k_ss;
+        const uint vb = pc.v_off + b * pc.v_sb + hk * pc.v_sh + n0 * pc.v_ss;
+        const int lim = int(m0) + diag - int(n0);
+        bwd_dot(SRC_Q, qb, pc.q_ss, rows, SRC_K, kb, pc.k_ss, keys, s);
+        [[unroll]] for (uint i = 0; i < S_TM; i++) {
+            const uint r = s.y + SY * i;
+            [[unroll]] for (uint j = 0; j < S_TN; j++) {
+                const uint c = s.x + SX * j;
+                ds[c * LDQ + r / 4u][r % 4u] =
+                    bwd_visible(r, c, rows, keys, lim)
+                        ? exp2(xs[i * S_TN + j] * pc.scale_log2 - lse_s[r])
+                        : 0.0;
             }
-            ps[g * RP + c * T + t] = as;
-            pd[g * RP + c * T + t] = ad;
         }
-        barrier();
-
-        for (uint c = t; c < TILE; c += T) {
-            float s = 0.0, dp = 0.0;
-            for (uint u = 0; u < T; u++) {
-                s += ps[g * RP + c * T + u];
-                dp += pd[g * RP + c * T + u];
+        bwd_dot(SRC_DO, gb, pc.do_ss, rows, SRC_V, vb, pc.v_ss, keys, s);
+        [[unroll]] for (uint i = 0; i < S_TM; i++) {
+            const uint r = s.y + SY * i;
+            [[unroll]] for (uint j = 0; j < S_TN; j++) {
+                const uint c = s.x + SX * j;
+                ds[c * LDQ + r / 4u][r % 4u] *= xs[i * S_TN + j] - dl_s[r];
             }
-            const uint j = j0 + c;
-            const bool visible = i < pc.seq_q && j < pc.seq_k && lse != NEG_INF &&
-                                 (!CAUSAL || int(j) <= int(i) + off);
-            const float p = visible ? exp2(s * pc.scale_log2 - lse) : 0.0;
-            pd[g * RP + c * T] = p * (dp - delta);
         }
-        barrier();
 
-        for (uint c = 0; c < TILE; c++) {
-            const float ds = pd[g * RP + c * T];
-            [[unroll]] for (uint n = 0; n < NS; n++)
-                dq[n] += ds * ks[c * D + t + T * n];
+        for (uint c0 = 0; c0 < keys; c0 += RQ) {
+            barrier(); // dS written; the stage's readers done
+            bwd_stage(0u, LDD, SRC_K, kb + c0 * pc.k_ss, pc.k_ss, keys - c0, RQ, 0u, DP / 4u);
+            barrier();
+            for (uint c = 0; c < RQ; c++) {
+                vec4 wv[Q_TM], kv[Q_TN];
+                [[unroll]] for (uint i = 0; i < Q_TM; i++)
+                    wv[i] = ds[(c0 + c) * LDQ + o.y + QY * i];
+                [[unroll]] for (uint j = 0; j < Q_TN; j++)
+                    kv[j] = stage[c * LDD + o.x + QX * j];
+                BWD_RANK1(acc, wv, kv, Q_TM, Q_TN)
+            }
         }
-        barrier();
     }
 
-    if (i < pc.seq_q) {
-        const uint dq_row = pc.dq_off + b * pc.dq_sb + h * pc.dq_sh + i * pc.dq_ss;
-        [[unroll]] for (uint n = 0; n < NS; n++)
-            ST(dq_buf, dq_row + t + T * n, dq[n] * pc.scale);
+    const uint xb = pc.g0_off + b * pc.g0_sb + h * pc.g0_sh;
+    const bool x_vec = ((xb | pc.g0_ss) & 3u) == 0u;
+    [[unroll]] for (uint i = 0; i < 4u * Q_TM; i++) {
+        const uint r = 4u * (o.y + QY * (i / 4u)) + i % 4u;
+        if (r < rows) {
+            const uint row = xb + (m0 + r) * pc.g0_ss;
+            [[unroll]] for (uint j = 0; j < Q_TN; j++) {
+                const uint d = 4u * (o.x + QX * j);
+                if (d < D)
+                    ST4(g0_buf, row + d, acc[i * Q_TN + j] * pc.scale, x_vec)
+            }
+        }
     }
 }

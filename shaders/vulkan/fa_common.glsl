@@ -1,5 +1,5 @@
-// Shared by every flashattn compute shader: the storage dtype layer, the specialization constants
-// and the thread layout.
+// Shared by every flashattn compute shader: the storage dtype layer and the common
+// specialization constants.
 //
 // Storage dtype, chosen by one define per SPIR-V variant:
 //   DTYPE_F32                  float buffers.
@@ -9,14 +9,6 @@
 //     (no STORAGE16)           storageBuffer16BitAccess; stores use atomicAnd/atomicOr on the
 //                              word, so neighbouring invocations never clobber each other's half.
 // All arithmetic is f32. bf16 converts by bit shifts (round to nearest even, NaN kept).
-//
-// Thread layout of the backward passes (the forward has its own, see attn_fwd.comp): a workgroup
-// of 128 invocations is G = 128 / T groups of T invocations. A group owns one or more rows (query
-// rows, or key rows in the dK/dV pass); invocation t of the group owns the head-dim columns
-// d = t + T * n, n < NS = D / T (interleaved, so the T invocations of a group read consecutive
-// shared-memory words). Each invocation keeps its slice of Q, dQ, ... in registers; dot products
-// over D are T partial sums reduced through shared memory. No shader uses a subgroup operation,
-// so any subgroup size works.
 #extension GL_EXT_control_flow_attributes : enable
 
 #if defined(DTYPE_F32)
@@ -153,13 +145,7 @@ uvec2 f32_to_raw4(vec4 x)
     }
 
 // Specialization constants (set per pipeline by the host; defaults are only placeholders).
-// 0 and 4 are common; 1..3 are the backward's thread layout; the forward's are 5..9.
+// 0 and 4 are common; the backward's tiling is 1..3 and 10..16 (fa_backward.glsl), the forward's
+// 5..9 (attn_fwd.comp).
 layout(constant_id = 0) const uint D = 64;     // head dim, a multiple of 8 up to 256
-layout(constant_id = 1) const uint T = 4;      // invocations per row group (1, 2, 4 or 8)
-layout(constant_id = 2) const uint RPT = 1;    // rows per group (unused)
-layout(constant_id = 3) const uint TILE = 16;  // keys per K/V tile, or queries per Q tile (dK/dV)
 layout(constant_id = 4) const bool CAUSAL = false;
-
-const uint WG = 128;
-const uint G = WG / T;   // row groups per workgroup
-const uint NS = D / T;   // head-dim columns per invocation
