@@ -116,11 +116,7 @@ static bool bwd_aligned4(const fa_attention_call *call)
  * -cl-nv-maxrregcount replaces it. */
 static int bwd_register_cap(const fa_cl_device *dev, int nt, const char *extra)
 {
-    char ext[8192] = "";
-    if ((extra && strstr(extra, "maxrregcount")) ||
-        fa_cl.clGetDeviceInfo(dev->id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL) !=
-            CL_SUCCESS ||
-        !strstr(ext, "cl_nv_compiler_options"))
+    if (!dev->nv_compiler_options || (extra && strstr(extra, "maxrregcount")))
         return 0;
     int cap = 65536 / (nt * ((384 + nt - 1) / nt)) / 8 * 8;
     return cap > 255 ? 255 : cap;

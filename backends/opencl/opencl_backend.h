@@ -17,6 +17,7 @@ typedef struct fa_cl_device {
     uint64_t local_mem_bytes;
     size_t max_workgroup;
     bool fp64;
+    bool nv_compiler_options; /* cl_nv_compiler_options: -cl-nv-maxrregcount is accepted */
 } fa_cl_device;
 
 bool fa_cl_probe(int *device_count, char *reason, size_t reason_size);

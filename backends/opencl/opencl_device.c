@@ -84,6 +84,7 @@ static void describe(fa_cl_device *d)
     info->max_workgroup_size = wg > UINT32_MAX ? UINT32_MAX : (uint32_t)wg;
     info->f16 = has_extension(ext, "cl_khr_fp16");
     d->fp64 = has_extension(ext, "cl_khr_fp64");
+    d->nv_compiler_options = has_extension(ext, "cl_nv_compiler_options");
     /* bf16 is converted by bit manipulation in the kernels, never native here. */
 }
 
