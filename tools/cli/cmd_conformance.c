@@ -11,7 +11,7 @@ static const char usage[] =
     "usage: flashattn conformance [--backend NAME[,NAME..]|all] [--device N] [--quick|--full]\n"
     "                             [--report FILE.md] [--junit FILE.xml] [--json FILE]\n"
     "                             [--seed N] [--verbose] [--filter TEXT] [--limit N]\n"
-    "                             [--deterministic]\n"
+    "                             [--deterministic] [--shard I/N]\n"
     "Runs every backend (or the NAMEs: cuda, vulkan, opencl, cpu) on cases generated from one\n"
     "table (--quick: all pairs of axis values; --full: the full product) plus edge cases,\n"
     "against a float64 reference. Prints one table per backend and, last,\n"
@@ -19,11 +19,13 @@ static const char usage[] =
     "  --device N     device N of each backend (default: its first GPU, else device 0)\n"
     "  --filter TEXT  only cases whose name contains TEXT (or one of A|B|...)\n"
     "  --limit N      only the first N cases\n"
-    "  --deterministic  every call with fa_attention_desc.deterministic set\n";
+    "  --deterministic  every call with fa_attention_desc.deterministic set\n"
+    "  --shard I/N    only cases I, I+N, I+2N, ... (0 <= I < N) of those selected, so that N\n"
+    "                 processes share one matrix (bench/conformance_shards.sh)\n";
 
 int fa_cmd_conformance(int argc, char **argv)
 {
-    const char *backend_name = NULL;
+    const char *backend_name = NULL, *shard = NULL;
     bool quick = false, full = false, device_seen = false;
     int64_t device = 0, seed = 1, limit = 0;
     fa_conformance_options opt = {.backend = -1};
@@ -40,6 +42,7 @@ int fa_cmd_conformance(int argc, char **argv)
         {"--seed", CLI_OPT_INT, &seed, 1, INT64_MAX, NULL},
         {"--limit", CLI_OPT_INT, &limit, 0, INT64_MAX, NULL},
         {"--deterministic", CLI_OPT_FLAG, &opt.deterministic, 0, 0, NULL},
+        {"--shard", CLI_OPT_STRING, &shard, 0, 0, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
     if (rc != CLI_CONTINUE)
@@ -61,6 +64,15 @@ int fa_cmd_conformance(int argc, char **argv)
             opt.backend_mask |= 1u << backend;
             at += len + (at[len] == ',');
         }
+    }
+    if (shard) {
+        int index = -1, count = 0;
+        char tail = 0;
+        if (sscanf(shard, "%d/%d%c", &index, &count, &tail) != 2 || count < 1 || index < 0 ||
+            index >= count)
+            return cli_usage_error("conformance", usage, "--shard takes I/N with 0 <= I < N");
+        opt.shard_index = index;
+        opt.shard_count = count;
     }
     opt.full = full;
     opt.device_given = device_seen;

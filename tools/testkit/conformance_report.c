@@ -81,9 +81,15 @@ bool tk_write_markdown(const tk_run *run, const char *path)
         return false;
     const fa_conformance_options *o = run->opt;
     fprintf(f, "# flashattn conformance\n\n");
-    fprintf(f, "flashattn %s, %s run, seed %llu, %lld cases, %.1f s.\n\n", fa_version_string(),
+    fprintf(f, "flashattn %s, %s run, seed %llu, %lld cases, %.1f s.", fa_version_string(),
             o->full ? "full" : "quick", (unsigned long long)o->seed, (long long)run->n_cases,
             run->seconds);
+    if (o->shard_count > 1)
+        fprintf(f, " Shard %d of %d (cases %d, %d + %d, ... of those selected).", o->shard_index,
+                o->shard_count, o->shard_index, o->shard_index, o->shard_count);
+    if (o->filter)
+        fprintf(f, " Filter: `%s`.", o->filter);
+    fprintf(f, "\n\n");
     fprintf(f, "Each output is compared with a float64 reference computed from the inputs as "
                "rounded to their dtype. Tolerance: max abs error <= k x (max abs error of a "
                "same-precision naive implementation) + 1e-5, k = 2 for O, 3 for dQ, dK, dV; LSE "

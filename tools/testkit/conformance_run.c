@@ -116,8 +116,11 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
     tk_case *all;
     int64_t n_all = tk_cases_generate(opt.full, opt.seed, &all);
     run.cases = malloc((size_t)(n_all > 0 ? n_all : 1) * sizeof *run.cases);
+    int64_t matched = 0;
     for (int64_t c = 0; run.cases && c < n_all; c++) {
         if (opt.filter && !name_matches(all[c].name, opt.filter))
+            continue;
+        if (opt.shard_count > 1 && matched++ % opt.shard_count != opt.shard_index)
             continue;
         if (opt.limit > 0 && run.n_cases >= opt.limit)
             break;
@@ -163,8 +166,11 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
         else
             fprintf(opt.progress, "%s: %s\n", br->name, br->device);
     }
-    fprintf(opt.progress, "%lld cases (%s, seed %llu)\n", (long long)run.n_cases,
+    fprintf(opt.progress, "%lld cases (%s, seed %llu", (long long)run.n_cases,
             opt.full ? "full" : "quick", (unsigned long long)opt.seed);
+    if (opt.shard_count > 1)
+        fprintf(opt.progress, ", shard %d/%d", opt.shard_index, opt.shard_count);
+    fprintf(opt.progress, ")\n");
 
     for (int64_t c = 0; c < run.n_cases; c++) {
         const tk_case *tc = &run.cases[c];

@@ -125,6 +125,8 @@ typedef struct fa_conformance_options {
     const char *filter; /* only cases whose name contains one of these '|'-separated
                            substrings; NULL: all */
     int64_t limit;      /* run at most this many generated cases (0: all); for tests */
+    int shard_count;    /* > 1: only every shard_count-th case (after the filter), starting */
+    int shard_index;    /* at case shard_index, so that several processes share one matrix */
     FILE *out;          /* table and summary; NULL -> stdout */
     FILE *progress;     /* progress lines; NULL -> stderr */
 } fa_conformance_options;
