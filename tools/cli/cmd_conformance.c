@@ -20,8 +20,9 @@ static const char usage[] =
     "  --filter TEXT  only cases whose name contains TEXT (or one of A|B|...)\n"
     "  --limit N      only the first N cases\n"
     "  --deterministic  every call with fa_attention_desc.deterministic set\n"
-    "  --shard I/N    only cases I, I+N, I+2N, ... (0 <= I < N) of those selected, so that N\n"
-    "                 processes share one matrix (bench/conformance_shards.sh)\n";
+    "  --shard I/N    only shard I (0 <= I < N) of N: the cases are dealt out in groups that\n"
+    "                 build the same GPU programs, so that N processes share one matrix\n"
+    "                 (bench/conformance_shards.sh)\n";
 
 int fa_cmd_conformance(int argc, char **argv)
 {

@@ -85,7 +85,7 @@ bool tk_write_markdown(const tk_run *run, const char *path)
             o->full ? "full" : "quick", (unsigned long long)o->seed, (long long)run->n_cases,
             run->seconds);
     if (o->shard_count > 1)
-        fprintf(f, " Shard %d of %d (cases %d, %d + %d, ... of those selected).", o->shard_index,
+        fprintf(f, " Shard %d of %d (program groups %d, %d + %d, ...).", o->shard_index,
                 o->shard_count, o->shard_index, o->shard_index, o->shard_count);
     if (o->filter)
         fprintf(f, " Filter: `%s`.", o->filter);

@@ -36,6 +36,33 @@ static bool name_matches(const char *name, const char *filter)
     }
 }
 
+/* Cases that need the same GPU programs (all but the sequence lengths, batch and layout agree)
+ * form a group; --shard deals out whole groups, numbered by first appearance, so that shards
+ * never build the same program variants twice. Writes each case's group into group[]. */
+static bool same_programs(const tk_case *a, const tk_case *b)
+{
+    return a->p.dtype == b->p.dtype && a->p.head_dim == b->p.head_dim &&
+           a->p.causal == b->p.causal && a->heads == b->heads && a->backward == b->backward;
+}
+
+static bool program_groups(const tk_case *cases, int64_t n, int64_t *group)
+{
+    int64_t *first = malloc((size_t)(n > 0 ? n : 1) * sizeof *first); /* first case of each */
+    int64_t n_groups = 0;
+    if (!first)
+        return false;
+    for (int64_t c = 0; c < n; c++) {
+        int64_t g = 0;
+        while (g < n_groups && !same_programs(&cases[first[g]], &cases[c]))
+            g++;
+        if (g == n_groups)
+            first[n_groups++] = c;
+        group[c] = g;
+    }
+    free(first);
+    return true;
+}
+
 static bool backend_open(const fa_conformance_options *opt, tk_backend_run *br, fa_context **ctx,
                          tk_result *ctx_failure)
 {
@@ -116,11 +143,20 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
     tk_case *all;
     int64_t n_all = tk_cases_generate(opt.full, opt.seed, &all);
     run.cases = malloc((size_t)(n_all > 0 ? n_all : 1) * sizeof *run.cases);
-    int64_t matched = 0;
+    int64_t *group =
+        opt.shard_count > 1 ? malloc((size_t)(n_all > 0 ? n_all : 1) * sizeof *group) : NULL;
+    if (group && !program_groups(all, n_all, group)) {
+        free(group);
+        group = NULL;
+    }
+    if (opt.shard_count > 1 && !group) {
+        free(run.cases);
+        run.cases = NULL; /* reported as out of host memory below */
+    }
     for (int64_t c = 0; run.cases && c < n_all; c++) {
         if (opt.filter && !name_matches(all[c].name, opt.filter))
             continue;
-        if (opt.shard_count > 1 && matched++ % opt.shard_count != opt.shard_index)
+        if (group && group[c] % opt.shard_count != opt.shard_index)
             continue;
         if (opt.limit > 0 && run.n_cases >= opt.limit)
             break;
@@ -128,6 +164,7 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
         run.cases[run.n_cases++].deterministic = opt.deterministic;
     }
     free(all);
+    free(group);
 
     fa_backend list[FA_BACKEND_COUNT];
     int n_list = 0;

@@ -125,8 +125,9 @@ typedef struct fa_conformance_options {
     const char *filter; /* only cases whose name contains one of these '|'-separated
                            substrings; NULL: all */
     int64_t limit;      /* run at most this many generated cases (0: all); for tests */
-    int shard_count;    /* > 1: only every shard_count-th case (after the filter), starting */
-    int shard_index;    /* at case shard_index, so that several processes share one matrix */
+    int shard_count;    /* > 1: only the cases of every shard_count-th group of cases that */
+    int shard_index;    /* build the same programs, from group shard_index: one matrix shared
+                           by several processes */
     FILE *out;          /* table and summary; NULL -> stdout */
     FILE *progress;     /* progress lines; NULL -> stderr */
 } fa_conformance_options;
