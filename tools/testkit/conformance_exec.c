@@ -282,9 +282,17 @@ static double *gather(const tk_data *t, const tbuf *tb, const int64_t *rows, int
     return out;
 }
 
-/* err and tolerance of one output; returns err / tol. */
+/* The compared rows of one output: which (b, s, h) each gathered row is, for messages. */
+typedef struct rowset {
+    const tk_data *t;
+    const int64_t *rows;
+    bool keys;
+} rowset;
+
+/* err and tolerance of one output; returns err / tol. A failure names the worst element. */
 static double compare(const char *name, const double *got, const double *ref, const double *base,
-                      int64_t n, double k, double *err_out, double *tol_out, tk_result *r)
+                      int64_t n, double k, rowset rs, double *err_out, double *tol_out,
+                      tk_result *r)
 {
     bool nf = false, base_nf = false;
     double err = tk_max_abs_err(got, ref, n, &nf);
@@ -292,11 +300,23 @@ static double compare(const char *name, const double *got, const double *ref, co
     double tol = k * base_err + FA_TESTKIT_ABS_SLACK;
     *err_out = err;
     *tol_out = tol;
-    if (nf)
+    if (nf) {
         fail(r, "%s non-finite where the reference is finite", name);
-    else if (!(err <= tol))
-        fail(r, "%s max error %.3g > tolerance %.3g (%.0fx baseline %.3g + 1e-5)", name, err, tol,
-             k, base_err);
+    } else if (!(err <= tol)) {
+        int64_t worst = 0, b, h, s, D = rs.t->D;
+        for (int64_t x = 0; x < n; x++)
+            if (fabs(got[x] - ref[x]) == err)
+                worst = x;
+        if (rs.keys)
+            tk_krow_split(rs.t, rs.rows[worst / D], &b, &h, &s);
+        else
+            tk_row_split(rs.t, rs.rows[worst / D], &b, &h, &s);
+        fail(r,
+             "%s max error %.3g > tolerance %.3g (%.0fx baseline %.3g + 1e-5), at b=%lld s=%lld "
+             "h=%lld d=%lld: %.6g, expected %.6g",
+             name, err, tol, k, base_err, (long long)b, (long long)s, (long long)h,
+             (long long)(worst % D), got[worst], ref[worst]);
+    }
     return err / tol;
 }
 
@@ -312,7 +332,9 @@ static void compare_all(const tk_data *t, const tk_expect *e, tbuf *tb, tk_resul
         fail(r, "out of host memory");
     } else {
         r->sampled = !e->full;
-        r->ratio = compare("O", o, e->o, e->bo, nr, FA_TESTKIT_K_FORWARD, &r->err_o, &r->tol_o, r);
+        const rowset q_rows = {t, e->rows, false}, k_rows = {t, e->krows, true};
+        r->ratio =
+            compare("O", o, e->o, e->bo, nr, FA_TESTKIT_K_FORWARD, q_rows, &r->err_o, &r->tol_o, r);
         bool nf = false;
         r->err_lse = tk_max_lse_err(lse, e->lse, e->n_rows, &nf);
         if (!(r->err_lse <= FA_TESTKIT_LSE_REL))
@@ -321,12 +343,12 @@ static void compare_all(const tk_data *t, const tk_expect *e, tbuf *tb, tk_resul
         r->ratio = fmax(r->ratio, r->err_lse / FA_TESTKIT_LSE_REL);
         if (e->backward) {
             const double k = FA_TESTKIT_K_BACKWARD;
-            r->ratio =
-                fmax(r->ratio, compare("dQ", dq, e->dq, e->bdq, nr, k, &r->err_dq, &r->tol_dq, r));
-            r->ratio =
-                fmax(r->ratio, compare("dK", dk, e->dk, e->bdk, nk, k, &r->err_dk, &r->tol_dk, r));
-            r->ratio =
-                fmax(r->ratio, compare("dV", dv, e->dv, e->bdv, nk, k, &r->err_dv, &r->tol_dv, r));
+            r->ratio = fmax(r->ratio, compare("dQ", dq, e->dq, e->bdq, nr, k, q_rows, &r->err_dq,
+                                              &r->tol_dq, r));
+            r->ratio = fmax(r->ratio, compare("dK", dk, e->dk, e->bdk, nk, k, k_rows, &r->err_dk,
+                                              &r->tol_dk, r));
+            r->ratio = fmax(r->ratio, compare("dV", dv, e->dv, e->bdv, nk, k, k_rows, &r->err_dv,
+                                              &r->tol_dv, r));
         }
     }
     free(o);
