@@ -17,7 +17,7 @@
 static bool tiles_select(const fa_cl_device *dev, int d, size_t max_wg, fa_fwd_tiling *t)
 {
     const uint64_t limit = dev->local_mem_bytes > 256 ? dev->local_mem_bytes - 256 : 0;
-    return fa_fwd_tiling_select(d, limit, max_wg, "FA_OPENCL_FWD_TILES", t);
+    return fa_fwd_tiling_select(d, false, limit, max_wg, "FA_OPENCL_FWD_TILES", t);
 }
 
 /* GPUs need the register tiles fully unrolled; CPU implementations (PoCL) vectorize across

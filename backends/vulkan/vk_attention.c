@@ -15,14 +15,18 @@ enum { PREP_ROWS = 128 }; /* attn_bwd_prep.comp: query rows per workgroup */
 /* ---- forward tiling (see shaders/vulkan/attn_fwd.comp) --------------------------------------- */
 
 /* The forward tiling (runtime/fa_fwd_tiling.h) that fits the device's shared memory and
- * workgroup limits. */
-static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_fwd_tiling *t)
+ * workgroup limits; f16 and bf16 inputs may keep their tiles in 16-bit form. Their shader also
+ * declares the unused form of the Q and K/V tiles, one 16-byte element each. */
+static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_dtype dtype, fa_fwd_tiling *t)
 {
     uint64_t max_wg = ph->info.max_workgroup_size;
     if (ph->max_group_size_x < max_wg)
         max_wg = ph->max_group_size_x;
-    return fa_fwd_tiling_select((int)d, ph->info.shared_memory_bytes, max_wg, "FA_VULKAN_FWD_TILES",
-                                t);
+    const bool tile16_ok = dtype != FA_DTYPE_F32;
+    const uint64_t smem = ph->info.shared_memory_bytes;
+    const uint64_t unused = tile16_ok ? 32 : 0;
+    return fa_fwd_tiling_select((int)d, tile16_ok, smem > unused ? smem - unused : 0, max_wg,
+                                "FA_VULKAN_FWD_TILES", t);
 }
 
 /* ---- backward tiling (see shaders/vulkan/fa_backward.glsl) ---------------------------------- */
@@ -69,7 +73,7 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     const fa_vk_physical *ph = st->phys;
     fa_fwd_tiling ft;
     fa_bwd_tiling bt = {0};
-    if (!fwd_select(ph, (uint32_t)call->head_dim, &ft) ||
+    if (!fwd_select(ph, (uint32_t)call->head_dim, call->dtype, &ft) ||
         (backward && !bwd_select(ph, (int)call->head_dim, &bt)))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
                        "vulkan: head_dim %lld needs more than the %u bytes of shared memory "
@@ -144,14 +148,15 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
     fa_fwd_tiling t;
-    fwd_select(st->phys, (uint32_t)call->head_dim, &t); /* check_call made sure one fits */
+    fwd_select(st->phys, (uint32_t)call->head_dim, call->dtype, &t); /* check_call: one fits */
     const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
                              .causal = call->causal,
                              .fwd_threads = (uint32_t)t.nt,
                              .fwd_bm = (uint32_t)t.bm,
                              .fwd_bn = (uint32_t)t.bn,
                              .fwd_s_tx = (uint32_t)t.s_tx,
-                             .fwd_o_tx = (uint32_t)t.o_tx};
+                             .fwd_o_tx = (uint32_t)t.o_tx,
+                             .fwd_tile16 = t.tile16};
     VkPipeline pipeline;
     fa_status s = fa_vk_pipeline_get(ctx, FA_VK_FWD, storage_of(st, call->dtype), &spec, &pipeline);
     if (s == FA_OK)

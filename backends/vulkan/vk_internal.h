@@ -65,13 +65,14 @@ typedef enum fa_vk_storage {
 
 /* The specialization constants of one pipeline, in constant_id order: 0 head dim and 4 causal
  * (fa_common.glsl), the backward's 1..3 (work-items, query and key rows per tile) and 10..16
- * (fa_backward.glsl), the forward's 5..9 (attn_fwd.comp). Zero leaves the shader's default
- * (false for causal); each kernel sets only its own. */
+ * (fa_backward.glsl), the forward's 5..9 and 17 (attn_fwd.comp). Zero leaves the shader's
+ * default (false for the bools); each kernel sets only its own. */
 typedef struct fa_vk_spec {
     uint32_t head_dim, bwd_threads, bwd_bm, bwd_bn;
     uint32_t causal;
     uint32_t fwd_threads, fwd_bm, fwd_bn, fwd_s_tx, fwd_o_tx;
     uint32_t bwd_sx, bwd_kx, bwd_qx, bwd_dp, bwd_dc, bwd_rk, bwd_rq;
+    uint32_t fwd_tile16;
 } fa_vk_spec;
 
 typedef struct fa_vk_pipeline {

@@ -123,12 +123,13 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         s = ensure_module(ctx, kernel, storage);
     if (s != FA_OK)
         return s;
-    const uint32_t values[] = {
-        spec->head_dim,    spec->bwd_threads, spec->bwd_bm, spec->bwd_bn,   spec->causal ? 1u : 0u,
-        spec->fwd_threads, spec->fwd_bm,      spec->fwd_bn, spec->fwd_s_tx, spec->fwd_o_tx,
-        spec->bwd_sx,      spec->bwd_kx,      spec->bwd_qx, spec->bwd_dp,   spec->bwd_dc,
-        spec->bwd_rk,      spec->bwd_rq};
-    /* Constant i at offset 4 i; zeros keep the default. Constant 4 is a bool: 4 bytes
+    const uint32_t values[] = {spec->head_dim, spec->bwd_threads,      spec->bwd_bm,
+                               spec->bwd_bn,   spec->causal ? 1u : 0u, spec->fwd_threads,
+                               spec->fwd_bm,   spec->fwd_bn,           spec->fwd_s_tx,
+                               spec->fwd_o_tx, spec->bwd_sx,           spec->bwd_kx,
+                               spec->bwd_qx,   spec->bwd_dp,           spec->bwd_dc,
+                               spec->bwd_rk,   spec->bwd_rq,           spec->fwd_tile16 ? 1u : 0u};
+    /* Constant i at offset 4 i; zeros keep the default. Constants 4 and 17 are bools: 4 bytes
      * (VkBool32) as well. */
     VkSpecializationMapEntry entries[sizeof values / sizeof values[0]];
     uint32_t n = 0;
@@ -158,9 +159,11 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         return fa_vk_fail(ctx, r, "vkCreateComputePipelines");
     if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
-               "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u S_TX=%u O_TX=%u",
+               "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u S_TX=%u O_TX=%u "
+               "tiles=%s",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->fwd_bm,
-               spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx);
+               spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx,
+               spec->fwd_tile16 ? "16-bit" : "f32");
     else
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u SX=%u KX=%u QX=%u "

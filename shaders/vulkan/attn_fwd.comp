@@ -1,21 +1,26 @@
 #version 450
 // Forward: O = softmax(scale Q K^T [causal]) V and LSE, one workgroup per (query tile of BM rows,
-// query head, batch), NT invocations. BM, BN, NT and the register-tile splits S_TX, O_TX are
-// specialization constants chosen by the host (fwd_select in backends/vulkan/vk_attention.c).
+// query head, batch), NT invocations. BM, BN, NT, the register-tile splits S_TX, O_TX and the
+// tile form T16 are specialization constants chosen by the host (fwd_select in
+// backends/vulkan/vk_attention.c).
 //
-// Shared memory (f32, declared as vec4 so that drivers emit 16-byte loads): the query tile qs
-// (BM x D) for the workgroup's life; one key/value tile kv (BN x D) that holds K, then V; P
-// transposed, pt (BN x BM, key-major, so that an invocation's rows of one key are one vec4); red,
-// S_TX partial values per query row (row maxima during a tile, partial row sums at the end); the
-// rescale factor and the final maximum per row. Rows are padded by one vec4 against bank
-// conflicts.
+// Shared memory: the query tile (BM x D) for the workgroup's life; one key/value tile (BN x D)
+// that holds K, then V; P transposed, pt (BN x BM floats, key-major, so that an invocation's rows
+// of one key are one vec4); red, S_TX partial values per query row (row maxima during a tile,
+// partial row sums at the end); the rescale factor and the final maximum per row. The Q and K/V
+// tiles are f32 (qs, kv: vec4, so that drivers emit 16-byte loads) or, with T16 (f16 and bf16
+// inputs), the input's own 16-bit bits (qh, kvh: uvec4 = 8 elements), converted to f32 as they
+// are read: half the memory, so that twice the scores fit per invocation, and 8 elements per
+// 16-byte load. Rows are padded by 16 bytes against bank conflicts.
 //
 // Two register tiles, both with contiguous rows per invocation:
 //   S (BM x BN): invocation (sy, sx) owns rows sy*S_TM.. and keys sx + S_TX*j. It keeps the
 //     running max and its own partial row sum over its keys: only the tile's row maximum is
-//     exchanged (through red), the sums are added once at the end.
-//   O (BM x D): invocation (oy, ox) owns rows oy*O_TM.. and the vec4 column groups ox + O_TX*g
-//     (g < O_TG, within D), so each key of P V costs ceil(O_TM/4) + O_TG vector loads.
+//     exchanged (through red), the sums are added once at the end. Each step of the product
+//     loads S_TM + S_TN vectors (4 floats, or 8 16-bit elements) for S_TM * S_TN * 4 (or 8) FMAs.
+//   O (BM x D): invocation (oy, ox) owns rows oy*O_TM.. and the column groups ox + O_TX*g
+//     (g < O_TG, within D) of CW vec4 each (4 columns, or 8 with T16: one load of V), so each key
+//     of P V costs ceil(O_TM/4) + O_TG vector loads.
 // Per key tile (4 barriers): K -> kv; S = Q K^T, mask, scale (log2 domain), row-max partials ->
 // red; V -> kv, new max, P = exp2(S - m) -> pt, alpha; O = alpha O + P V.
 // Global loads go to registers one phase before their tile is stored to shared memory (K of the
@@ -31,9 +36,17 @@ layout(constant_id = 7) const uint BN = 16;   // keys per K/V tile
 layout(constant_id = 8) const uint S_TX = 4;  // invocations along the keys of S
 layout(constant_id = 9) const uint O_TX = 16; // invocations along the column groups of O
 
+#if defined(DTYPE_F32)
 TENSOR4(0, q_buf)
 TENSOR4(1, k_buf)
 TENSOR4(2, v_buf)
+const bool T16 = false;
+#else
+TENSOR8(0, q_buf)
+TENSOR8(1, k_buf)
+TENSOR8(2, v_buf)
+layout(constant_id = 17) const bool T16 = false; // Q and K/V tiles in 16-bit form
+#endif
 TENSOR4(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 
@@ -50,28 +63,55 @@ layout(push_constant) uniform Params {
 } pc;
 
 const uint NT = gl_WorkGroupSize.x;
-const uint D4 = D / 4;
+const uint D4 = D / 4, D8 = D / 8;
 const uint LDS = D4 + 1; // row pitch of qs and kv, in vec4
+const uint LDH = D8 + 1; // row pitch of qh and kvh, in uvec4
 const uint S_TY = NT / S_TX, S_TM = BM / S_TY, S_TN = BN / S_TX;
-const uint O_TY = NT / O_TX, O_TM = BM / O_TY, O_TG = (D4 + O_TX - 1) / O_TX;
-const bool O_FULL = D4 % O_TX == 0; // every invocation's last column group lies inside D
+const uint CW = T16 ? 2u : 1u, DG = D4 / CW; // vec4 per column group of O; groups in D
+const uint O_TY = NT / O_TX, O_TM = BM / O_TY, O_TG = (DG + O_TX - 1) / O_TX;
+const bool O_FULL = DG % O_TX == 0; // every invocation's last column group lies inside D
 const uint LDPT = BM + 4;           // row pitch of pt, in floats
-const uint KE = (BN * D4 + NT - 1) / NT; // vec4 of a BN x D tile per invocation
+const uint KE = (BN * D4 + NT - 1) / NT; // vec4 of a BN x D tile per invocation (f32 tiles)
+const uint KH = (BN * D8 + NT - 1) / NT; // uvec4 of a BN x D tile per invocation (T16)
 
-shared vec4 qs[BM * LDS];
-shared vec4 kv[BN * LDS];
+// The unused form of the Q and K/V tiles takes one element each.
+shared vec4 qs[T16 ? 1u : BM * LDS];
+shared vec4 kv[T16 ? 1u : BN * LDS];
+#if !defined(DTYPE_F32)
+shared uvec4 qh[T16 ? BM * LDH : 1u];
+shared uvec4 kvh[T16 ? BN * LDH : 1u];
+#endif
 shared vec4 pt[BN * LDPT / 4];
 shared float red[S_TX * BM];
 shared float a_s[BM];
 shared float m_s[BM];
 
-RAW4 kv_reg[KE]; // the next tile, in storage form
+RAW4 kv_reg[T16 ? 1u : KE]; // the next tile, in storage form (f32 tiles)
+#if !defined(DTYPE_F32)
+uvec4 kvh_reg[T16 ? KH : 1u]; // the next tile's bits (T16)
+
+vec4 lo4(uvec4 w) { return raw4_to_f32(w.xy); } // elements 0..3 of 8 as f32
+vec4 hi4(uvec4 w) { return raw4_to_f32(w.zw); } // elements 4..7
+#endif
 
 // Issues the loads of rows [0, valid) of a BN x D tile of K or V (row r at base + r * stride);
 // rows past `valid` are zero.
 void tile_fetch(bool is_v, uint base, uint stride, uint valid)
 {
     const bool vec = ((base | stride) & 3u) == 0u;
+#if !defined(DTYPE_F32)
+    if (T16) {
+        const bool vec8 = ((base | stride) & 7u) == 0u;
+        [[unroll]] for (uint k = 0; k < KH; k++) {
+            const uint e = gl_LocalInvocationID.x + NT * k;
+            const uint r = e / D8, i = base + r * stride + 8u * (e - r * D8);
+            kvh_reg[k] = uvec4(0);
+            if (e < BN * D8 && r < valid)
+                kvh_reg[k] = is_v ? LD_RAW8(v_buf, i, vec8, vec) : LD_RAW8(k_buf, i, vec8, vec);
+        }
+        return;
+    }
+#endif
     [[unroll]] for (uint k = 0; k < KE; k++) {
         const uint e = gl_LocalInvocationID.x + NT * k;
         const uint r = e / D4, i = base + r * stride + 4u * (e - r * D4);
@@ -83,6 +123,17 @@ void tile_fetch(bool is_v, uint base, uint stride, uint valid)
 
 void tile_store()
 {
+#if !defined(DTYPE_F32)
+    if (T16) {
+        [[unroll]] for (uint k = 0; k < KH; k++) {
+            const uint e = gl_LocalInvocationID.x + NT * k;
+            const uint r = e / D8;
+            if (e < BN * D8)
+                kvh[r * LDH + e - r * D8] = kvh_reg[k];
+        }
+        return;
+    }
+#endif
     [[unroll]] for (uint k = 0; k < KE; k++) {
         const uint e = gl_LocalInvocationID.x + NT * k;
         const uint r = e / D4;
@@ -102,8 +153,21 @@ void main()
 
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
+    const uint q_base = pc.q_off + b * pc.q_sb + h * pc.q_sh + q0 * pc.q_ss;
+#if !defined(DTYPE_F32)
+    if (T16) {
+        const bool vec = ((q_base | pc.q_ss) & 3u) == 0u, vec8 = ((q_base | pc.q_ss) & 7u) == 0u;
+        for (uint e = lid; e < BM * D8; e += NT) {
+            const uint r = e / D8, c = e - r * D8;
+            uvec4 x = uvec4(0);
+            if (r < rows)
+                x = LD_RAW8(q_buf, q_base + r * pc.q_ss + 8u * c, vec8, vec);
+            qh[r * LDH + c] = x;
+        }
+    } else
+#endif
     {
-        const uint base = pc.q_off + b * pc.q_sb + h * pc.q_sh + q0 * pc.q_ss;
+        const uint base = q_base;
         const bool vec = ((base | pc.q_ss) & 3u) == 0u;
         for (uint e = lid; e < BM * D4; e += NT) {
             const uint r = e / D4, c = e - r * D4;
@@ -121,12 +185,12 @@ void main()
     const uint sx = lid % S_TX, sr = (lid / S_TX) * S_TM;
     const uint ox = lid % O_TX, orow = (lid / O_TX) * O_TM;
     float m_run[S_TM], l_part[S_TM], s[S_TM * S_TN];
-    vec4 acc[O_TM * O_TG];
+    vec4 acc[O_TM * O_TG * CW];
     [[unroll]] for (uint i = 0; i < S_TM; i++) {
         m_run[i] = NEG_INF;
         l_part[i] = 0.0;
     }
-    [[unroll]] for (uint i = 0; i < O_TM * O_TG; i++)
+    [[unroll]] for (uint i = 0; i < O_TM * O_TG * CW; i++)
         acc[i] = vec4(0.0);
 
     if (n_end > 0u)
@@ -140,6 +204,34 @@ void main()
 
         [[unroll]] for (uint i = 0; i < S_TM * S_TN; i++)
             s[i] = 0.0;
+#if !defined(DTYPE_F32)
+        // 16-bit tiles: each operand is converted once per step and used S_TN (Q) or S_TM (K)
+        // times.
+        if (T16) {
+            for (uint d = 0; d < D8; d++) {
+                uvec4 a[S_TM], bk[S_TN];
+                [[unroll]] for (uint i = 0; i < S_TM; i++)
+                    a[i] = qh[(sr + i) * LDH + d];
+                [[unroll]] for (uint j = 0; j < S_TN; j++)
+                    bk[j] = kvh[(sx + S_TX * j) * LDH + d];
+                [[unroll]] for (uint half_ = 0; half_ < 2u; half_++) {
+                    vec4 af[S_TM], bf[S_TN];
+                    [[unroll]] for (uint i = 0; i < S_TM; i++)
+                        af[i] = half_ == 0u ? lo4(a[i]) : hi4(a[i]);
+                    [[unroll]] for (uint j = 0; j < S_TN; j++)
+                        bf[j] = half_ == 0u ? lo4(bk[j]) : hi4(bk[j]);
+                    [[unroll]] for (uint i = 0; i < S_TM; i++)
+                        [[unroll]] for (uint j = 0; j < S_TN; j++) {
+                            float t = s[i * S_TN + j];
+                            t = fma(af[i].x, bf[j].x, t);
+                            t = fma(af[i].y, bf[j].y, t);
+                            t = fma(af[i].z, bf[j].z, t);
+                            s[i * S_TN + j] = fma(af[i].w, bf[j].w, t);
+                        }
+                }
+            }
+        } else
+#endif
         for (uint d = 0; d < D4; d++) {
             vec4 a[S_TM], bk[S_TN];
             [[unroll]] for (uint i = 0; i < S_TM; i++)
@@ -205,8 +297,8 @@ void main()
 
         [[unroll]] for (uint i = 0; i < O_TM; i++) {
             const float alpha = a_s[orow + i];
-            [[unroll]] for (uint g = 0; g < O_TG; g++)
-                acc[i * O_TG + g] *= alpha;
+            [[unroll]] for (uint g = 0; g < O_TG * CW; g++)
+                acc[i * O_TG * CW + g] *= alpha;
         }
         for (uint c = 0; c < BN; c++) {
             float p[O_TM];
@@ -224,6 +316,21 @@ void main()
                 [[unroll]] for (uint i = 0; i < O_TM; i++)
                     p[i] = pt[(f + i) / 4u][(f + i) % 4u];
             }
+#if !defined(DTYPE_F32)
+            if (T16) {
+                [[unroll]] for (uint g = 0; g < O_TG; g++) {
+                    const uvec4 w =
+                        O_FULL || ox + O_TX * g < DG ? kvh[c * LDH + ox + O_TX * g] : uvec4(0);
+                    const vec4 v0 = lo4(w), v1 = hi4(w);
+                    [[unroll]] for (uint i = 0; i < O_TM; i++) {
+                        acc[(i * O_TG + g) * 2u] = fma(vec4(p[i]), v0, acc[(i * O_TG + g) * 2u]);
+                        acc[(i * O_TG + g) * 2u + 1u] =
+                            fma(vec4(p[i]), v1, acc[(i * O_TG + g) * 2u + 1u]);
+                    }
+                }
+                continue;
+            }
+#endif
             [[unroll]] for (uint g = 0; g < O_TG; g++)
                 vv[g] = O_FULL || ox + O_TX * g < D4 ? kv[c * LDS + ox + O_TX * g] : vec4(0.0);
             [[unroll]] for (uint i = 0; i < O_TM; i++)
@@ -254,8 +361,10 @@ void main()
         const float inv = l > 0.0 ? 1.0 / l : 0.0;
         const uint row = o_base + (q0 + r) * pc.o_ss;
         [[unroll]] for (uint g = 0; g < O_TG; g++)
-            if (O_FULL || ox + O_TX * g < D4)
-                ST4(o_buf, row + 4u * (ox + O_TX * g), acc[i * O_TG + g] * inv, o_vec)
+            if (O_FULL || ox + O_TX * g < DG)
+                [[unroll]] for (uint w = 0; w < CW; w++)
+                    ST4(o_buf, row + 4u * ((ox + O_TX * g) * CW + w),
+                        acc[(i * O_TG + g) * CW + w] * inv, o_vec)
         if (pc.has_lse != 0u && ox == 0u)
             lse_buf[pc.lse_off + b * pc.lse_sb + h * pc.lse_sh + (q0 + r) * pc.lse_ss] =
                 l > 0.0 ? (m_s[r] + log2(l)) * LN2 : NEG_INF;

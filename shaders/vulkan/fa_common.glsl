@@ -130,6 +130,19 @@ uvec2 f32_to_raw4(vec4 x)
 #endif
 }
 #endif
+
+// Eight 16-bit elements at a time (16-bit dtypes only): TENSOR8 declares, beside TENSOR4's
+// names, name##_q (uvec4: elements i..i+7 of group i / 8). LD_RAW8(name, i, vec8, vec) returns
+// the eight elements' bits (i % 8 == 0), as one 16-byte load when `vec8` (offset and strides are
+// multiples of 8), else as two LD_RAW4.
+#if !defined(DTYPE_F32)
+#define TENSOR8(binding_, name_)                                                               \
+    TENSOR4(binding_, name_)                                                                   \
+    layout(set = 0, binding = binding_, std430) buffer name_##_qblock { uvec4 name_##_q[]; };
+#define LD_RAW8(name_, i_, vec8_, vec_)                                                        \
+    ((vec8_) ? name_##_q[(i_) >> 3]                                                            \
+             : uvec4(LD_RAW4(name_, i_, vec_), LD_RAW4(name_, (i_) + 4u, vec_)))
+#endif
 #define ST4(name_, i_, x_, vec_)                                                               \
     {                                                                                          \
         const uint j_ = (i_);                                                                  \
