@@ -27,6 +27,13 @@ else()
   endforeach()
   list(APPEND fa_cuda_gencode
     -gencode=arch=compute_${FA_CUDA_PTX_ARCH},code=compute_${FA_CUDA_PTX_ARCH})
+  # Tiling knobs seen by both the kernels and the host code that sizes their launches, e.g.
+  # "FA_FWD_MMA_BK_D128=32" (shaders/cuda/fa_cuda_abi.h lists them); for timing variants.
+  set(FA_CUDA_DEFINES "" CACHE STRING "Defines (NAME=VALUE;...) for the CUDA kernels and host")
+  set(fa_cuda_defines)
+  foreach(def IN LISTS FA_CUDA_DEFINES)
+    list(APPEND fa_cuda_defines -D${def})
+  endforeach()
 
   set(fa_cuda_dir ${CMAKE_CURRENT_SOURCE_DIR}/shaders/cuda)
   file(GLOB fa_cuda_deps CONFIGURE_DEPENDS ${fa_cuda_dir}/*.cu ${fa_cuda_dir}/*.cuh
@@ -35,7 +42,7 @@ else()
   add_custom_command(OUTPUT ${fa_cuda_fatbin}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/cuda
     COMMAND ${FA_NVCC} -fatbin -O3 --threads 0 -std=c++17 ${fa_cuda_gencode} -Xptxas=-warn-spills
-            -I${fa_cuda_dir} -o ${fa_cuda_fatbin} ${fa_cuda_dir}/fa_kernels.cu
+            ${fa_cuda_defines} -I${fa_cuda_dir} -o ${fa_cuda_fatbin} ${fa_cuda_dir}/fa_kernels.cu
     DEPENDS ${fa_cuda_deps}
     COMMENT "nvcc: CUDA kernels for sm_${FA_CUDA_ARCHS} + compute_${FA_CUDA_PTX_ARCH}"
     VERBATIM)
@@ -44,6 +51,6 @@ else()
   file(GLOB fa_cuda_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/backends/cuda/*.c)
   list(APPEND FA_BACKEND_SOURCES ${fa_cuda_sources}
     ${CMAKE_CURRENT_BINARY_DIR}/cuda/fa_cuda_fatbin.c)
-  list(APPEND FA_BACKEND_DEFINES FA_WITH_CUDA)
+  list(APPEND FA_BACKEND_DEFINES FA_WITH_CUDA ${FA_CUDA_DEFINES})
   set(FA_BACKEND_SUMMARY "${FA_BACKEND_SUMMARY} cuda")
 endif()

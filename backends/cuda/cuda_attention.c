@@ -14,8 +14,6 @@
 
 #include "../../shaders/cuda/fa_cuda_abi.h"
 
-#define FWD_MMA_BQ 128 /* FA_FWD_BQ in shaders/cuda/fa_forward_mma.cuh */
-#define FWD_MMA_BK(d, mt) ((mt) > 1 && (d) > 64 ? 32u : 64u)
 #define BWD_MMA_ROWS 128 /* FA_BWD_* in shaders/cuda/fa_backward_mma.cuh */
 #define BWD_MMA_TILE 64
 #define BWD_MMA_QTILE(d) ((d) > 64 ? 32u : 64u)
@@ -146,7 +144,7 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
     const int dt = dtype_index(call->dtype);
     const unsigned d = call->head_dim > 64 ? 128 : 64;
     const unsigned mt = 2; /* 16-row m-tiles per warp: MT in shaders/cuda/fa_kernels.cu */
-    const unsigned smem = (FWD_MMA_BQ + 4 * FWD_MMA_BK(d, mt)) * d * 2;
+    const unsigned smem = (FA_FWD_MMA_BQ + 4 * FA_FWD_MMA_BK(d)) * d * 2; /* Q, K and V x2 */
     const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
                       (int)smem <= st->smem_optin && views_aligned(&p, false, es);
     fa_status status = fa_cuda_enter(ctx);
@@ -158,10 +156,10 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
             {FA_CUDA_K_FWD_MMA_BF16_D64, FA_CUDA_K_FWD_MMA_BF16_D128},
         };
         const int wide = call->head_dim > 64;
-        const unsigned threads = FWD_MMA_BQ / (16 * mt) * 32;
-        status =
-            launch(ctx, mma[dt - 1][wide], blocks(call->seq_q, FWD_MMA_BQ), (unsigned)call->heads_q,
-                   (unsigned)call->batch, threads, smem, &p, "launching the tensor-core forward");
+        const unsigned threads = FA_FWD_MMA_BQ / (16 * mt) * 32;
+        status = launch(ctx, mma[dt - 1][wide], blocks(call->seq_q, FA_FWD_MMA_BQ),
+                        (unsigned)call->heads_q, (unsigned)call->batch, threads, smem, &p,
+                        "launching the tensor-core forward");
     } else {
         static const fa_cuda_kernel gen[3][3] = {
             {FA_CUDA_K_FWD_GEN_F32_8, FA_CUDA_K_FWD_GEN_F32_16, FA_CUDA_K_FWD_GEN_F32_32},

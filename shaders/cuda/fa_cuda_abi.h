@@ -22,4 +22,17 @@ typedef struct fa_cuda_params {
     float scale_log2; /* scale * log2(e): scores go through exp2 */
 } fa_cuda_params;
 
+/* Tiles of the tensor-core forward (shaders/cuda/fa_forward_mma.cuh); the host sizes its
+ * dynamic shared memory from them: (BQ + 4 BK) * d * 2 bytes (Q, and K and V double-buffered).
+ * Both sides take overrides from the CMake cache variable FA_CUDA_DEFINES, e.g.
+ * "FA_FWD_MMA_BK_D128=32" (the previous tiling) or "FA_FWD_MMA_BK_D64=128". */
+#define FA_FWD_MMA_BQ 128
+#ifndef FA_FWD_MMA_BK_D64
+#define FA_FWD_MMA_BK_D64 64
+#endif
+#ifndef FA_FWD_MMA_BK_D128
+#define FA_FWD_MMA_BK_D128 64
+#endif
+#define FA_FWD_MMA_BK(d) ((d) > 64 ? FA_FWD_MMA_BK_D128 : FA_FWD_MMA_BK_D64)
+
 #endif

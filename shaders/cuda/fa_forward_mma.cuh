@@ -3,22 +3,36 @@
 //
 // One block owns 128 query rows of one (batch, head): 4 warps of 32 rows (MT = 2, the build's
 // choice; 8 warps of 16 rows with Q fragments in registers is MT = 1). K and V stream through
-// shared memory in tiles of 64 keys (32 at head dim 128), two buffers deep: cp.async fetches
-// tile n+1 while tile n is computed.
+// shared memory in tiles of FA_FWD_MMA_BK(D) keys (64; fa_cuda_abi.h, shared with the host),
+// two buffers deep: cp.async fetches tile n+1 while tile n is computed (Q 32 KiB + K/V 64 KiB
+// at head dim 128, so two blocks fit an SM).
 // Shared tiles are XOR-swizzled by 16-byte chunk (chunk ^ (row & 7)) so that ldmatrix reads
-// eight rows without bank conflicts. Per tile: S = Q K^T (mma.sync m16n8k16, f32 accumulate),
-// scale and (only on tiles that cross the causal diagonal or the end of the keys) mask, online
-// softmax in registers with exp2, then P, rounded to the input dtype, is fed straight from the
-// S accumulators as the A operand of O += P V (V through ldmatrix.trans). O is divided by the
-// row sum at the end, staged through the warp's own rows of the Q tile, and written with
-// 16-byte stores. Causal blocks are launched heaviest first and stop at their last visible key.
+// eight rows without bank conflicts. Per tile: S = Q K^T (mma.sync m16n8k16, f32 accumulate)
+// one k16 step at a time (Q fragments re-read per step, K fragments by x4 ldmatrix over two
+// n-tiles), scale and (only on tiles that cross the causal diagonal or the end of the keys)
+// mask, online softmax in registers with exp2, then P, rounded to the input dtype, packed into
+// the A operand of O += P V (V through ldmatrix.trans) while S dies. O is divided by the row sum
+// at the end, staged through the warp's own rows of the Q tile, and written with 16-byte
+// stores. Causal blocks are launched heaviest first and stop at their last visible key.
 #pragma once
 
 #include "fa_common.cuh"
 
-#define FA_FWD_BQ 128
-// keys per tile: 64, or 32 where 32-row warps at head dim 128 would not fit in 255 registers
-#define FA_FWD_BK(D, MT) ((MT) > 1 && (D) > 64 ? 32 : 64)
+#define FA_FWD_BQ FA_FWD_MMA_BQ
+
+// How far (log2 units) a row's running max m may lag the true max before O and l are rescaled.
+// 0: rescale whenever some row of the warp gets a new max (the textbook online softmax; a tile
+// where no row's max grows skips the rescale, bit for bit the same result as alpha = 1).
+// 8 (default): keep the stale m until a score exceeds it by more than 8, so P = exp2(s - m) is
+// at most 2^8 (plus rounding) instead of 1. This is the same exact softmax: O / l and
+// LSE = m + log2(l) do not depend on which m is used, and l and O, up to 2^8 times larger, stay
+// far inside the f32 range (l <= 2^8 seq_k). P rounded to f16 / bf16 keeps its relative
+// precision (2^-11 / 2^-8) since 2^8 is far below the f16 maximum (65504), and fewer small P
+// fall into the f16 subnormals. After the first tiles a row's max rarely grows by 8 (a factor
+// 256), so O is almost never rescaled.
+#ifndef FA_FWD_RESCALE_SLACK
+#define FA_FWD_RESCALE_SLACK 8.f
+#endif
 
 // Byte offset of 16-byte chunk `ch` of row `row` in a swizzled tile with CH chunks per row.
 template <int CH> __device__ __forceinline__ unsigned fa_swz(int row, int ch)
@@ -32,10 +46,10 @@ template <int CH> __device__ __forceinline__ unsigned fa_swz(int row, int ch)
 template <typename T, int D, int MT>
 __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
 {
-    constexpr int BQ = FA_FWD_BQ, BK = FA_FWD_BK(D, MT), NT = BQ / (16 * MT) * 32, CH = D / 8;
+    constexpr int BQ = FA_FWD_BQ, BK = FA_FWD_MMA_BK(D), NT = BQ / (16 * MT) * 32, CH = D / 8;
     constexpr int WR = 16 * MT; // rows per warp
     constexpr unsigned TILE_BYTES = BK * D * 2;
-    extern __shared__ __align__(128) unsigned char fa_fwd_smem[];
+    extern __shared__ __align__(1024) unsigned char fa_fwd_smem[];
     const unsigned sQ = fa_smem_addr(fa_fwd_smem);
     const unsigned sK = sQ + BQ * D * 2;
     const unsigned sV = sK + 2 * TILE_BYTES;
@@ -53,20 +67,40 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
         kend = (int)max(0LL, min((long long)kend, end));
     }
     const int ntiles = (kend + BK - 1) / BK;
+    // Tiles before `nfull` hold no key past the end of the keys nor, for any row of this warp,
+    // past the causal diagonal: only the tiles from nfull on are masked.
+    int nfull = p.seq_k / BK;
+    if (p.causal) {
+        const long long vis = (long long)q0 + warp * WR + p.causal_offset + 1; // keys row 0 sees
+        nfull = (int)min((long long)nfull, max(0LL, vis) / BK);
+    }
 
-    for (int c = tid; c < BQ * CH; c += NT) {
-        const int row = c / CH, ch = c % CH, gr = q0 + row;
-        const bool ok = gr < p.seq_q && ch * 8 < p.head_dim;
-        fa_cp_async16(sQ + fa_swz<CH>(row, ch), ok ? Qg + gr * p.q.stride_s + ch * 8 : Qg, ok);
+    // Tile loads: thread t copies 16-byte chunk t % CH of rows t / CH + i RS, RS = NT / CH (a
+    // multiple of 8, so every row it copies has the same swizzle).
+    constexpr int RS = NT / CH;
+    static_assert(RS % 8 == 0, "rows a thread copies must share their swizzle");
+    {
+        const int lrow = tid / CH, lch = tid % CH;
+        const unsigned l_off = fa_swz<CH>(lrow, lch);
+#pragma unroll
+        for (int i = 0; i < BQ / RS; i++) {
+            const int gr = q0 + lrow + i * RS;
+            const bool ok = lch * 8 < p.head_dim && gr < p.seq_q;
+            fa_cp_async16(sQ + l_off + i * RS * CH * 16, ok ? Qg + gr * p.q.stride_s + lch * 8 : Qg,
+                          ok);
+        }
     }
     auto load_kv = [&](int tile, int buf) {
-        const int k0 = tile * BK;
-        for (int c = tid; c < BK * CH; c += NT) {
-            const int row = c / CH, ch = c % CH, gr = k0 + row;
-            const bool ok = gr < p.seq_k && ch * 8 < p.head_dim;
-            const unsigned off = buf * TILE_BYTES + fa_swz<CH>(row, ch);
-            fa_cp_async16(sK + off, ok ? Kg + gr * p.k.stride_s + ch * 8 : Kg, ok);
-            fa_cp_async16(sV + off, ok ? Vg + gr * p.v.stride_s + ch * 8 : Vg, ok);
+        const int lrow = tid / CH, lch = tid % CH;
+        const unsigned off = buf * TILE_BYTES + fa_swz<CH>(lrow, lch);
+#pragma unroll
+        for (int i = 0; i < BK / RS; i++) {
+            const int gr = tile * BK + lrow + i * RS;
+            const bool ok = lch * 8 < p.head_dim && gr < p.seq_k;
+            fa_cp_async16(sK + off + i * RS * CH * 16, ok ? Kg + gr * p.k.stride_s + lch * 8 : Kg,
+                          ok);
+            fa_cp_async16(sV + off + i * RS * CH * 16, ok ? Vg + gr * p.v.stride_s + lch * 8 : Vg,
+                          ok);
         }
     };
     if (ntiles > 0)
@@ -75,13 +109,22 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
     fa_cp_async_wait<0>();
     __syncthreads();
 
-    const int arow = warp * WR + (lane & 7) + ((lane >> 3) & 1) * 8; // ldmatrix row of A
+    // Per-lane parts of the ldmatrix addresses. Lane l addresses row (l & 7) + 8 ((l >> 3) & 1)
+    // and chunk 2 kk + (l >> 4) of a 16 x 16 block of Q (A), K (B of two n-tiles) or V (B
+    // through .trans); every such row has row & 7 == l & 7, so the swizzled chunk is the lane's
+    // chunk XOR 2 kk: one LOP3 per k-step on a row base that stays in a register.
+    const int r7 = lane & 7;
+    const unsigned lane_row = (unsigned)((r7 + ((lane >> 3) & 1) * 8) * CH * 16);
+    const unsigned lane_x = (unsigned)(((lane >> 4) ^ r7) << 4);
+    // XORed into the address itself: the tiles start 1 KiB-aligned, so 2 kk only meets
+    // lane_x's bits. The row base, the lane's chunk and the buffer then fit in one register.
+    const unsigned lane_off = lane_row + lane_x;
+    const unsigned q_lane = sQ + warp * WR * CH * 16 + lane_off;
     unsigned qf[MT == 1 ? D / 16 : 1][4];
     if (MT == 1) {
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++)
-            fa_ldmatrix_x4(sQ + fa_swz<CH>(arow, kk * 2 + (lane >> 4)), qf[kk][0], qf[kk][1],
-                           qf[kk][2], qf[kk][3]);
+            fa_ldmatrix_x4(q_lane ^ (kk << 5), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
     }
 
     float o[MT][D / 8][4];
@@ -90,6 +133,8 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
 #pragma unroll
         for (int n = 0; n < D / 8; n++)
             o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.f;
+    // m: the max of each row in log2 units, allowed to lag the true running max by up to
+    // FA_FWD_RESCALE_SLACK (see there); l: this thread's part of the row sum, relative to m.
     float m[MT][2], l[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
@@ -109,6 +154,8 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
         __syncthreads();
         const unsigned kb = sK + buf * TILE_BYTES, vb = sV + buf * TILE_BYTES;
 
+        // S = Q K^T, one k16 step at a time: the step's Q fragments (MT x4 ldmatrix) are read
+        // once and meet every K fragment pair of the step (one x4 ldmatrix per two n-tiles).
         float s[MT][BK / 8][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
@@ -116,37 +163,35 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
             for (int n = 0; n < BK / 8; n++)
                 s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
 #pragma unroll
-        for (int k2 = 0; k2 < D / 32; k2++) {
-            unsigned a[MT][2][4];
-            if (MT > 1) {
+        for (int kk = 0; kk < D / 16; kk++) {
+            unsigned a[MT][4];
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
+            for (int mt = 0; mt < MT; mt++) {
+                if (MT == 1) {
 #pragma unroll
-                    for (int h2 = 0; h2 < 2; h2++)
-                        fa_ldmatrix_x4(
-                            sQ + fa_swz<CH>(arow + 16 * mt, (2 * k2 + h2) * 2 + (lane >> 4)),
-                            a[mt][h2][0], a[mt][h2][1], a[mt][h2][2], a[mt][h2][3]);
+                    for (int i = 0; i < 4; i++)
+                        a[mt][i] = qf[kk % (MT == 1 ? D / 16 : 1)][i];
+                } else {
+                    fa_ldmatrix_x4((q_lane ^ (kk << 5)) + mt * 16 * CH * 16, a[mt][0], a[mt][1],
+                                   a[mt][2], a[mt][3]);
+                }
             }
+            const unsigned kaddr = (kb + lane_off) ^ (kk << 5);
 #pragma unroll
-            for (int n = 0; n < BK / 8; n++) {
-                unsigned b0, b1, b2, b3;
-                fa_ldmatrix_x4(kb + fa_swz<CH>(n * 8 + (lane & 7), k2 * 4 + (lane >> 3)), b0, b1,
-                               b2, b3);
+            for (int j = 0; j < BK / 16; j++) {
+                // matrices: keys 0-7 | 8-15 of the pair (n-tiles 2 j, 2 j + 1) x chunk 0 | 1
+                unsigned b00, b10, b01, b11;
+                fa_ldmatrix_x4(kaddr + j * 16 * CH * 16, b00, b10, b01, b11);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
-                    fa_mma16816<T>(s[mt][n],
-                                   MT == 1 ? qf[(2 * k2) % (MT == 1 ? D / 16 : 1)] : a[mt][0], b0,
-                                   b1);
-                    fa_mma16816<T>(s[mt][n],
-                                   MT == 1 ? qf[(2 * k2 + 1) % (MT == 1 ? D / 16 : 1)] : a[mt][1],
-                                   b2, b3);
+                    fa_mma16816<T>(s[mt][2 * j], a[mt], b00, b01);
+                    fa_mma16816<T>(s[mt][2 * j + 1], a[mt], b10, b11);
                 }
             }
         }
 
         const int k0 = it * BK;
-        const bool mask =
-            k0 + BK > p.seq_k || (p.causal && k0 + BK - 1 > q0 + warp * WR + p.causal_offset);
+        const bool mask = it >= nfull;
         // Scores in log2 units: exp2(s * scale_log2 - m) is one FFMA and one MUFU per element.
         // The running max is taken of s * scale_log2, via the max (or, for a negative scale,
         // the min) of the raw scores; masked scores become -inf once scaled.
@@ -166,6 +211,8 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
                     }
         }
 
+        float tm[MT][2]; // the tile's row maxima, scaled
+        bool grow = false;
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -184,44 +231,74 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
                     mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                     mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 }
-                const float m_new = fmaxf(m[mt][r], mx * c);
-                const float m_use = m_new == -INFINITY ? 0.f : m_new;
-                const float alpha = fa_exp2(m[mt][r] - m_use);
-                m[mt][r] = m_new;
-                float sum = 0.f;
+                tm[mt][r] = mx * c;
+                grow |= tm[mt][r] > m[mt][r] + FA_FWD_RESCALE_SLACK;
+            }
+        // Rescale O and l only when some row of the warp needs a new max (warp-uniform branch);
+        // otherwise every alpha would be exactly 1 (or the max may lag, see the slack).
+        if (__any_sync(0xffffffffu, grow)) {
 #pragma unroll
-                for (int n = 0; n < BK / 8; n++) {
-                    s[mt][n][2 * r] = fa_exp2(fmaf(s[mt][n][2 * r], c, -m_use));
-                    s[mt][n][2 * r + 1] = fa_exp2(fmaf(s[mt][n][2 * r + 1], c, -m_use));
-                    sum += s[mt][n][2 * r] + s[mt][n][2 * r + 1];
-                }
-                l[mt][r] = l[mt][r] * alpha + sum;
+            for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int n = 0; n < D / 8; n++) {
-                    o[mt][n][2 * r] *= alpha;
-                    o[mt][n][2 * r + 1] *= alpha;
+                for (int r = 0; r < 2; r++) {
+                    const float m_new = fmaxf(m[mt][r], tm[mt][r]);
+                    const float alpha = fa_exp2(m[mt][r] - (m_new == -INFINITY ? 0.f : m_new));
+                    m[mt][r] = m_new;
+                    l[mt][r] *= alpha;
+#pragma unroll
+                    for (int n = 0; n < D / 8; n++) {
+                        o[mt][n][2 * r] *= alpha;
+                        o[mt][n][2 * r + 1] *= alpha;
+                    }
                 }
+        }
+
+        // P = exp2(S - m), summed in f32 and rounded to T into the A fragments of O += P V;
+        // S dies here, so the PV product holds O, P (BK / 2 registers per m-tile) and the B
+        // fragments.
+        unsigned pf[MT][BK / 16][4];
+        float m_use[MT][2], sum[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+                m_use[mt][r] = m[mt][r] == -INFINITY ? 0.f : m[mt][r], sum[mt][r] = 0.f;
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const float p0 = fa_exp2(fmaf(s[mt][n][2 * r], c, -m_use[mt][r]));
+                    const float p1 = fa_exp2(fmaf(s[mt][n][2 * r + 1], c, -m_use[mt][r]));
+                    sum[mt][r] += p0 + p1;
+                    pf[mt][n / 2][(n & 1) * 2 + r] = fa_pack2<T>(p0, p1);
+                }
+        bool any_p = false;
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                l[mt][r] += sum[mt][r];
+                any_p |= sum[mt][r] != 0.f;
             }
 
+        // O += P V, skipped where P is zero for every row of the warp (a causal tile past all
+        // its rows' diagonal). The branch also keeps ptxas from starting the V loads and the
+        // mma among the exponentials above, which would need more than 255 registers.
+        if (__any_sync(0xffffffffu, any_p)) {
 #pragma unroll
-        for (int k2 = 0; k2 < BK / 16; k2++) {
-            unsigned a[MT][4];
+            for (int k2 = 0; k2 < BK / 16; k2++) {
+                const unsigned vaddr = vb + lane_off + k2 * 16 * CH * 16;
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                a[mt][0] = fa_pack2<T>(s[mt][2 * k2][0], s[mt][2 * k2][1]);
-                a[mt][1] = fa_pack2<T>(s[mt][2 * k2][2], s[mt][2 * k2][3]);
-                a[mt][2] = fa_pack2<T>(s[mt][2 * k2 + 1][0], s[mt][2 * k2 + 1][1]);
-                a[mt][3] = fa_pack2<T>(s[mt][2 * k2 + 1][2], s[mt][2 * k2 + 1][3]);
-            }
+                for (int dp = 0; dp < D / 16; dp++) {
+                    unsigned b0, b1, b2, b3;
+                    fa_ldmatrix_x4_trans(vaddr ^ (dp << 5), b0, b1, b2, b3);
 #pragma unroll
-            for (int dp = 0; dp < D / 16; dp++) {
-                unsigned b0, b1, b2, b3;
-                const int row = k2 * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-                fa_ldmatrix_x4_trans(vb + fa_swz<CH>(row, dp * 2 + (lane >> 4)), b0, b1, b2, b3);
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    fa_mma16816<T>(o[mt][2 * dp], a[mt], b0, b1);
-                    fa_mma16816<T>(o[mt][2 * dp + 1], a[mt], b2, b3);
+                    for (int mt = 0; mt < MT; mt++) {
+                        fa_mma16816<T>(o[mt][2 * dp], pf[mt][k2], b0, b1);
+                        fa_mma16816<T>(o[mt][2 * dp + 1], pf[mt][k2], b2, b3);
+                    }
                 }
             }
         }
