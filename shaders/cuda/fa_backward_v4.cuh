@@ -270,16 +270,29 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_v4(const fa_
                 for (int n = 0; n < 4; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const int r = e >> 1, key = kw + 8 * n + t2 + (e & 1);
-                        const int row = i0 + wm + 16 * mt + g + 8 * r;
-                        float pr = fa_exp2(s[mt][n][e] * p.scale_log2 - l2[mt][r]);
-                        if (mask && (key >= p.seq_k || (p.causal && key > row + p.causal_offset)))
-                            pr = 0.f;
+                        const float pr = fa_exp2(s[mt][n][e] * p.scale_log2 - l2[mt][e >> 1]);
                         s[mt][n][e] = pr;
-                        dp[mt][n][e] = pr * (dp[mt][n][e] - dl[mt][r]);
+                        dp[mt][n][e] = pr * (dp[mt][n][e] - dl[mt][e >> 1]);
                     }
-                    // C fragments to the [query][key] tiles: 4-byte stores, conflict-free (8 rows x
-                    // 4 threads hit chunk c ^ (row & 7) of 8 rows 256 bytes apart)
+            // warp-uniform: P (which may be inf there) and dS := 0 past each row's last key
+            if (mask) {
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        int end = p.seq_k; // first key this row does not see
+                        if (p.causal)
+                            end = min(end, i0 + wm + 16 * mt + g + 8 * r + p.causal_offset + 1);
+#pragma unroll
+                        for (int n = 0; n < 4; n++)
+#pragma unroll
+                            for (int c = 0; c < 2; c++)
+                                if (kw + 8 * n + t2 + c >= end)
+                                    s[mt][n][2 * r + c] = dp[mt][n][2 * r + c] = 0.f;
+                    }
+            }
+            // C fragments to the [query][key] tiles: 4-byte stores, conflict-free (8 rows x
+            // 4 threads hit chunk c ^ (row & 7) of 8 rows 256 bytes apart)
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
