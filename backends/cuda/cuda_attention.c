@@ -5,7 +5,9 @@
  * key block and dQ per query block, each recomputing P from the LSE. The tensor-core backward,
  * unless the call asks for determinism, instead adds dQ with f32 atomics to a zeroed accumulator
  * from the dK/dV kernel and converts it at the end: fewer FLOPs, but the order of the additions
- * (and so the last bits of dQ) varies run to run. Every other path uses no atomics. */
+ * (and so the last bits of dQ) varies run to run. Every other path uses no atomics. That atomic
+ * kernel is backward v4 (FlashAttention-2's tiling) where its shared memory fits the device, else
+ * (or with FA_CUDA_BWD=v3) backward v3. */
 #include "cuda_backend.h"
 
 #include <limits.h>
@@ -18,6 +20,9 @@
 #define BWD_MMA_TILE 64
 #define BWD_MMA_QTILE(d) ((d) > 64 ? 32u : 64u)
 #define BWD_MMA_THREADS 256
+/* FA_BWD4_SMEM in shaders/cuda/fa_backward_v4.cuh: K, V (128 keys); Q, dO two buffers of 64 rows;
+ * P, dS (64 x 128); LSE, Delta two buffers of 64 */
+#define BWD_V4_SMEM(d) (2 * 128 * (d)*2 + 4 * 64 * (d)*2 + 2 * 64 * 128 * 2 + 4 * 64 * 4)
 #define GEN_THREADS 256 /* FA_GEN_* in shaders/cuda/fa_general.cuh */
 #define GEN_ROWS 32
 #define GEN_TILE 16
@@ -217,12 +222,14 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         2 * BWD_MMA_ROWS * d * 2 + 4 * BWD_MMA_QTILE(d) * d * 2 + 2 * BWD_MMA_QTILE(d) * 4;
     const unsigned dq_smem = 2 * BWD_MMA_ROWS * d * 2 + 4 * BWD_MMA_TILE * d * 2;
     const unsigned dkdv_dq_smem = dkdv_smem + BWD_MMA_ROWS * BWD_MMA_QTILE(d) * 2; /* + dS^T */
+    const unsigned v4_smem = BWD_V4_SMEM(d);
     const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
                       (int)dkdv_smem <= st->smem_optin && (int)dq_smem <= st->smem_optin &&
                       views_aligned(&p, true, es);
-    /* dQ by atomics from the dK/dV kernel; else (deterministic, or its dS^T tile does not fit,
+    /* dQ by atomics from the dK/dV kernel (v4, else v3); else (deterministic, or neither fits,
      * as at head dim 128 on sm_86/89) the separate dQ kernel */
-    bool atomic_dq = fast && !call->deterministic && (int)dkdv_dq_smem <= st->smem_optin;
+    const bool v4 = fast && !st->force_bwd_v3 && (int)v4_smem <= st->smem_optin;
+    bool atomic_dq = fast && !call->deterministic && (v4 || (int)dkdv_dq_smem <= st->smem_optin);
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;
@@ -276,6 +283,10 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         {FA_CUDA_K_BWD_DKDV_DQ_MMA_F16_D64, FA_CUDA_K_BWD_DKDV_DQ_MMA_F16_D128},
         {FA_CUDA_K_BWD_DKDV_DQ_MMA_BF16_D64, FA_CUDA_K_BWD_DKDV_DQ_MMA_BF16_D128},
     };
+    static const fa_cuda_kernel bwd_v4[2][2] = {
+        {FA_CUDA_K_BWD_V4_F16_D64, FA_CUDA_K_BWD_V4_F16_D128},
+        {FA_CUDA_K_BWD_V4_BF16_D64, FA_CUDA_K_BWD_V4_BF16_D128},
+    };
     static const fa_cuda_kernel dq_convert[2] = {FA_CUDA_K_BWD_DQ_CONVERT_F16,
                                                  FA_CUDA_K_BWD_DQ_CONVERT_BF16};
     if (status == FA_OK && atomic_dq && rows > 0) {
@@ -288,7 +299,11 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
                         "launching the backward's Delta");
     if (atomic_dq) {
         const int wide = d == 128;
-        if (status == FA_OK)
+        if (status == FA_OK && v4)
+            status =
+                launch(ctx, bwd_v4[dt - 1][wide], blocks(call->seq_k, BWD_MMA_ROWS), hkv, b,
+                       BWD_MMA_THREADS, v4_smem, &p, "launching the tensor-core dK/dV/dQ (v4)");
+        else if (status == FA_OK)
             status =
                 launch(ctx, dkdv_dq_mma[dt - 1][wide], blocks(call->seq_k, BWD_MMA_ROWS), hkv, b,
                        BWD_MMA_THREADS, dkdv_dq_smem, &p, "launching the tensor-core dK/dV/dQ");

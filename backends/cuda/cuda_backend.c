@@ -213,6 +213,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     st->smem_optin = (int)info->shared_memory_bytes;
     const char *force = getenv("FA_CUDA_KERNELS");
     st->force_general = force && strcmp(force, "general") == 0;
+    const char *bwd = getenv("FA_CUDA_BWD");
+    st->force_bwd_v3 = bwd && strcmp(bwd, "v3") == 0;
     ctx->backend_state = st;
 
     fa_status status = FA_OK;
@@ -243,9 +245,10 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     fa_cuda_leave(ctx);
     if (status != FA_OK)
         goto fail;
-    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s", info->name,
+    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s", info->name,
            st->cc_major, st->cc_minor, info->compute_units,
-           st->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "");
+           st->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "",
+           st->force_bwd_v3 ? ", backward v3 (FA_CUDA_BWD=v3)" : "");
     return FA_OK;
 fail:
     release_state(st);

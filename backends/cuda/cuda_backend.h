@@ -30,6 +30,10 @@
     X(BWD_DKDV_DQ_MMA_F16_D128, "fa_bwd_dkdv_dq_mma_f16_d128")                                     \
     X(BWD_DKDV_DQ_MMA_BF16_D64, "fa_bwd_dkdv_dq_mma_bf16_d64")                                     \
     X(BWD_DKDV_DQ_MMA_BF16_D128, "fa_bwd_dkdv_dq_mma_bf16_d128")                                   \
+    X(BWD_V4_F16_D64, "fa_bwd_v4_f16_d64")                                                         \
+    X(BWD_V4_F16_D128, "fa_bwd_v4_f16_d128")                                                       \
+    X(BWD_V4_BF16_D64, "fa_bwd_v4_bf16_d64")                                                       \
+    X(BWD_V4_BF16_D128, "fa_bwd_v4_bf16_d128")                                                     \
     X(BWD_DQ_CONVERT_F16, "fa_bwd_dq_convert_f16")                                                 \
     X(BWD_DQ_CONVERT_BF16, "fa_bwd_dq_convert_bf16")                                               \
     X(BWD_DQ_MMA_F16_D64, "fa_bwd_dq_mma_f16_d64")                                                 \
@@ -83,6 +87,7 @@ typedef struct fa_cuda_state {
     int cc_major, cc_minor;
     int smem_optin;        /* bytes of shared memory a block may opt in to */
     bool force_general;    /* FA_CUDA_KERNELS=general: tensor-core paths off (testing) */
+    bool force_bwd_v3;     /* FA_CUDA_BWD=v3: the atomic backward's v3 kernel instead of v4 */
     CUdeviceptr workspace; /* f32 scratch of the backward (Delta, dQ sums), grown on demand */
     size_t workspace_bytes;
 } fa_cuda_state;

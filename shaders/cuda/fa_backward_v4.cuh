@@ -1,0 +1,405 @@
+// Backward v4, the default (atomic-dQ) backward for f16 and bf16 at head dim 64 and 128: one
+// kernel produces dK, dV and (through an f32 accumulator and red.global.add) dQ, with
+// FlashAttention-2's tiling. v3 (fa_bwd_dkdv_mma with ATOMIC_DQ) stays for devices whose shared
+// memory is too small for this one and as the FA_CUDA_BWD=v3 fallback.
+//
+// A block of 8 warps owns 128 keys of one (batch, KV head); K and V stay in shared memory. It
+// walks the query tiles of 64 rows (from the first that sees its keys, for every query head of
+// the group); Q, dO, LSE and Delta of tile n+1 arrive by cp.async while tile n is computed. Per
+// tile, with the 64 x 128 (query x key) block cut in a different way for each product so that
+// every fragment read from shared memory feeds 4-8 mma:
+//   1. S = Q K^T and dP = dO V^T; warp w owns rows 32 (w % 2).. and keys 32 (w / 2)..
+//      (2 x 4 warps, 32 x 32 each, accumulators in registers).
+//   2. P = exp2(S * scale * log2e - LSE * log2e) (0 where masked), dS = P (dP - Delta), both
+//      rounded to the input dtype and written to swizzled 64 x 128 shared tiles sP, sdS.
+//   -- barrier --
+//   3. dQ += dS K: warp w owns rows 32 (w % 2).. and dims D/4 (w / 2)..; A = dS (ldmatrix),
+//      B = the resident K (ldmatrix.trans); added with red.global.add into the f32
+//      (batch, heads_q, seq_q, head_dim) accumulator (zeroed by the host; fa_bwd_dq_convert
+//      writes dQ = scale * accumulator).
+//   4. dV += P^T dO and dK += dS^T Q: warp w owns keys 32 (w % 4).. and dims D/2 (w / 4)..
+//      (4 x 2 warps); A = P^T, dS^T (ldmatrix.trans of sP, sdS), B = dO, Q (ldmatrix.trans);
+//      dK and dV live in registers for the whole block.
+//   -- the next tile's barrier (after which its cp.async is issued into the buffer just read) --
+// Two barriers per tile. Causal: only tiles with visible pairs are visited, and only warps whose
+// 32 x 32 part crosses the diagonal (or the end of the keys) mask. Non-causal blocks start at
+// different query tiles (rotated by the block index) so that their dQ atomics spread over the
+// accumulator instead of hitting the same rows at the same time.
+//
+// mma.sync m16n8k16 fragments (g = lane / 4, t = lane % 4), as every comment below uses them:
+//   A (16 x 16, row-major): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..],
+//     a3 = A[g+8][2t+8..] (lower column in the low half).
+//   B (16 x 8, k x n): b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g].
+//   C (16 x 8): c0, c1 = C[g][2t, 2t+1], c2, c3 = C[g+8][2t, 2t+1].
+// ldmatrix.x4: lanes 8i..8i+7 give the row addresses of 8 x 8 matrix i, which lands in register
+// i: without .trans lane l gets M_i[l / 4][2 (l % 4), +1]; with .trans M_i[2 (l % 4), +1][l / 4].
+// So for a tile X stored [row][col] (rows of 16-byte chunks, swizzled by fa_swz):
+//   A = X rows r0.., cols c0..: no trans, lane address row r0 + l % 8 + 8 ((l / 8) % 2),
+//     col c0 + 8 (l / 16) -> matrices (r, c), (r+8, c), (r, c+8), (r+8, c+8) = a0..a3.
+//   A = X^T (A[m][k] = X[k0 + k][m0 + m]): trans, row k0 + l % 8 + 8 (l / 16),
+//     col m0 + 8 ((l / 8) % 2) -> matrices (k, m), (k, m+8), (k+8, m), (k+8, m+8) = a0..a3.
+//   B = X^T (B[k][n] = X[n0 + n][k0 + k], e.g. K in S = Q K^T): no trans, row n0 + l % 8 +
+//     8 (l / 16), col k0 + 8 ((l / 8) % 2) -> b0, b1 of n-tile n0, then b0, b1 of n0 + 8.
+//   B = X (B[k][n] = X[k0 + k][n0 + n], e.g. dO in dV = P^T dO): trans, row k0 + l % 8 +
+//     8 ((l / 8) % 2), col n0 + 8 (l / 16) -> b0, b1 of n-tile n0, then b0, b1 of n0 + 8.
+#pragma once
+
+#include "fa_backward_mma.cuh"
+
+#define FA_BWD4_KEYS 128 // keys per block
+#define FA_BWD4_QTILE 64 // query rows per tile
+// bytes of shared memory: K, V; Q, dO two buffers each; P, dS; LSE, Delta two buffers each
+#define FA_BWD4_SMEM(D)                                                                            \
+    (2 * FA_BWD4_KEYS * (D)*2 + 4 * FA_BWD4_QTILE * (D)*2 + 2 * FA_BWD4_QTILE * FA_BWD4_KEYS * 2 + \
+     4 * FA_BWD4_QTILE * 4)
+
+// 4-byte global -> shared copy (through L1); zero-fills when !valid.
+__device__ __forceinline__ void fa_cp_async4(unsigned dst, const void *src, bool valid)
+{
+    int bytes = valid ? 4 : 0;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+
+// acc[mt][n] (MT m-tiles of 16 rows x 32 columns) += A B^T over K16 steps of 16: A = rows r0..
+// of tile `a` (CA chunks a row), B^T = rows n0.. (32 of them) of tile `b` (CB chunks a row).
+template <typename T, int MT, int K16, int CA, int CB>
+__device__ __forceinline__ void fa_bwd4_abt(float (&acc)[MT][4][4], unsigned a, int r0, unsigned b,
+                                            int n0, int lane)
+{
+    const int arow = r0 + (lane & 7) + ((lane >> 3) & 1) * 8, acol = lane >> 4;
+    const int brow = n0 + (lane & 7) + (lane >> 4) * 8, bcol = (lane >> 3) & 1;
+#pragma unroll
+    for (int ks = 0; ks < K16; ks++) {
+        unsigned af[MT][4], bf[2][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+            fa_ldmatrix_x4(a + fa_swz<CA>(arow + 16 * mt, 2 * ks + acol), af[mt][0], af[mt][1],
+                           af[mt][2], af[mt][3]);
+#pragma unroll
+        for (int np = 0; np < 2; np++) // keys n0 + 16 np.. : b0, b1 of n-tiles 2 np, 2 np + 1
+            fa_ldmatrix_x4(b + fa_swz<CB>(brow + 16 * np, 2 * ks + bcol), bf[np][0], bf[np][1],
+                           bf[np][2], bf[np][3]);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int np = 0; np < 2; np++) {
+                fa_mma16816<T>(acc[mt][2 * np], af[mt], bf[np][0], bf[np][1]);
+                fa_mma16816<T>(acc[mt][2 * np + 1], af[mt], bf[np][2], bf[np][3]);
+            }
+    }
+}
+
+// acc[mt][n] (2 m-tiles of 16 rows x 8 NT columns) += X^T Y over K16 steps of 16 rows:
+// A = X^T, X = the tile `x` (CX chunks a row) at columns m0.. (the 32 output rows);
+// B = Y, the tile `y` (CY chunks a row) at columns n0.. (the 8 NT output columns).
+template <typename T, int NT, int K16, int CX, int CY>
+__device__ __forceinline__ void fa_bwd4_atb(float (&acc)[2][NT][4], unsigned x, int m0, unsigned y,
+                                            int n0, int lane)
+{
+    const int xrow = (lane & 7) + (lane >> 4) * 8, xcol = m0 / 8 + ((lane >> 3) & 1);
+    const int yrow = (lane & 7) + ((lane >> 3) & 1) * 8, ycol = n0 / 8 + (lane >> 4);
+#pragma unroll
+    for (int ks = 0; ks < K16; ks++) {
+        unsigned af[2][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+            fa_ldmatrix_x4_trans(x + fa_swz<CX>(16 * ks + xrow, xcol + 2 * mt), af[mt][0],
+                                 af[mt][1], af[mt][2], af[mt][3]);
+#pragma unroll
+        for (int np = 0; np < NT / 2; np++) {
+            unsigned b0, b1, b2, b3;
+            fa_ldmatrix_x4_trans(y + fa_swz<CY>(16 * ks + yrow, ycol + 2 * np), b0, b1, b2, b3);
+#pragma unroll
+            for (int mt = 0; mt < 2; mt++) {
+                fa_mma16816<T>(acc[mt][2 * np], af[mt], b0, b1);
+                fa_mma16816<T>(acc[mt][2 * np + 1], af[mt], b2, b3);
+            }
+        }
+    }
+}
+
+// cp.async of rows [r0, r0 + ROWS) of a (rows x head_dim) view into a swizzled tile (zeros past
+// n or head_dim). Thread `tid` always copies chunk tid % CH of rows tid / CH + k 256 / CH: with
+// 256 / CH a multiple of 8 the swizzle is the same for every k, so one address serves them all.
+template <int D, int ROWS>
+__device__ __forceinline__ void fa_bwd4_load(unsigned dst, const void *src_v, long long stride,
+                                             int r0, int n, int head_dim, int tid)
+{
+    constexpr int CH = D / 8, RPI = FA_BWD_THREADS / CH;
+    static_assert(RPI % 8 == 0 && ROWS % RPI == 0, "rows per pass");
+    const unsigned short *src = (const unsigned short *)src_v;
+    const int ch = tid % CH, row = tid / CH;
+    const bool ch_ok = ch * 8 < head_dim;
+    const unsigned short *s = src + (r0 + row) * stride + ch * 8;
+    unsigned d = dst + fa_swz<CH>(row, ch);
+    // not unrolled: inside the main loop, unrolled copies keep their row offsets in registers
+#pragma unroll 1
+    for (int r = r0 + row; r < r0 + ROWS; r += RPI) {
+        const bool ok = ch_ok && r < n;
+        fa_cp_async16(d, ok ? s : src, ok);
+        s += RPI * stride;
+        d += RPI * CH * 16;
+    }
+}
+
+// threadIdx.x, read so that the compiler cannot hoist what derives from it out of the tile loop:
+// lane offsets hoisted from every stage would stay in registers across the whole loop.
+__device__ __forceinline__ int fa_bwd4_tid()
+{
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
+}
+
+template <typename T, int D> __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
+{
+    constexpr int BN = FA_BWD4_KEYS, BM = FA_BWD4_QTILE, CH = D / 8, PCH = BN / 8;
+    constexpr int MT = BM / 32; // 16-row m-tiles per warp in S, dP and dQ (2 warps along rows)
+    constexpr int DW = D / 2;   // dK/dV columns per warp (2 warps along the head dim)
+    constexpr int DQ = D / 4;   // dQ columns per warp (4 warps along the head dim)
+    constexpr unsigned KV_BYTES = BN * D * 2, Q_BYTES = BM * D * 2, P_BYTES = BM * BN * 2;
+    static_assert(FA_BWD_THREADS == 256 && MT == 2, "8 warps: 2 x 4, 4 x 2 and 2 x 4 layouts");
+    extern __shared__ __align__(128) unsigned char fa_bwd4_smem[];
+    unsigned char *pK = fa_bwd4_smem, *pV = pK + KV_BYTES;
+    unsigned char *pP = pV + KV_BYTES + 4 * Q_BYTES, *pS = pP + P_BYTES; // P, dS: [query][key]
+    const float *sL = (const float *)(pS + P_BYTES), *sD = sL + 2 * BM;  // [buffer][row]
+    const unsigned sK = fa_smem_addr(pK), sV = sK + KV_BYTES;
+    const unsigned sQ = sV + KV_BYTES, sG = sQ + 2 * Q_BYTES; // Q, dO: [buffer][row][dim]
+    const unsigned sP = fa_smem_addr(pP), sdS = sP + P_BYTES;
+    const unsigned sLa = fa_smem_addr(sL), sDa = fa_smem_addr(sD);
+
+    const int j0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+    {
+        const int tid = threadIdx.x;
+        fa_bwd4_load<D, BN>(sK, (const T *)p.k.ptr + fa_at(p.k, b, 0, hk), p.k.stride_s, j0,
+                            p.seq_k, p.head_dim, tid);
+        fa_bwd4_load<D, BN>(sV, (const T *)p.v.ptr + fa_at(p.v, b, 0, hk), p.v.stride_s, j0,
+                            p.seq_k, p.head_dim, tid);
+    }
+
+    // query tiles: from the first that sees key j0 to the end, for each head of the group
+    int qbeg = 0;
+    if (p.causal)
+        qbeg = (int)(max(0LL, (long long)j0 - p.causal_offset) / BM) * BM;
+    const int nq = qbeg < p.seq_q ? (p.seq_q - qbeg + BM - 1) / BM : 0;
+    const int total = nq * p.group;
+    const int rot = p.causal || nq == 0 ? 0 : (int)(blockIdx.x % nq);
+    auto tile_of = [&](int it, int &hq, int &i0) {
+        const int gi = it / nq;
+        int qt = it - gi * nq + rot;
+        qt -= qt >= nq ? nq : 0;
+        hq = hk * p.group + gi;
+        i0 = qbeg + qt * BM;
+    };
+    auto load_tile = [&](int it, int buf) {
+        const int tid = fa_bwd4_tid();
+        int hq, i0;
+        tile_of(it, hq, i0);
+        fa_bwd4_load<D, BM>(sQ + buf * Q_BYTES, (const T *)p.q.ptr + fa_at(p.q, b, 0, hq),
+                            p.q.stride_s, i0, p.seq_q, p.head_dim, tid);
+        fa_bwd4_load<D, BM>(sG + buf * Q_BYTES, (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq),
+                            p.d_o.stride_s, i0, p.seq_q, p.head_dim, tid);
+        const float *lse = (const float *)p.lse.ptr, *delta = (const float *)p.delta;
+        const int i = i0 + (tid & (BM - 1));
+        const bool ok = i < p.seq_q;
+        if (tid < BM)
+            fa_cp_async4(sLa + (buf * BM + tid) * 4, ok ? lse + fa_at(p.lse, b, i, hq) : lse, ok);
+        else if (tid < 2 * BM)
+            fa_cp_async4(sDa + (buf * BM + tid - BM) * 4,
+                         ok ? delta + ((long long)b * p.heads_q + hq) * p.seq_q + i : delta, ok);
+    };
+    if (total > 0)
+        load_tile(0, 0);
+    fa_cp_async_commit();
+
+    // dK, dV: warp w owns keys 32 (w % 4).. and dims DW (w / 4).. (the 4 x 2 layout)
+    float dk[2][DW / 8][4], dv[2][DW / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int c = 0; c < DW / 8; c++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                dk[mt][c][e] = dv[mt][c][e] = 0.f;
+
+    for (int it = 0; it < total; it++) {
+        const int buf = it & 1;
+        int hq, i0;
+        tile_of(it, hq, i0);
+        fa_cp_async_wait<0>();
+        __syncthreads(); // tile `it` is in; every warp is done with tile it - 1
+        if (it + 1 < total)
+            load_tile(it + 1, buf ^ 1);
+        fa_cp_async_commit();
+        const unsigned qb = sQ + buf * Q_BYTES, gb = sG + buf * Q_BYTES;
+
+        // 1. S = Q K^T, dP = dO V^T: warp w owns rows wm = 32 (w % 2).., keys wn = 32 (w / 2)..
+        {
+            const int tid = fa_bwd4_tid(), warp = tid >> 5, lane = tid & 31;
+            const int g = lane >> 2, t2 = (lane & 3) * 2;
+            const int wm = (warp & 1) * 32, wn = (warp >> 1) * 32;
+            float s[MT][4][4], dp[MT][4][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int n = 0; n < 4; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        s[mt][n][e] = dp[mt][n][e] = 0.f;
+            fa_bwd4_abt<T, MT, D / 16, CH, CH>(s, qb, wm, sK, wn, lane);
+            fa_bwd4_abt<T, MT, D / 16, CH, CH>(dp, gb, wm, sV, wn, lane);
+
+            // 2. P and dS of rows wm + 16 mt + g + 8 r, keys j0 + wn + 8 n + t2 + 0/1
+            float l2[MT][2], dl[MT][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int row = wm + 16 * mt + g + 8 * r;
+                    const float lse = sL[buf * BM + row];
+                    // rows past seq_q and rows that see no key (LSE = -inf) get P = 0
+                    l2[mt][r] = i0 + row < p.seq_q && lse != -INFINITY ? lse * FA_LOG2E : INFINITY;
+                    dl[mt][r] = sD[buf * BM + row];
+                }
+            const int kw = j0 + wn; // this warp's first key
+            const bool mask =
+                kw + 32 > p.seq_k || (p.causal && kw + 31 > i0 + wm + p.causal_offset);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int n = 0; n < 4; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float pr = fa_exp2(s[mt][n][e] * p.scale_log2 - l2[mt][e >> 1]);
+                        s[mt][n][e] = pr;
+                        dp[mt][n][e] = pr * (dp[mt][n][e] - dl[mt][e >> 1]);
+                    }
+            // warp-uniform: P (which may be inf there) and dS := 0 past each row's last key
+            if (mask) {
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        int end = p.seq_k; // first key this row does not see
+                        if (p.causal)
+                            end = min(end, i0 + wm + 16 * mt + g + 8 * r + p.causal_offset + 1);
+#pragma unroll
+                        for (int n = 0; n < 4; n++)
+#pragma unroll
+                            for (int c = 0; c < 2; c++)
+                                if (kw + 8 * n + t2 + c >= end)
+                                    s[mt][n][2 * r + c] = dp[mt][n][2 * r + c] = 0.f;
+                    }
+            }
+            // C fragments to the [query][key] tiles: 4-byte stores, conflict-free (8 rows x
+            // 4 threads hit chunk c ^ (row & 7) of 8 rows 256 bytes apart)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int n = 0; n < 4; n++) {
+                    const int row = wm + 16 * mt + g, ch = wn / 8 + n;
+                    *(unsigned *)(pP + fa_swz<PCH>(row, ch) + t2 * 2) =
+                        fa_pack2<T>(s[mt][n][0], s[mt][n][1]);
+                    *(unsigned *)(pP + fa_swz<PCH>(row + 8, ch) + t2 * 2) =
+                        fa_pack2<T>(s[mt][n][2], s[mt][n][3]);
+                    *(unsigned *)(pS + fa_swz<PCH>(row, ch) + t2 * 2) =
+                        fa_pack2<T>(dp[mt][n][0], dp[mt][n][1]);
+                    *(unsigned *)(pS + fa_swz<PCH>(row + 8, ch) + t2 * 2) =
+                        fa_pack2<T>(dp[mt][n][2], dp[mt][n][3]);
+                }
+        }
+        __syncthreads(); // sP, sdS complete
+
+        // 3. dQ (rows wm = 32 (w % 2).., dims wq = DQ (w / 2)..) += dS K over the 128 keys, then
+        // into the accumulator
+        {
+            const int tid = fa_bwd4_tid(), warp = tid >> 5, lane = tid & 31;
+            const int g = lane >> 2, t2 = (lane & 3) * 2;
+            const int wm = (warp & 1) * 32, wq = (warp >> 1) * DQ;
+            float dq[MT][DQ / 8][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int n = 0; n < DQ / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        dq[mt][n][e] = 0.f;
+            const int arow = wm + (lane & 7) + ((lane >> 3) & 1) * 8, acol = lane >> 4;
+            const int brow = (lane & 7) + ((lane >> 3) & 1) * 8, bcol = wq / 8 + (lane >> 4);
+#pragma unroll
+            for (int ks = 0; ks < BN / 16; ks++) {
+                unsigned af[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) // A = dS rows wm + 16 mt.., keys 16 ks..
+                    fa_ldmatrix_x4(sdS + fa_swz<PCH>(arow + 16 * mt, 2 * ks + acol), af[mt][0],
+                                   af[mt][1], af[mt][2], af[mt][3]);
+#pragma unroll
+                for (int np = 0; np < DQ / 16; np++) { // B = K rows 16 ks.., dims wq + 16 np..
+                    unsigned b0, b1, b2, b3;
+                    fa_ldmatrix_x4_trans(sK + fa_swz<CH>(16 * ks + brow, bcol + 2 * np), b0, b1, b2,
+                                         b3);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        fa_mma16816<T>(dq[mt][2 * np], af[mt], b0, b1);
+                        fa_mma16816<T>(dq[mt][2 * np + 1], af[mt], b2, b3);
+                    }
+                }
+            }
+            float *dst =
+                (float *)p.dq_accum + (((long long)b * p.heads_q + hq) * p.seq_q + i0) * p.head_dim;
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int row = wm + 16 * mt + g + 8 * r;
+                    if (i0 + row >= p.seq_q)
+                        continue;
+#pragma unroll
+                    for (int n = 0; n < DQ / 8; n++)
+                        if (wq + 8 * n < p.head_dim)
+                            fa_red_add2(dst + row * p.head_dim + wq + 8 * n + t2, dq[mt][n][2 * r],
+                                        dq[mt][n][2 * r + 1]);
+                }
+        }
+
+        // 4. dV += P^T dO, dK += dS^T Q: keys kn = 32 (w % 4).. x dims kd = DW (w / 4)..
+        {
+            const int tid = fa_bwd4_tid(), warp = tid >> 5, lane = tid & 31;
+            const int kn = (warp & 3) * 32, kd = (warp >> 2) * DW;
+            fa_bwd4_atb<T, DW / 8, BM / 16, PCH, CH>(dv, sP, kn, gb, kd, lane);
+            fa_bwd4_atb<T, DW / 8, BM / 16, PCH, CH>(dk, sdS, kn, qb, kd, lane);
+        }
+    }
+    fa_cp_async_wait<0>();
+    __syncthreads(); // every warp is done with K and V: stage dK, dV there
+
+    // C fragments (rows kn + 16 mt + g (+8), dims kd + 8 c + t2) -> the K and V tiles
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t2 = (lane & 3) * 2;
+    const int kn = (warp & 3) * 32, kd = (warp >> 2) * DW;
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int c = 0; c < DW / 8; c++) {
+            const int row = kn + 16 * mt + g, ch = kd / 8 + c;
+            *(unsigned *)(pK + fa_swz<CH>(row, ch) + t2 * 2) =
+                fa_pack2<T>(dk[mt][c][0] * p.scale, dk[mt][c][1] * p.scale);
+            *(unsigned *)(pK + fa_swz<CH>(row + 8, ch) + t2 * 2) =
+                fa_pack2<T>(dk[mt][c][2] * p.scale, dk[mt][c][3] * p.scale);
+            *(unsigned *)(pV + fa_swz<CH>(row, ch) + t2 * 2) =
+                fa_pack2<T>(dv[mt][c][0], dv[mt][c][1]);
+            *(unsigned *)(pV + fa_swz<CH>(row + 8, ch) + t2 * 2) =
+                fa_pack2<T>(dv[mt][c][2], dv[mt][c][3]);
+        }
+    __syncthreads();
+    T *dK = (T *)p.d_k.ptr + fa_at(p.d_k, b, 0, hk), *dV = (T *)p.d_v.ptr + fa_at(p.d_v, b, 0, hk);
+    for (int c = tid; c < BN * CH; c += FA_BWD_THREADS) {
+        const int row = c / CH, ch = c % CH, j = j0 + row;
+        if (j < p.seq_k && ch * 8 < p.head_dim) {
+            *(uint4 *)(dK + (long long)j * p.d_k.stride_s + ch * 8) =
+                *(const uint4 *)(pK + fa_swz<CH>(row, ch));
+            *(uint4 *)(dV + (long long)j * p.d_v.stride_s + ch * 8) =
+                *(const uint4 *)(pV + fa_swz<CH>(row, ch));
+        }
+    }
+}
