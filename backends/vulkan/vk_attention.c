@@ -32,14 +32,15 @@ static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_dtype dtype, fa_
 /* ---- backward tiling (see shaders/vulkan/fa_backward.glsl) ---------------------------------- */
 
 /* The backward tiling (runtime/fa_bwd_tiling.h) that fits the device, with a margin below its
- * shared memory for what a driver adds (alignment between shared variables). */
+ * shared memory for what a driver adds (alignment between shared variables); the passes keep 4
+ * strides (16 bytes) in shared memory. */
 static bool bwd_select(const fa_vk_physical *ph, int d, fa_bwd_tiling *t)
 {
     uint64_t max_wg = ph->info.max_workgroup_size;
     if (ph->max_group_size_x < max_wg)
         max_wg = ph->max_group_size_x;
     const uint64_t smem = ph->info.shared_memory_bytes;
-    return fa_bwd_tiling_select(d, smem > 256 ? smem - 256 : 0, 0, max_wg, "FA_VULKAN_BWD_TILES",
+    return fa_bwd_tiling_select(d, smem > 256 ? smem - 256 : 0, 16, max_wg, "FA_VULKAN_BWD_TILES",
                                 t);
 }
 
@@ -193,6 +194,30 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     return fa_vk_submit(ctx, false);
 }
 
+/* Steps per iteration of the backward's reduction loops (UNROLL in fa_backward.glsl): 1, or a
+ * power of 2 from FA_VULKAN_BWD_UNROLL (a tuning knob, like FA_BWD_UNROLL for OpenCL), at most
+ * what divides every loop of the tiling. */
+static uint32_t bwd_unroll(const fa_bwd_tiling *t)
+{
+    const char *env = getenv("FA_VULKAN_BWD_UNROLL");
+    uint32_t u = env ? (uint32_t)strtoul(env, NULL, 10) : 1;
+    if (u < 1 || (u & (u - 1)))
+        u = 1;
+    while (u > 1 && ((uint32_t)t->dc / 4 % u || (uint32_t)t->rk % u || (uint32_t)t->rq % u))
+        u /= 2;
+    return u;
+}
+
+/* Whether every offset and stride of q, k, v and dO, as pushed, is a multiple of 4 elements: the
+ * backward passes then read 4 at a time with one aligned load (ALIGN4 in fa_backward.glsl). */
+static bool bwd_aligned4(const push_view *const views[4])
+{
+    for (int i = 0; i < 4; i++)
+        if ((views[i]->off | views[i]->sb | views[i]->ss | views[i]->sh) % 4)
+            return false;
+    return true;
+}
+
 /* Push constants of the dK/dV and dQ passes (the last view is dK, or dQ with dV unused). */
 typedef struct grad_push {
     push_view q, k, v, d_o, g0, g1;
@@ -209,47 +234,6 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
     const uint32_t delta_off = (uint32_t)(B * Hq * Sq);
     const VkBuffer ws = st->workspace.buffer;
     const fa_vk_storage storage = storage_of(st, call->dtype);
-    VkPipeline prep, dkdv, dq;
-    const fa_vk_spec prep_spec = {.head_dim = (uint32_t)call->head_dim};
-    const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
-                             .causal = call->causal,
-                             .bwd_threads = (uint32_t)t->nt,
-                             .bwd_bm = (uint32_t)t->bm,
-                             .bwd_bn = (uint32_t)t->bn,
-                             .bwd_sx = (uint32_t)t->sx,
-                             .bwd_kx = (uint32_t)t->kx,
-                             .bwd_qx = (uint32_t)t->qx,
-                             .bwd_dp = (uint32_t)t->dp,
-                             .bwd_dc = (uint32_t)t->dc,
-                             .bwd_rk = (uint32_t)t->rk,
-                             .bwd_rq = (uint32_t)t->rq};
-    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_BWD_PREP, storage, &prep_spec, &prep);
-    if (s == FA_OK)
-        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DKDV, storage, &spec, &dkdv);
-    if (s == FA_OK)
-        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DQ, storage, &spec, &dq);
-    if (s == FA_OK)
-        s = fa_vk_begin(ctx);
-    if (s != FA_OK)
-        return s;
-
-    if (Sq > 0) {
-        struct {
-            push_view o, d_o, lse;
-            uint32_t seq_q, heads_q, delta_off;
-        } push = {pv(&call->o, B, Sq, Hq),
-                  pv(&call->d_o, B, Sq, Hq),
-                  pv(&call->lse, B, Sq, Hq),
-                  (uint32_t)Sq,
-                  (uint32_t)Hq,
-                  delta_off};
-        const VkBuffer buffers[4] = {vkbuf(&call->o), vkbuf(&call->d_o), vkbuf(&call->lse), ws};
-        s = fa_vk_dispatch(ctx, FA_VK_BWD_PREP, prep, buffers, &push, sizeof push,
-                           (uint32_t)ceil_div((uint64_t)Sq, PREP_ROWS), (uint32_t)Hq, (uint32_t)B);
-        if (s != FA_OK)
-            return s;
-        fa_vk_barrier(st);
-    }
     grad_push push = {
         pv(&call->q, B, Sq, Hq),
         pv(&call->k, B, Sk, Hkv),
@@ -264,6 +248,50 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         call->scale,
         call->scale * LOG2E,
     };
+    const push_view *const loads[4] = {&push.q, &push.k, &push.v, &push.d_o};
+    VkPipeline prep, dkdv, dq;
+    const fa_vk_spec prep_spec = {.head_dim = (uint32_t)call->head_dim};
+    const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
+                             .causal = call->causal,
+                             .bwd_threads = (uint32_t)t->nt,
+                             .bwd_bm = (uint32_t)t->bm,
+                             .bwd_bn = (uint32_t)t->bn,
+                             .bwd_sx = (uint32_t)t->sx,
+                             .bwd_kx = (uint32_t)t->kx,
+                             .bwd_qx = (uint32_t)t->qx,
+                             .bwd_dp = (uint32_t)t->dp,
+                             .bwd_dc = (uint32_t)t->dc,
+                             .bwd_rk = (uint32_t)t->rk,
+                             .bwd_rq = (uint32_t)t->rq,
+                             .bwd_align4 = bwd_aligned4(loads),
+                             .bwd_unroll = bwd_unroll(t)};
+    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_BWD_PREP, storage, &prep_spec, &prep);
+    if (s == FA_OK)
+        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DKDV, storage, &spec, &dkdv);
+    if (s == FA_OK)
+        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DQ, storage, &spec, &dq);
+    if (s == FA_OK)
+        s = fa_vk_begin(ctx);
+    if (s != FA_OK)
+        return s;
+
+    if (Sq > 0) {
+        struct {
+            push_view o, d_o, lse;
+            uint32_t seq_q, heads_q, delta_off;
+        } prep_push = {pv(&call->o, B, Sq, Hq),
+                       pv(&call->d_o, B, Sq, Hq),
+                       pv(&call->lse, B, Sq, Hq),
+                       (uint32_t)Sq,
+                       (uint32_t)Hq,
+                       delta_off};
+        const VkBuffer buffers[4] = {vkbuf(&call->o), vkbuf(&call->d_o), vkbuf(&call->lse), ws};
+        s = fa_vk_dispatch(ctx, FA_VK_BWD_PREP, prep, buffers, &prep_push, sizeof prep_push,
+                           (uint32_t)ceil_div((uint64_t)Sq, PREP_ROWS), (uint32_t)Hq, (uint32_t)B);
+        if (s != FA_OK)
+            return s;
+        fa_vk_barrier(st);
+    }
     if (Sk > 0) { /* with Sq = 0 this writes dK = dV = 0 */
         const VkBuffer buffers[7] = {
             vkbuf(&call->q),   vkbuf(&call->k),  vkbuf(&call->v), vkbuf(&call->d_o), ws,

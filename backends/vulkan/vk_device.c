@@ -41,6 +41,23 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
     };
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
                                           .pNext = &storage16};
+    /* FA_VULKAN_PIPELINE_STATS=1 (tuning): the driver's statistics of each pipeline built, such
+     * as its register count, go to the log at INFO level. */
+    const char *stats = getenv("FA_VULKAN_PIPELINE_STATS");
+    st->pipeline_stats = p->executable_props && stats && stats[0] && strcmp(stats, "0") != 0;
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pipelineExecutableInfo = VK_TRUE,
+    };
+    const char *extensions[2];
+    uint32_t n_ext = 0;
+    if (p->portability_subset)
+        extensions[n_ext++] = "VK_KHR_portability_subset";
+    if (st->pipeline_stats) {
+        extensions[n_ext++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+        executable.pNext = features.pNext;
+        features.pNext = &executable;
+    }
     const float priority = 1.0f;
     const VkDeviceQueueCreateInfo queue = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -48,13 +65,12 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
         .queueCount = 1,
         .pQueuePriorities = &priority,
     };
-    const char *extensions[] = {"VK_KHR_portability_subset"};
     const VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = &features,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &queue,
-        .enabledExtensionCount = p->portability_subset ? 1 : 0,
+        .enabledExtensionCount = n_ext,
         .ppEnabledExtensionNames = extensions,
     };
     VkResult r = vkCreateDevice(p->handle, &info, NULL, &st->device);

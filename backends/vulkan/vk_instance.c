@@ -292,6 +292,8 @@ static void describe(fa_vk_physical *p)
     vkGetPhysicalDeviceFeatures2(p->handle, &features);
     p->storage16 = storage16.storageBuffer16BitAccess;
     p->portability_subset = has_device_extension(ext, n_ext, "VK_KHR_portability_subset");
+    p->executable_props =
+        has_device_extension(ext, n_ext, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
     snprintf(d->name, sizeof d->name, "%.*s", (int)sizeof d->name - 1, props.deviceName);
     const char *vendor = vendor_name(props.vendorID);

@@ -24,6 +24,7 @@ typedef struct fa_vk_physical {
     uint32_t max_group_size_x; /* maxComputeWorkGroupSize[0] */
     bool storage16;            /* storageBuffer16BitAccess */
     bool portability_subset;   /* VK_KHR_portability_subset must be enabled */
+    bool executable_props;     /* VK_KHR_pipeline_executable_properties */
 } fa_vk_physical;
 
 /* Process-wide state, filled once by probe (vk_instance.c). */
@@ -64,15 +65,17 @@ typedef enum fa_vk_storage {
 } fa_vk_storage;
 
 /* The specialization constants of one pipeline, in constant_id order: 0 head dim and 4 causal
- * (fa_common.glsl), the backward's 1..3 (work-items, query and key rows per tile) and 10..16
- * (fa_backward.glsl), the forward's 5..9 and 17 (attn_fwd.comp). Zero leaves the shader's
- * default (false for the bools); each kernel sets only its own. */
+ * (fa_common.glsl), the backward's 1..3 (work-items, query and key rows per tile), 10..16 and
+ * 18..19 (fa_backward.glsl: tiling, aligned loads, unrolling), the forward's 5..9 and 17
+ * (attn_fwd.comp). Zero leaves the shader's default (false for the bools); each kernel sets
+ * only its own. */
 typedef struct fa_vk_spec {
     uint32_t head_dim, bwd_threads, bwd_bm, bwd_bn;
     uint32_t causal;
     uint32_t fwd_threads, fwd_bm, fwd_bn, fwd_s_tx, fwd_o_tx;
     uint32_t bwd_sx, bwd_kx, bwd_qx, bwd_dp, bwd_dc, bwd_rk, bwd_rq;
     uint32_t fwd_tile16;
+    uint32_t bwd_align4, bwd_unroll;
 } fa_vk_spec;
 
 typedef struct fa_vk_pipeline {
@@ -97,7 +100,8 @@ typedef struct fa_vk_state {
     bool pending; /* a submission may still run */
     bool recording;
     VkDescriptorPool descriptors;
-    bool storage16; /* 16-bit storage enabled (FA_VULKAN_NO_16BIT_STORAGE=1 turns it off) */
+    bool storage16;      /* 16-bit storage enabled (FA_VULKAN_NO_16BIT_STORAGE=1 turns it off) */
+    bool pipeline_stats; /* FA_VULKAN_PIPELINE_STATS=1: each new pipeline's statistics logged */
     uint32_t memory_type_device, memory_type_staging;
     VkPhysicalDeviceMemoryProperties memory_props;
     fa_vk_buffer staging;

@@ -3,6 +3,7 @@
  * on first use through the context's pipeline cache and kept for the context's life. */
 #include "vk_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,57 @@ static fa_status ensure_module(fa_context *ctx, fa_vk_kernel kernel, fa_vk_stora
     return FA_OK;
 }
 
+/* Logs the driver's statistics of each executable of `pipeline` (VK_KHR_pipeline_executable_
+ * properties; for tuning, see FA_VULKAN_PIPELINE_STATS in vk_device.c). */
+static void log_statistics(fa_context *ctx, fa_vk_kernel kernel, VkPipeline pipeline)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    if (!st->vk.vkGetPipelineExecutablePropertiesKHR ||
+        !st->vk.vkGetPipelineExecutableStatisticsKHR)
+        return;
+    const VkPipelineInfoKHR info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR,
+                                    .pipeline = pipeline};
+    VkPipelineExecutablePropertiesKHR props[4];
+    uint32_t n = 4;
+    for (uint32_t i = 0; i < n; i++)
+        props[i] = (VkPipelineExecutablePropertiesKHR){
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR};
+    VkResult r = st->vk.vkGetPipelineExecutablePropertiesKHR(st->device, &info, &n, props);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+        return;
+    for (uint32_t e = 0; e < n; e++) {
+        VkPipelineExecutableStatisticKHR stat[32];
+        uint32_t m = 32;
+        for (uint32_t i = 0; i < m; i++)
+            stat[i] = (VkPipelineExecutableStatisticKHR){
+                .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+        const VkPipelineExecutableInfoKHR exe = {.sType =
+                                                     VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                                 .pipeline = pipeline,
+                                                 .executableIndex = e};
+        r = st->vk.vkGetPipelineExecutableStatisticsKHR(st->device, &exe, &m, stat);
+        if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+            continue;
+        char line[1024];
+        int len = snprintf(line, sizeof line, "vulkan: %s statistics (%s):", kernel_names[kernel],
+                           props[e].name);
+        for (uint32_t i = 0; i < m && len > 0 && (size_t)len < sizeof line; i++) {
+            const VkPipelineExecutableStatisticValueKHR *v = &stat[i].value;
+            char value[32];
+            if (stat[i].format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR)
+                snprintf(value, sizeof value, "%s", v->b32 ? "true" : "false");
+            else if (stat[i].format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR)
+                snprintf(value, sizeof value, "%lld", (long long)v->i64);
+            else if (stat[i].format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR)
+                snprintf(value, sizeof value, "%llu", (unsigned long long)v->u64);
+            else
+                snprintf(value, sizeof value, "%g", v->f64);
+            len += snprintf(line + len, sizeof line - (size_t)len, " %s=%s;", stat[i].name, value);
+        }
+        fa_log(ctx, FA_LOG_INFO, "%s", line);
+    }
+}
+
 static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage,
                                  const fa_vk_spec *spec, VkPipeline *out)
 {
@@ -123,14 +175,17 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         s = ensure_module(ctx, kernel, storage);
     if (s != FA_OK)
         return s;
-    const uint32_t values[] = {spec->head_dim, spec->bwd_threads,      spec->bwd_bm,
-                               spec->bwd_bn,   spec->causal ? 1u : 0u, spec->fwd_threads,
-                               spec->fwd_bm,   spec->fwd_bn,           spec->fwd_s_tx,
-                               spec->fwd_o_tx, spec->bwd_sx,           spec->bwd_kx,
-                               spec->bwd_qx,   spec->bwd_dp,           spec->bwd_dc,
-                               spec->bwd_rk,   spec->bwd_rq,           spec->fwd_tile16 ? 1u : 0u};
-    /* Constant i at offset 4 i; zeros keep the default. Constants 4 and 17 are bools: 4 bytes
-     * (VkBool32) as well. */
+    const uint32_t values[] = {
+        [0] = spec->head_dim,    [1] = spec->bwd_threads,      [2] = spec->bwd_bm,
+        [3] = spec->bwd_bn,      [4] = spec->causal ? 1u : 0u, [5] = spec->fwd_threads,
+        [6] = spec->fwd_bm,      [7] = spec->fwd_bn,           [8] = spec->fwd_s_tx,
+        [9] = spec->fwd_o_tx,    [10] = spec->bwd_sx,          [11] = spec->bwd_kx,
+        [12] = spec->bwd_qx,     [13] = spec->bwd_dp,          [14] = spec->bwd_dc,
+        [15] = spec->bwd_rk,     [16] = spec->bwd_rq,          [17] = spec->fwd_tile16 ? 1u : 0u,
+        [18] = spec->bwd_align4, [19] = spec->bwd_unroll,
+    };
+    /* Constant i at offset 4 i; zeros keep the default. Constants 4, 17 and 18 are bools: 4 bytes
+     * (VkBool32) as well, 0 or 1. */
     VkSpecializationMapEntry entries[sizeof values / sizeof values[0]];
     uint32_t n = 0;
     for (uint32_t i = 0; i < sizeof values / sizeof values[0]; i++)
@@ -144,6 +199,7 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     };
     const VkComputePipelineCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .flags = st->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
         .stage =
             {
                 .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -157,6 +213,8 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     VkResult r = st->vk.vkCreateComputePipelines(st->device, st->cache, 1, &info, NULL, out);
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkCreateComputePipelines");
+    if (st->pipeline_stats)
+        log_statistics(ctx, kernel, *out);
     if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u S_TX=%u O_TX=%u "
@@ -167,10 +225,11 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     else
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u SX=%u KX=%u QX=%u "
-               "DP=%u DC=%u RK=%u RQ=%u",
+               "DP=%u DC=%u RK=%u RQ=%u align4=%u unroll=%u",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->bwd_bm,
                spec->bwd_bn, spec->bwd_threads, spec->bwd_sx, spec->bwd_kx, spec->bwd_qx,
-               spec->bwd_dp, spec->bwd_dc, spec->bwd_rk, spec->bwd_rq);
+               spec->bwd_dp, spec->bwd_dc, spec->bwd_rk, spec->bwd_rq, spec->bwd_align4,
+               spec->bwd_unroll);
     return FA_OK;
 }
 

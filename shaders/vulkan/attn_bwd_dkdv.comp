@@ -26,6 +26,7 @@ void main()
     const uint kb = pc.k_off + b * pc.k_sb + hk * pc.k_sh + n0 * pc.k_ss;
     const uint vb = pc.v_off + b * pc.v_sb + hk * pc.v_sh + n0 * pc.v_ss;
     const uvec2 s = bwd_grid(lid, SX, SY), o = bwd_grid(lid, KX, KY);
+    bwd_strides();
 
     [[unroll]] for (uint i = 0; i < 4u * K_TM * K_TN; i++) {
         dk[i] = vec4(0.0);
@@ -48,45 +49,49 @@ void main()
         // the previous tile read these before the barriers of its dV/dK rounds
         bwd_row_stats((b * heads_q + h) * pc.seq_q + m0, rows);
 
-        bwd_dot(SRC_Q, qb, pc.q_ss, rows, SRC_K, kb, pc.k_ss, keys, s);
+        bwd_dot(SRC_Q, qb, rows, SRC_K, kb, keys, s);
         [[unroll]] for (uint i = 0; i < S_TM; i++) {
             const uint r = s.y + SY * i;
+            const float l2 = lse_s[r];
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
-                const float p = bwd_visible(r, c, rows, keys, lim)
-                                    ? exp2(xs[i * S_TN + j] * pc.scale_log2 - lse_s[r])
+                const float p = bwd_visible(r, c, rows, keys, lim, l2)
+                                    ? exp2(xs[i * S_TN + j] * pc.scale_log2 - l2)
                                     : 0.0;
                 ps[r * LDK + c / 4u][c % 4u] = p;
             }
         }
-        bwd_dot(SRC_DO, gb, pc.do_ss, rows, SRC_V, vb, pc.v_ss, keys, s);
+        bwd_dot(SRC_DO, gb, rows, SRC_V, vb, keys, s);
         [[unroll]] for (uint i = 0; i < S_TM; i++) {
             const uint r = s.y + SY * i;
+            const float dl = dl_s[r];
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
                 ds[r * LDK + c / 4u][c % 4u] =
-                    ps[r * LDK + c / 4u][c % 4u] * (xs[i * S_TN + j] - dl_s[r]);
+                    ps[r * LDK + c / 4u][c % 4u] * (xs[i * S_TN + j] - dl);
             }
         }
 
         for (uint r0 = 0; r0 < rows; r0 += RK) {
             barrier(); // P, dS written; the stage's readers done
-            bwd_stage(0u, LDD, SRC_Q, qb + r0 * pc.q_ss, pc.q_ss, rows - r0, RK, 0u, DP / 4u);
-            bwd_stage(RK * LDD, LDD, SRC_DO, gb + r0 * pc.do_ss, pc.do_ss, rows - r0, RK, 0u,
-                      DP / 4u);
+            bwd_stage(0u, LDD, SRC_Q, qb, r0, rows - r0, RK, 0u, DP / 4u);
+            bwd_stage(RK * LDD, LDD, SRC_DO, gb, r0, rows - r0, RK, 0u, DP / 4u);
             barrier();
-            for (uint r = 0; r < RK; r++) {
-                vec4 pv[K_TM], sv[K_TM], qv[K_TN], gv[K_TN];
-                [[unroll]] for (uint i = 0; i < K_TM; i++) {
-                    pv[i] = ps[(r0 + r) * LDK + o.y + KY * i];
-                    sv[i] = ds[(r0 + r) * LDK + o.y + KY * i];
+            [[dont_unroll]] for (uint r1 = 0; r1 < RK; r1 += UNROLL) {
+                [[unroll]] for (uint u = 0; u < UNROLL; u++) {
+                    const uint r = r1 + u;
+                    vec4 pv[K_TM], sv[K_TM], qv[K_TN], gv[K_TN];
+                    [[unroll]] for (uint i = 0; i < K_TM; i++) {
+                        pv[i] = ps[(r0 + r) * LDK + o.y + KY * i];
+                        sv[i] = ds[(r0 + r) * LDK + o.y + KY * i];
+                    }
+                    [[unroll]] for (uint j = 0; j < K_TN; j++) {
+                        qv[j] = stage[r * LDD + o.x + KX * j];
+                        gv[j] = stage[(RK + r) * LDD + o.x + KX * j];
+                    }
+                    BWD_RANK1(dv, pv, gv, K_TM, K_TN)
+                    BWD_RANK1(dk, sv, qv, K_TM, K_TN)
                 }
-                [[unroll]] for (uint j = 0; j < K_TN; j++) {
-                    qv[j] = stage[r * LDD + o.x + KX * j];
-                    gv[j] = stage[(RK + r) * LDD + o.x + KX * j];
-                }
-                BWD_RANK1(dv, pv, gv, K_TM, K_TN)
-                BWD_RANK1(dk, sv, qv, K_TM, K_TN)
             }
         }
     }

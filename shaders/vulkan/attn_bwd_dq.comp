@@ -21,6 +21,7 @@ void main()
     const uint qb = pc.q_off + b * pc.q_sb + h * pc.q_sh + m0 * pc.q_ss;
     const uint gb = pc.do_off + b * pc.do_sb + h * pc.do_sh + m0 * pc.do_ss;
     const uvec2 s = bwd_grid(lid, SX, SY), o = bwd_grid(lid, QX, QY);
+    bwd_strides();
 
     bwd_row_stats((b * gl_NumWorkGroups.y + h) * pc.seq_q + m0, rows);
 
@@ -35,37 +36,42 @@ void main()
         const uint kb = pc.k_off + b * pc.k_sb + hk * pc.k_sh + n0 * pc.k_ss;
         const uint vb = pc.v_off + b * pc.v_sb + hk * pc.v_sh + n0 * pc.v_ss;
         const int lim = int(m0) + diag - int(n0);
-        bwd_dot(SRC_Q, qb, pc.q_ss, rows, SRC_K, kb, pc.k_ss, keys, s);
+        bwd_dot(SRC_Q, qb, rows, SRC_K, kb, keys, s);
         [[unroll]] for (uint i = 0; i < S_TM; i++) {
             const uint r = s.y + SY * i;
+            const float l2 = lse_s[r];
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
                 ds[c * LDQ + r / 4u][r % 4u] =
-                    bwd_visible(r, c, rows, keys, lim)
-                        ? exp2(xs[i * S_TN + j] * pc.scale_log2 - lse_s[r])
+                    bwd_visible(r, c, rows, keys, lim, l2)
+                        ? exp2(xs[i * S_TN + j] * pc.scale_log2 - l2)
                         : 0.0;
             }
         }
-        bwd_dot(SRC_DO, gb, pc.do_ss, rows, SRC_V, vb, pc.v_ss, keys, s);
+        bwd_dot(SRC_DO, gb, rows, SRC_V, vb, keys, s);
         [[unroll]] for (uint i = 0; i < S_TM; i++) {
             const uint r = s.y + SY * i;
+            const float dl = dl_s[r];
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
-                ds[c * LDQ + r / 4u][r % 4u] *= xs[i * S_TN + j] - dl_s[r];
+                ds[c * LDQ + r / 4u][r % 4u] *= xs[i * S_TN + j] - dl;
             }
         }
 
         for (uint c0 = 0; c0 < keys; c0 += RQ) {
             barrier(); // dS written; the stage's readers done
-            bwd_stage(0u, LDD, SRC_K, kb + c0 * pc.k_ss, pc.k_ss, keys - c0, RQ, 0u, DP / 4u);
+            bwd_stage(0u, LDD, SRC_K, kb, c0, keys - c0, RQ, 0u, DP / 4u);
             barrier();
-            for (uint c = 0; c < RQ; c++) {
-                vec4 wv[Q_TM], kv[Q_TN];
-                [[unroll]] for (uint i = 0; i < Q_TM; i++)
-                    wv[i] = ds[(c0 + c) * LDQ + o.y + QY * i];
-                [[unroll]] for (uint j = 0; j < Q_TN; j++)
-                    kv[j] = stage[c * LDD + o.x + QX * j];
-                BWD_RANK1(acc, wv, kv, Q_TM, Q_TN)
+            [[dont_unroll]] for (uint c1 = 0; c1 < RQ; c1 += UNROLL) {
+                [[unroll]] for (uint u = 0; u < UNROLL; u++) {
+                    const uint c = c1 + u;
+                    vec4 wv[Q_TM], kv[Q_TN];
+                    [[unroll]] for (uint i = 0; i < Q_TM; i++)
+                        wv[i] = ds[(c0 + c) * LDQ + o.y + QY * i];
+                    [[unroll]] for (uint j = 0; j < Q_TN; j++)
+                        kv[j] = stage[c * LDD + o.x + QX * j];
+                    BWD_RANK1(acc, wv, kv, Q_TM, Q_TN)
+                }
             }
         }
     }

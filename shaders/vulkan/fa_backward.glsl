@@ -18,8 +18,16 @@
 // of RQ rows. The register tiles of the products over query rows (dK/dV) or keys (dQ) give each
 // invocation rows in groups of 4 (one vec4 of P or dS, stored with that index contiguous) and
 // vec4 groups of the head dim, KX / QX invocations along it; DP is the head dim padded to that
-// tile (zero columns, never stored). Global loads are 4 elements wide when a view's base and row
-// stride are multiples of 4. No subgroup operation, so any subgroup size works.
+// tile (zero columns, never stored). Global loads are 4 elements wide when every offset and
+// stride of q, k, v and dO is a multiple of 4 (ALIGN4, set by the host). No subgroup operation,
+// so any subgroup size works.
+//
+// For NVIDIA's compiler (the same one behind its OpenCL, where shaders/opencl/fa_backward.cl
+// learnt this): the row strides of the staged loads are read from shared memory after a barrier
+// (ss_s), so that the compiler cannot hoist every row offset of every staged load out of the tile
+// loops and hold them all in registers; the reduction loops (the steps of the S and dP products
+// and of the dV/dK and dQ products) are not unrolled beyond UNROLL steps, since each step is
+// already 32 to 64 independent FMAs and deeper unrolling buys load latency with registers.
 #extension GL_GOOGLE_include_directive : require
 #include "fa_common.glsl"
 
@@ -33,6 +41,10 @@ layout(constant_id = 13) const uint DP = 64; // head dim padded to the dK/dV and
 layout(constant_id = 14) const uint DC = 16; // column chunk of S and dP
 layout(constant_id = 15) const uint RK = 16; // row chunk of the dK/dV product
 layout(constant_id = 16) const uint RQ = 16; // row chunk of the dQ product
+// 17 is the forward's. ALIGN4: 4-element global loads (see above). UNROLL: steps per iteration
+// of the reduction loops, a power of 2 dividing DC / 4, RK and RQ (a tuning knob).
+layout(constant_id = 18) const bool ALIGN4 = false;
+layout(constant_id = 19) const uint UNROLL = 1;
 
 TENSOR4(0, q_buf)
 TENSOR4(1, k_buf)
@@ -70,21 +82,35 @@ const uint STAGE = STAGE_DOT > STAGE_KQ ? STAGE_DOT : STAGE_KQ;
 shared vec4 stage[STAGE];
 shared float lse_s[BM]; // log2 units
 shared float dl_s[BM];
+shared uint ss_s[4]; // row strides of q, k, v, dO (indexed by SRC_*), see bwd_strides
 
 float xs[S_TM * S_TN]; // the S, then dP, register tile
 
 // Which tensor a staged load reads.
 const uint SRC_Q = 0u, SRC_K = 1u, SRC_V = 2u, SRC_DO = 3u;
 
-vec4 bwd_load4(uint src, uint i, bool vec)
+vec4 bwd_load4(uint src, uint i)
 {
     if (src == SRC_Q)
-        return raw4_to_f32(LD_RAW4(q_buf, i, vec));
+        return raw4_to_f32(LD_RAW4(q_buf, i, ALIGN4));
     if (src == SRC_K)
-        return raw4_to_f32(LD_RAW4(k_buf, i, vec));
+        return raw4_to_f32(LD_RAW4(k_buf, i, ALIGN4));
     if (src == SRC_V)
-        return raw4_to_f32(LD_RAW4(v_buf, i, vec));
-    return raw4_to_f32(LD_RAW4(do_buf, i, vec));
+        return raw4_to_f32(LD_RAW4(v_buf, i, ALIGN4));
+    return raw4_to_f32(LD_RAW4(do_buf, i, ALIGN4));
+}
+
+// Keeps the row strides in shared memory, read back after the barriers of the tile loops: there
+// they are loop-variant to the compiler (see the top of this file).
+void bwd_strides()
+{
+    if (gl_LocalInvocationID.x == 0u) {
+        ss_s[SRC_Q] = pc.q_ss;
+        ss_s[SRC_K] = pc.k_ss;
+        ss_s[SRC_V] = pc.v_ss;
+        ss_s[SRC_DO] = pc.do_ss;
+    }
+    barrier();
 }
 
 // Invocation lid as (x, y) on a tx-by-ty grid. Where the grid allows, 32 consecutive invocations
@@ -98,22 +124,23 @@ uvec2 bwd_grid(uint lid, uint tx, uint ty)
     return uvec2(lid % tx, lid / tx);
 }
 
-// Copies rows x 4 cols4 elements from column c0 of rows base + r * stride of `src` into stage
-// from vec4 dst (pitch vec4 per row) as f32, zero past `valid` rows and past the head dim. Where
-// cols4 divides NT, an invocation keeps one column on every NT / cols4-th row.
-void bwd_stage(uint dst, uint pitch, uint src, uint base, uint stride, uint valid, uint rows,
-               uint c0, uint cols4)
+// Copies rows x 4 cols4 elements from column c0 of rows r0.. of `src` at base (row r at
+// base + (r0 + r) * its row stride) into stage from vec4 dst (pitch vec4 per row) as f32, zero
+// past `valid` rows and past the head dim. Where cols4 divides NT, an invocation keeps one
+// column on every NT / cols4-th row. Called after a barrier (the stride is read from ss_s).
+void bwd_stage(uint dst, uint pitch, uint src, uint base, uint r0, uint valid, uint rows, uint c0,
+               uint cols4)
 {
     const uint lid = gl_LocalInvocationID.x;
-    const bool vec = ((base | stride) & 3u) == 0u; // c0 is a multiple of 4
+    const uint stride = ss_s[src];
     if (NT % cols4 == 0u) {
         const uint step = NT / cols4, r = lid / cols4, c = lid % cols4;
-        const uint p = base + r * stride + c0 + 4u * c;
+        const uint p = base + (r0 + r) * stride + c0 + 4u * c;
         const bool inside = c0 + 4u * c < D;
         [[unroll]] for (uint k = 0; k < (rows + step - 1u) / step; k++) {
             vec4 x = vec4(0.0);
             if (inside && r + step * k < valid)
-                x = bwd_load4(src, p + step * k * stride, vec);
+                x = bwd_load4(src, p + step * k * stride);
             if (rows % step == 0u || r + step * k < rows)
                 stage[dst + (r + step * k) * pitch + c] = x;
         }
@@ -123,37 +150,39 @@ void bwd_stage(uint dst, uint pitch, uint src, uint base, uint stride, uint vali
         const uint r = e / cols4, c = e - r * cols4;
         vec4 x = vec4(0.0);
         if (r < valid && c0 + 4u * c < D)
-            x = bwd_load4(src, base + r * stride + c0 + 4u * c, vec);
+            x = bwd_load4(src, base + (r0 + r) * stride + c0 + 4u * c);
         stage[dst + r * pitch + c] = x;
     }
 }
 
 // xs = A B^T over the head dim: A the tile's BM query-side rows (a_rows valid), B its BN
 // key-side rows, both staged in column chunks.
-void bwd_dot(uint a_src, uint a_base, uint a_ss, uint a_rows, uint b_src, uint b_base, uint b_ss,
-             uint b_rows, uvec2 s)
+void bwd_dot(uint a_src, uint a_base, uint a_rows, uint b_src, uint b_base, uint b_rows, uvec2 s)
 {
     [[unroll]] for (uint i = 0; i < S_TM * S_TN; i++)
         xs[i] = 0.0;
-    for (uint c0 = 0; c0 < D; c0 += DC) {
+    [[dont_unroll]] for (uint c0 = 0; c0 < D; c0 += DC) {
         barrier(); // the stage's previous readers are done
-        bwd_stage(0u, LDC, a_src, a_base, a_ss, a_rows, BM, c0, DC / 4u);
-        bwd_stage(BM * LDC, LDC, b_src, b_base, b_ss, b_rows, BN, c0, DC / 4u);
+        bwd_stage(0u, LDC, a_src, a_base, 0u, a_rows, BM, c0, DC / 4u);
+        bwd_stage(BM * LDC, LDC, b_src, b_base, 0u, b_rows, BN, c0, DC / 4u);
         barrier();
-        for (uint c = 0; c < DC / 4u; c++) {
-            vec4 av[S_TM], bv[S_TN];
-            [[unroll]] for (uint i = 0; i < S_TM; i++)
-                av[i] = stage[(s.y + SY * i) * LDC + c];
-            [[unroll]] for (uint j = 0; j < S_TN; j++)
-                bv[j] = stage[(BM + s.x + SX * j) * LDC + c];
-            [[unroll]] for (uint i = 0; i < S_TM; i++)
-                [[unroll]] for (uint j = 0; j < S_TN; j++) {
-                    float t = xs[i * S_TN + j];
-                    t = fma(av[i].x, bv[j].x, t);
-                    t = fma(av[i].y, bv[j].y, t);
-                    t = fma(av[i].z, bv[j].z, t);
-                    xs[i * S_TN + j] = fma(av[i].w, bv[j].w, t);
-                }
+        [[dont_unroll]] for (uint c1 = 0; c1 < DC / 4u; c1 += UNROLL) {
+            [[unroll]] for (uint u = 0; u < UNROLL; u++) {
+                const uint c = c1 + u;
+                vec4 av[S_TM], bv[S_TN];
+                [[unroll]] for (uint i = 0; i < S_TM; i++)
+                    av[i] = stage[(s.y + SY * i) * LDC + c];
+                [[unroll]] for (uint j = 0; j < S_TN; j++)
+                    bv[j] = stage[(BM + s.x + SX * j) * LDC + c];
+                [[unroll]] for (uint i = 0; i < S_TM; i++)
+                    [[unroll]] for (uint j = 0; j < S_TN; j++) {
+                        float t = xs[i * S_TN + j];
+                        t = fma(av[i].x, bv[j].x, t);
+                        t = fma(av[i].y, bv[j].y, t);
+                        t = fma(av[i].z, bv[j].z, t);
+                        xs[i * S_TN + j] = fma(av[i].w, bv[j].w, t);
+                    }
+            }
         }
     }
 }
@@ -167,11 +196,11 @@ void bwd_row_stats(uint w0, uint rows)
     }
 }
 
-// Whether query row r of the tile sees key c: inside the tile, a row with keys, and (causal)
-// c - r <= lim.
-bool bwd_visible(uint r, uint c, uint rows, uint keys, int lim)
+// Whether query row r of the tile (LSE2 l2) sees key c: inside the tile, a row with keys, and
+// (causal) c - r <= lim.
+bool bwd_visible(uint r, uint c, uint rows, uint keys, int lim, float l2)
 {
-    return r < rows && c < keys && lse_s[r] != neg_inf() && (!CAUSAL || int(c) - int(r) <= lim);
+    return r < rows && c < keys && l2 != neg_inf() && (!CAUSAL || int(c) - int(r) <= lim);
 }
 
 // ACC[(4 i + e) TN + j] += W[i].e * Y[j]: one step of a product whose invocation rows come in

@@ -40,6 +40,7 @@ static const char usage[] =
     "  --threads N      CPU backend threads (default: OpenMP's)\n"
     "  --json FILE      also write the results as JSON\n"
     "  --csv FILE       also write the results as CSV\n"
+    "  --log LEVEL      the library's messages up to LEVEL (error, warn, info, debug) on stderr\n"
     "\n"
     "Each row: one warm-up call, then timed calls (each ending with fa_context_synchronize)\n"
     "until 1 s or N runs; the median is reported. A warm-up call over 2 s is taken as the\n"
@@ -57,10 +58,18 @@ typedef struct bench_row {
 
 typedef struct bench_options {
     const char *backend_name, *dtype_name, *json_path, *csv_path;
-    const char *causal_name;
+    const char *causal_name, *log_name;
     int64_t device, repeat, threads, seqlen, head_dim; /* seqlen, head_dim: 0 = all */
     bool quick, device_seen, deterministic;
 } bench_options;
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug"}; /* fa_log_level */
+
+static void log_to_stderr(void *user_data, fa_log_level level, const char *message)
+{
+    (void)user_data;
+    fprintf(stderr, "flashattn %s: %s\n", log_levels[level], message);
+}
 
 static void print_header(bool with_peak)
 {
@@ -308,6 +317,7 @@ int fa_cmd_bench(int argc, char **argv)
         {"--head-dim", CLI_OPT_INT, &o.head_dim, 1, INT64_MAX, NULL},
         {"--causal", CLI_OPT_STRING, &o.causal_name, 0, 0, NULL},
         {"--deterministic", CLI_OPT_FLAG, &o.deterministic, 0, 0, NULL},
+        {"--log", CLI_OPT_STRING, &o.log_name, 0, 0, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
     if (rc != CLI_CONTINUE)
@@ -318,6 +328,13 @@ int fa_cmd_bench(int argc, char **argv)
         return rc;
     if (o.causal_name && strcmp(o.causal_name, "yes") && strcmp(o.causal_name, "no"))
         return cli_usage_error("bench", usage, "--causal takes yes or no, not '%s'", o.causal_name);
+    int log_level = -1;
+    for (int i = 0; o.log_name && i < 4; i++)
+        if (!strcmp(o.log_name, log_levels[i]))
+            log_level = i;
+    if (o.log_name && log_level < 0)
+        return cli_usage_error("bench", usage, "--log takes error, warn, info or debug, not '%s'",
+                               o.log_name);
     fa_dtype dtype = FA_DTYPE_INVALID;
     if (o.dtype_name &&
         (rc = cli_parse_dtype("bench", usage, o.dtype_name, &dtype)) != CLI_CONTINUE)
@@ -338,7 +355,9 @@ int fa_cmd_bench(int argc, char **argv)
     fa_context *ctx = NULL;
     fa_status st = fa_context_create(&(fa_context_desc){.backend = backend,
                                                         .device = (int)o.device,
-                                                        .cpu_threads = (int)o.threads},
+                                                        .cpu_threads = (int)o.threads,
+                                                        .log = log_level < 0 ? NULL : log_to_stderr,
+                                                        .log_level = (fa_log_level)log_level},
                                      &ctx);
     if (st != FA_OK) {
         rc = cli_fail(NULL, st);
