@@ -111,7 +111,7 @@ static bool pow2_in(int x, int lo, int hi)
 }
 
 bool fa_bwd_tiling_select(int d, uint64_t local_limit, uint64_t reserved, uint64_t max_wg,
-                          const char *override_env, fa_bwd_tiling *t)
+                          const char *override_env, const int *prefer, fa_bwd_tiling *t)
 {
     /* Preferred: 64 x 32 tiles on 128 work-items (4 x 4 S entries and 64 accumulators per
      * work-item, within 48 KiB at D = 128), measured best for OpenCL on the H200. */
@@ -137,5 +137,10 @@ bool fa_bwd_tiling_select(int d, uint64_t local_limit, uint64_t reserved, uint64
                 break;
         }
     }
+    fa_bwd_tiling c;
+    if (found && prefer &&
+        fit(d, prefer[0], prefer[1], prefer[2], 64, max_wg, local_limit, reserved, &c) &&
+        c.dp <= t->dp)
+        *t = c;
     return found;
 }

@@ -95,7 +95,7 @@ static bool forward_plan(const fa_cl_device *dev, const fa_attention_call *call,
 static bool bwd_tiles_select(const fa_cl_device *dev, int d, size_t max_wg, fa_bwd_tiling *t)
 {
     const uint64_t limit = dev->local_mem_bytes > 256 ? dev->local_mem_bytes - 256 : 0;
-    return fa_bwd_tiling_select(d, limit, 32, max_wg, "FA_OPENCL_BWD_TILES", t);
+    return fa_bwd_tiling_select(d, limit, 32, max_wg, "FA_OPENCL_BWD_TILES", NULL, t);
 }
 
 /* Whether q, k, v and dO start and stride at multiples of 4 elements: the backward kernels then
