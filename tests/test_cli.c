@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "fa_testkit.h"
 #include "flashattn.h"
 
 static int run_cli(const char *args)
@@ -53,4 +54,30 @@ Test(cli, a_small_checked_run_succeeds)
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --heads 4 --kv-heads 1 --head-dim 64 "
                          "--causal --backward --dtype bf16 --check --json"),
                  0);
+}
+
+/* --shard I/N: the shards of the quick matrix are disjoint and together are the whole of it. */
+Test(cli, conformance_shards_partition_the_matrix)
+{
+    const int64_t total = fa_conformance_case_count(false);
+    int64_t sum = 0;
+    for (int i = 0; i < 3; i++) {
+        FILE *sink = fopen("/dev/null", "w");
+        cr_assert_not_null(sink);
+        fa_conformance_options opt = {.backend = FA_BACKEND_CPU,
+                                      .shard_count = 3,
+                                      .shard_index = i,
+                                      .out = sink,
+                                      .progress = sink};
+        fa_conformance_totals totals = {0};
+        cr_assert_eq(fa_conformance_run(&opt, &totals), 0, "shard %d/3 failed", i);
+        cr_assert_eq(totals.failed + totals.skipped, 0);
+        cr_assert_gt(totals.passed, 0, "shard %d/3 is empty", i);
+        sum += totals.passed;
+        fclose(sink);
+    }
+    cr_assert_eq(sum, total, "the shards hold %lld cases, the matrix %lld", (long long)sum,
+                 (long long)total);
+    cr_assert_eq(run_cli("conformance --backend cpu --shard 3/3"), 2);
+    cr_assert_eq(run_cli("conformance --backend cpu --shard 1"), 2);
 }
