@@ -20,9 +20,6 @@
 #define BWD_MMA_TILE 64
 #define BWD_MMA_QTILE(d) ((d) > 64 ? 32u : 64u)
 #define BWD_MMA_THREADS 256
-/* FA_BWD4_SMEM in shaders/cuda/fa_backward_v4.cuh: K, V (128 keys); Q, dO two buffers of 64 rows;
- * P, dS (64 x 128); LSE, Delta two buffers of 64 */
-#define BWD_V4_SMEM(d) (2 * 128 * (d)*2 + 4 * 64 * (d)*2 + 2 * 64 * 128 * 2 + 4 * 64 * 4)
 #define GEN_THREADS 256 /* FA_GEN_* in shaders/cuda/fa_general.cuh */
 #define GEN_ROWS 32
 #define GEN_TILE 16
@@ -222,7 +219,7 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         2 * BWD_MMA_ROWS * d * 2 + 4 * BWD_MMA_QTILE(d) * d * 2 + 2 * BWD_MMA_QTILE(d) * 4;
     const unsigned dq_smem = 2 * BWD_MMA_ROWS * d * 2 + 4 * BWD_MMA_TILE * d * 2;
     const unsigned dkdv_dq_smem = dkdv_smem + BWD_MMA_ROWS * BWD_MMA_QTILE(d) * 2; /* + dS^T */
-    const unsigned v4_smem = BWD_V4_SMEM(d);
+    const unsigned v4_smem = FA_BWD4_SMEM(d);
     const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
                       (int)dkdv_smem <= st->smem_optin && (int)dq_smem <= st->smem_optin &&
                       views_aligned(&p, true, es);
@@ -301,7 +298,7 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         const int wide = d == 128;
         if (status == FA_OK && v4)
             status =
-                launch(ctx, bwd_v4[dt - 1][wide], blocks(call->seq_k, BWD_MMA_ROWS), hkv, b,
+                launch(ctx, bwd_v4[dt - 1][wide], blocks(call->seq_k, FA_BWD4_KEYS), hkv, b,
                        BWD_MMA_THREADS, v4_smem, &p, "launching the tensor-core dK/dV/dQ (v4)");
         else if (status == FA_OK)
             status =

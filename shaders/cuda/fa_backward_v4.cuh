@@ -46,13 +46,6 @@
 
 #include "fa_backward_mma.cuh"
 
-#define FA_BWD4_KEYS 128 // keys per block
-#define FA_BWD4_QTILE 64 // query rows per tile
-// bytes of shared memory: K, V; Q, dO two buffers each; P, dS; LSE, Delta two buffers each
-#define FA_BWD4_SMEM(D)                                                                            \
-    (2 * FA_BWD4_KEYS * (D)*2 + 4 * FA_BWD4_QTILE * (D)*2 + 2 * FA_BWD4_QTILE * FA_BWD4_KEYS * 2 + \
-     4 * FA_BWD4_QTILE * 4)
-
 // 4-byte global -> shared copy (through L1); zero-fills when !valid.
 __device__ __forceinline__ void fa_cp_async4(unsigned dst, const void *src, bool valid)
 {

@@ -35,4 +35,12 @@ typedef struct fa_cuda_params {
 #endif
 #define FA_FWD_MMA_BK(d) ((d) > 64 ? FA_FWD_MMA_BK_D128 : FA_FWD_MMA_BK_D64)
 
+/* Tiles of backward v4 (shaders/cuda/fa_backward_v4.cuh) and its shared memory in bytes: K, V;
+ * Q, dO two buffers each; P, dS; LSE, Delta two buffers each. */
+#define FA_BWD4_KEYS 128 /* keys per block */
+#define FA_BWD4_QTILE 64 /* query rows per tile */
+#define FA_BWD4_SMEM(d)                                                                            \
+    (2 * FA_BWD4_KEYS * (d)*2 + 4 * FA_BWD4_QTILE * (d)*2 + 2 * FA_BWD4_QTILE * FA_BWD4_KEYS * 2 + \
+     4 * FA_BWD4_QTILE * 4)
+
 #endif
