@@ -9,8 +9,9 @@
 # packages of the Vulkan and OpenCL loaders (and libglvnd, which NVIDIA's Vulkan driver needs),
 # if present in ./.gl, are unpacked first; the NVIDIA OpenCL ICD is registered.
 #
-# FA_CONFORMANCE_FILTER (e.g. 'fwd f16 d|bwd f16 d') limits the conformance cases, so that
-# --full can be spread over several device calls. The program caches (OpenCL binaries, the Vulkan
+# With --full the matrix runs on every GPU backend at once, split over all cores
+# (bench/conformance_shards.sh: ~7.5 min on the 16-core H200 machine). FA_CONFORMANCE_FILTER
+# (e.g. 'fwd f16 d|bwd f16 d') limits the conformance cases. The program caches (OpenCL binaries, the Vulkan
 # pipeline cache) are written to $OUT/fa-cache.tar; carried back as ./fa-cache.tar, they spare
 # the next call its program builds (most of a cold --full run on OpenCL).
 set -u
@@ -44,15 +45,22 @@ step() { # name, seconds, command...
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$out/gpu.txt" 2>&1
 step devices 60 "$tool" devices
-for backend in cuda vulkan opencl; do
-    step "conformance_$backend" 300 "$tool" conformance --backend "$backend" "$mode" \
-        ${FA_CONFORMANCE_FILTER:+--filter "$FA_CONFORMANCE_FILTER"} \
-        --report "$out/conformance_$backend.md"
-done
+if [ "$mode" = --full ]; then # every core: whole program groups per process, one reference
+    SHARD_TIMEOUT=540 step conformance_full 560 bench/conformance_shards.sh "$tool" "$(nproc)" \
+        "$out/full" --full --backend cuda,vulkan,opencl \
+        ${FA_CONFORMANCE_FILTER:+--filter "$FA_CONFORMANCE_FILTER"}
+else
+    for backend in cuda vulkan opencl; do
+        step "conformance_$backend" 300 "$tool" conformance --backend "$backend" "$mode" \
+            ${FA_CONFORMANCE_FILTER:+--filter "$FA_CONFORMANCE_FILTER"} \
+            --report "$out/conformance_$backend.md"
+    done
+fi
+# the whole quick matrix: ~15 s under memcheck, ~260 s under racecheck on the H200
 step sanitizer_memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$tool" conformance --backend cuda --quick --limit 20
-step sanitizer_racecheck 240 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$tool" conformance --backend cuda --quick --limit 8
+    "$tool" conformance --backend cuda --quick
+step sanitizer_racecheck 330 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$tool" conformance --backend cuda --quick
 for backend in cuda vulkan opencl; do
     step "bench_$backend" 200 "$tool" bench --backend "$backend" --quick \
         --csv "$out/bench_$backend.csv"
