@@ -16,10 +16,6 @@
 
 #include "../../shaders/cuda/fa_cuda_abi.h"
 
-#define BWD_MMA_ROWS 128 /* FA_BWD_* in shaders/cuda/fa_backward_mma.cuh */
-#define BWD_MMA_TILE 64
-#define BWD_MMA_QTILE(d) ((d) > 64 ? 32u : 64u)
-#define BWD_MMA_THREADS 256
 #define GEN_THREADS 256 /* FA_GEN_* in shaders/cuda/fa_general.cuh */
 #define GEN_ROWS 32
 #define GEN_TILE 16
@@ -216,9 +212,9 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     const size_t es = fa_dtype_size(call->dtype);
     const unsigned d = call->head_dim > 64 ? 128 : 64;
     const unsigned dkdv_smem =
-        2 * BWD_MMA_ROWS * d * 2 + 4 * BWD_MMA_QTILE(d) * d * 2 + 2 * BWD_MMA_QTILE(d) * 4;
-    const unsigned dq_smem = 2 * BWD_MMA_ROWS * d * 2 + 4 * BWD_MMA_TILE * d * 2;
-    const unsigned dkdv_dq_smem = dkdv_smem + BWD_MMA_ROWS * BWD_MMA_QTILE(d) * 2; /* + dS^T */
+        2 * FA_BWD_ROWS * d * 2 + 4 * FA_BWD_QTILE(d) * d * 2 + 2 * FA_BWD_QTILE(d) * 4;
+    const unsigned dq_smem = 2 * FA_BWD_ROWS * d * 2 + 4 * FA_BWD_TILE * d * 2;
+    const unsigned dkdv_dq_smem = dkdv_smem + FA_BWD_ROWS * FA_BWD_QTILE(d) * 2; /* + dS^T */
     const unsigned v4_smem = FA_BWD4_SMEM(d);
     const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
                       (int)dkdv_smem <= st->smem_optin && (int)dq_smem <= st->smem_optin &&
@@ -297,13 +293,12 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     if (atomic_dq) {
         const int wide = d == 128;
         if (status == FA_OK && v4)
-            status =
-                launch(ctx, bwd_v4[dt - 1][wide], blocks(call->seq_k, FA_BWD4_KEYS), hkv, b,
-                       BWD_MMA_THREADS, v4_smem, &p, "launching the tensor-core dK/dV/dQ (v4)");
+            status = launch(ctx, bwd_v4[dt - 1][wide], blocks(call->seq_k, FA_BWD4_KEYS), hkv, b,
+                            FA_BWD_THREADS, v4_smem, &p, "launching the tensor-core dK/dV/dQ (v4)");
         else if (status == FA_OK)
             status =
-                launch(ctx, dkdv_dq_mma[dt - 1][wide], blocks(call->seq_k, BWD_MMA_ROWS), hkv, b,
-                       BWD_MMA_THREADS, dkdv_dq_smem, &p, "launching the tensor-core dK/dV/dQ");
+                launch(ctx, dkdv_dq_mma[dt - 1][wide], blocks(call->seq_k, FA_BWD_ROWS), hkv, b,
+                       FA_BWD_THREADS, dkdv_dq_smem, &p, "launching the tensor-core dK/dV/dQ");
         if (status == FA_OK)
             status = launch(ctx, dq_convert[dt - 1],
                             blocks(call->seq_q * (call->head_dim / 8), GEN_THREADS), hq, b,
@@ -314,11 +309,11 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     if (fast) {
         const int wide = d == 128;
         if (status == FA_OK)
-            status = launch(ctx, dkdv_mma[dt - 1][wide], blocks(call->seq_k, BWD_MMA_ROWS), hkv, b,
-                            BWD_MMA_THREADS, dkdv_smem, &p, "launching the tensor-core dK/dV");
+            status = launch(ctx, dkdv_mma[dt - 1][wide], blocks(call->seq_k, FA_BWD_ROWS), hkv, b,
+                            FA_BWD_THREADS, dkdv_smem, &p, "launching the tensor-core dK/dV");
         if (status == FA_OK)
-            status = launch(ctx, dq_mma[dt - 1][wide], blocks(call->seq_q, BWD_MMA_ROWS), hq, b,
-                            BWD_MMA_THREADS, dq_smem, &p, "launching the tensor-core dQ");
+            status = launch(ctx, dq_mma[dt - 1][wide], blocks(call->seq_q, FA_BWD_ROWS), hq, b,
+                            FA_BWD_THREADS, dq_smem, &p, "launching the tensor-core dQ");
         fa_cuda_leave(ctx);
         return status;
     }

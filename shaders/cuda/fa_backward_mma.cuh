@@ -25,12 +25,6 @@
 
 #include "fa_forward_mma.cuh"
 
-#define FA_BWD_ROWS 128 // keys per dK/dV block, queries per dQ block
-#define FA_BWD_TILE 64  // keys per dQ iteration
-// query rows per dK/dV iteration: 32 at head dim 128 keeps dK, dV, S^T, dP^T in 255 registers
-#define FA_BWD_QTILE(D) ((D) > 64 ? 32 : 64)
-#define FA_BWD_THREADS 256
-
 // A operand (16 rows x 16 cols at column step kk) of rows r0.. of a swizzled tile.
 template <int CH>
 __device__ __forceinline__ void fa_load_a(unsigned base, int r0, int kk, int lane, unsigned (&a)[4])

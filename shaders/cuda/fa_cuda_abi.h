@@ -35,6 +35,15 @@ typedef struct fa_cuda_params {
 #endif
 #define FA_FWD_MMA_BK(d) ((d) > 64 ? FA_FWD_MMA_BK_D128 : FA_FWD_MMA_BK_D64)
 
+/* Tiles of the tensor-core backward v3 and its deterministic dQ kernel
+ * (shaders/cuda/fa_backward_mma.cuh), which the host sizes shared memory from; backward v4 uses
+ * the same block of threads. */
+#define FA_BWD_ROWS 128 /* keys per dK/dV block, queries per dQ block */
+#define FA_BWD_TILE 64  /* keys per dQ iteration */
+/* query rows per dK/dV iteration: 32 at head dim 128 keeps dK, dV, S^T, dP^T in 255 registers */
+#define FA_BWD_QTILE(d) ((d) > 64 ? 32 : 64)
+#define FA_BWD_THREADS 256
+
 /* Tiles of backward v4 (shaders/cuda/fa_backward_v4.cuh) and its shared memory in bytes: K, V;
  * Q, dO two buffers each; P, dS; LSE, Delta two buffers each. */
 #define FA_BWD4_KEYS 128 /* keys per block */

@@ -18,8 +18,6 @@
 
 #include "fa_common.cuh"
 
-#define FA_FWD_BQ FA_FWD_MMA_BQ
-
 // How far (log2 units) a row's running max m may lag the true max before O and l are rescaled.
 // 0: rescale whenever some row of the warp gets a new max (the textbook online softmax; a tile
 // where no row's max grows skips the rescale, bit for bit the same result as alpha = 1).
@@ -46,7 +44,7 @@ template <int CH> __device__ __forceinline__ unsigned fa_swz(int row, int ch)
 template <typename T, int D, int MT>
 __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
 {
-    constexpr int BQ = FA_FWD_BQ, BK = FA_FWD_MMA_BK(D), NT = BQ / (16 * MT) * 32, CH = D / 8;
+    constexpr int BQ = FA_FWD_MMA_BQ, BK = FA_FWD_MMA_BK(D), NT = BQ / (16 * MT) * 32, CH = D / 8;
     constexpr int WR = 16 * MT; // rows per warp
     constexpr unsigned TILE_BYTES = BK * D * 2;
     extern __shared__ __align__(1024) unsigned char fa_fwd_smem[];

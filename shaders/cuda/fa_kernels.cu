@@ -17,7 +17,7 @@
 #include "fa_general.cuh"
 
 #define FA_FWD_MMA(name, T, D, MT)                                                                 \
-    extern "C" __global__ void __launch_bounds__(FA_FWD_BQ / (16 * MT) * 32, 1)                    \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_MMA_BQ / (16 * MT) * 32, 1)                \
         name(fa_cuda_params p)                                                                     \
     {                                                                                              \
         fa_fwd_mma<T, D, MT>(p);                                                                   \
