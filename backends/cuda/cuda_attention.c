@@ -16,9 +16,6 @@
 
 #include "../../shaders/cuda/fa_cuda_abi.h"
 
-#define GEN_THREADS 256 /* FA_GEN_* in shaders/cuda/fa_general.cuh */
-#define GEN_ROWS 32
-#define GEN_TILE 16
 #define DEFAULT_SMEM 49152
 
 static fa_cuda_tensor tensor_of(const fa_view *v, size_t element_size)
@@ -164,9 +161,9 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
             {FA_CUDA_K_FWD_GEN_F16_8, FA_CUDA_K_FWD_GEN_F16_16, FA_CUDA_K_FWD_GEN_F16_32},
             {FA_CUDA_K_FWD_GEN_BF16_8, FA_CUDA_K_FWD_GEN_BF16_16, FA_CUDA_K_FWD_GEN_BF16_32},
         };
-        const unsigned smem = (unsigned)(2 * GEN_TILE * call->head_dim * sizeof(float));
-        status = launch(ctx, gen[dt][dpt_index(call->head_dim)], blocks(call->seq_q, GEN_ROWS),
-                        (unsigned)call->heads_q, (unsigned)call->batch, GEN_THREADS, smem, &p,
+        const unsigned smem = (unsigned)(2 * FA_GEN_TILE * call->head_dim * sizeof(float));
+        status = launch(ctx, gen[dt][dpt_index(call->head_dim)], blocks(call->seq_q, FA_GEN_ROWS),
+                        (unsigned)call->heads_q, (unsigned)call->batch, FA_GEN_THREADS, smem, &p,
                         "launching the general forward");
     }
     fa_cuda_leave(ctx);
@@ -261,7 +258,7 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         {FA_CUDA_K_BWD_DQ_GEN_F16_8, FA_CUDA_K_BWD_DQ_GEN_F16_16, FA_CUDA_K_BWD_DQ_GEN_F16_32},
         {FA_CUDA_K_BWD_DQ_GEN_BF16_8, FA_CUDA_K_BWD_DQ_GEN_BF16_16, FA_CUDA_K_BWD_DQ_GEN_BF16_32},
     };
-    const unsigned tile_smem = (unsigned)(2 * GEN_TILE * call->head_dim * sizeof(float));
+    const unsigned tile_smem = (unsigned)(2 * FA_GEN_TILE * call->head_dim * sizeof(float));
     const unsigned hq = (unsigned)call->heads_q, hkv = (unsigned)call->heads_kv;
     const unsigned b = (unsigned)call->batch;
     static const fa_cuda_kernel dkdv_mma[2][2] = {
@@ -288,8 +285,8 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
             status = fa_cuda_fail(ctx, r, "cuMemsetD32Async (zeroing the dQ accumulator)");
     }
     if (status == FA_OK)
-        status = launch(ctx, delta[dt], blocks(call->seq_q, GEN_ROWS), hq, b, GEN_THREADS, 0, &p,
-                        "launching the backward's Delta");
+        status = launch(ctx, delta[dt], blocks(call->seq_q, FA_GEN_ROWS), hq, b, FA_GEN_THREADS, 0,
+                        &p, "launching the backward's Delta");
     if (atomic_dq) {
         const int wide = d == 128;
         if (status == FA_OK && v4)
@@ -301,8 +298,8 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
                        FA_BWD_THREADS, dkdv_dq_smem, &p, "launching the tensor-core dK/dV/dQ");
         if (status == FA_OK)
             status = launch(ctx, dq_convert[dt - 1],
-                            blocks(call->seq_q * (call->head_dim / 8), GEN_THREADS), hq, b,
-                            GEN_THREADS, 0, &p, "launching the dQ conversion");
+                            blocks(call->seq_q * (call->head_dim / 8), FA_GEN_THREADS), hq, b,
+                            FA_GEN_THREADS, 0, &p, "launching the dQ conversion");
         fa_cuda_leave(ctx);
         return status;
     }
@@ -318,11 +315,11 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         return status;
     }
     if (status == FA_OK)
-        status =
-            launch(ctx, dkdv[dt][dpt], blocks(call->seq_k, GEN_ROWS), hkv, b, GEN_THREADS,
-                   tile_smem + 2 * GEN_TILE * sizeof(float), &p, "launching the backward's dK/dV");
+        status = launch(ctx, dkdv[dt][dpt], blocks(call->seq_k, FA_GEN_ROWS), hkv, b,
+                        FA_GEN_THREADS, tile_smem + 2 * FA_GEN_TILE * sizeof(float), &p,
+                        "launching the backward's dK/dV");
     if (status == FA_OK)
-        status = launch(ctx, dq[dt][dpt], blocks(call->seq_q, GEN_ROWS), hq, b, GEN_THREADS,
+        status = launch(ctx, dq[dt][dpt], blocks(call->seq_q, FA_GEN_ROWS), hq, b, FA_GEN_THREADS,
                         tile_smem, &p, "launching the backward's dQ");
     fa_cuda_leave(ctx);
     return status;

@@ -35,6 +35,12 @@ typedef struct fa_cuda_params {
 #endif
 #define FA_FWD_MMA_BK(d) ((d) > 64 ? FA_FWD_MMA_BK_D128 : FA_FWD_MMA_BK_D64)
 
+/* The general (CUDA-core) kernels of shaders/cuda/fa_general.cuh: threads per block, query rows
+ * per block, keys per shared tile. */
+#define FA_GEN_THREADS 256
+#define FA_GEN_ROWS 32
+#define FA_GEN_TILE 16
+
 /* Tiles of the tensor-core backward v3 and its deterministic dQ kernel
  * (shaders/cuda/fa_backward_mma.cuh), which the host sizes shared memory from; backward v4 uses
  * the same block of threads. */

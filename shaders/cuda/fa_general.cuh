@@ -12,10 +12,7 @@
 
 #include "fa_common.cuh"
 
-#define FA_GEN_THREADS 256
-#define FA_GEN_SPLIT 8
-#define FA_GEN_ROWS 32
-#define FA_GEN_TILE 16
+#define FA_GEN_SPLIT 8 // threads per query row
 
 __device__ __forceinline__ float fa_row_sum8(float x)
 {
