@@ -7,7 +7,8 @@
  * from the dK/dV kernel and converts it at the end: fewer FLOPs, but the order of the additions
  * (and so the last bits of dQ) varies run to run. Every other path uses no atomics. That atomic
  * kernel is backward v4 (FlashAttention-2's tiling) where its shared memory fits the device, else
- * (or with FA_CUDA_BWD=v3) backward v3. */
+ * (or with FA_CUDA_BWD=v3) backward v3; FA_CUDA_BWD4_QTILE_D64=128 picks v4's 128-row query
+ * tiles at head dim 64 where they fit (not yet timed against the default 64). */
 #include "cuda_backend.h"
 
 #include <limits.h>
@@ -212,13 +213,18 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         2 * FA_BWD_ROWS * d * 2 + 4 * FA_BWD_QTILE(d) * d * 2 + 2 * FA_BWD_QTILE(d) * 4;
     const unsigned dq_smem = 2 * FA_BWD_ROWS * d * 2 + 4 * FA_BWD_TILE * d * 2;
     const unsigned dkdv_dq_smem = dkdv_smem + FA_BWD_ROWS * FA_BWD_QTILE(d) * 2; /* + dS^T */
-    const unsigned v4_smem = FA_BWD4_SMEM(d);
+    unsigned v4_smem = FA_BWD4_SMEM(d);
     const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
                       (int)dkdv_smem <= st->smem_optin && (int)dq_smem <= st->smem_optin &&
                       views_aligned(&p, true, es);
     /* dQ by atomics from the dK/dV kernel (v4, else v3); else (deterministic, or neither fits,
      * as at head dim 128 on sm_86/89) the separate dQ kernel */
     const bool v4 = fast && !st->force_bwd_v3 && (int)v4_smem <= st->smem_optin;
+    /* v4's 128-row query tiles at head dim 64, when asked for and they fit (sm_80, sm_90) */
+    const unsigned v4_q128_smem = FA_BWD4_SMEM_Q(64, FA_BWD4_QTILE_WIDE);
+    const bool v4_q128 = v4 && d == 64 && st->bwd4_q128_d64 && (int)v4_q128_smem <= st->smem_optin;
+    if (v4_q128)
+        v4_smem = v4_q128_smem;
     bool atomic_dq = fast && !call->deterministic && (v4 || (int)dkdv_dq_smem <= st->smem_optin);
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
@@ -277,6 +283,8 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         {FA_CUDA_K_BWD_V4_F16_D64, FA_CUDA_K_BWD_V4_F16_D128},
         {FA_CUDA_K_BWD_V4_BF16_D64, FA_CUDA_K_BWD_V4_BF16_D128},
     };
+    static const fa_cuda_kernel bwd_v4_q128[2] = {FA_CUDA_K_BWD_V4_Q128_F16_D64,
+                                                  FA_CUDA_K_BWD_V4_Q128_BF16_D64};
     static const fa_cuda_kernel dq_convert[2] = {FA_CUDA_K_BWD_DQ_CONVERT_F16,
                                                  FA_CUDA_K_BWD_DQ_CONVERT_BF16};
     if (status == FA_OK && atomic_dq && rows > 0) {
@@ -289,9 +297,10 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
                         &p, "launching the backward's Delta");
     if (atomic_dq) {
         const int wide = d == 128;
+        const fa_cuda_kernel k4 = v4_q128 ? bwd_v4_q128[dt - 1] : bwd_v4[dt - 1][wide];
         if (status == FA_OK && v4)
-            status = launch(ctx, bwd_v4[dt - 1][wide], blocks(call->seq_k, FA_BWD4_KEYS), hkv, b,
-                            FA_BWD_THREADS, v4_smem, &p, "launching the tensor-core dK/dV/dQ (v4)");
+            status = launch(ctx, k4, blocks(call->seq_k, FA_BWD4_KEYS), hkv, b, FA_BWD_THREADS,
+                            v4_smem, &p, "launching the tensor-core dK/dV/dQ (v4)");
         else if (status == FA_OK)
             status =
                 launch(ctx, dkdv_dq_mma[dt - 1][wide], blocks(call->seq_k, FA_BWD_ROWS), hkv, b,

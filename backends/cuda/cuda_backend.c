@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../shaders/cuda/fa_cuda_abi.h"
+
 extern const unsigned char fa_cuda_fatbin[];
 extern const size_t fa_cuda_fatbin_size;
 
@@ -215,6 +217,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     st->force_general = force && strcmp(force, "general") == 0;
     const char *bwd = getenv("FA_CUDA_BWD");
     st->force_bwd_v3 = bwd && strcmp(bwd, "v3") == 0;
+    const char *qtile = getenv("FA_CUDA_BWD4_QTILE_D64");
+    st->bwd4_q128_d64 = qtile && atoi(qtile) == FA_BWD4_QTILE_WIDE;
     ctx->backend_state = st;
 
     fa_status status = FA_OK;
@@ -245,10 +249,11 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     fa_cuda_leave(ctx);
     if (status != FA_OK)
         goto fail;
-    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s", info->name,
+    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s", info->name,
            st->cc_major, st->cc_minor, info->compute_units,
            st->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "",
-           st->force_bwd_v3 ? ", backward v3 (FA_CUDA_BWD=v3)" : "");
+           st->force_bwd_v3 ? ", backward v3 (FA_CUDA_BWD=v3)" : "",
+           st->bwd4_q128_d64 ? ", backward v4 with 128-row query tiles at head dim 64" : "");
     return FA_OK;
 fail:
     release_state(st);

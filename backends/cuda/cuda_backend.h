@@ -34,6 +34,8 @@
     X(BWD_V4_F16_D128, "fa_bwd_v4_f16_d128")                                                       \
     X(BWD_V4_BF16_D64, "fa_bwd_v4_bf16_d64")                                                       \
     X(BWD_V4_BF16_D128, "fa_bwd_v4_bf16_d128")                                                     \
+    X(BWD_V4_Q128_F16_D64, "fa_bwd_v4_q128_f16_d64")                                               \
+    X(BWD_V4_Q128_BF16_D64, "fa_bwd_v4_q128_bf16_d64")                                             \
     X(BWD_DQ_CONVERT_F16, "fa_bwd_dq_convert_f16")                                                 \
     X(BWD_DQ_CONVERT_BF16, "fa_bwd_dq_convert_bf16")                                               \
     X(BWD_DQ_MMA_F16_D64, "fa_bwd_dq_mma_f16_d64")                                                 \
@@ -88,6 +90,7 @@ typedef struct fa_cuda_state {
     int smem_optin;        /* bytes of shared memory a block may opt in to */
     bool force_general;    /* FA_CUDA_KERNELS=general: tensor-core paths off (testing) */
     bool force_bwd_v3;     /* FA_CUDA_BWD=v3: the atomic backward's v3 kernel instead of v4 */
+    bool bwd4_q128_d64;    /* FA_CUDA_BWD4_QTILE_D64=128: v4's 128-row query tiles at head dim 64 */
     CUdeviceptr workspace; /* f32 scratch of the backward (Delta, dQ sums), grown on demand */
     size_t workspace_bytes;
 } fa_cuda_state;

@@ -4,27 +4,30 @@
 // memory is too small for this one and as the FA_CUDA_BWD=v3 fallback.
 //
 // A block of 8 warps owns 128 keys of one (batch, KV head); K and V stay in shared memory. It
-// walks the query tiles of 64 rows (from the first that sees its keys, for every query head of
-// the group); Q, dO, LSE and Delta of tile n+1 arrive by cp.async while tile n is computed. Per
-// tile, with the 64 x 128 (query x key) block cut in a different way for each product so that
-// every fragment read from shared memory feeds 4-8 mma:
-//   1. S = Q K^T and dP = dO V^T; warp w owns rows 32 (w % 2).. and keys 32 (w / 2)..
-//      (2 x 4 warps, 32 x 32 each, accumulators in registers).
+// walks the query tiles of BM = 64 rows (or, at head dim 64 with FA_CUDA_BWD4_QTILE_D64=128,
+// 128 rows) from the first that sees its keys, for every query head of the group; Q, dO, LSE and
+// Delta of tile n+1 arrive by cp.async while tile n is computed. Per tile, with the BM x 128
+// (query x key) block cut in a different way for each product so that every fragment read from
+// shared memory feeds 4-8 mma (WR = BM / 32 warps along the rows):
+//   1. S = Q K^T and dP = dO V^T; warp w owns rows 32 (w % WR).. and keys KW (w / WR)..
+//      (WR x 8/WR warps: 2 x 4 of 32 x 32, or 4 x 2 of 32 x 64; accumulators in registers).
 //   2. P = exp2(S * scale * log2e - LSE * log2e) (0 where masked), dS = P (dP - Delta), both
-//      rounded to the input dtype and written to swizzled 64 x 128 shared tiles sP, sdS.
+//      rounded to the input dtype and written to swizzled BM x 128 shared tiles sP, sdS.
 //   -- barrier --
-//   3. dQ += dS K: warp w owns rows 32 (w % 2).. and dims D/4 (w / 2)..; A = dS (ldmatrix),
+//   3. dQ += dS K: warp w owns rows 32 (w % WR).. and dims D WR/8 (w / WR)..; A = dS (ldmatrix),
 //      B = the resident K (ldmatrix.trans); added with red.global.add into the f32
 //      (batch, heads_q, seq_q, head_dim) accumulator (zeroed by the host; fa_bwd_dq_convert
 //      writes dQ = scale * accumulator).
 //   4. dV += P^T dO and dK += dS^T Q: warp w owns keys 32 (w % 4).. and dims D/2 (w / 4)..
-//      (4 x 2 warps); A = P^T, dS^T (ldmatrix.trans of sP, sdS), B = dO, Q (ldmatrix.trans);
-//      dK and dV live in registers for the whole block.
+//      (4 x 2 warps) over the BM rows; A = P^T, dS^T (ldmatrix.trans of sP, sdS), B = dO, Q
+//      (ldmatrix.trans); dK and dV live in registers for the whole block.
 //   -- the next tile's barrier (after which its cp.async is issued into the buffer just read) --
 // Two barriers per tile. Causal: only tiles with visible pairs are visited, and only warps whose
-// 32 x 32 part crosses the diagonal (or the end of the keys) mask. Non-causal blocks start at
+// 32 x KW part crosses the diagonal (or the end of the keys) mask. Non-causal blocks start at
 // different query tiles (rotated by the block index) so that their dQ atomics spread over the
-// accumulator instead of hitting the same rows at the same time.
+// accumulator instead of hitting the same rows at the same time. BM = 128 at head dim 64 doubles
+// the dK/dV (and dQ) work per S/dP tile and halves the barriers per FLOP; S/dP per warp are then
+// 32 x 64 (each A fragment feeds 8 mma, not 4), 255 registers, 162 KiB of shared memory.
 //
 // mma.sync m16n8k16 fragments (g = lane / 4, t = lane % 4), as every comment below uses them:
 //   A (16 x 16, row-major): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..],
@@ -53,29 +56,29 @@ __device__ __forceinline__ void fa_cp_async4(unsigned dst, const void *src, bool
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
 }
 
-// acc[mt][n] (MT m-tiles of 16 rows x 32 columns) += A B^T over K16 steps of 16: A = rows r0..
-// of tile `a` (CA chunks a row), B^T = rows n0.. (32 of them) of tile `b` (CB chunks a row).
-template <typename T, int MT, int K16, int CA, int CB>
-__device__ __forceinline__ void fa_bwd4_abt(float (&acc)[MT][4][4], unsigned a, int r0, unsigned b,
+// acc[mt][n] (MT m-tiles of 16 rows x 8 NT columns) += A B^T over K16 steps of 16: A = rows
+// r0.. of tile `a` (CA chunks a row), B^T = rows n0.. (8 NT of them) of tile `b` (CB chunks a row).
+template <typename T, int MT, int NT, int K16, int CA, int CB>
+__device__ __forceinline__ void fa_bwd4_abt(float (&acc)[MT][NT][4], unsigned a, int r0, unsigned b,
                                             int n0, int lane)
 {
     const int arow = r0 + (lane & 7) + ((lane >> 3) & 1) * 8, acol = lane >> 4;
     const int brow = n0 + (lane & 7) + (lane >> 4) * 8, bcol = (lane >> 3) & 1;
 #pragma unroll
     for (int ks = 0; ks < K16; ks++) {
-        unsigned af[MT][4], bf[2][4];
+        unsigned af[MT][4], bf[NT / 2][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
             fa_ldmatrix_x4(a + fa_swz<CA>(arow + 16 * mt, 2 * ks + acol), af[mt][0], af[mt][1],
                            af[mt][2], af[mt][3]);
 #pragma unroll
-        for (int np = 0; np < 2; np++) // keys n0 + 16 np.. : b0, b1 of n-tiles 2 np, 2 np + 1
+        for (int np = 0; np < NT / 2; np++) // keys n0 + 16 np.. : b0, b1 of n-tiles 2 np, 2 np + 1
             fa_ldmatrix_x4(b + fa_swz<CB>(brow + 16 * np, 2 * ks + bcol), bf[np][0], bf[np][1],
                            bf[np][2], bf[np][3]);
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int np = 0; np < 2; np++) {
+            for (int np = 0; np < NT / 2; np++) {
                 fa_mma16816<T>(acc[mt][2 * np], af[mt], bf[np][0], bf[np][1]);
                 fa_mma16816<T>(acc[mt][2 * np + 1], af[mt], bf[np][2], bf[np][3]);
             }
@@ -144,14 +147,22 @@ __device__ __forceinline__ int fa_bwd4_tid()
     return t;
 }
 
-template <typename T, int D> __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
+// BM: query rows per tile, FA_BWD4_QTILE or (head dim 64) FA_BWD4_QTILE_WIDE.
+template <typename T, int D, int BM>
+__device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
 {
-    constexpr int BN = FA_BWD4_KEYS, BM = FA_BWD4_QTILE, CH = D / 8, PCH = BN / 8;
-    constexpr int MT = BM / 32; // 16-row m-tiles per warp in S, dP and dQ (2 warps along rows)
-    constexpr int DW = D / 2;   // dK/dV columns per warp (2 warps along the head dim)
-    constexpr int DQ = D / 4;   // dQ columns per warp (4 warps along the head dim)
+    constexpr int BN = FA_BWD4_KEYS, CH = D / 8, PCH = BN / 8;
+    constexpr int MT = 2;                // 16-row m-tiles per warp in S, dP and dQ (32 rows)
+    constexpr int WR = BM / 32;          // warps along the query rows in S, dP and dQ: 2 or 4
+    constexpr int WRS = WR == 4 ? 2 : 1; // log2 WR (tid is signed: no division)
+    constexpr int KW = BN * WR / 8;      // keys per warp in S and dP: 32 or 64
+    constexpr int DQ = D * WR / 8;       // dQ columns per warp
+    constexpr int DW = D / 2;            // dK/dV columns per warp (2 warps along the head dim)
     constexpr unsigned KV_BYTES = BN * D * 2, Q_BYTES = BM * D * 2, P_BYTES = BM * BN * 2;
-    static_assert(FA_BWD_THREADS == 256 && MT == 2, "8 warps: 2 x 4, 4 x 2 and 2 x 4 layouts");
+    static_assert(FA_BWD_THREADS == 256 && (BM == 64 || BM == 128) && DQ % 16 == 0,
+                  "8 warps: WR x (8 / WR), 4 x 2 and WR x (8 / WR) layouts");
+    static_assert(FA_BWD4_SMEM_Q(D, BM) == 2 * KV_BYTES + 4 * Q_BYTES + 2 * P_BYTES + 16 * BM,
+                  "the host's shared memory size (fa_cuda_abi.h)");
     extern __shared__ __align__(128) unsigned char fa_bwd4_smem[];
     unsigned char *pK = fa_bwd4_smem, *pV = pK + KV_BYTES;
     unsigned char *pP = pV + KV_BYTES + 4 * Q_BYTES, *pS = pP + P_BYTES; // P, dS: [query][key]
@@ -226,21 +237,21 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_v4(const fa_
         fa_cp_async_commit();
         const unsigned qb = sQ + buf * Q_BYTES, gb = sG + buf * Q_BYTES;
 
-        // 1. S = Q K^T, dP = dO V^T: warp w owns rows wm = 32 (w % 2).., keys wn = 32 (w / 2)..
+        // 1. S = Q K^T, dP = dO V^T: warp w owns rows wm = 32 (w % WR).., keys wn = KW (w / WR)..
         {
             const int tid = fa_bwd4_tid(), warp = tid >> 5, lane = tid & 31;
             const int g = lane >> 2, t2 = (lane & 3) * 2;
-            const int wm = (warp & 1) * 32, wn = (warp >> 1) * 32;
-            float s[MT][4][4], dp[MT][4][4];
+            const int wm = (warp & (WR - 1)) * 32, wn = (warp >> WRS) * KW;
+            float s[MT][KW / 8][4], dp[MT][KW / 8][4];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int n = 0; n < 4; n++)
+                for (int n = 0; n < KW / 8; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++)
                         s[mt][n][e] = dp[mt][n][e] = 0.f;
-            fa_bwd4_abt<T, MT, D / 16, CH, CH>(s, qb, wm, sK, wn, lane);
-            fa_bwd4_abt<T, MT, D / 16, CH, CH>(dp, gb, wm, sV, wn, lane);
+            fa_bwd4_abt<T, MT, KW / 8, D / 16, CH, CH>(s, qb, wm, sK, wn, lane);
+            fa_bwd4_abt<T, MT, KW / 8, D / 16, CH, CH>(dp, gb, wm, sV, wn, lane);
 
             // 2. P and dS of rows wm + 16 mt + g + 8 r, keys j0 + wn + 8 n + t2 + 0/1
             float l2[MT][2], dl[MT][2];
@@ -256,11 +267,11 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_v4(const fa_
                 }
             const int kw = j0 + wn; // this warp's first key
             const bool mask =
-                kw + 32 > p.seq_k || (p.causal && kw + 31 > i0 + wm + p.causal_offset);
+                kw + KW > p.seq_k || (p.causal && kw + KW - 1 > i0 + wm + p.causal_offset);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int n = 0; n < 4; n++)
+                for (int n = 0; n < KW / 8; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         const float pr = fa_exp2(s[mt][n][e] * p.scale_log2 - l2[mt][e >> 1]);
@@ -277,7 +288,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_v4(const fa_
                         if (p.causal)
                             end = min(end, i0 + wm + 16 * mt + g + 8 * r + p.causal_offset + 1);
 #pragma unroll
-                        for (int n = 0; n < 4; n++)
+                        for (int n = 0; n < KW / 8; n++)
 #pragma unroll
                             for (int c = 0; c < 2; c++)
                                 if (kw + 8 * n + t2 + c >= end)
@@ -289,7 +300,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_v4(const fa_
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int n = 0; n < 4; n++) {
+                for (int n = 0; n < KW / 8; n++) {
                     const int row = wm + 16 * mt + g, ch = wn / 8 + n;
                     *(unsigned *)(pP + fa_swz<PCH>(row, ch) + t2 * 2) =
                         fa_pack2<T>(s[mt][n][0], s[mt][n][1]);
@@ -303,12 +314,12 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_v4(const fa_
         }
         __syncthreads(); // sP, sdS complete
 
-        // 3. dQ (rows wm = 32 (w % 2).., dims wq = DQ (w / 2)..) += dS K over the 128 keys, then
-        // into the accumulator
+        // 3. dQ (rows wm = 32 (w % WR).., dims wq = DQ (w / WR)..) += dS K over the 128 keys,
+        // then into the accumulator
         {
             const int tid = fa_bwd4_tid(), warp = tid >> 5, lane = tid & 31;
             const int g = lane >> 2, t2 = (lane & 3) * 2;
-            const int wm = (warp & 1) * 32, wq = (warp >> 1) * DQ;
+            const int wm = (warp & (WR - 1)) * 32, wq = (warp >> WRS) * DQ;
             float dq[MT][DQ / 8][4];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)

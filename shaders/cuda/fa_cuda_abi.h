@@ -50,12 +50,15 @@ typedef struct fa_cuda_params {
 #define FA_BWD_QTILE(d) ((d) > 64 ? 32 : 64)
 #define FA_BWD_THREADS 256
 
-/* Tiles of backward v4 (shaders/cuda/fa_backward_v4.cuh) and its shared memory in bytes: K, V;
- * Q, dO two buffers each; P, dS; LSE, Delta two buffers each. */
-#define FA_BWD4_KEYS 128 /* keys per block */
-#define FA_BWD4_QTILE 64 /* query rows per tile */
-#define FA_BWD4_SMEM(d)                                                                            \
-    (2 * FA_BWD4_KEYS * (d)*2 + 4 * FA_BWD4_QTILE * (d)*2 + 2 * FA_BWD4_QTILE * FA_BWD4_KEYS * 2 + \
-     4 * FA_BWD4_QTILE * 4)
+/* Tiles of backward v4 (shaders/cuda/fa_backward_v4.cuh) and its shared memory in bytes for
+ * query tiles of `bm` rows: K, V; Q, dO two buffers each; P, dS; LSE, Delta two buffers each.
+ * At head dim 64 the host can run 128-row query tiles instead (FA_CUDA_BWD4_QTILE_D64=128,
+ * 162 KiB: sm_80 and sm_90 only, 64-row tiles elsewhere), twice the dK/dV work per S/dP tile. */
+#define FA_BWD4_KEYS 128       /* keys per block */
+#define FA_BWD4_QTILE 64       /* query rows per tile (the default at both head dims) */
+#define FA_BWD4_QTILE_WIDE 128 /* query rows per tile of the head-dim-64 alternative */
+#define FA_BWD4_SMEM_Q(d, bm)                                                                      \
+    (2 * FA_BWD4_KEYS * (d)*2 + 4 * (bm) * (d)*2 + 2 * (bm)*FA_BWD4_KEYS * 2 + 4 * (bm)*4)
+#define FA_BWD4_SMEM(d) FA_BWD4_SMEM_Q(d, FA_BWD4_QTILE)
 
 #endif
