@@ -219,7 +219,7 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u S_TX=%u O_TX=%u "
-               "tiles=%s variant=%u unroll=%u",
+               "tiles=%s tuning=%u unroll=%u",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->fwd_bm,
                spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx,
                spec->fwd_tile16 ? "16-bit" : "f32", spec->fwd_variant, spec->fwd_unroll);
