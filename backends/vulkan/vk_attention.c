@@ -29,6 +29,30 @@ static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_dtype dtype, fa_
                                 "FA_VULKAN_FWD_TILES", t);
 }
 
+/* The forward's tuning variant (VARIANT and UNROLL in attn_fwd.comp, both 0 by default): bits
+ * from FA_VULKAN_FWD_VARIANT (1: K converted one load at a time in S, 16-bit tiles only; 2: K
+ * and V in separate shared tiles, loaded in pieces, only where one more K/V tile fits) and a
+ * power of 2 up to 32 from FA_VULKAN_FWD_UNROLL (steps per iteration of the step loops, which
+ * the driver then keeps as loops). Tuning knobs for measuring register use on a GPU. */
+static void fwd_tuning(const fa_vk_physical *ph, uint32_t d, const fa_fwd_tiling *t,
+                       fa_vk_spec *spec)
+{
+    const char *env = getenv("FA_VULKAN_FWD_VARIANT");
+    uint32_t v = env ? (uint32_t)strtoul(env, NULL, 10) & 3u : 0;
+    if (!t->tile16)
+        v &= ~1u;
+    const uint64_t tile = t->tile16 ? 2 * (uint64_t)t->bn * (d + 8) : 4 * (uint64_t)t->bn * (d + 4);
+    const uint64_t unused = t->tile16 ? 32 : 0;
+    if (t->local_bytes + tile + unused > ph->info.shared_memory_bytes)
+        v &= ~2u;
+    env = getenv("FA_VULKAN_FWD_UNROLL");
+    uint32_t u = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
+    if (u > 32 || (u & (u - 1)))
+        u = 0;
+    spec->fwd_variant = v;
+    spec->fwd_unroll = u;
+}
+
 /* ---- backward tiling (see shaders/vulkan/fa_backward.glsl) ---------------------------------- */
 
 /* The backward tiling (runtime/fa_bwd_tiling.h) that fits the device, with a margin below its
@@ -153,14 +177,15 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     fa_vk_state *st = fa_vk_state_of(ctx);
     fa_fwd_tiling t;
     fwd_select(st->phys, (uint32_t)call->head_dim, call->dtype, &t); /* check_call: one fits */
-    const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
-                             .causal = call->causal,
-                             .fwd_threads = (uint32_t)t.nt,
-                             .fwd_bm = (uint32_t)t.bm,
-                             .fwd_bn = (uint32_t)t.bn,
-                             .fwd_s_tx = (uint32_t)t.s_tx,
-                             .fwd_o_tx = (uint32_t)t.o_tx,
-                             .fwd_tile16 = t.tile16};
+    fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
+                       .causal = call->causal,
+                       .fwd_threads = (uint32_t)t.nt,
+                       .fwd_bm = (uint32_t)t.bm,
+                       .fwd_bn = (uint32_t)t.bn,
+                       .fwd_s_tx = (uint32_t)t.s_tx,
+                       .fwd_o_tx = (uint32_t)t.o_tx,
+                       .fwd_tile16 = t.tile16};
+    fwd_tuning(st->phys, (uint32_t)call->head_dim, &t, &spec);
     VkPipeline pipeline;
     fa_status s = fa_vk_pipeline_get(ctx, FA_VK_FWD, storage_of(st, call->dtype), &spec, &pipeline);
     if (s == FA_OK)

@@ -66,9 +66,9 @@ typedef enum fa_vk_storage {
 
 /* The specialization constants of one pipeline, in constant_id order: 0 head dim and 4 causal
  * (fa_common.glsl), the backward's 1..3 (work-items, query and key rows per tile), 10..16 and
- * 18..19 (fa_backward.glsl: tiling, aligned loads, unrolling), the forward's 5..9 and 17
- * (attn_fwd.comp). Zero leaves the shader's default (false for the bools); each kernel sets
- * only its own. */
+ * 18..19 (fa_backward.glsl: tiling, aligned loads, unrolling), the forward's 5..9, 17 and
+ * 20..21 (attn_fwd.comp: tiling, tile form, tuning variant and unrolling). Zero leaves the shader's
+ * default (false for the bools); each kernel sets only its own. */
 typedef struct fa_vk_spec {
     uint32_t head_dim, bwd_threads, bwd_bm, bwd_bn;
     uint32_t causal;
@@ -76,6 +76,7 @@ typedef struct fa_vk_spec {
     uint32_t bwd_sx, bwd_kx, bwd_qx, bwd_dp, bwd_dc, bwd_rk, bwd_rq;
     uint32_t fwd_tile16;
     uint32_t bwd_align4, bwd_unroll;
+    uint32_t fwd_variant, fwd_unroll;
 } fa_vk_spec;
 
 typedef struct fa_vk_pipeline {

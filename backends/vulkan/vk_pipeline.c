@@ -182,7 +182,8 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         [9] = spec->fwd_o_tx,    [10] = spec->bwd_sx,          [11] = spec->bwd_kx,
         [12] = spec->bwd_qx,     [13] = spec->bwd_dp,          [14] = spec->bwd_dc,
         [15] = spec->bwd_rk,     [16] = spec->bwd_rq,          [17] = spec->fwd_tile16 ? 1u : 0u,
-        [18] = spec->bwd_align4, [19] = spec->bwd_unroll,
+        [18] = spec->bwd_align4, [19] = spec->bwd_unroll,      [20] = spec->fwd_variant,
+        [21] = spec->fwd_unroll,
     };
     /* Constant i at offset 4 i; zeros keep the default. Constants 4, 17 and 18 are bools: 4 bytes
      * (VkBool32) as well, 0 or 1. */
@@ -218,10 +219,10 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u S_TX=%u O_TX=%u "
-               "tiles=%s",
+               "tiles=%s tuning=%u unroll=%u",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->fwd_bm,
                spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx,
-               spec->fwd_tile16 ? "16-bit" : "f32");
+               spec->fwd_tile16 ? "16-bit" : "f32", spec->fwd_variant, spec->fwd_unroll);
     else
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u SX=%u KX=%u QX=%u "
