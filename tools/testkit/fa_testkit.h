@@ -55,10 +55,6 @@ void fa_testkit_check_forward_rows(const fa_ref_problem *p, const void *q, const
 #define FA_TESTKIT_K_FORWARD 2.0
 #define FA_TESTKIT_K_BACKWARD 3.0
 
-/** Whether got is ref rounded down or up to dtype, i.e. one of the (at most two) values of the
- * dtype nearest ref: such an element passes whatever the baseline's error (see README). */
-bool fa_testkit_faithful(fa_dtype dtype, double got, double ref);
-
 /* ---- element access -------------------------------------------------------------------------- */
 
 /** Element i of a host array of dtype, as double. */

@@ -188,19 +188,6 @@ void tk_data_free(tk_data *t)
     memset(t, 0, sizeof *t);
 }
 
-bool fa_testkit_faithful(fa_dtype dtype, double got, double ref)
-{
-    if (!isfinite(ref) || !isfinite(got))
-        return false;
-    int frac = dtype == FA_DTYPE_F16 ? 10 : dtype == FA_DTYPE_BF16 ? 7 : 23;
-    int emin = dtype == FA_DTYPE_F16 ? -14 : -126;
-    int e;
-    frexp(ref, &e); /* |ref| = m * 2^e, 0.5 <= m < 1: its binade is 2^(e-1) */
-    double ulp = ldexp(1.0, (e - 1 > emin ? e - 1 : emin) - frac);
-    double lo = floor(ref / ulp) * ulp;
-    return got == lo || got == (lo == ref ? ref : lo + ulp);
-}
-
 double tk_max_abs_err(const double *out, const double *ref, int64_t n, bool *non_finite)
 {
     double m = 0.0;
