@@ -7,8 +7,8 @@
  * from the dK/dV kernel and converts it at the end: fewer FLOPs, but the order of the additions
  * (and so the last bits of dQ) varies run to run. Every other path uses no atomics. That atomic
  * kernel is backward v4 (FlashAttention-2's tiling) where its shared memory fits the device, else
- * (or with FA_CUDA_BWD=v3) backward v3; FA_CUDA_BWD4_QTILE_D64=128 picks v4's 128-row query
- * tiles at head dim 64 where they fit (not yet timed against the default 64). */
+ * (or with FA_CUDA_BWD=v3) backward v3; at head dim 64 v4 takes 128-row query tiles where they
+ * fit (FA_CUDA_BWD4_QTILE_D64=64 keeps 64). */
 #include "cuda_backend.h"
 
 #include <limits.h>

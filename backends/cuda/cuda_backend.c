@@ -218,7 +218,7 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     const char *bwd = getenv("FA_CUDA_BWD");
     st->force_bwd_v3 = bwd && strcmp(bwd, "v3") == 0;
     const char *qtile = getenv("FA_CUDA_BWD4_QTILE_D64");
-    st->bwd4_q128_d64 = qtile && atoi(qtile) == FA_BWD4_QTILE_WIDE;
+    st->bwd4_q128_d64 = !qtile || atoi(qtile) != FA_BWD4_QTILE;
     ctx->backend_state = st;
 
     fa_status status = FA_OK;

@@ -87,10 +87,11 @@ typedef struct fa_cuda_state {
     CUmodule module;
     CUfunction kernels[FA_CUDA_K_COUNT];
     int cc_major, cc_minor;
-    int smem_optin;        /* bytes of shared memory a block may opt in to */
-    bool force_general;    /* FA_CUDA_KERNELS=general: tensor-core paths off (testing) */
-    bool force_bwd_v3;     /* FA_CUDA_BWD=v3: the atomic backward's v3 kernel instead of v4 */
-    bool bwd4_q128_d64;    /* FA_CUDA_BWD4_QTILE_D64=128: v4's 128-row query tiles at head dim 64 */
+    int smem_optin;     /* bytes of shared memory a block may opt in to */
+    bool force_general; /* FA_CUDA_KERNELS=general: tensor-core paths off (testing) */
+    bool force_bwd_v3;  /* FA_CUDA_BWD=v3: the atomic backward's v3 kernel instead of v4 */
+    bool bwd4_q128_d64; /* v4's 128-row query tiles at head dim 64 (off: FA_CUDA_BWD4_QTILE_D64=64)
+                         */
     CUdeviceptr workspace; /* f32 scratch of the backward (Delta, dQ sums), grown on demand */
     size_t workspace_bytes;
 } fa_cuda_state;

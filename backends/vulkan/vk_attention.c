@@ -29,16 +29,17 @@ static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_dtype dtype, fa_
                                 "FA_VULKAN_FWD_TILES", t);
 }
 
-/* The forward's tuning variant (VARIANT and UNROLL in attn_fwd.comp, both 0 by default): bits
- * from FA_VULKAN_FWD_VARIANT (1: K converted one load at a time in S, 16-bit tiles only; 2: K
- * and V in separate shared tiles, loaded in pieces, only where one more K/V tile fits) and a
- * power of 2 up to 32 from FA_VULKAN_FWD_UNROLL (steps per iteration of the step loops, which
- * the driver then keeps as loops). Tuning knobs for measuring register use on a GPU. */
+/* The forward's tuning variant (VARIANT and UNROLL in attn_fwd.comp): bits from
+ * FA_VULKAN_FWD_VARIANT, default 3 (1: K converted one load at a time in S, 16-bit tiles only;
+ * 2: K and V in separate shared tiles, loaded in pieces, only where one more K/V tile fits; both
+ * took D = 128 from 28.7 to 30.4 TF/s on the H200), and a power of 2 up to 32 from
+ * FA_VULKAN_FWD_UNROLL (steps per iteration of the step loops, which the driver then keeps as
+ * loops; default 0, left to the driver). */
 static void fwd_tuning(const fa_vk_physical *ph, uint32_t d, const fa_fwd_tiling *t,
                        fa_vk_spec *spec)
 {
     const char *env = getenv("FA_VULKAN_FWD_VARIANT");
-    uint32_t v = env ? (uint32_t)strtoul(env, NULL, 10) & 3u : 0;
+    uint32_t v = env ? (uint32_t)strtoul(env, NULL, 10) & 3u : 3u;
     if (!t->tile16)
         v &= ~1u;
     const uint64_t tile = t->tile16 ? 2 * (uint64_t)t->bn * (d + 8) : 4 * (uint64_t)t->bn * (d + 4);

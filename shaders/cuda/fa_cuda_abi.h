@@ -25,10 +25,11 @@ typedef struct fa_cuda_params {
 /* Tiles of the tensor-core forward (shaders/cuda/fa_forward_mma.cuh); the host sizes its
  * dynamic shared memory from them: (BQ + 4 BK) * d * 2 bytes (Q, and K and V double-buffered).
  * Both sides take overrides from the CMake cache variable FA_CUDA_DEFINES, e.g.
- * "FA_FWD_MMA_BK_D128=32" (the previous tiling) or "FA_FWD_MMA_BK_D64=128". */
+ * "FA_FWD_MMA_BK_D128=32" or "FA_FWD_MMA_BK_D64=64" (earlier tilings). BK = 128 at head dim 64
+ * measured 268 -> 288 TF/s on the H200 (f16, N = 16k; docs/PERF.md). */
 #define FA_FWD_MMA_BQ 128
 #ifndef FA_FWD_MMA_BK_D64
-#define FA_FWD_MMA_BK_D64 64
+#define FA_FWD_MMA_BK_D64 128
 #endif
 #ifndef FA_FWD_MMA_BK_D128
 #define FA_FWD_MMA_BK_D128 64
@@ -52,11 +53,12 @@ typedef struct fa_cuda_params {
 
 /* Tiles of backward v4 (shaders/cuda/fa_backward_v4.cuh) and its shared memory in bytes for
  * query tiles of `bm` rows: K, V; Q, dO two buffers each; P, dS; LSE, Delta two buffers each.
- * At head dim 64 the host can run 128-row query tiles instead (FA_CUDA_BWD4_QTILE_D64=128,
- * 162 KiB: sm_80 and sm_90 only, 64-row tiles elsewhere), twice the dK/dV work per S/dP tile. */
+ * At head dim 64 the host runs 128-row query tiles where they fit (162 KiB: sm_80 and sm_90;
+ * 64-row tiles elsewhere, or with FA_CUDA_BWD4_QTILE_D64=64): twice the dK/dV work per S/dP
+ * tile, 202 -> 222 TF/s on the H200 (f16, N = 16k). */
 #define FA_BWD4_KEYS 128       /* keys per block */
-#define FA_BWD4_QTILE 64       /* query rows per tile (the default at both head dims) */
-#define FA_BWD4_QTILE_WIDE 128 /* query rows per tile of the head-dim-64 alternative */
+#define FA_BWD4_QTILE 64       /* query rows per tile (head dim 128, and 64 where 128 rows do not fit) */
+#define FA_BWD4_QTILE_WIDE 128 /* query rows per tile at head dim 64 */
 #define FA_BWD4_SMEM_Q(d, bm)                                                                      \
     (2 * FA_BWD4_KEYS * (d)*2 + 4 * (bm) * (d)*2 + 2 * (bm)*FA_BWD4_KEYS * 2 + 4 * (bm)*4)
 #define FA_BWD4_SMEM(d) FA_BWD4_SMEM_Q(d, FA_BWD4_QTILE)
