@@ -180,6 +180,7 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     fwd_select(st->phys, (uint32_t)call->head_dim, call->dtype, &t); /* check_call: one fits */
     fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
                        .causal = call->causal,
+                       .gqa = (uint32_t)(call->heads_q / call->heads_kv),
                        .fwd_threads = (uint32_t)t.nt,
                        .fwd_bm = (uint32_t)t.bm,
                        .fwd_bn = (uint32_t)t.bn,
@@ -196,7 +197,7 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
     struct {
         push_view q, k, v, o, lse;
-        uint32_t seq_q, seq_k, gqa, has_lse;
+        uint32_t seq_q, seq_k, has_lse;
         float scale_log2;
     } push = {
         pv(&call->q, B, Sq, call->heads_q),
@@ -206,7 +207,6 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
         call->has_lse ? pv(&call->lse, B, Sq, call->heads_q) : (push_view){0, 0, 0, 0},
         (uint32_t)Sq,
         (uint32_t)Sk,
-        (uint32_t)(call->heads_q / call->heads_kv),
         call->has_lse,
         call->scale * LOG2E,
     };
@@ -250,7 +250,7 @@ static bool bwd_aligned4(const push_view *const views[4])
 /* Push constants of the dK/dV and dQ passes (the last view is dK, or dQ with dV unused). */
 typedef struct grad_push {
     push_view q, k, v, d_o, g0, g1;
-    uint32_t seq_q, seq_k, gqa, delta_off;
+    uint32_t seq_q, seq_k, delta_off;
     float scale, scale_log2;
 } grad_push;
 
@@ -272,7 +272,6 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         pv(&call->d_v, B, Sk, Hkv),
         (uint32_t)Sq,
         (uint32_t)Sk,
-        (uint32_t)(Hq / Hkv),
         delta_off,
         call->scale,
         call->scale * LOG2E,
@@ -282,6 +281,7 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
     const fa_vk_spec prep_spec = {.head_dim = (uint32_t)call->head_dim};
     const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
                              .causal = call->causal,
+                             .gqa = (uint32_t)(Hq / Hkv),
                              .bwd_threads = (uint32_t)t->nt,
                              .bwd_bm = (uint32_t)t->bm,
                              .bwd_bn = (uint32_t)t->bn,

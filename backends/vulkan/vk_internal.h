@@ -71,7 +71,7 @@ typedef enum fa_vk_storage {
  * default (false for the bools); each kernel sets only its own. */
 typedef struct fa_vk_spec {
     uint32_t head_dim, bwd_threads, bwd_bm, bwd_bn;
-    uint32_t causal;
+    uint32_t causal, gqa; /* gqa: query heads per key/value head (0 in passes without heads) */
     uint32_t fwd_threads, fwd_bm, fwd_bn, fwd_s_tx, fwd_o_tx;
     uint32_t bwd_sx, bwd_kx, bwd_qx, bwd_dp, bwd_dc, bwd_rk, bwd_rq;
     uint32_t fwd_tile16;

@@ -176,14 +176,29 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     if (s != FA_OK)
         return s;
     const uint32_t values[] = {
-        [0] = spec->head_dim,    [1] = spec->bwd_threads,      [2] = spec->bwd_bm,
-        [3] = spec->bwd_bn,      [4] = spec->causal ? 1u : 0u, [5] = spec->fwd_threads,
-        [6] = spec->fwd_bm,      [7] = spec->fwd_bn,           [8] = spec->fwd_s_tx,
-        [9] = spec->fwd_o_tx,    [10] = spec->bwd_sx,          [11] = spec->bwd_kx,
-        [12] = spec->bwd_qx,     [13] = spec->bwd_dp,          [14] = spec->bwd_dc,
-        [15] = spec->bwd_rk,     [16] = spec->bwd_rq,          [17] = spec->fwd_tile16 ? 1u : 0u,
-        [18] = spec->bwd_align4, [19] = spec->bwd_unroll,      [20] = spec->fwd_variant,
+        [0] = spec->head_dim,
+        [1] = spec->bwd_threads,
+        [2] = spec->bwd_bm,
+        [3] = spec->bwd_bn,
+        [4] = spec->causal ? 1u : 0u,
+        [5] = spec->fwd_threads,
+        [6] = spec->fwd_bm,
+        [7] = spec->fwd_bn,
+        [8] = spec->fwd_s_tx,
+        [9] = spec->fwd_o_tx,
+        [10] = spec->bwd_sx,
+        [11] = spec->bwd_kx,
+        [12] = spec->bwd_qx,
+        [13] = spec->bwd_dp,
+        [14] = spec->bwd_dc,
+        [15] = spec->bwd_rk,
+        [16] = spec->bwd_rq,
+        [17] = spec->fwd_tile16 ? 1u : 0u,
+        [18] = spec->bwd_align4,
+        [19] = spec->bwd_unroll,
+        [20] = spec->fwd_variant,
         [21] = spec->fwd_unroll,
+        [22] = spec->gqa,
     };
     /* Constant i at offset 4 i; zeros keep the default. Constants 4, 17 and 18 are bools: 4 bytes
      * (VkBool32) as well, 0 or 1. */
@@ -218,19 +233,19 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         log_statistics(ctx, kernel, *out);
     if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
-               "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u S_TX=%u O_TX=%u "
-               "tiles=%s tuning=%u unroll=%u",
-               kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->fwd_bm,
-               spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx,
+               "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u S_TX=%u "
+               "O_TX=%u tiles=%s tuning=%u unroll=%u",
+               kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
+               spec->fwd_bm, spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx,
                spec->fwd_tile16 ? "16-bit" : "f32", spec->fwd_variant, spec->fwd_unroll);
     else
         fa_log(ctx, FA_LOG_DEBUG,
-               "vulkan: built %s (variant %d) D=%u causal=%u BM=%u BN=%u NT=%u SX=%u KX=%u QX=%u "
-               "DP=%u DC=%u RK=%u RQ=%u align4=%u unroll=%u",
-               kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->bwd_bm,
-               spec->bwd_bn, spec->bwd_threads, spec->bwd_sx, spec->bwd_kx, spec->bwd_qx,
-               spec->bwd_dp, spec->bwd_dc, spec->bwd_rk, spec->bwd_rq, spec->bwd_align4,
-               spec->bwd_unroll);
+               "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u SX=%u KX=%u "
+               "QX=%u DP=%u DC=%u RK=%u RQ=%u align4=%u unroll=%u",
+               kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
+               spec->bwd_bm, spec->bwd_bn, spec->bwd_threads, spec->bwd_sx, spec->bwd_kx,
+               spec->bwd_qx, spec->bwd_dp, spec->bwd_dc, spec->bwd_rk, spec->bwd_rq,
+               spec->bwd_align4, spec->bwd_unroll);
     return FA_OK;
 }
 

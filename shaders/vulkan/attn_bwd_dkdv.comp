@@ -20,7 +20,7 @@ void main()
 {
     const uint lid = gl_LocalInvocationID.x;
     const uint n0 = gl_WorkGroupID.x * BN, hk = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-    const uint heads_q = gl_NumWorkGroups.y * pc.gqa;
+    const uint heads_q = gl_NumWorkGroups.y * GQA;
     const uint keys = min(BN, pc.seq_k - n0);
     const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
     const uint kb = pc.k_off + b * pc.k_sb + hk * pc.k_sh + n0 * pc.k_ss;
@@ -39,8 +39,8 @@ void main()
     if (CAUSAL)
         m_begin = uint(clamp(int(n0) - diag, 0, int(pc.seq_q))) / BM * BM;
     const uint tiles = (pc.seq_q - m_begin + BM - 1u) / BM;
-    for (uint t = 0; t < pc.gqa * tiles; t++) {
-        const uint h = hk * pc.gqa + t / tiles;
+    for (uint t = 0; t < GQA * tiles; t++) {
+        const uint h = hk * GQA + t / tiles;
         const uint m0 = m_begin + t % tiles * BM;
         const uint rows = min(BM, pc.seq_q - m0);
         const uint qb = pc.q_off + b * pc.q_sb + h * pc.q_sh + m0 * pc.q_ss;

@@ -15,7 +15,7 @@ void main()
 {
     const uint lid = gl_LocalInvocationID.x;
     const uint m0 = gl_WorkGroupID.x * BM, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-    const uint hk = h / pc.gqa;
+    const uint hk = h / GQA;
     const uint rows = min(BM, pc.seq_q - m0);
     const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
     const uint qb = pc.q_off + b * pc.q_sb + h * pc.q_sh + m0 * pc.q_ss;

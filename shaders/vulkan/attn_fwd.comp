@@ -73,7 +73,7 @@ layout(push_constant) uniform Params {
     uint v_off, v_sb, v_ss, v_sh;
     uint o_off, o_sb, o_ss, o_sh;
     uint lse_off, lse_sb, lse_ss, lse_sh;
-    uint seq_q, seq_k, gqa, has_lse;
+    uint seq_q, seq_k, has_lse;
     float scale_log2; // scale * log2(e)
 } pc;
 
@@ -336,7 +336,7 @@ void main()
 {
     const uint lid = gl_LocalInvocationID.x;
     const uint q0 = gl_WorkGroupID.x * BM, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-    const uint hk = h / pc.gqa;
+    const uint hk = h / GQA;
     const uint rows = min(BM, pc.seq_q - q0);
     const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
     const float NEG_INF = neg_inf();

@@ -61,7 +61,7 @@ layout(push_constant) uniform Params {
     uint do_off, do_sb, do_ss, do_sh;
     uint g0_off, g0_sb, g0_ss, g0_sh;
     uint g1_off, g1_sb, g1_ss, g1_sh;
-    uint seq_q, seq_k, gqa, delta_off;
+    uint seq_q, seq_k, delta_off;
     float scale;
     float scale_log2;
 } pc;
