@@ -1,8 +1,9 @@
 /* Forward and backward on CUDA: picks a kernel for each call and launches it on the context's
- * stream. f16/bf16 with head dim <= 128 and 16-byte aligned rows take the tensor-core kernels
- * (when their shared memory fits the device); everything else (f32, unaligned views, head dim
- * > 128) the general CUDA-core kernels. The backward runs Delta = rowsum(dO * O), then dK/dV per
- * key block and dQ per query block, each recomputing P from the LSE. The tensor-core backward,
+ * stream. f16/bf16 with 16-byte aligned rows take the tensor-core kernels when their shared
+ * memory fits the device: the forward up to head dim 256 (kernels for 32, 64, 96, 128 and 256),
+ * the backward up to 128 (kernels for 64 and 128); everything else (f32, unaligned views, larger
+ * head dims) the general CUDA-core kernels. The backward runs Delta = rowsum(dO * O), then dK/dV
+ * per key block and dQ per query block, each recomputing P from the LSE. The tensor-core backward,
  * unless the call asks for determinism, instead adds dQ with f32 atomics to a zeroed accumulator
  * from the dK/dV kernel and converts it at the end: fewer FLOPs, but the order of the additions
  * (and so the last bits of dQ) varies run to run. Every other path uses no atomics. That atomic
@@ -91,6 +92,13 @@ static int dpt_index(int64_t head_dim)
     return head_dim <= 64 ? 0 : head_dim <= 128 ? 1 : 2;
 }
 
+/* which tensor-core forward serves a head dim: 32, 64, 96, 128 or 256 (0-4), the head dim padded
+ * up to it with zeros */
+static int fwd_dim_index(int64_t head_dim)
+{
+    return head_dim <= 32 ? 0 : head_dim <= 64 ? 1 : head_dim <= 96 ? 2 : head_dim <= 128 ? 3 : 4;
+}
+
 static unsigned blocks(int64_t n, int64_t per)
 {
     return (unsigned)((n + per - 1) / per);
@@ -138,24 +146,33 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
     fa_cuda_params p = params_of(call, false);
     const size_t es = fa_dtype_size(call->dtype);
     const int dt = dtype_index(call->dtype);
-    const unsigned d = call->head_dim > 64 ? 128 : 64;
-    const unsigned mt = 2; /* 16-row m-tiles per warp: MT in shaders/cuda/fa_kernels.cu */
-    const unsigned smem = (FA_FWD_MMA_BQ + 4 * FA_FWD_MMA_BK(d)) * d * 2; /* Q, K and V x2 */
-    const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
+    /* the tensor-core kernel's head dim: the head dim rounded up to 32, 64, 96, 128 or 256 */
+    const int di = fwd_dim_index(call->head_dim);
+    static const unsigned dims[5] = {32, 64, 96, 128, 256};
+    const unsigned d = dims[di];
+    /* head dim 256: 128-row blocks (8 warps) where a 64-row block would be alone on an SM
+     * (two do not fit the opt-in limit, as on sm_80) and a 128-row one fits */
+    const bool wide = d == 256 && 2 * FA_FWD_MMA_SMEM(256, FA_FWD_MMA_BQ_D256) > st->smem_optin &&
+                      FA_FWD_MMA_SMEM(256, FA_FWD_MMA_BQ_D256_WIDE) <= st->smem_optin;
+    const unsigned bq = wide ? FA_FWD_MMA_BQ_D256_WIDE : FA_FWD_MMA_BQ_D(d);
+    const unsigned smem = FA_FWD_MMA_SMEM(d, bq); /* Q, K and V x2 */
+    const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 256 &&
                       (int)smem <= st->smem_optin && views_aligned(&p, false, es);
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;
     if (fast) {
-        static const fa_cuda_kernel mma[2][2] = {
-            {FA_CUDA_K_FWD_MMA_F16_D64, FA_CUDA_K_FWD_MMA_F16_D128},
-            {FA_CUDA_K_FWD_MMA_BF16_D64, FA_CUDA_K_FWD_MMA_BF16_D128},
+        static const fa_cuda_kernel mma[2][5] = {
+            {FA_CUDA_K_FWD_MMA_F16_D32, FA_CUDA_K_FWD_MMA_F16_D64, FA_CUDA_K_FWD_MMA_F16_D96,
+             FA_CUDA_K_FWD_MMA_F16_D128, FA_CUDA_K_FWD_MMA_F16_D256},
+            {FA_CUDA_K_FWD_MMA_BF16_D32, FA_CUDA_K_FWD_MMA_BF16_D64, FA_CUDA_K_FWD_MMA_BF16_D96,
+             FA_CUDA_K_FWD_MMA_BF16_D128, FA_CUDA_K_FWD_MMA_BF16_D256},
         };
-        const int wide = call->head_dim > 64;
-        const unsigned threads = FA_FWD_MMA_BQ / (16 * mt) * 32;
-        status = launch(ctx, mma[dt - 1][wide], blocks(call->seq_q, FA_FWD_MMA_BQ),
-                        (unsigned)call->heads_q, (unsigned)call->batch, threads, smem, &p,
-                        "launching the tensor-core forward");
+        static const fa_cuda_kernel mma_wide[2] = {FA_CUDA_K_FWD_MMA_Q128_F16_D256,
+                                                   FA_CUDA_K_FWD_MMA_Q128_BF16_D256};
+        status = launch(ctx, wide ? mma_wide[dt - 1] : mma[dt - 1][di], blocks(call->seq_q, bq),
+                        (unsigned)call->heads_q, (unsigned)call->batch, FA_FWD_MMA_THREADS(d, bq),
+                        smem, &p, "launching the tensor-core forward");
     } else {
         static const fa_cuda_kernel gen[3][3] = {
             {FA_CUDA_K_FWD_GEN_F32_8, FA_CUDA_K_FWD_GEN_F32_16, FA_CUDA_K_FWD_GEN_F32_32},

@@ -13,6 +13,14 @@
     X(FWD_MMA_F16_D128, "fa_fwd_mma_f16_d128")                                                     \
     X(FWD_MMA_BF16_D64, "fa_fwd_mma_bf16_d64")                                                     \
     X(FWD_MMA_BF16_D128, "fa_fwd_mma_bf16_d128")                                                   \
+    X(FWD_MMA_F16_D32, "fa_fwd_mma_f16_d32")                                                       \
+    X(FWD_MMA_F16_D96, "fa_fwd_mma_f16_d96")                                                       \
+    X(FWD_MMA_F16_D256, "fa_fwd_mma_f16_d256")                                                     \
+    X(FWD_MMA_BF16_D32, "fa_fwd_mma_bf16_d32")                                                     \
+    X(FWD_MMA_BF16_D96, "fa_fwd_mma_bf16_d96")                                                     \
+    X(FWD_MMA_BF16_D256, "fa_fwd_mma_bf16_d256")                                                   \
+    X(FWD_MMA_Q128_F16_D256, "fa_fwd_mma_q128_f16_d256")                                           \
+    X(FWD_MMA_Q128_BF16_D256, "fa_fwd_mma_q128_bf16_d256")                                         \
     X(FWD_GEN_F32_8, "fa_fwd_gen_f32_8")                                                           \
     X(FWD_GEN_F32_16, "fa_fwd_gen_f32_16")                                                         \
     X(FWD_GEN_F32_32, "fa_fwd_gen_f32_32")                                                         \
