@@ -6,7 +6,7 @@
 //   fa_bwd_delta_<dtype>                Delta = rowsum(dO * O)
 //   fa_bwd_dq_gen_<dtype>_<dpt>         general dQ
 //   fa_bwd_dkdv_gen_<dtype>_<dpt>       general dK, dV
-//   fa_bwd_v4_<dtype>_d<64|128>         tensor-core dK, dV, and dQ into an f32 accumulator with
+//   fa_bwd_v4_<dtype>_d<32|64|96|128>   tensor-core dK, dV, and dQ into an f32 accumulator with
 //                                        atomics (the default backward where its smem fits)
 //   fa_bwd_v4_q128_<dtype>_d64          the same with 128-row query tiles
 //   (FA_CUDA_BWD4_QTILE_D64=128) fa_bwd_dkdv_dq_mma_<dtype>_d<64|128> the same, backward v3 (less
@@ -82,6 +82,10 @@ FA_BWD_MMA(fa_bwd_v4_f16_d64, fa_bwd_v4, __half, 64, FA_BWD4_QTILE)
 FA_BWD_MMA(fa_bwd_v4_f16_d128, fa_bwd_v4, __half, 128, FA_BWD4_QTILE)
 FA_BWD_MMA(fa_bwd_v4_bf16_d64, fa_bwd_v4, __nv_bfloat16, 64, FA_BWD4_QTILE)
 FA_BWD_MMA(fa_bwd_v4_bf16_d128, fa_bwd_v4, __nv_bfloat16, 128, FA_BWD4_QTILE)
+FA_BWD_MMA(fa_bwd_v4_f16_d32, fa_bwd_v4, __half, 32, FA_BWD4_QTILE)
+FA_BWD_MMA(fa_bwd_v4_f16_d96, fa_bwd_v4, __half, 96, FA_BWD4_QTILE)
+FA_BWD_MMA(fa_bwd_v4_bf16_d32, fa_bwd_v4, __nv_bfloat16, 32, FA_BWD4_QTILE)
+FA_BWD_MMA(fa_bwd_v4_bf16_d96, fa_bwd_v4, __nv_bfloat16, 96, FA_BWD4_QTILE)
 FA_BWD_MMA(fa_bwd_v4_q128_f16_d64, fa_bwd_v4, __half, 64, FA_BWD4_QTILE_WIDE)
 FA_BWD_MMA(fa_bwd_v4_q128_bf16_d64, fa_bwd_v4, __nv_bfloat16, 64, FA_BWD4_QTILE_WIDE)
 FA_BWD_MMA(fa_bwd_dkdv_mma_f16_d64, fa_bwd_dkdv_mma, __half, 64, false)
