@@ -1,8 +1,10 @@
 /* Forward and backward on CUDA: picks a kernel for each call and launches it on the context's
- * stream. f16/bf16 with head dim <= 128 and 16-byte aligned rows take the tensor-core kernels
- * (when their shared memory fits the device); everything else (f32, unaligned views, head dim
- * > 128) the general CUDA-core kernels. The backward runs Delta = rowsum(dO * O), then dK/dV per
- * key block and dQ per query block, each recomputing P from the LSE. The tensor-core backward,
+ * stream. f16/bf16 with 16-byte aligned rows take the tensor-core kernels when their shared
+ * memory fits the device: the forward up to head dim 256 (kernels for 32, 64, 96, 128 and 256),
+ * the backward up to 128 (v4 for 32, 64, 96 and 128; v3 and the deterministic kernels for 64 and
+ * 128); everything else (f32, unaligned views, larger head dims) the general CUDA-core kernels.
+ * The backward runs Delta = rowsum(dO * O), then dK/dV per key block and dQ per query block, each
+ * recomputing P from the LSE. The tensor-core backward,
  * unless the call asks for determinism, instead adds dQ with f32 atomics to a zeroed accumulator
  * from the dK/dV kernel and converts it at the end: fewer FLOPs, but the order of the additions
  * (and so the last bits of dQ) varies run to run. Every other path uses no atomics. That atomic
@@ -91,6 +93,13 @@ static int dpt_index(int64_t head_dim)
     return head_dim <= 64 ? 0 : head_dim <= 128 ? 1 : 2;
 }
 
+/* which tensor-core kernel serves a head dim: 32, 64, 96, 128 or 256 (0-4), the head dim padded
+ * up to it with zeros (the forward has all five, backward v4 the first four) */
+static int mma_dim_index(int64_t head_dim)
+{
+    return head_dim <= 32 ? 0 : head_dim <= 64 ? 1 : head_dim <= 96 ? 2 : head_dim <= 128 ? 3 : 4;
+}
+
 static unsigned blocks(int64_t n, int64_t per)
 {
     return (unsigned)((n + per - 1) / per);
@@ -138,24 +147,37 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
     fa_cuda_params p = params_of(call, false);
     const size_t es = fa_dtype_size(call->dtype);
     const int dt = dtype_index(call->dtype);
-    const unsigned d = call->head_dim > 64 ? 128 : 64;
-    const unsigned mt = 2; /* 16-row m-tiles per warp: MT in shaders/cuda/fa_kernels.cu */
-    const unsigned smem = (FA_FWD_MMA_BQ + 4 * FA_FWD_MMA_BK(d)) * d * 2; /* Q, K and V x2 */
-    const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
+    /* the tensor-core kernel's head dim: the head dim rounded up to 32, 64, 96, 128 or 256 */
+    const int di = mma_dim_index(call->head_dim);
+    static const unsigned dims[5] = {32, 64, 96, 128, 256};
+    const unsigned d = dims[di];
+    /* head dim 256: 128-row blocks (8 warps) where a 64-row block would be alone on an SM
+     * (two do not fit the opt-in limit, as on sm_80) and a 128-row one fits, unless
+     * FA_CUDA_FWD_QTILE_D256 says which (128 only where it fits) */
+    const int wide_smem = FA_FWD_MMA_SMEM(256, FA_FWD_MMA_BQ_D256_WIDE);
+    const bool wide_auto = 2 * FA_FWD_MMA_SMEM(256, FA_FWD_MMA_BQ_D256) > st->smem_optin;
+    const bool wide =
+        d == 256 && wide_smem <= st->smem_optin &&
+        (st->fwd_qtile_d256 ? st->fwd_qtile_d256 == FA_FWD_MMA_BQ_D256_WIDE : wide_auto);
+    const unsigned bq = wide ? FA_FWD_MMA_BQ_D256_WIDE : FA_FWD_MMA_BQ_D(d);
+    const unsigned smem = FA_FWD_MMA_SMEM(d, bq); /* Q, K and V x2 */
+    const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 256 &&
                       (int)smem <= st->smem_optin && views_aligned(&p, false, es);
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;
     if (fast) {
-        static const fa_cuda_kernel mma[2][2] = {
-            {FA_CUDA_K_FWD_MMA_F16_D64, FA_CUDA_K_FWD_MMA_F16_D128},
-            {FA_CUDA_K_FWD_MMA_BF16_D64, FA_CUDA_K_FWD_MMA_BF16_D128},
+        static const fa_cuda_kernel mma[2][5] = {
+            {FA_CUDA_K_FWD_MMA_F16_D32, FA_CUDA_K_FWD_MMA_F16_D64, FA_CUDA_K_FWD_MMA_F16_D96,
+             FA_CUDA_K_FWD_MMA_F16_D128, FA_CUDA_K_FWD_MMA_F16_D256},
+            {FA_CUDA_K_FWD_MMA_BF16_D32, FA_CUDA_K_FWD_MMA_BF16_D64, FA_CUDA_K_FWD_MMA_BF16_D96,
+             FA_CUDA_K_FWD_MMA_BF16_D128, FA_CUDA_K_FWD_MMA_BF16_D256},
         };
-        const int wide = call->head_dim > 64;
-        const unsigned threads = FA_FWD_MMA_BQ / (16 * mt) * 32;
-        status = launch(ctx, mma[dt - 1][wide], blocks(call->seq_q, FA_FWD_MMA_BQ),
-                        (unsigned)call->heads_q, (unsigned)call->batch, threads, smem, &p,
-                        "launching the tensor-core forward");
+        static const fa_cuda_kernel mma_wide[2] = {FA_CUDA_K_FWD_MMA_Q128_F16_D256,
+                                                   FA_CUDA_K_FWD_MMA_Q128_BF16_D256};
+        status = launch(ctx, wide ? mma_wide[dt - 1] : mma[dt - 1][di], blocks(call->seq_q, bq),
+                        (unsigned)call->heads_q, (unsigned)call->batch, FA_FWD_MMA_THREADS(d, bq),
+                        smem, &p, "launching the tensor-core forward");
     } else {
         static const fa_cuda_kernel gen[3][3] = {
             {FA_CUDA_K_FWD_GEN_F32_8, FA_CUDA_K_FWD_GEN_F32_16, FA_CUDA_K_FWD_GEN_F32_32},
@@ -213,7 +235,12 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         2 * FA_BWD_ROWS * d * 2 + 4 * FA_BWD_QTILE(d) * d * 2 + 2 * FA_BWD_QTILE(d) * 4;
     const unsigned dq_smem = 2 * FA_BWD_ROWS * d * 2 + 4 * FA_BWD_TILE * d * 2;
     const unsigned dkdv_dq_smem = dkdv_smem + FA_BWD_ROWS * FA_BWD_QTILE(d) * 2; /* + dS^T */
-    unsigned v4_smem = FA_BWD4_SMEM(d);
+    /* backward v4 has kernels for head dims 32, 64, 96 and 128 (v3 and the deterministic
+     * kernels 64 and 128 only) */
+    const int di4 = mma_dim_index(call->head_dim); /* 0-3 wherever fast is true */
+    static const unsigned dims4[4] = {32, 64, 96, 128};
+    const unsigned d4 = dims4[di4 < 3 ? di4 : 3];
+    unsigned v4_smem = FA_BWD4_SMEM(d4);
     const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
                       (int)dkdv_smem <= st->smem_optin && (int)dq_smem <= st->smem_optin &&
                       views_aligned(&p, true, es);
@@ -222,7 +249,7 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     const bool v4 = fast && !st->force_bwd_v3 && (int)v4_smem <= st->smem_optin;
     /* v4's 128-row query tiles at head dim 64, when asked for and they fit (sm_80, sm_90) */
     const unsigned v4_q128_smem = FA_BWD4_SMEM_Q(64, FA_BWD4_QTILE_WIDE);
-    const bool v4_q128 = v4 && d == 64 && st->bwd4_q128_d64 && (int)v4_q128_smem <= st->smem_optin;
+    const bool v4_q128 = v4 && d4 == 64 && st->bwd4_q128_d64 && (int)v4_q128_smem <= st->smem_optin;
     if (v4_q128)
         v4_smem = v4_q128_smem;
     bool atomic_dq = fast && !call->deterministic && (v4 || (int)dkdv_dq_smem <= st->smem_optin);
@@ -279,9 +306,11 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         {FA_CUDA_K_BWD_DKDV_DQ_MMA_F16_D64, FA_CUDA_K_BWD_DKDV_DQ_MMA_F16_D128},
         {FA_CUDA_K_BWD_DKDV_DQ_MMA_BF16_D64, FA_CUDA_K_BWD_DKDV_DQ_MMA_BF16_D128},
     };
-    static const fa_cuda_kernel bwd_v4[2][2] = {
-        {FA_CUDA_K_BWD_V4_F16_D64, FA_CUDA_K_BWD_V4_F16_D128},
-        {FA_CUDA_K_BWD_V4_BF16_D64, FA_CUDA_K_BWD_V4_BF16_D128},
+    static const fa_cuda_kernel bwd_v4[2][4] = {
+        {FA_CUDA_K_BWD_V4_F16_D32, FA_CUDA_K_BWD_V4_F16_D64, FA_CUDA_K_BWD_V4_F16_D96,
+         FA_CUDA_K_BWD_V4_F16_D128},
+        {FA_CUDA_K_BWD_V4_BF16_D32, FA_CUDA_K_BWD_V4_BF16_D64, FA_CUDA_K_BWD_V4_BF16_D96,
+         FA_CUDA_K_BWD_V4_BF16_D128},
     };
     static const fa_cuda_kernel bwd_v4_q128[2] = {FA_CUDA_K_BWD_V4_Q128_F16_D64,
                                                   FA_CUDA_K_BWD_V4_Q128_BF16_D64};
@@ -297,7 +326,7 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
                         &p, "launching the backward's Delta");
     if (atomic_dq) {
         const int wide = d == 128;
-        const fa_cuda_kernel k4 = v4_q128 ? bwd_v4_q128[dt - 1] : bwd_v4[dt - 1][wide];
+        const fa_cuda_kernel k4 = v4_q128 ? bwd_v4_q128[dt - 1] : bwd_v4[dt - 1][d4 / 32 - 1];
         if (status == FA_OK && v4)
             status = launch(ctx, k4, blocks(call->seq_k, FA_BWD4_KEYS), hkv, b, FA_BWD_THREADS,
                             v4_smem, &p, "launching the tensor-core dK/dV/dQ (v4)");

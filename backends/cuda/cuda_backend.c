@@ -219,6 +219,9 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     st->force_bwd_v3 = bwd && strcmp(bwd, "v3") == 0;
     const char *qtile = getenv("FA_CUDA_BWD4_QTILE_D64");
     st->bwd4_q128_d64 = !qtile || atoi(qtile) != FA_BWD4_QTILE;
+    const char *fwd_qtile = getenv("FA_CUDA_FWD_QTILE_D256");
+    const int fq = fwd_qtile ? atoi(fwd_qtile) : 0;
+    st->fwd_qtile_d256 = fq == FA_FWD_MMA_BQ_D256 || fq == FA_FWD_MMA_BQ_D256_WIDE ? fq : 0;
     ctx->backend_state = st;
 
     fa_status status = FA_OK;
@@ -249,11 +252,15 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     fa_cuda_leave(ctx);
     if (status != FA_OK)
         goto fail;
-    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s", info->name,
+    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s", info->name,
            st->cc_major, st->cc_minor, info->compute_units,
            st->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "",
            st->force_bwd_v3 ? ", backward v3 (FA_CUDA_BWD=v3)" : "",
-           st->bwd4_q128_d64 ? ", backward v4 with 128-row query tiles at head dim 64" : "");
+           st->bwd4_q128_d64 ? ", backward v4 with 128-row query tiles at head dim 64" : "",
+           st->fwd_qtile_d256 == FA_FWD_MMA_BQ_D256_WIDE
+               ? ", forward with 128-row query blocks at head dim 256"
+           : st->fwd_qtile_d256 ? ", forward with 64-row query blocks at head dim 256"
+                                : "");
     return FA_OK;
 fail:
     release_state(st);

@@ -13,6 +13,14 @@
     X(FWD_MMA_F16_D128, "fa_fwd_mma_f16_d128")                                                     \
     X(FWD_MMA_BF16_D64, "fa_fwd_mma_bf16_d64")                                                     \
     X(FWD_MMA_BF16_D128, "fa_fwd_mma_bf16_d128")                                                   \
+    X(FWD_MMA_F16_D32, "fa_fwd_mma_f16_d32")                                                       \
+    X(FWD_MMA_F16_D96, "fa_fwd_mma_f16_d96")                                                       \
+    X(FWD_MMA_F16_D256, "fa_fwd_mma_f16_d256")                                                     \
+    X(FWD_MMA_BF16_D32, "fa_fwd_mma_bf16_d32")                                                     \
+    X(FWD_MMA_BF16_D96, "fa_fwd_mma_bf16_d96")                                                     \
+    X(FWD_MMA_BF16_D256, "fa_fwd_mma_bf16_d256")                                                   \
+    X(FWD_MMA_Q128_F16_D256, "fa_fwd_mma_q128_f16_d256")                                           \
+    X(FWD_MMA_Q128_BF16_D256, "fa_fwd_mma_q128_bf16_d256")                                         \
     X(FWD_GEN_F32_8, "fa_fwd_gen_f32_8")                                                           \
     X(FWD_GEN_F32_16, "fa_fwd_gen_f32_16")                                                         \
     X(FWD_GEN_F32_32, "fa_fwd_gen_f32_32")                                                         \
@@ -34,6 +42,10 @@
     X(BWD_V4_F16_D128, "fa_bwd_v4_f16_d128")                                                       \
     X(BWD_V4_BF16_D64, "fa_bwd_v4_bf16_d64")                                                       \
     X(BWD_V4_BF16_D128, "fa_bwd_v4_bf16_d128")                                                     \
+    X(BWD_V4_F16_D32, "fa_bwd_v4_f16_d32")                                                         \
+    X(BWD_V4_F16_D96, "fa_bwd_v4_f16_d96")                                                         \
+    X(BWD_V4_BF16_D32, "fa_bwd_v4_bf16_d32")                                                       \
+    X(BWD_V4_BF16_D96, "fa_bwd_v4_bf16_d96")                                                       \
     X(BWD_V4_Q128_F16_D64, "fa_bwd_v4_q128_f16_d64")                                               \
     X(BWD_V4_Q128_BF16_D64, "fa_bwd_v4_q128_bf16_d64")                                             \
     X(BWD_DQ_CONVERT_F16, "fa_bwd_dq_convert_f16")                                                 \
@@ -90,8 +102,10 @@ typedef struct fa_cuda_state {
     int smem_optin;     /* bytes of shared memory a block may opt in to */
     bool force_general; /* FA_CUDA_KERNELS=general: tensor-core paths off (testing) */
     bool force_bwd_v3;  /* FA_CUDA_BWD=v3: the atomic backward's v3 kernel instead of v4 */
-    bool bwd4_q128_d64; /* v4's 128-row query tiles at head dim 64 (off: FA_CUDA_BWD4_QTILE_D64=64)
+    bool bwd4_q128_d64; /* v4's 128-row query tiles at head dim 64 (FA_CUDA_BWD4_QTILE_D64=64: off)
                          */
+    int fwd_qtile_d256; /* FA_CUDA_FWD_QTILE_D256=64|128: the forward's query rows per block at
+                           head dim 256 (0: chosen by shared memory) */
     CUdeviceptr workspace; /* f32 scratch of the backward (Delta, dQ sums), grown on demand */
     size_t workspace_bytes;
 } fa_cuda_state;

@@ -1,4 +1,5 @@
-// Backward v4, the default (atomic-dQ) backward for f16 and bf16 at head dim 64 and 128: one
+// Backward v4, the default (atomic-dQ) backward for f16 and bf16 at head dim 32, 64, 96 and 128
+// (the head dim padded up to the next with zeros): one
 // kernel produces dK, dV and (through an f32 accumulator and red.global.add) dQ, with
 // FlashAttention-2's tiling. v3 (fa_bwd_dkdv_mma with ATOMIC_DQ) stays for devices whose shared
 // memory is too small for this one and as the FA_CUDA_BWD=v3 fallback.
@@ -117,24 +118,35 @@ __device__ __forceinline__ void fa_bwd4_atb(float (&acc)[2][NT][4], unsigned x, 
 // cp.async of rows [r0, r0 + ROWS) of a (rows x head_dim) view into a swizzled tile (zeros past
 // n or head_dim). Thread `tid` always copies chunk tid % CH of rows tid / CH + k 256 / CH: with
 // 256 / CH a multiple of 8 the swizzle is the same for every k, so one address serves them all.
+// Otherwise (head dim 96) chunks tid + k 256 of the tile in row-major order, each swizzled alone.
 template <int D, int ROWS>
 __device__ __forceinline__ void fa_bwd4_load(unsigned dst, const void *src_v, long long stride,
                                              int r0, int n, int head_dim, int tid)
 {
     constexpr int CH = D / 8, RPI = FA_BWD_THREADS / CH;
-    static_assert(RPI % 8 == 0 && ROWS % RPI == 0, "rows per pass");
     const unsigned short *src = (const unsigned short *)src_v;
-    const int ch = tid % CH, row = tid / CH;
-    const bool ch_ok = ch * 8 < head_dim;
-    const unsigned short *s = src + (r0 + row) * stride + ch * 8;
-    unsigned d = dst + fa_swz<CH>(row, ch);
-    // not unrolled: inside the main loop, unrolled copies keep their row offsets in registers
+    if constexpr (FA_BWD_THREADS % CH != 0 || RPI % 8 != 0) {
+        static_assert(ROWS * CH % FA_BWD_THREADS == 0, "whole chunks per thread");
 #pragma unroll 1
-    for (int r = r0 + row; r < r0 + ROWS; r += RPI) {
-        const bool ok = ch_ok && r < n;
-        fa_cp_async16(d, ok ? s : src, ok);
-        s += RPI * stride;
-        d += RPI * CH * 16;
+        for (int c = tid; c < ROWS * CH; c += FA_BWD_THREADS) {
+            const int row = c / CH, ch = c % CH, r = r0 + row;
+            const bool ok = ch * 8 < head_dim && r < n;
+            fa_cp_async16(dst + fa_swz<CH>(row, ch), ok ? src + r * stride + ch * 8 : src, ok);
+        }
+    } else {
+        static_assert(ROWS % RPI == 0, "rows per pass");
+        const int ch = tid % CH, row = tid / CH;
+        const bool ch_ok = ch * 8 < head_dim;
+        const unsigned short *s = src + (r0 + row) * stride + ch * 8;
+        unsigned d = dst + fa_swz<CH>(row, ch);
+        // not unrolled: inside the main loop, unrolled copies keep their row offsets in registers
+#pragma unroll 1
+        for (int r = r0 + row; r < r0 + ROWS; r += RPI) {
+            const bool ok = ch_ok && r < n;
+            fa_cp_async16(d, ok ? s : src, ok);
+            s += RPI * stride;
+            d += RPI * CH * 16;
+        }
     }
 }
 
@@ -159,7 +171,7 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
     constexpr int DQ = D * WR / 8;       // dQ columns per warp
     constexpr int DW = D / 2;            // dK/dV columns per warp (2 warps along the head dim)
     constexpr unsigned KV_BYTES = BN * D * 2, Q_BYTES = BM * D * 2, P_BYTES = BM * BN * 2;
-    static_assert(FA_BWD_THREADS == 256 && (BM == 64 || BM == 128) && DQ % 16 == 0,
+    static_assert(FA_BWD_THREADS == 256 && (BM == 64 || BM == 128) && DQ % 8 == 0,
                   "8 warps: WR x (8 / WR), 4 x 2 and WR x (8 / WR) layouts");
     static_assert(FA_BWD4_SMEM_Q(D, BM) == 2 * KV_BYTES + 4 * Q_BYTES + 2 * P_BYTES + 16 * BM,
                   "the host's shared memory size (fa_cuda_abi.h)");
@@ -347,6 +359,15 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
                         fa_mma16816<T>(dq[mt][2 * np], af[mt], b0, b1);
                         fa_mma16816<T>(dq[mt][2 * np + 1], af[mt], b2, b3);
                     }
+                }
+                if constexpr (DQ % 16 != 0) { // an odd last n-tile (head dims 32, 96): lanes
+                    // 0-15 address its two matrices (lane >> 4 = 0 there)
+                    unsigned b0, b1;
+                    fa_ldmatrix_x2_trans(sK + fa_swz<CH>(16 * ks + brow, bcol + 2 * (DQ / 16)), b0,
+                                         b1);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++)
+                        fa_mma16816<T>(dq[mt][DQ / 8 - 1], af[mt], b0, b1);
                 }
             }
             float *dst =

@@ -90,6 +90,14 @@ __device__ __forceinline__ void fa_ldmatrix_x4_trans(unsigned addr, unsigned &r0
                  : "r"(addr));
 }
 
+// Two matrices: lanes 0-15 give the row addresses (those of lanes 16-31 are not read).
+__device__ __forceinline__ void fa_ldmatrix_x2_trans(unsigned addr, unsigned &r0, unsigned &r1)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r0), "=r"(r1)
+                 : "r"(addr));
+}
+
 // D += A (16x16, row) * B (16x8, col), f32 accumulate.
 template <typename T>
 __device__ __forceinline__ void fa_mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,

@@ -22,11 +22,16 @@ typedef struct fa_cuda_params {
     float scale_log2; /* scale * log2(e): scores go through exp2 */
 } fa_cuda_params;
 
-/* Tiles of the tensor-core forward (shaders/cuda/fa_forward_mma.cuh); the host sizes its
- * dynamic shared memory from them: (BQ + 4 BK) * d * 2 bytes (Q, and K and V double-buffered).
- * Both sides take overrides from the CMake cache variable FA_CUDA_DEFINES, e.g.
- * "FA_FWD_MMA_BK_D128=32" or "FA_FWD_MMA_BK_D64=64" (earlier tilings). BK = 128 at head dim 64
- * measured 268 -> 288 TF/s on the H200 (f16, N = 16k; docs/PERF.md). */
+/* Tiles of the tensor-core forward (shaders/cuda/fa_forward_mma.cuh), one kernel per head dim
+ * 32, 64, 96, 128 and 256 (smaller head dims padded up to the next). The host sizes its dynamic
+ * shared memory from them: (BQ + 4 BK) * d * 2 bytes (Q, and K and V double-buffered). Head dims
+ * up to 128 take BQ = 128 query rows per block, 4 warps of 32 rows (the kernels' MT = 2); 256
+ * warps of 16 rows (MT = 1), so that O fits in 128 registers a thread, and 32-key tiles:
+ * 64 rows (4 warps, 96 KiB: every target, two blocks an SM on sm_90) or, where one block of
+ * those would be alone on an SM (sm_80: 163 KiB), 128 rows (8 warps, 128 KiB). Both sides take
+ * overrides from the CMake cache variable FA_CUDA_DEFINES, e.g. "FA_FWD_MMA_BK_D128=32" or
+ * "FA_FWD_MMA_BK_D64=64" (earlier tilings; BK = 128 at head dim 64 measured 268 -> 288 TF/s on
+ * the H200, f16, N = 16k, docs/PERF.md). Head dim 32 takes D64's key tile, 96 D128's. */
 #define FA_FWD_MMA_BQ 128
 #ifndef FA_FWD_MMA_BK_D64
 #define FA_FWD_MMA_BK_D64 128
@@ -34,7 +39,17 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_MMA_BK_D128
 #define FA_FWD_MMA_BK_D128 64
 #endif
-#define FA_FWD_MMA_BK(d) ((d) > 64 ? FA_FWD_MMA_BK_D128 : FA_FWD_MMA_BK_D64)
+#ifndef FA_FWD_MMA_BK_D256
+#define FA_FWD_MMA_BK_D256 32
+#endif
+#define FA_FWD_MMA_BQ_D256 64
+#define FA_FWD_MMA_BQ_D256_WIDE 128
+#define FA_FWD_MMA_BK(d)                                                                           \
+    ((d) > 128 ? FA_FWD_MMA_BK_D256 : (d) > 64 ? FA_FWD_MMA_BK_D128 : FA_FWD_MMA_BK_D64)
+#define FA_FWD_MMA_BQ_D(d) ((d) > 128 ? FA_FWD_MMA_BQ_D256 : FA_FWD_MMA_BQ) /* the default */
+#define FA_FWD_MMA_MT(d) ((d) > 128 ? 1 : 2) /* 16-row m-tiles per warp */
+#define FA_FWD_MMA_THREADS(d, bq) ((bq) / (16 * FA_FWD_MMA_MT(d)) * 32)
+#define FA_FWD_MMA_SMEM(d, bq) (((bq) + 4 * FA_FWD_MMA_BK(d)) * (d)*2)
 
 /* The general (CUDA-core) kernels of shaders/cuda/fa_general.cuh: threads per block, query rows
  * per block, keys per shared tile. */

@@ -1,12 +1,15 @@
-// The tensor-core forward, FlashAttention-2 style, for f16 and bf16 with head dim 64 or 128
-// (smaller head dims run padded up to the next one, the padding loaded as zeros).
+// The tensor-core forward, FlashAttention-2 style, for f16 and bf16 with head dim 32, 64, 96, 128
+// or 256 (other head dims run padded up to the next one, the padding loaded as zeros).
 //
-// One block owns 128 query rows of one (batch, head): 4 warps of 32 rows (MT = 2, the build's
-// choice; 8 warps of 16 rows with Q fragments in registers is MT = 1). K and V stream through
-// shared memory in tiles of FA_FWD_MMA_BK(D) keys (64; fa_cuda_abi.h, shared with the host),
-// two buffers deep: cp.async fetches tile n+1 while tile n is computed (Q 32 KiB + K/V 64 KiB
-// at head dim 128, so two blocks fit an SM).
-// Shared tiles are XOR-swizzled by 16-byte chunk (chunk ^ (row & 7)) so that ldmatrix reads
+// One block owns BQ = 128 query rows of one (batch, head): 4 warps of 32 rows (MT = 2, the
+// build's choice; 8 warps of 16 rows with Q fragments in registers is MT = 1). At head dim 256,
+// BQ = 64 or 128 rows in warps of 16 (MT = 1, Q fragments re-read from shared memory): O alone
+// is 128 registers a thread there. K and V stream through shared memory in tiles of
+// FA_FWD_MMA_BK(D) keys (64; 32 at head dim 256; fa_cuda_abi.h, shared with the host), two
+// buffers deep: cp.async fetches tile n+1 while tile n is computed (Q 32 KiB + K/V 64 KiB at
+// head dim 128, so two blocks fit an SM).
+// Shared tiles are XOR-swizzled by 16-byte chunk (chunk ^ (row & 7); at head dims 32 and 96,
+// whose rows are 4 (mod 8) chunks, chunk ^ ((row >> 1) & 3), see fa_swz) so that ldmatrix reads
 // eight rows without bank conflicts. Per tile: S = Q K^T (mma.sync m16n8k16, f32 accumulate)
 // one k16 step at a time (Q fragments re-read per step, K fragments by x4 ldmatrix over two
 // n-tiles), scale and (only on tiles that cross the causal diagonal or the end of the keys)
@@ -32,20 +35,43 @@
 #define FA_FWD_RESCALE_SLACK 8.f
 #endif
 
-// Byte offset of 16-byte chunk `ch` of row `row` in a swizzled tile with CH chunks per row.
+// Byte offset of 16-byte chunk `ch` of row `row` in a swizzled tile with CH chunks per row
+// (CH a multiple of 4). Rows of a multiple of 8 chunks (128 bytes) swizzle within groups of 8
+// chunks by row & 7; rows of 4 (mod 8) chunks (head dims 32, 96) within groups of 4 by
+// (row >> 1) & 3: two consecutive rows then cover the 8 bank groups, so the 8 rows of one
+// ldmatrix matrix still meet no bank conflict.
 template <int CH> __device__ __forceinline__ unsigned fa_swz(int row, int ch)
 {
-    return (unsigned)((row * CH + (ch ^ (row & 7))) * 16);
+    static_assert(CH % 4 == 0, "rows of a multiple of 4 chunks (head dim a multiple of 32)");
+    if constexpr (CH % 8 == 0)
+        return (unsigned)((row * CH + (ch ^ (row & 7))) * 16);
+    else
+        return (unsigned)((row * CH + (ch ^ ((row >> 1) & 3))) * 16);
 }
 
-// MT = 16-row m-tiles per warp. MT = 1: 8 warps, Q fragments held in registers. MT = 2: 4 warps
-// of 32 rows, Q fragments re-read from shared memory, every K/V fragment feeding two mma (half
-// the shared-memory traffic per FLOP).
-template <typename T, int D, int MT>
+// The address of k16 step `kk` (chunks 2 kk, 2 kk + 1) from a lane's step-0 ldmatrix address
+// `a` (row base + swizzled chunk; rows start on 64 bytes, tiles on 1 KiB). With 8-chunk
+// swizzle groups the step's chunk bits only meet the swizzle by XOR; with 4-chunk groups the
+// low bit of kk does, and the rest adds whole groups (64 bytes).
+template <int CH> __device__ __forceinline__ unsigned fa_kstep(unsigned a, int kk)
+{
+    if constexpr (CH % 8 == 0)
+        return a ^ (kk << 5);
+    else
+        return (a ^ ((kk & 1) << 5)) + (kk >> 1) * 64;
+}
+
+// MT = 16-row m-tiles per warp. MT = 1: BQ / 16 warps, Q fragments held in registers up to head
+// dim 128 (at 256 they would take 64 registers beside O's 128, so re-read there). MT = 2: BQ / 32
+// warps of 32 rows, Q fragments re-read from shared memory, every K/V fragment feeding two mma
+// (half the shared-memory traffic per FLOP). BQ: query rows per block.
+template <typename T, int D, int MT, int BQ>
 __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
 {
-    constexpr int BQ = FA_FWD_MMA_BQ, BK = FA_FWD_MMA_BK(D), NT = BQ / (16 * MT) * 32, CH = D / 8;
+    constexpr int BK = FA_FWD_MMA_BK(D), NT = BQ / (16 * MT) * 32;
+    constexpr int CH = D / 8;
     constexpr int WR = 16 * MT; // rows per warp
+    constexpr bool QREG = MT == 1 && D <= 128;
     constexpr unsigned TILE_BYTES = BK * D * 2;
     extern __shared__ __align__(1024) unsigned char fa_fwd_smem[];
     const unsigned sQ = fa_smem_addr(fa_fwd_smem);
@@ -73,11 +99,13 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
         nfull = (int)min((long long)nfull, max(0LL, vis) / BK);
     }
 
-    // Tile loads: thread t copies 16-byte chunk t % CH of rows t / CH + i RS, RS = NT / CH (a
-    // multiple of 8, so every row it copies has the same swizzle).
-    constexpr int RS = NT / CH;
-    static_assert(RS % 8 == 0, "rows a thread copies must share their swizzle");
-    {
+    // Tile loads: thread t copies 16-byte chunk t % CH of rows t / CH + i RS, RS = NT / CH, when
+    // that is a whole multiple of 8 (every row it copies then has the same swizzle); otherwise
+    // (head dims 96, 256) chunks t + i NT of the tile in row-major order, each swizzled alone.
+    constexpr bool ROWS8 = NT % CH == 0 && (NT / CH) % 8 == 0;
+    constexpr int RS = ROWS8 ? NT / CH : 8;
+    static_assert((BQ * CH) % NT == 0 && (BK * CH) % NT == 0, "whole chunks per thread");
+    if constexpr (ROWS8) {
         const int lrow = tid / CH, lch = tid % CH;
         const unsigned l_off = fa_swz<CH>(lrow, lch);
 #pragma unroll
@@ -87,18 +115,37 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
             fa_cp_async16(sQ + l_off + i * RS * CH * 16, ok ? Qg + gr * p.q.stride_s + lch * 8 : Qg,
                           ok);
         }
+    } else {
+#pragma unroll
+        for (int i = 0; i < BQ * CH / NT; i++) {
+            const int c = tid + i * NT, lrow = c / CH, lch = c % CH, gr = q0 + lrow;
+            const bool ok = lch * 8 < p.head_dim && gr < p.seq_q;
+            fa_cp_async16(sQ + fa_swz<CH>(lrow, lch), ok ? Qg + gr * p.q.stride_s + lch * 8 : Qg,
+                          ok);
+        }
     }
     auto load_kv = [&](int tile, int buf) {
-        const int lrow = tid / CH, lch = tid % CH;
-        const unsigned off = buf * TILE_BYTES + fa_swz<CH>(lrow, lch);
+        if constexpr (ROWS8) {
+            const int lrow = tid / CH, lch = tid % CH;
+            const unsigned off = buf * TILE_BYTES + fa_swz<CH>(lrow, lch);
 #pragma unroll
-        for (int i = 0; i < BK / RS; i++) {
-            const int gr = tile * BK + lrow + i * RS;
-            const bool ok = lch * 8 < p.head_dim && gr < p.seq_k;
-            fa_cp_async16(sK + off + i * RS * CH * 16, ok ? Kg + gr * p.k.stride_s + lch * 8 : Kg,
-                          ok);
-            fa_cp_async16(sV + off + i * RS * CH * 16, ok ? Vg + gr * p.v.stride_s + lch * 8 : Vg,
-                          ok);
+            for (int i = 0; i < BK / RS; i++) {
+                const int gr = tile * BK + lrow + i * RS;
+                const bool ok = lch * 8 < p.head_dim && gr < p.seq_k;
+                fa_cp_async16(sK + off + i * RS * CH * 16,
+                              ok ? Kg + gr * p.k.stride_s + lch * 8 : Kg, ok);
+                fa_cp_async16(sV + off + i * RS * CH * 16,
+                              ok ? Vg + gr * p.v.stride_s + lch * 8 : Vg, ok);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < BK * CH / NT; i++) {
+                const int c = tid + i * NT, lrow = c / CH, lch = c % CH, gr = tile * BK + lrow;
+                const unsigned off = buf * TILE_BYTES + fa_swz<CH>(lrow, lch);
+                const bool ok = lch * 8 < p.head_dim && gr < p.seq_k;
+                fa_cp_async16(sK + off, ok ? Kg + gr * p.k.stride_s + lch * 8 : Kg, ok);
+                fa_cp_async16(sV + off, ok ? Vg + gr * p.v.stride_s + lch * 8 : Vg, ok);
+            }
         }
     };
     if (ntiles > 0)
@@ -113,16 +160,16 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
     // chunk XOR 2 kk: one LOP3 per k-step on a row base that stays in a register.
     const int r7 = lane & 7;
     const unsigned lane_row = (unsigned)((r7 + ((lane >> 3) & 1) * 8) * CH * 16);
-    const unsigned lane_x = (unsigned)(((lane >> 4) ^ r7) << 4);
+    const unsigned lane_x = (unsigned)(((lane >> 4) ^ (CH % 8 == 0 ? r7 : (r7 >> 1) & 3)) << 4);
     // XORed into the address itself: the tiles start 1 KiB-aligned, so 2 kk only meets
     // lane_x's bits. The row base, the lane's chunk and the buffer then fit in one register.
     const unsigned lane_off = lane_row + lane_x;
     const unsigned q_lane = sQ + warp * WR * CH * 16 + lane_off;
-    unsigned qf[MT == 1 ? D / 16 : 1][4];
-    if (MT == 1) {
+    unsigned qf[QREG ? D / 16 : 1][4];
+    if (QREG) {
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++)
-            fa_ldmatrix_x4(q_lane ^ (kk << 5), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+            fa_ldmatrix_x4(fa_kstep<CH>(q_lane, kk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
     }
 
     float o[MT][D / 8][4];
@@ -165,16 +212,16 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
             unsigned a[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
-                if (MT == 1) {
+                if (QREG) {
 #pragma unroll
                     for (int i = 0; i < 4; i++)
-                        a[mt][i] = qf[kk % (MT == 1 ? D / 16 : 1)][i];
+                        a[mt][i] = qf[kk % (QREG ? D / 16 : 1)][i];
                 } else {
-                    fa_ldmatrix_x4((q_lane ^ (kk << 5)) + mt * 16 * CH * 16, a[mt][0], a[mt][1],
+                    fa_ldmatrix_x4(fa_kstep<CH>(q_lane, kk) + mt * 16 * CH * 16, a[mt][0], a[mt][1],
                                    a[mt][2], a[mt][3]);
                 }
             }
-            const unsigned kaddr = (kb + lane_off) ^ (kk << 5);
+            const unsigned kaddr = fa_kstep<CH>(kb + lane_off, kk);
 #pragma unroll
             for (int j = 0; j < BK / 16; j++) {
                 // matrices: keys 0-7 | 8-15 of the pair (n-tiles 2 j, 2 j + 1) x chunk 0 | 1
@@ -291,7 +338,7 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
 #pragma unroll
                 for (int dp = 0; dp < D / 16; dp++) {
                     unsigned b0, b1, b2, b3;
-                    fa_ldmatrix_x4_trans(vaddr ^ (dp << 5), b0, b1, b2, b3);
+                    fa_ldmatrix_x4_trans(fa_kstep<CH>(vaddr, dp), b0, b1, b2, b3);
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++) {
                         fa_mma16816<T>(o[mt][2 * dp], pf[mt][k2], b0, b1);

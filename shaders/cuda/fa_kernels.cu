@@ -1,11 +1,12 @@
 // Every flashattn CUDA kernel, compiled in one unit into one fatbin (SASS for sm_80, sm_86,
 // sm_89, sm_90, PTX for newer). The host looks kernels up by these unmangled names:
-//   fa_fwd_mma_<dtype>_d<64|128>        tensor-core forward
+//   fa_fwd_mma_<dtype>_d<32|64|96|128|256> tensor-core forward (fa_fwd_mma_q128_<dtype>_d256:
+//                                        128-row query blocks at head dim 256)
 //   fa_fwd_gen_<dtype>_<dpt>            general forward (dpt = head_dim / 8 rounded up to 8/16/32)
 //   fa_bwd_delta_<dtype>                Delta = rowsum(dO * O)
 //   fa_bwd_dq_gen_<dtype>_<dpt>         general dQ
 //   fa_bwd_dkdv_gen_<dtype>_<dpt>       general dK, dV
-//   fa_bwd_v4_<dtype>_d<64|128>         tensor-core dK, dV, and dQ into an f32 accumulator with
+//   fa_bwd_v4_<dtype>_d<32|64|96|128>   tensor-core dK, dV, and dQ into an f32 accumulator with
 //                                        atomics (the default backward where its smem fits)
 //   fa_bwd_v4_q128_<dtype>_d64          the same with 128-row query tiles
 //   (FA_CUDA_BWD4_QTILE_D64=128) fa_bwd_dkdv_dq_mma_<dtype>_d<64|128> the same, backward v3 (less
@@ -17,17 +18,26 @@
 #include "fa_forward_mma.cuh"
 #include "fa_general.cuh"
 
-#define FA_FWD_MMA(name, T, D, MT)                                                                 \
-    extern "C" __global__ void __launch_bounds__(FA_FWD_MMA_BQ / (16 * MT) * 32, 1)                \
+// MT (16-row m-tiles per warp) from fa_cuda_abi.h: 32 rows per warp (MT = 2) up to head dim 128,
+// measured faster than 16 (MT = 1) on every row of the H200 grid; 16 at 256 (registers).
+#define FA_FWD_MMA(name, T, D, BQ)                                                                 \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_MMA_THREADS(D, BQ), 1)                     \
         name(fa_cuda_params p)                                                                     \
     {                                                                                              \
-        fa_fwd_mma<T, D, MT>(p);                                                                   \
+        fa_fwd_mma<T, D, FA_FWD_MMA_MT(D), BQ>(p);                                                 \
     }
-// 32 rows per warp (MT = 2): measured faster than 16 (MT = 1) on every row of the H200 grid
-FA_FWD_MMA(fa_fwd_mma_f16_d64, __half, 64, 2)
-FA_FWD_MMA(fa_fwd_mma_f16_d128, __half, 128, 2)
-FA_FWD_MMA(fa_fwd_mma_bf16_d64, __nv_bfloat16, 64, 2)
-FA_FWD_MMA(fa_fwd_mma_bf16_d128, __nv_bfloat16, 128, 2)
+FA_FWD_MMA(fa_fwd_mma_f16_d64, __half, 64, FA_FWD_MMA_BQ)
+FA_FWD_MMA(fa_fwd_mma_f16_d128, __half, 128, FA_FWD_MMA_BQ)
+FA_FWD_MMA(fa_fwd_mma_bf16_d64, __nv_bfloat16, 64, FA_FWD_MMA_BQ)
+FA_FWD_MMA(fa_fwd_mma_bf16_d128, __nv_bfloat16, 128, FA_FWD_MMA_BQ)
+FA_FWD_MMA(fa_fwd_mma_f16_d32, __half, 32, FA_FWD_MMA_BQ)
+FA_FWD_MMA(fa_fwd_mma_f16_d96, __half, 96, FA_FWD_MMA_BQ)
+FA_FWD_MMA(fa_fwd_mma_f16_d256, __half, 256, FA_FWD_MMA_BQ_D256)
+FA_FWD_MMA(fa_fwd_mma_q128_f16_d256, __half, 256, FA_FWD_MMA_BQ_D256_WIDE)
+FA_FWD_MMA(fa_fwd_mma_bf16_d32, __nv_bfloat16, 32, FA_FWD_MMA_BQ)
+FA_FWD_MMA(fa_fwd_mma_bf16_d96, __nv_bfloat16, 96, FA_FWD_MMA_BQ)
+FA_FWD_MMA(fa_fwd_mma_bf16_d256, __nv_bfloat16, 256, FA_FWD_MMA_BQ_D256)
+FA_FWD_MMA(fa_fwd_mma_q128_bf16_d256, __nv_bfloat16, 256, FA_FWD_MMA_BQ_D256_WIDE)
 
 #define FA_GEN(kind, fn, tname, T, DPT)                                                            \
     extern "C" __global__ void __launch_bounds__(FA_GEN_THREADS)                                   \
@@ -72,6 +82,10 @@ FA_BWD_MMA(fa_bwd_v4_f16_d64, fa_bwd_v4, __half, 64, FA_BWD4_QTILE)
 FA_BWD_MMA(fa_bwd_v4_f16_d128, fa_bwd_v4, __half, 128, FA_BWD4_QTILE)
 FA_BWD_MMA(fa_bwd_v4_bf16_d64, fa_bwd_v4, __nv_bfloat16, 64, FA_BWD4_QTILE)
 FA_BWD_MMA(fa_bwd_v4_bf16_d128, fa_bwd_v4, __nv_bfloat16, 128, FA_BWD4_QTILE)
+FA_BWD_MMA(fa_bwd_v4_f16_d32, fa_bwd_v4, __half, 32, FA_BWD4_QTILE)
+FA_BWD_MMA(fa_bwd_v4_f16_d96, fa_bwd_v4, __half, 96, FA_BWD4_QTILE)
+FA_BWD_MMA(fa_bwd_v4_bf16_d32, fa_bwd_v4, __nv_bfloat16, 32, FA_BWD4_QTILE)
+FA_BWD_MMA(fa_bwd_v4_bf16_d96, fa_bwd_v4, __nv_bfloat16, 96, FA_BWD4_QTILE)
 FA_BWD_MMA(fa_bwd_v4_q128_f16_d64, fa_bwd_v4, __half, 64, FA_BWD4_QTILE_WIDE)
 FA_BWD_MMA(fa_bwd_v4_q128_bf16_d64, fa_bwd_v4, __nv_bfloat16, 64, FA_BWD4_QTILE_WIDE)
 FA_BWD_MMA(fa_bwd_dkdv_mma_f16_d64, fa_bwd_dkdv_mma, __half, 64, false)
