@@ -31,8 +31,12 @@ typedef struct fa_cuda_params {
  * those would be alone on an SM (sm_80: 163 KiB), 128 rows (8 warps, 128 KiB). Both sides take
  * overrides from the CMake cache variable FA_CUDA_DEFINES, e.g. "FA_FWD_MMA_BK_D128=32" or
  * "FA_FWD_MMA_BK_D64=64" (earlier tilings; BK = 128 at head dim 64 measured 268 -> 288 TF/s on
- * the H200, f16, N = 16k, docs/PERF.md). Head dim 32 takes D64's key tile, 96 D128's. */
+ * the H200, f16, N = 16k, docs/PERF.md). Head dim 96 takes D128's key tile; 32 its own, 64
+ * (156 registers: three blocks an SM), where D64's 128 takes 251 registers (two). */
 #define FA_FWD_MMA_BQ 128
+#ifndef FA_FWD_MMA_BK_D32
+#define FA_FWD_MMA_BK_D32 64
+#endif
 #ifndef FA_FWD_MMA_BK_D64
 #define FA_FWD_MMA_BK_D64 128
 #endif
@@ -45,7 +49,10 @@ typedef struct fa_cuda_params {
 #define FA_FWD_MMA_BQ_D256 64
 #define FA_FWD_MMA_BQ_D256_WIDE 128
 #define FA_FWD_MMA_BK(d)                                                                           \
-    ((d) > 128 ? FA_FWD_MMA_BK_D256 : (d) > 64 ? FA_FWD_MMA_BK_D128 : FA_FWD_MMA_BK_D64)
+    ((d) > 128  ? FA_FWD_MMA_BK_D256                                                               \
+     : (d) > 64 ? FA_FWD_MMA_BK_D128                                                               \
+     : (d) > 32 ? FA_FWD_MMA_BK_D64                                                                \
+                : FA_FWD_MMA_BK_D32)
 #define FA_FWD_MMA_BQ_D(d) ((d) > 128 ? FA_FWD_MMA_BQ_D256 : FA_FWD_MMA_BQ) /* the default */
 #define FA_FWD_MMA_MT(d) ((d) > 128 ? 1 : 2) /* 16-row m-tiles per warp */
 #define FA_FWD_MMA_THREADS(d, bq) ((bq) / (16 * FA_FWD_MMA_MT(d)) * 32)
@@ -71,8 +78,9 @@ typedef struct fa_cuda_params {
  * At head dim 64 the host runs 128-row query tiles where they fit (162 KiB: sm_80 and sm_90;
  * 64-row tiles elsewhere, or with FA_CUDA_BWD4_QTILE_D64=64): twice the dK/dV work per S/dP
  * tile, 202 -> 222 TF/s on the H200 (f16, N = 16k). */
-#define FA_BWD4_KEYS 128       /* keys per block */
-#define FA_BWD4_QTILE 64       /* query rows per tile (head dim 128, and 64 where 128 rows do not fit) */
+#define FA_BWD4_KEYS 128 /* keys per block */
+#define FA_BWD4_QTILE 64 /* query rows per tile (head dim 128, and 64 where 128 rows do not fit)   \
+                          */
 #define FA_BWD4_QTILE_WIDE 128 /* query rows per tile at head dim 64 */
 #define FA_BWD4_SMEM_Q(d, bm)                                                                      \
     (2 * FA_BWD4_KEYS * (d)*2 + 4 * (bm) * (d)*2 + 2 * (bm)*FA_BWD4_KEYS * 2 + 4 * (bm)*4)

@@ -5,7 +5,7 @@
 // build's choice; 8 warps of 16 rows with Q fragments in registers is MT = 1). At head dim 256,
 // BQ = 64 or 128 rows in warps of 16 (MT = 1, Q fragments re-read from shared memory): O alone
 // is 128 registers a thread there. K and V stream through shared memory in tiles of
-// FA_FWD_MMA_BK(D) keys (64; 32 at head dim 256; fa_cuda_abi.h, shared with the host), two
+// FA_FWD_MMA_BK(D) keys (32 to 128 by head dim; fa_cuda_abi.h, shared with the host), two
 // buffers deep: cp.async fetches tile n+1 while tile n is computed (Q 32 KiB + K/V 64 KiB at
 // head dim 128, so two blocks fit an SM).
 // Shared tiles are XOR-swizzled by 16-byte chunk (chunk ^ (row & 7); at head dims 32 and 96,
