@@ -10,7 +10,9 @@
  * (and so the last bits of dQ) varies run to run. Every other path uses no atomics. That atomic
  * kernel is backward v4 (FlashAttention-2's tiling) where its shared memory fits the device, else
  * (or with FA_CUDA_BWD=v3) backward v3; at head dim 64 v4 takes 128-row query tiles where they
- * fit (FA_CUDA_BWD4_QTILE_D64=64 keeps 64). */
+ * fit (FA_CUDA_BWD4_QTILE_D64=64 keeps 64). Head dims 129-256 run the general kernels unless
+ * FA_CUDA_BWD_D256=1 (not yet run on a GPU) asks for v4 at head dim 256 (atomic dQ, so never for
+ * a deterministic call), where its shared memory fits (sm_80, sm_90). */
 #include "cuda_backend.h"
 
 #include <limits.h>
@@ -252,7 +254,17 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     const bool v4_q128 = v4 && d4 == 64 && st->bwd4_q128_d64 && (int)v4_q128_smem <= st->smem_optin;
     if (v4_q128)
         v4_smem = v4_q128_smem;
-    bool atomic_dq = fast && !call->deterministic && (v4 || (int)dkdv_dq_smem <= st->smem_optin);
+    /* head dims 129-256 (padded to 256), only with FA_CUDA_BWD_D256=1 and never deterministic
+     * (dQ by atomics): v4 with 64 keys per block and 64-row query tiles where they fit (sm_90),
+     * else 32-row ones (sm_80), else (sm_86/89) the general kernels */
+    const unsigned d256_smem_wide = FA_BWD4_SMEM_D256(FA_BWD4_QTILE_D256);
+    const unsigned d256_smem_narrow = FA_BWD4_SMEM_D256(FA_BWD4_QTILE_D256_NARROW);
+    const bool d256_wide = (int)d256_smem_wide <= st->smem_optin;
+    const bool v4_d256 = st->bwd_d256 && !st->force_general && call->dtype != FA_DTYPE_F32 &&
+                         call->head_dim > 128 && call->head_dim <= 256 && !call->deterministic &&
+                         (int)d256_smem_narrow <= st->smem_optin && views_aligned(&p, true, es);
+    bool atomic_dq =
+        v4_d256 || (fast && !call->deterministic && (v4 || (int)dkdv_dq_smem <= st->smem_optin));
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;
@@ -314,6 +326,10 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     };
     static const fa_cuda_kernel bwd_v4_q128[2] = {FA_CUDA_K_BWD_V4_Q128_F16_D64,
                                                   FA_CUDA_K_BWD_V4_Q128_BF16_D64};
+    static const fa_cuda_kernel bwd_v4_d256[2][2] = {
+        {FA_CUDA_K_BWD_V4_Q32_F16_D256, FA_CUDA_K_BWD_V4_F16_D256},
+        {FA_CUDA_K_BWD_V4_Q32_BF16_D256, FA_CUDA_K_BWD_V4_BF16_D256},
+    };
     static const fa_cuda_kernel dq_convert[2] = {FA_CUDA_K_BWD_DQ_CONVERT_F16,
                                                  FA_CUDA_K_BWD_DQ_CONVERT_BF16};
     if (status == FA_OK && atomic_dq && rows > 0) {
@@ -327,7 +343,12 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     if (atomic_dq) {
         const int wide = d == 128;
         const fa_cuda_kernel k4 = v4_q128 ? bwd_v4_q128[dt - 1] : bwd_v4[dt - 1][d4 / 32 - 1];
-        if (status == FA_OK && v4)
+        if (status == FA_OK && v4_d256)
+            status =
+                launch(ctx, bwd_v4_d256[dt - 1][d256_wide], blocks(call->seq_k, FA_BWD4_KEYS_D256),
+                       hkv, b, FA_BWD_THREADS, d256_wide ? d256_smem_wide : d256_smem_narrow, &p,
+                       "launching the tensor-core dK/dV/dQ (v4, head dim 256)");
+        else if (status == FA_OK && v4)
             status = launch(ctx, k4, blocks(call->seq_k, FA_BWD4_KEYS), hkv, b, FA_BWD_THREADS,
                             v4_smem, &p, "launching the tensor-core dK/dV/dQ (v4)");
         else if (status == FA_OK)

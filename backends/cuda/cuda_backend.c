@@ -222,6 +222,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     const char *fwd_qtile = getenv("FA_CUDA_FWD_QTILE_D256");
     const int fq = fwd_qtile ? atoi(fwd_qtile) : 0;
     st->fwd_qtile_d256 = fq == FA_FWD_MMA_BQ_D256 || fq == FA_FWD_MMA_BQ_D256_WIDE ? fq : 0;
+    const char *bwd_d256 = getenv("FA_CUDA_BWD_D256");
+    st->bwd_d256 = bwd_d256 && strcmp(bwd_d256, "1") == 0;
     ctx->backend_state = st;
 
     fa_status status = FA_OK;
@@ -252,7 +254,7 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     fa_cuda_leave(ctx);
     if (status != FA_OK)
         goto fail;
-    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s", info->name,
+    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s%s", info->name,
            st->cc_major, st->cc_minor, info->compute_units,
            st->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "",
            st->force_bwd_v3 ? ", backward v3 (FA_CUDA_BWD=v3)" : "",
@@ -260,7 +262,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
            st->fwd_qtile_d256 == FA_FWD_MMA_BQ_D256_WIDE
                ? ", forward with 128-row query blocks at head dim 256"
            : st->fwd_qtile_d256 ? ", forward with 64-row query blocks at head dim 256"
-                                : "");
+                                : "",
+           st->bwd_d256 ? ", backward v4 at head dims 129-256 (FA_CUDA_BWD_D256=1)" : "");
     return FA_OK;
 fail:
     release_state(st);

@@ -48,6 +48,10 @@
     X(BWD_V4_BF16_D96, "fa_bwd_v4_bf16_d96")                                                       \
     X(BWD_V4_Q128_F16_D64, "fa_bwd_v4_q128_f16_d64")                                               \
     X(BWD_V4_Q128_BF16_D64, "fa_bwd_v4_q128_bf16_d64")                                             \
+    X(BWD_V4_F16_D256, "fa_bwd_v4_f16_d256")                                                       \
+    X(BWD_V4_BF16_D256, "fa_bwd_v4_bf16_d256")                                                     \
+    X(BWD_V4_Q32_F16_D256, "fa_bwd_v4_q32_f16_d256")                                               \
+    X(BWD_V4_Q32_BF16_D256, "fa_bwd_v4_q32_bf16_d256")                                             \
     X(BWD_DQ_CONVERT_F16, "fa_bwd_dq_convert_f16")                                                 \
     X(BWD_DQ_CONVERT_BF16, "fa_bwd_dq_convert_bf16")                                               \
     X(BWD_DQ_MMA_F16_D64, "fa_bwd_dq_mma_f16_d64")                                                 \
@@ -106,6 +110,8 @@ typedef struct fa_cuda_state {
                          */
     int fwd_qtile_d256; /* FA_CUDA_FWD_QTILE_D256=64|128: the forward's query rows per block at
                            head dim 256 (0: chosen by shared memory) */
+    bool bwd_d256;      /* FA_CUDA_BWD_D256=1: backward v4 at head dims 129-256 (not yet run on a
+                           GPU; off: the general kernels) */
     CUdeviceptr workspace; /* f32 scratch of the backward (Delta, dQ sums), grown on demand */
     size_t workspace_bytes;
 } fa_cuda_state;

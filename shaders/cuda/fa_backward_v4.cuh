@@ -1,34 +1,41 @@
 // Backward v4, the default (atomic-dQ) backward for f16 and bf16 at head dim 32, 64, 96 and 128
-// (the head dim padded up to the next with zeros): one
+// (the head dim padded up to the next with zeros), and, opt-in (FA_CUDA_BWD_D256=1; not yet run
+// on a GPU), at 256 for head dims 129-256: one
 // kernel produces dK, dV and (through an f32 accumulator and red.global.add) dQ, with
 // FlashAttention-2's tiling. v3 (fa_bwd_dkdv_mma with ATOMIC_DQ) stays for devices whose shared
 // memory is too small for this one and as the FA_CUDA_BWD=v3 fallback.
 //
-// A block of 8 warps owns 128 keys of one (batch, KV head); K and V stay in shared memory. It
-// walks the query tiles of BM = 64 rows (or, at head dim 64 with FA_CUDA_BWD4_QTILE_D64=128,
-// 128 rows) from the first that sees its keys, for every query head of the group; Q, dO, LSE and
-// Delta of tile n+1 arrive by cp.async while tile n is computed. Per tile, with the BM x 128
+// A block of 8 warps owns BN = 128 keys (head dim 256: 64) of one (batch, KV head); K and V stay
+// in shared memory. It walks the query tiles of BM = 64 rows (or, at head dim 64 with
+// FA_CUDA_BWD4_QTILE_D64=128, 128 rows; at head dim 256 where 64 do not fit, 32) from the first
+// that sees its keys, for every query head of the group; Q, dO, LSE and
+// Delta of tile n+1 arrive by cp.async while tile n is computed. Per tile, with the BM x BN
 // (query x key) block cut in a different way for each product so that every fragment read from
-// shared memory feeds 4-8 mma (WR = BM / 32 warps along the rows):
-//   1. S = Q K^T and dP = dO V^T; warp w owns rows 32 (w % WR).. and keys KW (w / WR)..
-//      (WR x 8/WR warps: 2 x 4 of 32 x 32, or 4 x 2 of 32 x 64; accumulators in registers).
+// shared memory feeds 2-8 mma:
+//   1. S = Q K^T and dP = dO V^T; warp w owns rows 16 MS (w % WS).. and keys KW (w / WS)..
+//      (WS x 8/WS warps of 16 MS rows x KW keys: 2 x 4 of 32 x 32, 4 x 2 of 32 x 64; at head
+//      dim 256 2 x 4 of 32 x 16 (BM = 64) or of 16 x 16 (BM = 32); accumulators in registers).
 //   2. P = exp2(S * scale * log2e - LSE * log2e) (0 where masked), dS = P (dP - Delta), both
-//      rounded to the input dtype and written to swizzled BM x 128 shared tiles sP, sdS.
+//      rounded to the input dtype and written to swizzled BM x BN shared tiles sP, sdS.
 //   -- barrier --
-//   3. dQ += dS K: warp w owns rows 32 (w % WR).. and dims D WR/8 (w / WR)..; A = dS (ldmatrix),
-//      B = the resident K (ldmatrix.trans); added with red.global.add into the f32
-//      (batch, heads_q, seq_q, head_dim) accumulator (zeroed by the host; fa_bwd_dq_convert
-//      writes dQ = scale * accumulator).
-//   4. dV += P^T dO and dK += dS^T Q: warp w owns keys 32 (w % 4).. and dims D/2 (w / 4)..
-//      (4 x 2 warps) over the BM rows; A = P^T, dS^T (ldmatrix.trans of sP, sdS), B = dO, Q
-//      (ldmatrix.trans); dK and dV live in registers for the whole block.
+//   3. dQ += dS K: warp w owns rows 32 (w % WR).. and dims D WR/8 (w / WR).. (WR = BM / 32);
+//      A = dS (ldmatrix), B = the resident K (ldmatrix.trans); added with red.global.add into
+//      the f32 (batch, heads_q, seq_q, head_dim) accumulator (zeroed by the host;
+//      fa_bwd_dq_convert writes dQ = scale * accumulator).
+//   4. dV += P^T dO and dK += dS^T Q: warp w owns keys 32 (w % KWN).. and dims DW (w / KWN)..
+//      (KWN = BN / 32 warps along the keys: 4 x 2 of 32 x D/2, at head dim 256 2 x 4 of 32 x 64)
+//      over the BM rows; A = P^T, dS^T (ldmatrix.trans of sP, sdS), B = dO, Q
+//      (ldmatrix.trans); dK and dV live in registers for the whole block (head dim 256: 64 keys
+//      x 256 x 2 / 256 threads = 128 f32 a thread).
 //   -- the next tile's barrier (after which its cp.async is issued into the buffer just read) --
 // Two barriers per tile. Causal: only tiles with visible pairs are visited, and only warps whose
-// 32 x KW part crosses the diagonal (or the end of the keys) mask. Non-causal blocks start at
+// part of S crosses the diagonal (or the end of the keys) mask. Non-causal blocks start at
 // different query tiles (rotated by the block index) so that their dQ atomics spread over the
 // accumulator instead of hitting the same rows at the same time. BM = 128 at head dim 64 doubles
 // the dK/dV (and dQ) work per S/dP tile and halves the barriers per FLOP; S/dP per warp are then
 // 32 x 64 (each A fragment feeds 8 mma, not 4), 255 registers, 162 KiB of shared memory.
+// Head dim 256 with 64 keys: K, V 64 KiB, Q and dO 2 x 2 x 32 KiB (BM = 64: 209 KiB, sm_90) or
+// 2 x 2 x 16 KiB (BM = 32: 137 KiB, sm_80).
 //
 // mma.sync m16n8k16 fragments (g = lane / 4, t = lane % 4), as every comment below uses them:
 //   A (16 x 16, row-major): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..],
@@ -159,21 +166,36 @@ __device__ __forceinline__ int fa_bwd4_tid()
     return t;
 }
 
-// BM: query rows per tile, FA_BWD4_QTILE or (head dim 64) FA_BWD4_QTILE_WIDE.
-template <typename T, int D, int BM>
+// log2 of a warp count 1, 2 or 4 (tid is signed: shifts, not divisions)
+__host__ __device__ constexpr int fa_bwd4_log2(int n)
+{
+    return n == 4 ? 2 : n == 2 ? 1 : 0;
+}
+
+// BM: query rows per tile (FA_BWD4_QTILE, FA_BWD4_QTILE_WIDE at head dim 64,
+// FA_BWD4_QTILE_D256 or FA_BWD4_QTILE_D256_NARROW at 256); BN: keys per block (FA_BWD4_KEYS, or
+// FA_BWD4_KEYS_D256 at 256).
+template <typename T, int D, int BM, int BN>
 __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
 {
-    constexpr int BN = FA_BWD4_KEYS, CH = D / 8, PCH = BN / 8;
-    constexpr int MT = 2;                // 16-row m-tiles per warp in S, dP and dQ (32 rows)
-    constexpr int WR = BM / 32;          // warps along the query rows in S, dP and dQ: 2 or 4
-    constexpr int WRS = WR == 4 ? 2 : 1; // log2 WR (tid is signed: no division)
-    constexpr int KW = BN * WR / 8;      // keys per warp in S and dP: 32 or 64
-    constexpr int DQ = D * WR / 8;       // dQ columns per warp
-    constexpr int DW = D / 2;            // dK/dV columns per warp (2 warps along the head dim)
+    constexpr int CH = D / 8, PCH = BN / 8;
+    constexpr int MS = BM >= 64 ? 2 : 1;   // 16-row m-tiles per warp in S and dP
+    constexpr int WS = BM / (16 * MS);     // warps along the query rows in S and dP: 2 or 4
+    constexpr int WSS = fa_bwd4_log2(WS);  // log2 WS
+    constexpr int KW = BN * WS / 8;        // keys per warp in S and dP: 16, 32 or 64
+    constexpr int MT = 2;                  // 16-row m-tiles per warp in dQ (32 rows)
+    constexpr int WR = BM / 32;            // warps along the query rows in dQ: 1, 2 or 4
+    constexpr int WRS = fa_bwd4_log2(WR);  // log2 WR
+    constexpr int DQ = D * WR / 8;         // dQ columns per warp
+    constexpr int KWN = BN / 32;           // warps along the keys in dK and dV: 2 or 4
+    constexpr int KWS = fa_bwd4_log2(KWN); // log2 KWN
+    constexpr int DW = D * KWN / 8;        // dK/dV columns per warp
     constexpr unsigned KV_BYTES = BN * D * 2, Q_BYTES = BM * D * 2, P_BYTES = BM * BN * 2;
-    static_assert(FA_BWD_THREADS == 256 && (BM == 64 || BM == 128) && DQ % 8 == 0,
-                  "8 warps: WR x (8 / WR), 4 x 2 and WR x (8 / WR) layouts");
-    static_assert(FA_BWD4_SMEM_Q(D, BM) == 2 * KV_BYTES + 4 * Q_BYTES + 2 * P_BYTES + 16 * BM,
+    static_assert(FA_BWD_THREADS == 256 && (BM == 32 || BM == 64 || BM == 128) &&
+                      (BN == 64 || BN == 128) && WS * 16 * MS == BM && KW % 16 == 0 &&
+                      DQ % 8 == 0 && DW % 16 == 0,
+                  "8 warps: WS x (8 / WS), WR x (8 / WR) and KWN x (8 / KWN) layouts");
+    static_assert(FA_BWD4_SMEM_KQ(D, BN, BM) == 2 * KV_BYTES + 4 * Q_BYTES + 2 * P_BYTES + 16 * BM,
                   "the host's shared memory size (fa_cuda_abi.h)");
     extern __shared__ __align__(128) unsigned char fa_bwd4_smem[];
     unsigned char *pK = fa_bwd4_smem, *pV = pK + KV_BYTES;
@@ -228,7 +250,7 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
         load_tile(0, 0);
     fa_cp_async_commit();
 
-    // dK, dV: warp w owns keys 32 (w % 4).. and dims DW (w / 4).. (the 4 x 2 layout)
+    // dK, dV: warp w owns keys 32 (w % KWN).. and dims DW (w / KWN).. (4 x 2 or 2 x 4)
     float dk[2][DW / 8][4], dv[2][DW / 8][4];
 #pragma unroll
     for (int mt = 0; mt < 2; mt++)
@@ -249,26 +271,27 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
         fa_cp_async_commit();
         const unsigned qb = sQ + buf * Q_BYTES, gb = sG + buf * Q_BYTES;
 
-        // 1. S = Q K^T, dP = dO V^T: warp w owns rows wm = 32 (w % WR).., keys wn = KW (w / WR)..
+        // 1. S = Q K^T, dP = dO V^T: warp w owns rows wm = 16 MS (w % WS).., keys
+        // wn = KW (w / WS)..
         {
             const int tid = fa_bwd4_tid(), warp = tid >> 5, lane = tid & 31;
             const int g = lane >> 2, t2 = (lane & 3) * 2;
-            const int wm = (warp & (WR - 1)) * 32, wn = (warp >> WRS) * KW;
-            float s[MT][KW / 8][4], dp[MT][KW / 8][4];
+            const int wm = (warp & (WS - 1)) * 16 * MS, wn = (warp >> WSS) * KW;
+            float s[MS][KW / 8][4], dp[MS][KW / 8][4];
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
+            for (int mt = 0; mt < MS; mt++)
 #pragma unroll
                 for (int n = 0; n < KW / 8; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++)
                         s[mt][n][e] = dp[mt][n][e] = 0.f;
-            fa_bwd4_abt<T, MT, KW / 8, D / 16, CH, CH>(s, qb, wm, sK, wn, lane);
-            fa_bwd4_abt<T, MT, KW / 8, D / 16, CH, CH>(dp, gb, wm, sV, wn, lane);
+            fa_bwd4_abt<T, MS, KW / 8, D / 16, CH, CH>(s, qb, wm, sK, wn, lane);
+            fa_bwd4_abt<T, MS, KW / 8, D / 16, CH, CH>(dp, gb, wm, sV, wn, lane);
 
             // 2. P and dS of rows wm + 16 mt + g + 8 r, keys j0 + wn + 8 n + t2 + 0/1
-            float l2[MT][2], dl[MT][2];
+            float l2[MS][2], dl[MS][2];
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
+            for (int mt = 0; mt < MS; mt++)
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
                     const int row = wm + 16 * mt + g + 8 * r;
@@ -281,7 +304,7 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
             const bool mask =
                 kw + KW > p.seq_k || (p.causal && kw + KW - 1 > i0 + wm + p.causal_offset);
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
+            for (int mt = 0; mt < MS; mt++)
 #pragma unroll
                 for (int n = 0; n < KW / 8; n++)
 #pragma unroll
@@ -293,7 +316,7 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
             // warp-uniform: P (which may be inf there) and dS := 0 past each row's last key
             if (mask) {
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
+                for (int mt = 0; mt < MS; mt++)
 #pragma unroll
                     for (int r = 0; r < 2; r++) {
                         int end = p.seq_k; // first key this row does not see
@@ -308,9 +331,9 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
                     }
             }
             // C fragments to the [query][key] tiles: 4-byte stores, conflict-free (8 rows x
-            // 4 threads hit chunk c ^ (row & 7) of 8 rows 256 bytes apart)
+            // 4 threads hit chunk c ^ (row & 7) of 8 rows 2 BN bytes apart)
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
+            for (int mt = 0; mt < MS; mt++)
 #pragma unroll
                 for (int n = 0; n < KW / 8; n++) {
                     const int row = wm + 16 * mt + g, ch = wn / 8 + n;
@@ -326,7 +349,7 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
         }
         __syncthreads(); // sP, sdS complete
 
-        // 3. dQ (rows wm = 32 (w % WR).., dims wq = DQ (w / WR)..) += dS K over the 128 keys,
+        // 3. dQ (rows wm = 32 (w % WR).., dims wq = DQ (w / WR)..) += dS K over the BN keys,
         // then into the accumulator
         {
             const int tid = fa_bwd4_tid(), warp = tid >> 5, lane = tid & 31;
@@ -387,10 +410,10 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
                 }
         }
 
-        // 4. dV += P^T dO, dK += dS^T Q: keys kn = 32 (w % 4).. x dims kd = DW (w / 4)..
+        // 4. dV += P^T dO, dK += dS^T Q: keys kn = 32 (w % KWN).. x dims kd = DW (w / KWN)..
         {
             const int tid = fa_bwd4_tid(), warp = tid >> 5, lane = tid & 31;
-            const int kn = (warp & 3) * 32, kd = (warp >> 2) * DW;
+            const int kn = (warp & (KWN - 1)) * 32, kd = (warp >> KWS) * DW;
             fa_bwd4_atb<T, DW / 8, BM / 16, PCH, CH>(dv, sP, kn, gb, kd, lane);
             fa_bwd4_atb<T, DW / 8, BM / 16, PCH, CH>(dk, sdS, kn, qb, kd, lane);
         }
@@ -401,7 +424,7 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
     // C fragments (rows kn + 16 mt + g (+8), dims kd + 8 c + t2) -> the K and V tiles
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t2 = (lane & 3) * 2;
-    const int kn = (warp & 3) * 32, kd = (warp >> 2) * DW;
+    const int kn = (warp & (KWN - 1)) * 32, kd = (warp >> KWS) * DW;
 #pragma unroll
     for (int mt = 0; mt < 2; mt++)
 #pragma unroll

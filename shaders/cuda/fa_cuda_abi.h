@@ -79,11 +79,22 @@ typedef struct fa_cuda_params {
  * 64-row tiles elsewhere, or with FA_CUDA_BWD4_QTILE_D64=64): twice the dK/dV work per S/dP
  * tile, 202 -> 222 TF/s on the H200 (f16, N = 16k). */
 #define FA_BWD4_KEYS 128 /* keys per block */
-#define FA_BWD4_QTILE 64 /* query rows per tile (head dim 128, and 64 where 128 rows do not fit)   \
-                          */
+/* query rows per tile (head dims 32, 96, 128; 64 where 128 rows do not fit) */
+#define FA_BWD4_QTILE 64
 #define FA_BWD4_QTILE_WIDE 128 /* query rows per tile at head dim 64 */
-#define FA_BWD4_SMEM_Q(d, bm)                                                                      \
-    (2 * FA_BWD4_KEYS * (d)*2 + 4 * (bm) * (d)*2 + 2 * (bm)*FA_BWD4_KEYS * 2 + 4 * (bm)*4)
+#define FA_BWD4_SMEM_KQ(d, bn, bm)                                                                 \
+    (2 * (bn) * (d)*2 + 4 * (bm) * (d)*2 + 2 * (bm) * (bn)*2 + 4 * (bm)*4)
+#define FA_BWD4_SMEM_Q(d, bm) FA_BWD4_SMEM_KQ(d, FA_BWD4_KEYS, bm)
 #define FA_BWD4_SMEM(d) FA_BWD4_SMEM_Q(d, FA_BWD4_QTILE)
+
+/* Backward v4 at head dim 256 (head dims 129-256 padded with zeros), opt-in with
+ * FA_CUDA_BWD_D256=1 and not yet run on a GPU: 64 keys per block, so that dK and dV (64 x 256
+ * each) stay in 128 f32 registers a thread, and 64-row query tiles (209 KiB: sm_90) or, where
+ * those do not fit, 32-row ones (137 KiB: sm_80); elsewhere (sm_86/89: 99 KiB) the general
+ * kernels. */
+#define FA_BWD4_KEYS_D256 64
+#define FA_BWD4_QTILE_D256 64
+#define FA_BWD4_QTILE_D256_NARROW 32
+#define FA_BWD4_SMEM_D256(bm) FA_BWD4_SMEM_KQ(256, FA_BWD4_KEYS_D256, bm)
 
 #endif

@@ -9,10 +9,14 @@
 //   fa_bwd_v4_<dtype>_d<32|64|96|128>   tensor-core dK, dV, and dQ into an f32 accumulator with
 //                                        atomics (the default backward where its smem fits)
 //   fa_bwd_v4_q128_<dtype>_d64          the same with 128-row query tiles
-//   (FA_CUDA_BWD4_QTILE_D64=128) fa_bwd_dkdv_dq_mma_<dtype>_d<64|128> the same, backward v3 (less
-//   smem; FA_CUDA_BWD=v3) fa_bwd_dq_convert_<dtype>           dQ = scale * that accumulator, in
-//   dQ's dtype and layout fa_bwd_dkdv_mma_<dtype>_d<64|128>   tensor-core dK, dV (deterministic
-//   backward) fa_bwd_dq_mma_<dtype>_d<64|128>     tensor-core dQ (deterministic backward)
+//                                        (FA_CUDA_BWD4_QTILE_D64=128)
+//   fa_bwd_v4_<dtype>_d256              the same at head dim 256, 64 keys per block, 64-row query
+//                                        tiles (fa_bwd_v4_q32_<dtype>_d256: 32 rows), opt-in with
+//                                        FA_CUDA_BWD_D256=1
+//   fa_bwd_dkdv_dq_mma_<dtype>_d<64|128> the same, backward v3 (less smem; FA_CUDA_BWD=v3)
+//   fa_bwd_dq_convert_<dtype>           dQ = scale * that accumulator, in dQ's dtype and layout
+//   fa_bwd_dkdv_mma_<dtype>_d<64|128>   tensor-core dK, dV (deterministic backward)
+//   fa_bwd_dq_mma_<dtype>_d<64|128>     tensor-core dQ (deterministic backward)
 #include "fa_backward_mma.cuh"
 #include "fa_backward_v4.cuh"
 #include "fa_forward_mma.cuh"
@@ -78,16 +82,23 @@ FA_BWD_MMA(fa_bwd_dkdv_dq_mma_f16_d64, fa_bwd_dkdv_mma, __half, 64, true)
 FA_BWD_MMA(fa_bwd_dkdv_dq_mma_f16_d128, fa_bwd_dkdv_mma, __half, 128, true)
 FA_BWD_MMA(fa_bwd_dkdv_dq_mma_bf16_d64, fa_bwd_dkdv_mma, __nv_bfloat16, 64, true)
 FA_BWD_MMA(fa_bwd_dkdv_dq_mma_bf16_d128, fa_bwd_dkdv_mma, __nv_bfloat16, 128, true)
-FA_BWD_MMA(fa_bwd_v4_f16_d64, fa_bwd_v4, __half, 64, FA_BWD4_QTILE)
-FA_BWD_MMA(fa_bwd_v4_f16_d128, fa_bwd_v4, __half, 128, FA_BWD4_QTILE)
-FA_BWD_MMA(fa_bwd_v4_bf16_d64, fa_bwd_v4, __nv_bfloat16, 64, FA_BWD4_QTILE)
-FA_BWD_MMA(fa_bwd_v4_bf16_d128, fa_bwd_v4, __nv_bfloat16, 128, FA_BWD4_QTILE)
-FA_BWD_MMA(fa_bwd_v4_f16_d32, fa_bwd_v4, __half, 32, FA_BWD4_QTILE)
-FA_BWD_MMA(fa_bwd_v4_f16_d96, fa_bwd_v4, __half, 96, FA_BWD4_QTILE)
-FA_BWD_MMA(fa_bwd_v4_bf16_d32, fa_bwd_v4, __nv_bfloat16, 32, FA_BWD4_QTILE)
-FA_BWD_MMA(fa_bwd_v4_bf16_d96, fa_bwd_v4, __nv_bfloat16, 96, FA_BWD4_QTILE)
-FA_BWD_MMA(fa_bwd_v4_q128_f16_d64, fa_bwd_v4, __half, 64, FA_BWD4_QTILE_WIDE)
-FA_BWD_MMA(fa_bwd_v4_q128_bf16_d64, fa_bwd_v4, __nv_bfloat16, 64, FA_BWD4_QTILE_WIDE)
+FA_BWD_MMA(fa_bwd_v4_f16_d64, fa_bwd_v4, __half, 64, FA_BWD4_QTILE, FA_BWD4_KEYS)
+FA_BWD_MMA(fa_bwd_v4_f16_d128, fa_bwd_v4, __half, 128, FA_BWD4_QTILE, FA_BWD4_KEYS)
+FA_BWD_MMA(fa_bwd_v4_bf16_d64, fa_bwd_v4, __nv_bfloat16, 64, FA_BWD4_QTILE, FA_BWD4_KEYS)
+FA_BWD_MMA(fa_bwd_v4_bf16_d128, fa_bwd_v4, __nv_bfloat16, 128, FA_BWD4_QTILE, FA_BWD4_KEYS)
+FA_BWD_MMA(fa_bwd_v4_f16_d32, fa_bwd_v4, __half, 32, FA_BWD4_QTILE, FA_BWD4_KEYS)
+FA_BWD_MMA(fa_bwd_v4_f16_d96, fa_bwd_v4, __half, 96, FA_BWD4_QTILE, FA_BWD4_KEYS)
+FA_BWD_MMA(fa_bwd_v4_bf16_d32, fa_bwd_v4, __nv_bfloat16, 32, FA_BWD4_QTILE, FA_BWD4_KEYS)
+FA_BWD_MMA(fa_bwd_v4_bf16_d96, fa_bwd_v4, __nv_bfloat16, 96, FA_BWD4_QTILE, FA_BWD4_KEYS)
+FA_BWD_MMA(fa_bwd_v4_q128_f16_d64, fa_bwd_v4, __half, 64, FA_BWD4_QTILE_WIDE, FA_BWD4_KEYS)
+FA_BWD_MMA(fa_bwd_v4_q128_bf16_d64, fa_bwd_v4, __nv_bfloat16, 64, FA_BWD4_QTILE_WIDE, FA_BWD4_KEYS)
+FA_BWD_MMA(fa_bwd_v4_f16_d256, fa_bwd_v4, __half, 256, FA_BWD4_QTILE_D256, FA_BWD4_KEYS_D256)
+FA_BWD_MMA(fa_bwd_v4_bf16_d256, fa_bwd_v4, __nv_bfloat16, 256, FA_BWD4_QTILE_D256,
+           FA_BWD4_KEYS_D256)
+FA_BWD_MMA(fa_bwd_v4_q32_f16_d256, fa_bwd_v4, __half, 256, FA_BWD4_QTILE_D256_NARROW,
+           FA_BWD4_KEYS_D256)
+FA_BWD_MMA(fa_bwd_v4_q32_bf16_d256, fa_bwd_v4, __nv_bfloat16, 256, FA_BWD4_QTILE_D256_NARROW,
+           FA_BWD4_KEYS_D256)
 FA_BWD_MMA(fa_bwd_dkdv_mma_f16_d64, fa_bwd_dkdv_mma, __half, 64, false)
 FA_BWD_MMA(fa_bwd_dkdv_mma_f16_d128, fa_bwd_dkdv_mma, __half, 128, false)
 FA_BWD_MMA(fa_bwd_dkdv_mma_bf16_d64, fa_bwd_dkdv_mma, __nv_bfloat16, 64, false)
