@@ -10,9 +10,9 @@
  * (and so the last bits of dQ) varies run to run. Every other path uses no atomics. That atomic
  * kernel is backward v4 (FlashAttention-2's tiling) where its shared memory fits the device, else
  * (or with FA_CUDA_BWD=v3) backward v3; at head dim 64 v4 takes 128-row query tiles where they
- * fit (FA_CUDA_BWD4_QTILE_D64=64 keeps 64). Head dims 129-256 run the general kernels unless
- * FA_CUDA_BWD_D256=1 (not yet run on a GPU) asks for v4 at head dim 256 (atomic dQ, so never for
- * a deterministic call), where its shared memory fits (sm_80, sm_90). */
+ * fit (FA_CUDA_BWD4_QTILE_D64=64 keeps 64). Head dims 129-256 run v4 at head dim 256 (atomic
+ * dQ, so never for a deterministic call) where its shared memory fits (sm_80, sm_90), else, or
+ * with FA_CUDA_BWD_D256=0, the general kernels. */
 #include "cuda_backend.h"
 
 #include <limits.h>
@@ -254,7 +254,7 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     const bool v4_q128 = v4 && d4 == 64 && st->bwd4_q128_d64 && (int)v4_q128_smem <= st->smem_optin;
     if (v4_q128)
         v4_smem = v4_q128_smem;
-    /* head dims 129-256 (padded to 256), only with FA_CUDA_BWD_D256=1 and never deterministic
+    /* head dims 129-256 (padded to 256), unless FA_CUDA_BWD_D256=0, and never deterministic
      * (dQ by atomics): v4 with 64 keys per block and 64-row query tiles where they fit (sm_90),
      * else 32-row ones (sm_80), else (sm_86/89) the general kernels */
     const unsigned d256_smem_wide = FA_BWD4_SMEM_D256(FA_BWD4_QTILE_D256);

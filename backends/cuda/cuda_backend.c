@@ -223,7 +223,7 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     const int fq = fwd_qtile ? atoi(fwd_qtile) : 0;
     st->fwd_qtile_d256 = fq == FA_FWD_MMA_BQ_D256 || fq == FA_FWD_MMA_BQ_D256_WIDE ? fq : 0;
     const char *bwd_d256 = getenv("FA_CUDA_BWD_D256");
-    st->bwd_d256 = bwd_d256 && strcmp(bwd_d256, "1") == 0;
+    st->bwd_d256 = !bwd_d256 || strcmp(bwd_d256, "0") != 0;
     ctx->backend_state = st;
 
     fa_status status = FA_OK;
@@ -263,7 +263,7 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
                ? ", forward with 128-row query blocks at head dim 256"
            : st->fwd_qtile_d256 ? ", forward with 64-row query blocks at head dim 256"
                                 : "",
-           st->bwd_d256 ? ", backward v4 at head dims 129-256 (FA_CUDA_BWD_D256=1)" : "");
+           st->bwd_d256 ? "" : ", general backward at head dims 129-256 (FA_CUDA_BWD_D256=0)");
     return FA_OK;
 fail:
     release_state(st);

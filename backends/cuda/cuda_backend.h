@@ -110,8 +110,7 @@ typedef struct fa_cuda_state {
                          */
     int fwd_qtile_d256; /* FA_CUDA_FWD_QTILE_D256=64|128: the forward's query rows per block at
                            head dim 256 (0: chosen by shared memory) */
-    bool bwd_d256;      /* FA_CUDA_BWD_D256=1: backward v4 at head dims 129-256 (not yet run on a
-                           GPU; off: the general kernels) */
+    bool bwd_d256; /* backward v4 at head dims 129-256 (FA_CUDA_BWD_D256=0: the general kernels) */
     CUdeviceptr workspace; /* f32 scratch of the backward (Delta, dQ sums), grown on demand */
     size_t workspace_bytes;
 } fa_cuda_state;

@@ -1,6 +1,5 @@
 // Backward v4, the default (atomic-dQ) backward for f16 and bf16 at head dim 32, 64, 96 and 128
-// (the head dim padded up to the next with zeros), and, opt-in (FA_CUDA_BWD_D256=1; not yet run
-// on a GPU), at 256 for head dims 129-256: one
+// (the head dim padded up to the next with zeros), and at 256 for head dims 129-256: one
 // kernel produces dK, dV and (through an f32 accumulator and red.global.add) dQ, with
 // FlashAttention-2's tiling. v3 (fa_bwd_dkdv_mma with ATOMIC_DQ) stays for devices whose shared
 // memory is too small for this one and as the FA_CUDA_BWD=v3 fallback.
