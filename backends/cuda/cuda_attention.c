@@ -1,8 +1,9 @@
 /* Forward and backward on CUDA: picks a kernel for each call and launches it on the context's
  * stream. f16/bf16 with 16-byte aligned rows take the tensor-core kernels when their shared
  * memory fits the device: the forward up to head dim 256 (kernels for 32, 64, 96, 128 and 256),
- * the backward up to 128 (v4 for 32, 64, 96 and 128; v3 and the deterministic kernels for 64 and
- * 128); everything else (f32, unaligned views, larger head dims) the general CUDA-core kernels.
+ * the backward up to 256 (v4 for 32, 64, 96, 128 and 256; v3 and the deterministic kernels for
+ * 64 and 128); everything else (f32, unaligned views, the deterministic backward above 128) the
+ * general CUDA-core kernels.
  * The backward runs Delta = rowsum(dO * O), then dK/dV per key block and dQ per query block, each
  * recomputing P from the LSE. The tensor-core backward,
  * unless the call asks for determinism, instead adds dQ with f32 atomics to a zeroed accumulator
@@ -243,13 +244,15 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     static const unsigned dims4[4] = {32, 64, 96, 128};
     const unsigned d4 = dims4[di4 < 3 ? di4 : 3];
     unsigned v4_smem = FA_BWD4_SMEM(d4);
-    const bool fast = !st->force_general && call->dtype != FA_DTYPE_F32 && call->head_dim <= 128 &&
-                      (int)dkdv_smem <= st->smem_optin && (int)dq_smem <= st->smem_optin &&
-                      views_aligned(&p, true, es);
+    const bool mma_ok =
+        !st->force_general && call->dtype != FA_DTYPE_F32 && views_aligned(&p, true, es);
+    const bool fast = mma_ok && call->head_dim <= 128 && (int)dkdv_smem <= st->smem_optin &&
+                      (int)dq_smem <= st->smem_optin;
     /* dQ by atomics from the dK/dV kernel (v4, else v3); else (deterministic, or neither fits,
      * as at head dim 128 on sm_86/89) the separate dQ kernel */
     const bool v4 = fast && !st->force_bwd_v3 && (int)v4_smem <= st->smem_optin;
-    /* v4's 128-row query tiles at head dim 64, when asked for and they fit (sm_80, sm_90) */
+    /* v4's 128-row query tiles at head dim 64, unless FA_CUDA_BWD4_QTILE_D64=64, where they fit
+     * (sm_80, sm_90) */
     const unsigned v4_q128_smem = FA_BWD4_SMEM_Q(64, FA_BWD4_QTILE_WIDE);
     const bool v4_q128 = v4 && d4 == 64 && st->bwd4_q128_d64 && (int)v4_q128_smem <= st->smem_optin;
     if (v4_q128)
@@ -260,9 +263,8 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     const unsigned d256_smem_wide = FA_BWD4_SMEM_D256(FA_BWD4_QTILE_D256);
     const unsigned d256_smem_narrow = FA_BWD4_SMEM_D256(FA_BWD4_QTILE_D256_NARROW);
     const bool d256_wide = (int)d256_smem_wide <= st->smem_optin;
-    const bool v4_d256 = st->bwd_d256 && !st->force_general && call->dtype != FA_DTYPE_F32 &&
-                         call->head_dim > 128 && call->head_dim <= 256 && !call->deterministic &&
-                         (int)d256_smem_narrow <= st->smem_optin && views_aligned(&p, true, es);
+    const bool v4_d256 = mma_ok && st->bwd_d256 && call->head_dim > 128 && call->head_dim <= 256 &&
+                         !call->deterministic && (int)d256_smem_narrow <= st->smem_optin;
     bool atomic_dq =
         v4_d256 || (fast && !call->deterministic && (v4 || (int)dkdv_dq_smem <= st->smem_optin));
     fa_status status = fa_cuda_enter(ctx);

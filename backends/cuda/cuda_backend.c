@@ -258,7 +258,7 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
            st->cc_major, st->cc_minor, info->compute_units,
            st->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "",
            st->force_bwd_v3 ? ", backward v3 (FA_CUDA_BWD=v3)" : "",
-           st->bwd4_q128_d64 ? ", backward v4 with 128-row query tiles at head dim 64" : "",
+           st->bwd4_q128_d64 ? "" : ", backward v4 with 64-row query tiles at head dim 64",
            st->fwd_qtile_d256 == FA_FWD_MMA_BQ_D256_WIDE
                ? ", forward with 128-row query blocks at head dim 256"
            : st->fwd_qtile_d256 ? ", forward with 64-row query blocks at head dim 256"

@@ -106,7 +106,7 @@ typedef struct fa_cuda_state {
     int smem_optin;     /* bytes of shared memory a block may opt in to */
     bool force_general; /* FA_CUDA_KERNELS=general: tensor-core paths off (testing) */
     bool force_bwd_v3;  /* FA_CUDA_BWD=v3: the atomic backward's v3 kernel instead of v4 */
-    bool bwd4_q128_d64; /* v4's 128-row query tiles at head dim 64 (FA_CUDA_BWD4_QTILE_D64=64: off)
+    bool bwd4_q128_d64; /* v4's 128-row query tiles at head dim 64 (off: FA_CUDA_BWD4_QTILE_D64=64)
                          */
     int fwd_qtile_d256; /* FA_CUDA_FWD_QTILE_D256=64|128: the forward's query rows per block at
                            head dim 256 (0: chosen by shared memory) */

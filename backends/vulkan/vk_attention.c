@@ -12,21 +12,30 @@
 
 enum { PREP_ROWS = 128 }; /* attn_bwd_prep.comp: query rows per workgroup */
 
-/* ---- forward tiling (see shaders/vulkan/attn_fwd.comp) --------------------------------------- */
-
-/* The forward tiling (runtime/fa_fwd_tiling.h) that fits the device's shared memory and
- * workgroup limits; f16 and bf16 inputs may keep their tiles in 16-bit form. Their shader also
- * declares the unused form of the Q and K/V tiles, one 16-byte element each. */
-static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_dtype dtype, fa_fwd_tiling *t)
+/* Invocations one workgroup may have along x (the only dimension the kernels use). */
+static uint64_t max_invocations(const fa_vk_physical *ph)
 {
     uint64_t max_wg = ph->info.max_workgroup_size;
-    if (ph->max_group_size_x < max_wg)
-        max_wg = ph->max_group_size_x;
+    return ph->max_group_size_x < max_wg ? ph->max_group_size_x : max_wg;
+}
+
+/* ---- forward tiling (see shaders/vulkan/attn_fwd.comp) --------------------------------------- */
+
+/* Bytes of shared memory the forward's unused tile form takes: with 16-bit tiles the shader
+ * still declares the f32 Q and K/V tiles, one 16-byte element each. */
+static uint64_t fwd_unused_bytes(bool tile16)
+{
+    return tile16 ? 32 : 0;
+}
+
+/* The forward tiling (runtime/fa_fwd_tiling.h) that fits the device's shared memory and
+ * workgroup limits; f16 and bf16 inputs may keep their tiles in 16-bit form. */
+static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_dtype dtype, fa_fwd_tiling *t)
+{
     const bool tile16_ok = dtype != FA_DTYPE_F32;
-    const uint64_t smem = ph->info.shared_memory_bytes;
-    const uint64_t unused = tile16_ok ? 32 : 0;
-    return fa_fwd_tiling_select((int)d, tile16_ok, smem > unused ? smem - unused : 0, max_wg,
-                                "FA_VULKAN_FWD_TILES", t);
+    const uint64_t smem = ph->info.shared_memory_bytes, unused = fwd_unused_bytes(tile16_ok);
+    return fa_fwd_tiling_select((int)d, tile16_ok, smem > unused ? smem - unused : 0,
+                                max_invocations(ph), "FA_VULKAN_FWD_TILES", t);
 }
 
 /* The forward's tuning variant (VARIANT and UNROLL in attn_fwd.comp): bits from
@@ -43,8 +52,7 @@ static void fwd_tuning(const fa_vk_physical *ph, uint32_t d, const fa_fwd_tiling
     if (!t->tile16)
         v &= ~1u;
     const uint64_t tile = t->tile16 ? 2 * (uint64_t)t->bn * (d + 8) : 4 * (uint64_t)t->bn * (d + 4);
-    const uint64_t unused = t->tile16 ? 32 : 0;
-    if (t->local_bytes + tile + unused > ph->info.shared_memory_bytes)
+    if (t->local_bytes + tile + fwd_unused_bytes(t->tile16) > ph->info.shared_memory_bytes)
         v &= ~2u;
     env = getenv("FA_VULKAN_FWD_UNROLL");
     uint32_t u = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
@@ -64,12 +72,9 @@ static void fwd_tuning(const fa_vk_physical *ph, uint32_t d, const fa_fwd_tiling
 static bool bwd_select(const fa_vk_physical *ph, int d, fa_bwd_tiling *t)
 {
     static const int wide[3] = {64, 32, 256};
-    uint64_t max_wg = ph->info.max_workgroup_size;
-    if (ph->max_group_size_x < max_wg)
-        max_wg = ph->max_group_size_x;
     const uint64_t smem = ph->info.shared_memory_bytes;
-    return fa_bwd_tiling_select(d, smem > 256 ? smem - 256 : 0, 16, max_wg, "FA_VULKAN_BWD_TILES",
-                                d > 64 ? wide : NULL, t);
+    return fa_bwd_tiling_select(d, smem > 256 ? smem - 256 : 0, 16, max_invocations(ph),
+                                "FA_VULKAN_BWD_TILES", d > 64 ? wide : NULL, t);
 }
 
 static fa_vk_storage storage_of(const fa_vk_state *st, fa_dtype dtype)

@@ -64,10 +64,10 @@ typedef enum fa_vk_storage {
     FA_VK_STORAGE_COUNT
 } fa_vk_storage;
 
-/* The specialization constants of one pipeline, in constant_id order: 0 head dim and 4 causal
+/* The specialization constants of one pipeline: 0 head dim, 4 causal and 22 the GQA ratio
  * (fa_common.glsl), the backward's 1..3 (work-items, query and key rows per tile), 10..16 and
- * 18..19 (fa_backward.glsl: tiling, aligned loads, unrolling), the forward's 5..9, 17 and
- * 20..21 (attn_fwd.comp: tiling, tile form, tuning variant and unrolling). Zero leaves the shader's
+ * 18..19 (fa_backward.glsl: tiling, aligned loads, unrolling), the forward's 5..9, 17 and 20..21
+ * (attn_fwd.comp: tiling, tile form, tuning variant and unrolling). Zero leaves the shader's
  * default (false for the bools); each kernel sets only its own. */
 typedef struct fa_vk_spec {
     uint32_t head_dim, bwd_threads, bwd_bm, bwd_bn;

@@ -8,11 +8,10 @@
 //   fa_bwd_dkdv_gen_<dtype>_<dpt>       general dK, dV
 //   fa_bwd_v4_<dtype>_d<32|64|96|128>   tensor-core dK, dV, and dQ into an f32 accumulator with
 //                                        atomics (the default backward where its smem fits)
-//   fa_bwd_v4_q128_<dtype>_d64          the same with 128-row query tiles
-//                                        (FA_CUDA_BWD4_QTILE_D64=128)
+//   fa_bwd_v4_q128_<dtype>_d64          the same with 128-row query tiles (head dim 64's default
+//                                        where they fit)
 //   fa_bwd_v4_<dtype>_d256              the same at head dim 256, 64 keys per block, 64-row query
-//                                        tiles (fa_bwd_v4_q32_<dtype>_d256: 32 rows), opt-in with
-//                                        FA_CUDA_BWD_D256=1
+//                                        tiles (fa_bwd_v4_q32_<dtype>_d256: 32 rows)
 //   fa_bwd_dkdv_dq_mma_<dtype>_d<64|128> the same, backward v3 (less smem; FA_CUDA_BWD=v3)
 //   fa_bwd_dq_convert_<dtype>           dQ = scale * that accumulator, in dQ's dtype and layout
 //   fa_bwd_dkdv_mma_<dtype>_d<64|128>   tensor-core dK, dV (deterministic backward)
