@@ -1,0 +1,578 @@
+// Backward for sm_90a with warpgroup MMA (wgmma), f16 and bf16 at head dims 64 and 128 (smaller
+// head dims padded with zeros up to them): the algorithm and results of backward v4
+// (fa_backward_v4.cuh: dK, dV in registers, dQ through red.global.add into the f32 accumulator
+// that fa_bwd_dq_convert scales), with FlashAttention-3's split of a block into warpgroups.
+//
+// A block of 3 warpgroups owns BN = 128 keys of one (batch, KV head); K and V stay in shared
+// memory. Warpgroup 0 is the producer: it keeps few registers (setmaxnreg) and fills a ring of
+// FA_BWD_WGMMA_STAGES stages with the query tiles (BM = 64 rows of Q and dO, plus the rows'
+// LSE in log2 units and Delta) by cp.async, each stage guarded by a "full" and an "empty"
+// mbarrier. Warpgroups 1 and 2 are the consumers: consumer c owns keys 64 c.. 64 c + 63 (the
+// M = 64 of wgmma) and, per tile,
+//   1. S^T = K_c Q^T and dP^T = V_c dO^T (m64n64k16, both operands from shared memory),
+//   2. P^T = exp2(S^T scale_log2 - LSE log2e) (0 where masked), dS^T = P^T (dP^T - Delta),
+//      kept in registers as the A operands (rounded to T) of
+//   3. dV += P^T dO and dK += dS^T Q (m64nDk16, B = dO, Q transposed from shared memory),
+//   4. dS^T also goes to a shared tile (two buffers), and after one barrier of the two
+//      consumers, dQ = dS K (A = dS^T transposed, B = K transposed, 128 keys deep; consumer c
+//      owns dims c D / 2..) is added into the accumulator with red.global.add.v2.f32.
+// Every shared tile is stored as 64-column blocks of 128-byte rows ([D / 64][rows][64]), the
+// 16-byte chunk c of row r at chunk c ^ (r & 7), block bases on 1 KiB: wgmma's 128-byte
+// swizzle, which also keeps the 4-byte stores of dS^T free of bank conflicts.
+#pragma once
+
+#include "fa_common.cuh"
+
+#include <type_traits>
+
+// ---- PTX wrappers (sm_90a) ---------------------------------------------------------------------
+
+__device__ __forceinline__ void fa_bwg_mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void fa_bwg_mbar_arrive(unsigned bar)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void fa_bwg_mbar_wait(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+// Orders this thread's generic-proxy writes to shared memory (st.shared, cp.async after its
+// wait) before later async-proxy reads (wgmma operands).
+__device__ __forceinline__ void fa_bwg_fence_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Named barrier `ID` (1..15; 0 is __syncthreads) of THREADS threads.
+template <int ID, int THREADS> __device__ __forceinline__ void fa_bwg_bar()
+{
+    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
+template <int R> __device__ __forceinline__ void fa_bwg_regs_dec()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+template <int R> __device__ __forceinline__ void fa_bwg_regs_inc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+__device__ __forceinline__ void fa_bwg_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void fa_bwg_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void fa_bwg_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Pins accumulator registers in place: the compiler may not move their reads or writes across
+// this point (around the wgmma that write them asynchronously).
+template <int N> __device__ __forceinline__ void fa_bwg_keep(float (&d)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared memory matrix descriptor, 128-byte swizzle: start address, leading and stride byte
+// offsets (16-byte units). A k16 step or a row offset is added to the low field (< 2^14).
+__device__ __forceinline__ unsigned long long fa_bwg_desc(unsigned addr, unsigned lbo, unsigned sbo)
+{
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | 1ull << 62;
+}
+
+// wgmma.mma_async m64nNk16, f32 accumulators d (N / 2 a thread), acc = 0: d = A B, else
+// d += A B. fa_bwg_mma_ss: A and B from shared memory, TA / TB = 1: MN-major (transposed).
+// fa_bwg_mma_rs: A from registers (the mma.sync m16n8k16 A fragment of rows 16 (warp % 4)..).
+template <typename T, int N, int TA, int TB>
+__device__ __forceinline__ void fa_bwg_mma_ss(float (&d)[N / 2], unsigned long long da,
+                                              unsigned long long db, int acc)
+{
+    static_assert(N == 32 || N == 64 || N == 128, "wgmma shapes used here");
+    if constexpr (N == 32 && std::is_same_v<T, __half>)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, "
+            "%8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
+
+    else if constexpr (N == 32 && std::is_same_v<T, __nv_bfloat16>)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, "
+            "%8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
+
+    else if constexpr (N == 64 && std::is_same_v<T, __half>)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, "
+            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
+            "%25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+              "+f"(d[31])
+            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
+
+    else if constexpr (N == 64 && std::is_same_v<T, __nv_bfloat16>)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, "
+            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
+            "%25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+              "+f"(d[31])
+            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
+
+    else if constexpr (N == 128 && std::is_same_v<T, __half>)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, "
+            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
+            "%25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "
+            "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "
+            "%59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
+              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+              "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
+              "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
+              "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
+
+    else if constexpr (N == 128 && std::is_same_v<T, __nv_bfloat16>)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, "
+            "%7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
+            "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, "
+            "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "
+            "%58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
+              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+              "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
+              "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
+              "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
+}
+
+template <typename T, int N, int TB>
+__device__ __forceinline__ void fa_bwg_mma_rs(float (&d)[N / 2], const unsigned (&a)[4],
+                                              unsigned long long db, int acc)
+{
+    static_assert(N == 64 || N == 128, "wgmma shapes used here");
+    if constexpr (N == 64 && std::is_same_v<T, __half>)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, "
+            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
+            "%25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+              "+f"(d[31])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc), "n"(TB));
+
+    else if constexpr (N == 64 && std::is_same_v<T, __nv_bfloat16>)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, "
+            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
+            "%25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+              "+f"(d[31])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc), "n"(TB));
+
+    else if constexpr (N == 128 && std::is_same_v<T, __half>)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, "
+            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
+            "%25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "
+            "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "
+            "%59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
+              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+              "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
+              "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
+              "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc), "n"(TB));
+
+    else if constexpr (N == 128 && std::is_same_v<T, __nv_bfloat16>)
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, "
+            "%7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
+            "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, "
+            "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "
+            "%58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
+              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+              "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
+              "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
+              "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc), "n"(TB));
+}
+
+// cp.async of rows [r0, r0 + ROWS) of a (rows x head_dim) view into a [D / 64][ROWS][64]
+// swizzled tile, zeros past n or head_dim, by the 128 threads of a warpgroup: thread `tid`
+// copies chunk tid % CH of rows tid / CH + k 128 / CH, always at the same swizzle (128 / CH is
+// 8 or 16 rows).
+template <int D, int ROWS>
+__device__ __forceinline__ void fa_bwg_load(unsigned dst, const void *src_v, long long stride,
+                                            int r0, int n, int head_dim, int tid)
+{
+    constexpr int CH = D / 8, RPI = 128 / CH;
+    static_assert(RPI % 8 == 0 && ROWS % RPI == 0, "whole passes at one swizzle");
+    const unsigned short *src = (const unsigned short *)src_v;
+    const int ch = tid % CH, row = tid / CH;
+    const bool ch_ok = ch * 8 < head_dim;
+    const unsigned short *s = src + (long long)(r0 + row) * stride + ch * 8;
+    unsigned d = dst + (ch / 8) * ROWS * 128 + row * 128 + (((ch % 8) ^ (row & 7)) << 4);
+#pragma unroll 1
+    for (int r = r0 + row; r < r0 + ROWS; r += RPI) {
+        const bool ok = ch_ok && r < n;
+        fa_cp_async16(d, ok ? s : src, ok);
+        s += RPI * stride;
+        d += RPI * 128;
+    }
+}
+
+template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
+{
+    constexpr int BN = FA_BWD_WGMMA_KEYS(D), BM = FA_BWD_WGMMA_QTILE, ST = FA_BWD_WGMMA_STAGES;
+    constexpr int CH = D / 8;
+    constexpr unsigned KV_BYTES = BN * D * 2, Q_BYTES = BM * D * 2, DS_BYTES = BN * BM * 2;
+    constexpr unsigned STAGE_BYTES = 2 * Q_BYTES; // Q, then dO
+    constexpr unsigned O_STAGES = 2 * KV_BYTES, O_DS = O_STAGES + ST * STAGE_BYTES;
+    constexpr unsigned O_LSE = O_DS + 2 * DS_BYTES, O_DELTA = O_LSE + ST * BM * 4;
+    constexpr unsigned O_BAR = O_DELTA + ST * BM * 4, BYTES = O_BAR + 8 * (2 * ST + 1);
+    static_assert((D == 64 || D == 128) && BN == 128 && BM == 64,
+                  "two consumers of 64 keys, 64-row query tiles, 64-column blocks");
+    static_assert(FA_BWD_WGMMA_THREADS == 384, "a producer and two consumer warpgroups");
+    // setmaxnreg.inc waits for registers the producer gave back: the pair must fit the 168 a
+    // thread that __launch_bounds__(384, 1) allots the block
+    static_assert(128 * FA_BWD_WGMMA_PRODUCER_REGS + 256 * FA_BWD_WGMMA_CONSUMER_REGS <= 384 * 168,
+                  "producer and consumer registers within the block's");
+    static_assert(BYTES + 1024 <= FA_BWD_WGMMA_SMEM(D), "the host's shared memory size");
+    extern __shared__ __align__(1024) unsigned char fa_bwg_smem[];
+    // wgmma's swizzle needs 1 KiB-aligned tiles: align the base (FA_BWD_WGMMA_SMEM has the slack)
+    const unsigned raw = fa_smem_addr(fa_bwg_smem), base = (raw + 1023) & ~1023u;
+    unsigned char *smem = fa_bwg_smem + (base - raw);
+    const unsigned sK = base, sV = base + KV_BYTES;
+    float *sL = (float *)(smem + O_LSE), *sDl = (float *)(smem + O_DELTA); // [stage][row]
+    const unsigned bar_full = base + O_BAR, bar_empty = bar_full + 8 * ST;
+    const unsigned bar_kv = bar_empty + 8 * ST;
+
+    const int tid = threadIdx.x, wg = tid / 128, wt = tid % 128;
+    const int j0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+    if (tid == 0) {
+        for (int s = 0; s < ST; s++) {
+            fa_bwg_mbar_init(bar_full + 8 * s, 128);
+            fa_bwg_mbar_init(bar_empty + 8 * s, 256);
+        }
+        fa_bwg_mbar_init(bar_kv, 128);
+    }
+    __syncthreads();
+
+    // query tiles: from the first that sees key j0 to the end, for each head of the group
+    // (as v4, non-causal blocks rotated so that their dQ atomics spread)
+    int qbeg = 0;
+    if (p.causal)
+        qbeg = (int)(max(0LL, (long long)j0 - p.causal_offset) / BM) * BM;
+    const int nq = qbeg < p.seq_q ? (p.seq_q - qbeg + BM - 1) / BM : 0;
+    const int total = nq * p.group;
+    const int rot = p.causal || nq == 0 ? 0 : (int)(blockIdx.x % nq);
+    auto tile_of = [&](int it, int &hq, int &i0) {
+        const int gi = it / nq;
+        int qt = it - gi * nq + rot;
+        qt -= qt >= nq ? nq : 0;
+        hq = hk * p.group + gi;
+        i0 = qbeg + qt * BM;
+    };
+
+    if (wg == 0) { // producer
+        fa_bwg_regs_dec<FA_BWD_WGMMA_PRODUCER_REGS>();
+        fa_bwg_load<D, BN>(sK, (const T *)p.k.ptr + fa_at(p.k, b, 0, hk), p.k.stride_s, j0, p.seq_k,
+                           p.head_dim, wt);
+        fa_bwg_load<D, BN>(sV, (const T *)p.v.ptr + fa_at(p.v, b, 0, hk), p.v.stride_s, j0, p.seq_k,
+                           p.head_dim, wt);
+        fa_cp_async_commit();
+        fa_cp_async_wait<0>();
+        fa_bwg_fence_async();
+        fa_bwg_mbar_arrive(bar_kv);
+#pragma unroll 1
+        for (int it = 0; it < total; it++) {
+            const int s = it % ST, use = it / ST;
+            if (use > 0)
+                fa_bwg_mbar_wait(bar_empty + 8 * s, (use - 1) & 1);
+            int hq, i0;
+            tile_of(it, hq, i0);
+            const unsigned q = base + O_STAGES + s * STAGE_BYTES;
+            fa_bwg_load<D, BM>(q, (const T *)p.q.ptr + fa_at(p.q, b, 0, hq), p.q.stride_s, i0,
+                               p.seq_q, p.head_dim, wt);
+            fa_bwg_load<D, BM>(q + Q_BYTES, (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq),
+                               p.d_o.stride_s, i0, p.seq_q, p.head_dim, wt);
+            fa_cp_async_commit();
+            // LSE in log2 units, +inf for rows past seq_q and rows that see no key (LSE = -inf),
+            // so that P = exp2(s - inf) = 0 there; Delta 0 past seq_q
+            const int r = wt % BM, i = i0 + r;
+            if (wt < BM) {
+                float l2 = INFINITY;
+                if (i < p.seq_q) {
+                    const float lse = ((const float *)p.lse.ptr)[fa_at(p.lse, b, i, hq)];
+                    l2 = lse != -INFINITY ? lse * FA_LOG2E : INFINITY;
+                }
+                sL[s * BM + r] = l2;
+            } else {
+                sDl[s * BM + r] =
+                    i < p.seq_q
+                        ? ((const float *)p.delta)[((long long)b * p.heads_q + hq) * p.seq_q + i]
+                        : 0.f;
+            }
+            fa_cp_async_wait<0>();
+            fa_bwg_fence_async();
+            fa_bwg_mbar_arrive(bar_full + 8 * s);
+        }
+        return;
+    }
+
+    // consumers
+    fa_bwg_regs_inc<FA_BWD_WGMMA_CONSUMER_REGS>();
+    const int c = wg - 1, w = wt / 32, lane = wt % 32, g = lane / 4, t = lane % 4;
+    const int kw = j0 + 64 * c; // this consumer's first key
+    // descriptors of this consumer's 64 keys of K and V (K-major A of S^T and dP^T; the next
+    // 64-column block BN 128 bytes on) and of K as dQ's B (MN-major: consumer c's D / 2 dims)
+    const unsigned long long dKa = fa_bwg_desc(sK + 64 * c * 128, 1, 1024);
+    const unsigned long long dVa = fa_bwg_desc(sV + 64 * c * 128, 1, 1024);
+    const unsigned long long dKb =
+        fa_bwg_desc(sK + (D == 128 ? c * BN * 128 : c * 64), BN * 128, 1024);
+
+    float dk[D / 2], dv[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; i++)
+        dk[i] = dv[i] = 0.f;
+
+    fa_bwg_mbar_wait(bar_kv, 0);
+#pragma unroll 1
+    for (int it = 0; it < total; it++) {
+        const int s = it % ST;
+        int hq, i0;
+        tile_of(it, hq, i0);
+        const unsigned q = base + O_STAGES + s * STAGE_BYTES, go = q + Q_BYTES;
+        const unsigned ds = base + O_DS + (it & 1) * DS_BYTES;
+        fa_bwg_mbar_wait(bar_full + 8 * s, (it / ST) & 1);
+
+        // 1. S^T = K_c Q^T, dP^T = V_c dO^T: 64 keys x 64 queries, over the D dims
+        float st[32], dp[32];
+        const unsigned long long dQb = fa_bwg_desc(q, 1, 1024), dGb = fa_bwg_desc(go, 1, 1024);
+        fa_bwg_keep(dk);
+        fa_bwg_keep(dv);
+        fa_bwg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) { // 64-column block kk / 4, 32 bytes a k16 step
+            const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
+            const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
+            fa_bwg_mma_ss<T, 64, 0, 0>(st, dKa + off, dQb + offq, kk > 0);
+        }
+        fa_bwg_commit();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
+            const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
+            fa_bwg_mma_ss<T, 64, 0, 0>(dp, dVa + off, dGb + offq, kk > 0);
+        }
+        fa_bwg_commit();
+
+        // 2. P^T, element 4 j + 2 r + e at key kw + 16 w + g + 8 r, query i0 + 8 j + 2 t + e
+        fa_bwg_wait<1>();
+        fa_bwg_keep(st);
+        const float *l2 = sL + s * BM + 2 * t, *dl = sDl + s * BM + 2 * t;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const float2 l = *(const float2 *)(l2 + 8 * j);
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                st[4 * j + 2 * r] = fa_exp2(st[4 * j + 2 * r] * p.scale_log2 - l.x);
+                st[4 * j + 2 * r + 1] = fa_exp2(st[4 * j + 2 * r + 1] * p.scale_log2 - l.y);
+            }
+        }
+        // warpgroup-uniform: P := 0 (it may be inf there) past each query's last key
+        if (kw + 63 >= p.seq_k || (p.causal && kw + 63 > i0 + p.causal_offset)) {
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int key = kw + 16 * w + g + 8 * r;
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int qi = i0 + 8 * j + 2 * t + e;
+                        if (key >= p.seq_k || (p.causal && key > qi + p.causal_offset))
+                            st[4 * j + 2 * r + e] = 0.f;
+                    }
+            }
+        }
+        fa_bwg_wait<0>();
+        fa_bwg_keep(dp);
+        unsigned pa[4][4], da[4][4]; // A fragments of k16 step kk: pairs 4 kk..4 kk + 3
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const float2 d = *(const float2 *)(dl + 8 * j);
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int i = 4 * j + 2 * r;
+                pa[j / 2][(j % 2) * 2 + r] = fa_pack2<T>(st[i], st[i + 1]);
+                da[j / 2][(j % 2) * 2 + r] =
+                    fa_pack2<T>(st[i] * (dp[i] - d.x), st[i + 1] * (dp[i + 1] - d.y));
+            }
+        }
+        // dS^T to the shared [key][query] tile: row 64 c + 16 w + g + 8 r, chunk j
+        {
+            unsigned char *dst = smem + O_DS + (it & 1) * DS_BYTES;
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int row = 64 * c + 16 * w + g + 8 * r;
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    *(unsigned *)(dst + row * 128 + ((j ^ (row & 7)) << 4) + 4 * t) =
+                        da[j / 2][(j % 2) * 2 + r];
+            }
+        }
+        fa_bwg_fence_async();
+
+        // 3. dV += P^T dO, dK += dS^T Q: B = dO, Q (64 queries x D, MN-major, 64-column blocks
+        // BM 128 bytes apart), a k16 step 16 rows on
+        const unsigned long long dGt = fa_bwg_desc(go, BM * 128, 1024);
+        const unsigned long long dQt = fa_bwg_desc(q, BM * 128, 1024);
+        fa_bwg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            fa_bwg_mma_rs<T, D, 1>(dv, pa[kk], dGt + kk * 128, 1);
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            fa_bwg_mma_rs<T, D, 1>(dk, da[kk], dQt + kk * 128, 1);
+        fa_bwg_commit();
+
+        // 4. dQ (64 queries x D / 2 dims of consumer c) = dS K over the 128 keys: A = dS^T
+        // (MN-major), B = K (MN-major)
+        fa_bwg_bar<1, 256>(); // both halves of dS^T are in
+        float dq[D / 4];
+        const unsigned long long dSa = fa_bwg_desc(ds, 1, 1024);
+        fa_bwg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++)
+            fa_bwg_mma_ss<T, D / 2, 1, 1>(dq, dSa + kk * 128, dKb + kk * 128, kk > 0);
+        fa_bwg_commit();
+        fa_bwg_wait<1>();
+        fa_bwg_keep(dv);
+        fa_bwg_keep(dk);
+        fa_bwg_mbar_arrive(bar_empty + 8 * s); // done with Q and dO of this stage
+        fa_bwg_wait<0>();
+        fa_bwg_keep(dq);
+        // element 4 j + 2 r + e: query i0 + 16 w + g + 8 r, dim c D / 2 + 8 j + 2 t + e
+        float *acc =
+            (float *)p.dq_accum + (((long long)b * p.heads_q + hq) * p.seq_q + i0) * p.head_dim;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int row = 16 * w + g + 8 * r;
+            if (i0 + row >= p.seq_q)
+                continue;
+#pragma unroll
+            for (int j = 0; j < D / 16; j++) {
+                const int col = c * (D / 2) + 8 * j + 2 * t;
+                if (col < p.head_dim)
+                    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(
+                                     acc + (long long)row * p.head_dim + col),
+                                 "f"(dq[4 * j + 2 * r]), "f"(dq[4 * j + 2 * r + 1])
+                                 : "memory");
+            }
+        }
+    }
+
+    // dK (times scale) and dV through the K and V tiles (once the other consumer's last dQ is
+    // done with K), then 16-byte stores of this consumer's 64 rows
+    fa_bwg_bar<1, 256>();
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = 64 * c + 16 * w + g + 8 * r;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+            const unsigned o =
+                (j / 8) * BN * 128 + row * 128 + (((j % 8) ^ (row & 7)) << 4) + 4 * t;
+            const int i = 4 * j + 2 * r;
+            *(unsigned *)(smem + o) = fa_pack2<T>(dk[i] * p.scale, dk[i + 1] * p.scale);
+            *(unsigned *)(smem + KV_BYTES + o) = fa_pack2<T>(dv[i], dv[i + 1]);
+        }
+    }
+    if (c == 0)
+        fa_bwg_bar<2, 128>();
+    else
+        fa_bwg_bar<3, 128>();
+    T *dK = (T *)p.d_k.ptr + fa_at(p.d_k, b, 0, hk), *dV = (T *)p.d_v.ptr + fa_at(p.d_v, b, 0, hk);
+#pragma unroll 1
+    for (int x = wt; x < 64 * CH; x += 128) {
+        const int row = 64 * c + x / CH, ch = x % CH, j = j0 + row;
+        if (j < p.seq_k && ch * 8 < p.head_dim) {
+            const unsigned o = (ch / 8) * BN * 128 + row * 128 + (((ch % 8) ^ (row & 7)) << 4);
+            *(uint4 *)(dK + (long long)j * p.d_k.stride_s + ch * 8) = *(const uint4 *)(smem + o);
+            *(uint4 *)(dV + (long long)j * p.d_v.stride_s + ch * 8) =
+                *(const uint4 *)(smem + KV_BYTES + o);
+        }
+    }
+}
