@@ -398,7 +398,9 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     const int c = wg - 1, w = wt / 32, lane = wt % 32, g = lane / 4, t = lane % 4;
     const int kw = j0 + 64 * c; // this consumer's first key
     // descriptors of this consumer's 64 keys of K and V (K-major A of S^T and dP^T; the next
-    // 64-column block BN 128 bytes on) and of K as dQ's B (MN-major: consumer c's D / 2 dims)
+    // 64-column block BN 128 bytes on) and of K as dQ's B (MN-major: consumer c's D / 2 dims;
+    // at D = 64 that is half a swizzle row, 64 bytes in, which relies on the swizzle being a
+    // function of the address as with the K-major k16 steps)
     const unsigned long long dKa = fa_bwg_desc(sK + 64 * c * 128, 1, 1024);
     const unsigned long long dVa = fa_bwg_desc(sV + 64 * c * 128, 1, 1024);
     const unsigned long long dKb =
