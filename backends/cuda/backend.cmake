@@ -1,6 +1,7 @@
 # The CUDA backend: host code in C (it opens libcuda at run time and needs no toolkit headers),
 # kernels in shaders/cuda compiled by nvcc into one fatbin (SASS for sm_80, sm_86, sm_89, sm_90,
-# PTX for compute_90) and embedded in the library. Built when nvcc is found.
+# PTX for compute_90) and a second for sm_90a (the Hopper kernels), both embedded in the
+# library. Built when nvcc is found.
 find_program(FA_NVCC nvcc HINTS ENV CUDA_PATH PATH_SUFFIXES bin
   PATHS /usr/local/cuda/bin /opt/cuda/bin)
 if(FA_NVCC)
@@ -47,10 +48,24 @@ else()
     COMMENT "nvcc: CUDA kernels for sm_${FA_CUDA_ARCHS} + compute_${FA_CUDA_PTX_ARCH}"
     VERBATIM)
   fa_embed(${CMAKE_CURRENT_BINARY_DIR}/cuda/fa_cuda_fatbin.c fa_cuda_fatbin ${fa_cuda_fatbin})
+  # The Hopper kernels (wgmma, setmaxnreg) exist for sm_90a alone: their own fatbin, which the
+  # host loads beside the first on compute capability 9.0.
+  set(fa_cuda_fatbin_sm90 ${CMAKE_CURRENT_BINARY_DIR}/cuda/fa_kernels_sm90.fatbin)
+  add_custom_command(OUTPUT ${fa_cuda_fatbin_sm90}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/cuda
+    COMMAND ${FA_NVCC} -fatbin -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a
+            -Xptxas=-warn-spills ${fa_cuda_defines} -I${fa_cuda_dir} -o ${fa_cuda_fatbin_sm90}
+            ${fa_cuda_dir}/fa_kernels_sm90.cu
+    DEPENDS ${fa_cuda_deps}
+    COMMENT "nvcc: CUDA kernels for sm_90a"
+    VERBATIM)
+  fa_embed(${CMAKE_CURRENT_BINARY_DIR}/cuda/fa_cuda_fatbin_sm90.c fa_cuda_fatbin_sm90
+    ${fa_cuda_fatbin_sm90})
 
   file(GLOB fa_cuda_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/backends/cuda/*.c)
   list(APPEND FA_BACKEND_SOURCES ${fa_cuda_sources}
-    ${CMAKE_CURRENT_BINARY_DIR}/cuda/fa_cuda_fatbin.c)
+    ${CMAKE_CURRENT_BINARY_DIR}/cuda/fa_cuda_fatbin.c
+    ${CMAKE_CURRENT_BINARY_DIR}/cuda/fa_cuda_fatbin_sm90.c)
   list(APPEND FA_BACKEND_DEFINES FA_WITH_CUDA ${FA_CUDA_DEFINES})
   set(FA_BACKEND_SUMMARY "${FA_BACKEND_SUMMARY} cuda")
 endif()

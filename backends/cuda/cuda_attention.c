@@ -1,6 +1,8 @@
 /* Forward and backward on CUDA: picks a kernel for each call and launches it on the context's
  * stream. f16/bf16 with 16-byte aligned rows take the tensor-core kernels when their shared
- * memory fits the device: the forward up to head dim 256 (kernels for 32, 64, 96, 128 and 256),
+ * memory fits the device: the forward up to head dim 256 (kernels for 32, 64, 96, 128 and 256;
+ * on compute capability 9.0 wgmma kernels, forward and atomic backward, replace the mma.sync
+ * ones for 64 and 128),
  * the backward up to 256 (v4 for 32, 64, 96, 128 and 256; v3 and the deterministic kernels for
  * 64 and 128); everything else (f32, unaligned views, the deterministic backward above 128) the
  * general CUDA-core kernels.
@@ -169,7 +171,19 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;
-    if (fast) {
+    /* compute capability 9.0: the wgmma forward at the head dims of the 64 and 128 kernels */
+    const unsigned wg_smem = d == 128 ? FA_FWD_WGMMA_SMEM(128) : FA_FWD_WGMMA_SMEM(64);
+    const bool hopper =
+        fast && st->wgmma_fwd && (d == 64 || d == 128) && (int)wg_smem <= st->smem_optin;
+    if (hopper) {
+        static const fa_cuda_kernel wgmma[2][2] = {
+            {FA_CUDA_K_FWD_WGMMA_F16_D64, FA_CUDA_K_FWD_WGMMA_F16_D128},
+            {FA_CUDA_K_FWD_WGMMA_BF16_D64, FA_CUDA_K_FWD_WGMMA_BF16_D128},
+        };
+        status = launch(ctx, wgmma[dt - 1][d == 128], blocks(call->seq_q, FA_FWD_WGMMA_BQ),
+                        (unsigned)call->heads_q, (unsigned)call->batch, FA_FWD_WGMMA_THREADS,
+                        wg_smem, &p, "launching the Hopper (wgmma) forward");
+    } else if (fast) {
         static const fa_cuda_kernel mma[2][5] = {
             {FA_CUDA_K_FWD_MMA_F16_D32, FA_CUDA_K_FWD_MMA_F16_D64, FA_CUDA_K_FWD_MMA_F16_D96,
              FA_CUDA_K_FWD_MMA_F16_D128, FA_CUDA_K_FWD_MMA_F16_D256},
@@ -267,6 +281,10 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
                          !call->deterministic && (int)d256_smem_narrow <= st->smem_optin;
     bool atomic_dq =
         v4_d256 || (fast && !call->deterministic && (v4 || (int)dkdv_dq_smem <= st->smem_optin));
+    /* compute capability 9.0: the wgmma kernel in v4's place at the head dims of v4's 64 and 128 */
+    const unsigned wg_smem = d4 == 128 ? FA_BWD_WGMMA_SMEM(128) : FA_BWD_WGMMA_SMEM(64);
+    const bool hopper = v4 && !call->deterministic && st->wgmma_bwd && (d4 == 64 || d4 == 128) &&
+                        (int)wg_smem <= st->smem_optin;
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;
@@ -345,7 +363,15 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     if (atomic_dq) {
         const int wide = d == 128;
         const fa_cuda_kernel k4 = v4_q128 ? bwd_v4_q128[dt - 1] : bwd_v4[dt - 1][d4 / 32 - 1];
-        if (status == FA_OK && v4_d256)
+        static const fa_cuda_kernel bwd_wgmma[2][2] = {
+            {FA_CUDA_K_BWD_WGMMA_F16_D64, FA_CUDA_K_BWD_WGMMA_F16_D128},
+            {FA_CUDA_K_BWD_WGMMA_BF16_D64, FA_CUDA_K_BWD_WGMMA_BF16_D128},
+        };
+        if (status == FA_OK && hopper)
+            status = launch(
+                ctx, bwd_wgmma[dt - 1][d4 == 128], blocks(call->seq_k, FA_BWD_WGMMA_KEYS(d4)), hkv,
+                b, FA_BWD_WGMMA_THREADS, wg_smem, &p, "launching the Hopper (wgmma) dK/dV/dQ");
+        else if (status == FA_OK && v4_d256)
             status =
                 launch(ctx, bwd_v4_d256[dt - 1][d256_wide], blocks(call->seq_k, FA_BWD4_KEYS_D256),
                        hkv, b, FA_BWD_THREADS, d256_wide ? d256_smem_wide : d256_smem_narrow, &p,

@@ -12,6 +12,8 @@
 
 extern const unsigned char fa_cuda_fatbin[];
 extern const size_t fa_cuda_fatbin_size;
+extern const unsigned char fa_cuda_fatbin_sm90[];
+extern const size_t fa_cuda_fatbin_sm90_size;
 
 #define FA_CUDA_MAX_DEVICES 64
 
@@ -142,20 +144,61 @@ void fa_cuda_leave(fa_context *ctx)
     st->cu->cuCtxPopCurrent(&popped);
 }
 
+/* cuModuleLoadData of an embedded image (the driver wants it aligned; the array is only
+ * byte-aligned). */
+static CUresult load_image(fa_cuda_state *st, CUmodule *module, const unsigned char *data,
+                           size_t size)
+{
+    void *image = aligned_alloc(64, (size + 63) / 64 * 64);
+    if (!image)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(image, data, size);
+    CUresult r = st->cu->cuModuleLoadData(module, image);
+    free(image);
+    return r;
+}
+
+static const char *const kernel_names[FA_CUDA_K_COUNT] = {
+#define FA_CUDA_KERNEL_NAME_(id, name) name,
+    FA_CUDA_KERNELS(FA_CUDA_KERNEL_NAME_) FA_CUDA_KERNELS_SM90(FA_CUDA_KERNEL_NAME_)
+#undef FA_CUDA_KERNEL_NAME_
+};
+
+/* The sm_90a kernels on compute capability 9.0, for the forward and the backward unless
+ * FA_CUDA_WGMMA says 0 (neither), fwd or bwd. They only speed things up: where they do not load,
+ * the sm_80 kernels serve every call, with a warning. */
+static void load_sm90_kernels(fa_context *ctx, fa_cuda_state *st)
+{
+    const char *env = getenv("FA_CUDA_WGMMA");
+    if (st->cc_major != 9 || st->cc_minor != 0 || (env && strcmp(env, "0") == 0))
+        return;
+    CUresult r = load_image(st, &st->module_sm90, fa_cuda_fatbin_sm90, fa_cuda_fatbin_sm90_size);
+    const char *name = "the sm_90a image";
+    for (int i = FA_CUDA_K_SM90_FIRST; r == CUDA_SUCCESS && i < FA_CUDA_K_COUNT; i++) {
+        r = st->cu->cuModuleGetFunction(&st->kernels[i], st->module_sm90, kernel_names[i]);
+        name = kernel_names[i];
+    }
+    if (r == CUDA_SUCCESS) {
+        st->wgmma_fwd = !env || strcmp(env, "bwd") != 0;
+        st->wgmma_bwd = !env || strcmp(env, "fwd") != 0;
+        return;
+    }
+    const char *text = NULL;
+    st->cu->cuGetErrorName(r, &text);
+    fa_log(ctx, FA_LOG_WARN, "cuda: the Hopper kernels did not load (%s: %s); using the sm_80 ones",
+           name, text ? text : "unknown error");
+    for (int i = FA_CUDA_K_SM90_FIRST; i < FA_CUDA_K_COUNT; i++)
+        st->kernels[i] = NULL;
+    if (st->module_sm90)
+        st->cu->cuModuleUnload(st->module_sm90);
+    st->module_sm90 = NULL;
+}
+
 static fa_status load_kernels(fa_context *ctx, fa_cuda_state *st)
 {
-    static const char *const names[FA_CUDA_K_COUNT] = {
-#define FA_CUDA_KERNEL_NAME_(id, name) name,
-        FA_CUDA_KERNELS(FA_CUDA_KERNEL_NAME_)
-#undef FA_CUDA_KERNEL_NAME_
-    };
-    /* the driver wants the image aligned; the embedded array is only byte-aligned */
-    void *image = aligned_alloc(64, (fa_cuda_fatbin_size + 63) / 64 * 64);
-    if (!image)
+    CUresult r = load_image(st, &st->module, fa_cuda_fatbin, fa_cuda_fatbin_size);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cuda: cannot copy the kernel image");
-    memcpy(image, fa_cuda_fatbin, fa_cuda_fatbin_size);
-    CUresult r = st->cu->cuModuleLoadData(&st->module, image);
-    free(image);
     if (r != CUDA_SUCCESS) {
         fa_status s = fa_cuda_fail(ctx, r, "cuModuleLoadData (the embedded kernels)");
         if (r == CUDA_ERROR_NO_BINARY_FOR_GPU)
@@ -165,15 +208,16 @@ static fa_status load_kernels(fa_context *ctx, fa_cuda_state *st)
                            st->cc_major, st->cc_minor);
         return s == FA_ERROR_DEVICE ? FA_ERROR_KERNEL_BUILD : s;
     }
-    for (int i = 0; i < FA_CUDA_K_COUNT; i++) {
-        r = st->cu->cuModuleGetFunction(&st->kernels[i], st->module, names[i]);
+    for (int i = 0; i < FA_CUDA_K_SM90_FIRST; i++) {
+        r = st->cu->cuModuleGetFunction(&st->kernels[i], st->module, kernel_names[i]);
         if (r != CUDA_SUCCESS) {
             char what[128];
-            snprintf(what, sizeof what, "cuModuleGetFunction(%s)", names[i]);
+            snprintf(what, sizeof what, "cuModuleGetFunction(%s)", kernel_names[i]);
             fa_cuda_fail(ctx, r, what);
             return FA_ERROR_KERNEL_BUILD;
         }
     }
+    load_sm90_kernels(ctx, st);
     return FA_OK;
 }
 
@@ -188,6 +232,8 @@ static void release_state(fa_cuda_state *st)
             cu->cuMemFree(st->workspace);
         if (st->module)
             cu->cuModuleUnload(st->module);
+        if (st->module_sm90)
+            cu->cuModuleUnload(st->module_sm90);
         if (st->stream && st->own_stream)
             cu->cuStreamDestroy(st->stream);
         CUcontext popped;
@@ -254,8 +300,12 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     fa_cuda_leave(ctx);
     if (status != FA_OK)
         goto fail;
-    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s%s", info->name,
+    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s%s%s", info->name,
            st->cc_major, st->cc_minor, info->compute_units,
+           st->wgmma_fwd && st->wgmma_bwd ? ", Hopper (wgmma) forward and backward"
+           : st->wgmma_fwd                ? ", Hopper (wgmma) forward"
+           : st->wgmma_bwd                ? ", Hopper (wgmma) backward"
+                                          : "",
            st->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "",
            st->force_bwd_v3 ? ", backward v3 (FA_CUDA_BWD=v3)" : "",
            st->bwd4_q128_d64 ? "" : ", backward v4 with 64-row query tiles at head dim 64",

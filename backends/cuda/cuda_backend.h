@@ -80,12 +80,25 @@
     X(BWD_DKDV_GEN_BF16_16, "fa_bwd_dkdv_gen_bf16_16")                                             \
     X(BWD_DKDV_GEN_BF16_32, "fa_bwd_dkdv_gen_bf16_32")
 
+/* The Hopper kernels, from the sm_90a fatbin: looked up only on compute capability 9.0 (NULL
+ * elsewhere, or with FA_CUDA_WGMMA=0). */
+#define FA_CUDA_KERNELS_SM90(X)                                                                    \
+    X(FWD_WGMMA_F16_D64, "fa_fwd_wgmma_f16_d64")                                                   \
+    X(FWD_WGMMA_F16_D128, "fa_fwd_wgmma_f16_d128")                                                 \
+    X(FWD_WGMMA_BF16_D64, "fa_fwd_wgmma_bf16_d64")                                                 \
+    X(FWD_WGMMA_BF16_D128, "fa_fwd_wgmma_bf16_d128")                                               \
+    X(BWD_WGMMA_F16_D64, "fa_bwd_wgmma_f16_d64")                                                   \
+    X(BWD_WGMMA_F16_D128, "fa_bwd_wgmma_f16_d128")                                                 \
+    X(BWD_WGMMA_BF16_D64, "fa_bwd_wgmma_bf16_d64")                                                 \
+    X(BWD_WGMMA_BF16_D128, "fa_bwd_wgmma_bf16_d128")
+
 typedef enum fa_cuda_kernel {
 #define FA_CUDA_KERNEL_ENUM_(id, name) FA_CUDA_K_##id,
-    FA_CUDA_KERNELS(FA_CUDA_KERNEL_ENUM_)
+    FA_CUDA_KERNELS(FA_CUDA_KERNEL_ENUM_) FA_CUDA_KERNELS_SM90(FA_CUDA_KERNEL_ENUM_)
 #undef FA_CUDA_KERNEL_ENUM_
         FA_CUDA_K_COUNT
 } fa_cuda_kernel;
+#define FA_CUDA_K_SM90_FIRST FA_CUDA_K_FWD_WGMMA_F16_D64
 
 /* A buffer: device memory of the primary context. */
 typedef struct fa_cuda_buffer {
@@ -101,7 +114,11 @@ typedef struct fa_cuda_state {
     CUstream stream;
     bool own_stream; /* false when the caller gave its stream in fa_context_desc */
     CUmodule module;
+    CUmodule module_sm90; /* the sm_90a kernels, where loaded */
     CUfunction kernels[FA_CUDA_K_COUNT];
+    /* the sm_90a kernels are loaded (compute capability 9.0) and serve the forward / backward
+     * (FA_CUDA_WGMMA=0: neither, =fwd or =bwd: only that one) */
+    bool wgmma_fwd, wgmma_bwd;
     int cc_major, cc_minor;
     int smem_optin;     /* bytes of shared memory a block may opt in to */
     bool force_general; /* FA_CUDA_KERNELS=general: tensor-core paths off (testing) */

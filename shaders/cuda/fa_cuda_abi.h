@@ -117,7 +117,34 @@ typedef struct fa_cuda_params {
 #define FA_BWD_WGMMA_CONSUMER_REGS 232
 #endif
 #define FA_BWD_WGMMA_SMEM(d)                                                                       \
-    (2 * 128 * (d)*2 + FA_BWD_WGMMA_STAGES * (2 * 64 * (d)*2 + 2 * 64 * 4) + 2 * 128 * 64 * 2 +  \
+    (2 * 128 * (d)*2 + FA_BWD_WGMMA_STAGES * (2 * 64 * (d)*2 + 2 * 64 * 4) + 2 * 128 * 64 * 2 +    \
      8 * (2 * FA_BWD_WGMMA_STAGES + 1) + 1024)
+
+/* The Hopper forward (shaders/cuda/fa_forward_wgmma.cuh, sm_90a only): three warpgroups, one
+ * loading, two computing 64 query rows each with wgmma; K/V tiles of BK keys in a ring of
+ * STAGES buffers; the loader keeps LOAD_REGS registers a thread and gives the rest to the two
+ * computing warpgroups (MATH_REGS; 128 LOAD + 256 MATH <= 64 Ki). Shared memory: Q, the ring,
+ * 1 + 2 STAGES mbarriers, and 1 KiB to align the base. */
+#define FA_FWD_WGMMA_BQ 128
+#define FA_FWD_WGMMA_THREADS 384
+#ifndef FA_FWD_WGMMA_STAGES
+#define FA_FWD_WGMMA_STAGES 2
+#endif
+#ifndef FA_FWD_WGMMA_BK_D64
+#define FA_FWD_WGMMA_BK_D64 128
+#endif
+#ifndef FA_FWD_WGMMA_BK_D128
+#define FA_FWD_WGMMA_BK_D128 128
+#endif
+#define FA_FWD_WGMMA_BK(d) ((d) > 64 ? FA_FWD_WGMMA_BK_D128 : FA_FWD_WGMMA_BK_D64)
+#ifndef FA_FWD_WGMMA_LOAD_REGS
+#define FA_FWD_WGMMA_LOAD_REGS 40
+#endif
+#ifndef FA_FWD_WGMMA_MATH_REGS
+#define FA_FWD_WGMMA_MATH_REGS 232
+#endif
+#define FA_FWD_WGMMA_SMEM(d)                                                                       \
+    (FA_FWD_WGMMA_BQ * (d)*2 + 2 * FA_FWD_WGMMA_STAGES * FA_FWD_WGMMA_BK(d) * (d)*2 +              \
+     8 * (1 + 2 * FA_FWD_WGMMA_STAGES) + 1024)
 
 #endif

@@ -1,0 +1,290 @@
+// The Hopper forward (sm_90a): the same exact online softmax as fa_forward_mma.cuh, with both
+// products on warpgroup MMA (wgmma) instead of mma.sync, for f16 and bf16 at head dim 64 or 128
+// (smaller head dims padded up with zeros).
+//
+// A block of three warpgroups owns BQ = 128 query rows of one (batch, head). Warpgroup 0 only
+// loads: Q once, then K and V tiles of BK keys by cp.async into a ring of FA_FWD_WGMMA_STAGES
+// shared buffers, each guarded by a "full" and an "empty" mbarrier, and it gives most of its
+// registers to the other two (setmaxnreg). Warpgroups 1 and 2 own 64 query rows each and never
+// wait for one another: per tile, S = Q K^T is one chain of wgmma with both operands in shared
+// memory (64 x BK accumulators in registers), then mask, online softmax and P in registers, then
+// O += P V with P as the register A operand and V read transposed from shared memory. While one
+// warpgroup runs its softmax the other's wgmma keep the tensor cores busy.
+// Tiles are stored as 64-column blocks of 128-byte rows in the 128-byte swizzle that wgmma's
+// descriptors name (fa_wgmma.cuh); zero-filled past the end of the keys, of the queries and of
+// the head dim.
+#pragma once
+
+#include "fa_forward_mma.cuh" // FA_FWD_RESCALE_SLACK
+#include "fa_wgmma.cuh"
+
+// Rows [r0, r0 + ROWS) of a (rows x head_dim) view into a tile of ROWS rows: 64-column blocks of
+// ROWS 128-byte rows, swizzled; zeros past row n or column head_dim. Called by the 128 threads of
+// the loading warpgroup (t = 0..127): thread t copies chunk t % CH of every (128 / CH)-th row,
+// a multiple of 8 rows apart, so its swizzled chunk is the same in each and one pointer and one
+// address step through them (few registers: the loader keeps FA_FWD_WGMMA_LOAD_REGS).
+template <int D, int ROWS, typename T>
+__device__ __forceinline__ void fa_fwdw_load(unsigned dst, const T *src, long long stride, int r0,
+                                             int n, int head_dim, int t)
+{
+    constexpr int CH = D / 8, STEP = 128 / CH;
+    static_assert(STEP % 8 == 0 && ROWS % STEP == 0, "rows a multiple of 8 apart");
+    const int row = t / CH, ch = t % CH;
+    dst += (unsigned)((ch >> 3) * ROWS * 128 + row * 128 + (((ch & 7) ^ (row & 7)) << 4));
+    const bool col_ok = ch * 8 < head_dim;
+    const T *g = src + (long long)(r0 + row) * stride + ch * 8;
+#pragma unroll 2
+    for (int i = 0; i < ROWS / STEP; i++) {
+        const bool ok = col_ok && r0 + row + i * STEP < n;
+        fa_cp_async16(dst + i * STEP * 128, ok ? g : src, ok);
+        g += STEP * stride;
+    }
+}
+
+template <typename T, int D, int BK>
+__device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
+{
+    constexpr int BQ = FA_FWD_WGMMA_BQ, ST = FA_FWD_WGMMA_STAGES, CH = D / 8;
+    constexpr unsigned Q_BYTES = BQ * D * 2, TILE_BYTES = BK * D * 2;
+    // wgmma's swizzle needs 1 KiB-aligned tiles; dynamic shared memory is only promised 16 bytes
+    extern __shared__ __align__(1024) unsigned char fa_fwdw_raw[];
+    const unsigned raw = fa_smem_addr(fa_fwdw_raw), sQ = (raw + 1023) & ~1023u;
+    unsigned char *const fa_fwdw_smem = fa_fwdw_raw + (sQ - raw);
+    const unsigned sK = sQ + Q_BYTES, sV = sK + ST * TILE_BYTES; // stage s at + s TILE_BYTES
+    const unsigned bar_q = sV + ST * TILE_BYTES;                 // then full[ST], empty[ST]
+    const unsigned bar_full = bar_q + 8, bar_empty = bar_full + 8 * ST;
+
+    const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
+    const int qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+    const int q0 = qt * BQ, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
+    int kend = p.seq_k;
+    if (p.causal) {
+        const long long end = (long long)min(q0 + BQ, p.seq_q) + p.causal_offset;
+        kend = (int)max(0LL, min((long long)kend, end));
+    }
+    const int ntiles = (kend + BK - 1) / BK;
+
+    if (tid == 0) {
+        fa_mbar_init(bar_q, 128);
+        for (int s = 0; s < ST; s++) {
+            fa_mbar_init(bar_full + 8 * s, 128);
+            fa_mbar_init(bar_empty + 8 * s, 256);
+        }
+    }
+    __syncthreads();
+
+    if (wg == 0) { // the loader
+        fa_setmaxnreg_dec<FA_FWD_WGMMA_LOAD_REGS>();
+        const T *Qg = (const T *)p.q.ptr + fa_at(p.q, b, 0, h);
+        const T *Kg = (const T *)p.k.ptr + fa_at(p.k, b, 0, hk);
+        const T *Vg = (const T *)p.v.ptr + fa_at(p.v, b, 0, hk);
+        fa_fwdw_load<D, BQ>(sQ, Qg, p.q.stride_s, q0, p.seq_q, p.head_dim, wt);
+        fa_cp_async_commit();
+        // The copies must have landed, and be ordered before wgmma's async-proxy reads, before
+        // the barrier releases them.
+        fa_cp_async_wait<0>();
+        fa_fence_proxy_async();
+        fa_mbar_arrive(bar_q);
+        for (int it = 0; it < ntiles; it++) {
+            const int s = it % ST, use = it / ST;
+            if (use > 0)
+                fa_mbar_wait(bar_empty + 8 * s, (use - 1) & 1);
+            fa_fwdw_load<D, BK>(sK + s * TILE_BYTES, Kg, p.k.stride_s, it * BK, p.seq_k, p.head_dim,
+                                wt);
+            fa_fwdw_load<D, BK>(sV + s * TILE_BYTES, Vg, p.v.stride_s, it * BK, p.seq_k, p.head_dim,
+                                wt);
+            fa_cp_async_commit();
+            fa_cp_async_wait<0>();
+            fa_fence_proxy_async();
+            fa_mbar_arrive(bar_full + 8 * s);
+        }
+        return;
+    }
+
+    fa_setmaxnreg_inc<FA_FWD_WGMMA_MATH_REGS>();
+    const int cw = wg - 1, wq = wt >> 5, lane = tid & 31;
+    const int r0 = q0 + 64 * cw; // this warpgroup's first row
+    // Tiles from ntiles_c on hold no key any row of this warpgroup sees; tiles before nfull
+    // need no mask for any of its rows.
+    int ntiles_c = ntiles, nfull = p.seq_k / BK;
+    if (p.causal) {
+        const long long end = (long long)min(r0 + 64, p.seq_q) + p.causal_offset;
+        ntiles_c = min(ntiles, (int)((max(0LL, min((long long)p.seq_k, end)) + BK - 1) / BK));
+        // per warpgroup, not per warp: the bf16 tiles take a second product there, and every
+        // warp of a warpgroup must issue the same wgmma
+        const long long vis = (long long)r0 + p.causal_offset + 1; // keys the first row sees
+        nfull = (int)min((long long)nfull, max(0LL, vis) / BK);
+    }
+    const int row_lo = r0 + 16 * wq + (lane >> 2); // this thread's rows: row_lo, row_lo + 8
+    const int t2 = (lane & 3) * 2;
+    const float c = p.scale_log2;
+    const float masked = c > 0.f ? -INFINITY : INFINITY;
+
+    float o[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; i++)
+        o[i] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    const unsigned q_at = sQ + cw * 64 * 128;
+    fa_mbar_wait(bar_q, 0);
+
+    // One key tile; `mask` (compile-time, so that no wgmma sits in a branch ptxas must assume
+    // divergent) for the tiles from nfull on.
+    auto tile = [&](const int it, auto mask_c) {
+        constexpr bool mask = decltype(mask_c)::value;
+        const int s = it % ST;
+        fa_mbar_wait(bar_full + 8 * s, (it / ST) & 1);
+        const unsigned k_at = sK + s * TILE_BYTES, v_at = sV + s * TILE_BYTES;
+
+        float sc[BK / 2]; // S: sc[4 n + e] = row row_lo + 8 (e >> 1), key 8 n + t2 + (e & 1)
+        fa_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            fa_wgmma_ss<T, BK>(
+                sc, fa_wgmma_desc(q_at + (kk >> 2) * BQ * 128 + (kk & 3) * 32, 16, 1024),
+                fa_wgmma_desc(k_at + (kk >> 2) * BK * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+        fa_wgmma_commit();
+        fa_wgmma_wait<0>();
+
+        const int k0 = it * BK;
+        if constexpr (mask) {
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int key = k0 + n * 8 + t2 + (e & 1);
+                    const int row = row_lo + (e >> 1) * 8;
+                    if (key >= p.seq_k || (p.causal && key > row + p.causal_offset))
+                        sc[4 * n + e] = masked;
+                }
+        }
+        float tm[2];
+        bool grow = false;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float mx = sc[2 * r];
+            if (c > 0.f) {
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++)
+                    mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            } else {
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++)
+                    mx = fminf(mx, fminf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
+                mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            }
+            tm[r] = mx * c;
+            grow |= tm[r] > m[r] + FA_FWD_RESCALE_SLACK;
+        }
+        // the lagging max of fa_forward_mma.cuh (FA_FWD_RESCALE_SLACK)
+        if (__any_sync(0xffffffffu, grow)) {
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const float m_new = fmaxf(m[r], tm[r]);
+                const float alpha = fa_exp2(m[r] - (m_new == -INFINITY ? 0.f : m_new));
+                m[r] = m_new;
+                l[r] *= alpha;
+#pragma unroll
+                for (int n = 0; n < D / 8; n++) {
+                    o[4 * n + 2 * r] *= alpha;
+                    o[4 * n + 2 * r + 1] *= alpha;
+                }
+            }
+        }
+        float m_use[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+            m_use[r] = m[r] == -INFINITY ? 0.f : m[r];
+
+        // P = exp2(S - m) rounded to T, packed as the A fragments of O += P V (keys 16 k2..);
+        // for bf16 on the masked tiles also the remainder P - bf16(P), as in fa_forward_mma.cuh.
+        constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
+        unsigned ph[BK / 16][4], pl[BF16 ? BK / 16 : 1][4];
+        float sum[2] = {0.f, 0.f};
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const float p0 = fa_exp2(fmaf(sc[4 * n + 2 * r], c, -m_use[r]));
+                const float p1 = fa_exp2(fmaf(sc[4 * n + 2 * r + 1], c, -m_use[r]));
+                sum[r] += p0 + p1;
+                const unsigned hi = fa_pack2<T>(p0, p1);
+                ph[n / 2][(n & 1) * 2 + r] = hi;
+                if constexpr (BF16)
+                    pl[n / 2][(n & 1) * 2 + r] = fa_pack2<T>(
+                        p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+            }
+        l[0] += sum[0];
+        l[1] += sum[1];
+
+        fa_wgmma_fence();
+        if constexpr (BF16 && mask) {
+#pragma unroll
+            for (int k2 = 0; k2 < BK / 16; k2++) {
+                const unsigned long long vd = fa_wgmma_desc(v_at + k2 * 2048, BK * 128, 1024);
+                fa_wgmma_rs<T, D>(o, ph[k2], vd);
+                fa_wgmma_rs<T, D>(o, pl[k2 % (BF16 ? BK / 16 : 1)], vd);
+            }
+        } else {
+#pragma unroll
+            for (int k2 = 0; k2 < BK / 16; k2++)
+                fa_wgmma_rs<T, D>(o, ph[k2], fa_wgmma_desc(v_at + k2 * 2048, BK * 128, 1024));
+        }
+        fa_wgmma_commit();
+        fa_wgmma_wait<0>();
+        fa_mbar_arrive(bar_empty + 8 * s);
+    };
+    int it = 0;
+    for (; it < min(nfull, ntiles_c); it++)
+        tile(it, std::false_type{});
+    for (; it < ntiles_c; it++)
+        tile(it, std::true_type{});
+    for (; it < ntiles; it++) { // keys none of this warpgroup's rows sees: release the buffers
+        fa_mbar_wait(bar_full + 8 * (it % ST), (it / ST) & 1);
+        fa_mbar_arrive(bar_empty + 8 * (it % ST));
+    }
+
+    // O / l through this warpgroup's rows of the Q tile (its own wgmma no longer read them),
+    // then 16-byte stores.
+    T *Og = (T *)p.o.ptr + fa_at(p.o, b, 0, h);
+    float *L = (float *)p.lse.ptr + fa_at(p.lse, b, 0, h);
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
+    }
+    const int srow = 64 * cw + 16 * wq + (lane >> 2);
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int row = srow + 8 * r;
+            const unsigned off =
+                (unsigned)((n >> 3) * BQ * 128 + row * 128 + (((n & 7) ^ (row & 7)) << 4) + t2 * 2);
+            *(unsigned *)(fa_fwdw_smem + off) =
+                fa_pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
+        }
+    if (p.has_lse && (lane & 3) == 0) {
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int gr = row_lo + r * 8;
+            if (gr < p.seq_q)
+                L[gr * p.lse.stride_s] = l[r] > 0.f ? (m[r] + log2f(l[r])) * FA_LN2 : -INFINITY;
+        }
+    }
+    fa_named_barrier(1 + cw, 128);
+#pragma unroll
+    for (int i = 0; i < 64 * CH / 128; i++) {
+        const int cidx = wt + i * 128, row = cidx / CH, ch = cidx % CH, gr = r0 + row;
+        const int srw = 64 * cw + row;
+        if (gr < p.seq_q && ch * 8 < p.head_dim)
+            *(uint4 *)(Og + gr * p.o.stride_s + ch * 8) =
+                *(const uint4 *)(fa_fwdw_smem + (ch >> 3) * BQ * 128 + srw * 128 +
+                                 (((ch & 7) ^ (srw & 7)) << 4));
+    }
+}

@@ -1,0 +1,212 @@
+// PTX wrappers of the Hopper (sm_90a) paths: warpgroup MMA (wgmma) with shared-memory
+// descriptors, mbarriers, named barriers and register reallocation between warpgroups.
+// Only fa_kernels_sm90.cu includes this: wgmma exists on sm_90a alone.
+//
+// Shared tiles for wgmma use 128-byte rows (64 f16/bf16) with the 128-byte swizzle: chunk c of
+// row r (16 bytes) sits at chunk c ^ (r & 7), and every tile starts on 1 KiB, which is
+// fa_swz<8>. A wider row (head dim 128) is stored as column blocks of 64, each [rows][64].
+#pragma once
+
+#include "fa_common.cuh"
+
+#include <type_traits>
+
+// Matrix descriptor of a 128-byte-swizzled operand at shared address `addr`: `lbo` (leading
+// byte offset) is the distance between 64-column blocks of an MN-major operand (unused when
+// K-major), `sbo` (stride byte offset) the distance between groups of 8 rows (1 KiB here).
+__device__ __forceinline__ unsigned long long fa_wgmma_desc(unsigned addr, unsigned lbo,
+                                                            unsigned sbo)
+{
+    return (unsigned long long)((addr & 0x3ffff) >> 4) |
+           ((unsigned long long)((lbo >> 4) & 0x3fff) << 16) |
+           ((unsigned long long)((sbo >> 4) & 0x3fff) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void fa_wgmma_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void fa_wgmma_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+// Waits until at most N committed groups of this warpgroup are still running.
+template <int N> __device__ __forceinline__ void fa_wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Accumulator registers of a running wgmma must not be touched: this tells the compiler so.
+template <int R> __device__ __forceinline__ void fa_wgmma_hold(float (&d)[R])
+{
+#pragma unroll
+    for (int i = 0; i < R; i++)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int R> __device__ __forceinline__ void fa_wgmma_hold_u(unsigned (&d)[R])
+{
+#pragma unroll
+    for (int i = 0; i < R; i++)
+        asm volatile("" : "+r"(d[i])::"memory");
+}
+
+// Makes this thread's generic-proxy writes to shared memory (stores, finished cp.async) visible
+// to the async proxy that wgmma reads through.
+__device__ __forceinline__ void fa_fence_proxy_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+template <int N> __device__ __forceinline__ void fa_setmaxnreg_inc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void fa_setmaxnreg_dec()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+// Barrier `id` (1-15; 0 is __syncthreads) among `threads` threads, a multiple of 32.
+__device__ __forceinline__ void fa_named_barrier(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ void fa_mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void fa_mbar_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Waits for the phase of parity `parity` of the barrier to complete.
+__device__ __forceinline__ void fa_mbar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\n"
+                 "FA_MBAR_WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra FA_MBAR_WAIT_%=;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+
+// ---- wgmma.mma_async m64nNk16, f32 accumulators (d: this thread's N / 2 of the 64 x N) ------
+// Register order of d for warp w of the warpgroup, g = lane / 4, t = lane % 4 (as mma.sync's C):
+// d[4 j], d[4 j + 1] = row 16 w + g, columns 8 j + 2 t, + 1; d[4 j + 2], d[4 j + 3] = row + 8.
+// _ss: A (64 x 16) and B from shared memory, both K-major; `accumulate` 0 overwrites d.
+// _rs: A from registers (mma.sync's A fragment layout, rows 16 w..), B MN-major (transposed:
+// its rows run along K), always accumulating.
+#define FA_WG_ACC32                                                                                \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "  \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define FA_WG_OPS32(d)                                                                             \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),            \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define FA_WG_ACC64                                                                                \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "  \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "   \
+    "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "   \
+    "%56, %57, %58, %59, %60, %61, %62, %63}"
+#define FA_WG_OPS64(d)                                                                             \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),            \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), \
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+        "+f"(d[63])
+
+template <typename T>
+__device__ __forceinline__ void fa_wgmma_ss_n64(float (&d)[32], unsigned long long a,
+                                                unsigned long long b, int accumulate)
+{
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA_WG_ACC32
+                     ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                     : FA_WG_OPS32(d)
+                     : "l"(a), "l"(b), "r"(accumulate));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA_WG_ACC32
+                     ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                     : FA_WG_OPS32(d)
+                     : "l"(a), "l"(b), "r"(accumulate));
+}
+template <typename T>
+__device__ __forceinline__ void fa_wgmma_rs_n64(float (&d)[32], const unsigned (&a)[4],
+                                                unsigned long long b)
+{
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA_WG_ACC32
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                     : FA_WG_OPS32(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA_WG_ACC32
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                     : FA_WG_OPS32(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
+}
+
+template <typename T>
+__device__ __forceinline__ void fa_wgmma_ss_n128(float (&d)[64], unsigned long long a,
+                                                 unsigned long long b, int accumulate)
+{
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FA_WG_ACC64
+                     ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : FA_WG_OPS64(d)
+                     : "l"(a), "l"(b), "r"(accumulate));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FA_WG_ACC64
+                     ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : FA_WG_OPS64(d)
+                     : "l"(a), "l"(b), "r"(accumulate));
+}
+template <typename T>
+__device__ __forceinline__ void fa_wgmma_rs_n128(float (&d)[64], const unsigned (&a)[4],
+                                                 unsigned long long b)
+{
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FA_WG_ACC64
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                     : FA_WG_OPS64(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FA_WG_ACC64
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                     : FA_WG_OPS64(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void fa_wgmma_ss(float (&d)[N / 2], unsigned long long a,
+                                            unsigned long long b, int accumulate)
+{
+    if constexpr (N == 64)
+        fa_wgmma_ss_n64<T>(d, a, b, accumulate);
+    else
+        fa_wgmma_ss_n128<T>(d, a, b, accumulate);
+}
+template <typename T, int N>
+__device__ __forceinline__ void fa_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4],
+                                            unsigned long long b)
+{
+    if constexpr (N == 64)
+        fa_wgmma_rs_n64<T>(d, a, b);
+    else
+        fa_wgmma_rs_n128<T>(d, a, b);
+}
