@@ -309,46 +309,56 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
         // bf16 keeps 8 bits of P. On the masked tiles, which hold every key of the rows that see
         // only a few (the first rows under a causal mask), one rounding of P would show in O and,
         // through Delta = rowsum(dO O), be amplified in the backward's dQ; there P also goes in as
-        // the remainder lo = P - bf16(P), a second product, one 16-key slice at a time so that
-        // S dies as the slices are used. Elsewhere the roundings of 64 or more terms average out,
-        // as in FlashAttention-2. f16 (11 bits) is unchanged.
+        // the remainder lo = P - bf16(P), a second product after the first in each 16-key slice.
+        // Elsewhere the roundings of 64 or more terms average out, as in FlashAttention-2. f16
+        // (11 bits) is unchanged.
         if (std::is_same<T, __nv_bfloat16>::value && mask) {
             // skipped where no row of the warp sees the tile's first key (so none of its keys)
             const bool sees =
                 k0 < p.seq_k && (!p.causal || k0 <= row_lo + 16 * (MT - 1) + 8 + p.causal_offset);
             float sum[MT][2] = {};
             if (__any_sync(0xffffffffu, sees)) {
-                // one m-tile at a time: fewer live registers, the V fragments read once per m-tile
+                // The whole tile's P, rounded (hi) and remainder (lo): two registers for two
+                // scores, so S dies as they are made and the PV product holds O, hi, lo (BK
+                // registers per m-tile) and the B fragments, as in the unmasked path.
+                unsigned ph[MT][BK / 16][4], pl[MT][BK / 16][4];
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++)
 #pragma unroll
+                    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                        for (int r = 0; r < 2; r++) {
+                            const float p0 = fa_exp2(fmaf(s[mt][n][2 * r], c, -m_use[mt][r]));
+                            const float p1 = fa_exp2(fmaf(s[mt][n][2 * r + 1], c, -m_use[mt][r]));
+                            sum[mt][r] += p0 + p1;
+                            const unsigned hi = fa_pack2<T>(p0, p1); // p0 in the low half
+                            ph[mt][n / 2][(n & 1) * 2 + r] = hi;
+                            pl[mt][n / 2][(n & 1) * 2 + r] =
+                                fa_pack2<T>(p0 - __uint_as_float(hi << 16),
+                                            p1 - __uint_as_float(hi & 0xffff0000u));
+                        }
+                // The same vote again, always true here: like the unmasked path's any_p branch it
+                // keeps ptxas from starting the V loads and the mma among the exponentials, which
+                // spilled at head dims 64-128 (sm_80-89) and 128 (sm_90). Not at head dim 32,
+                // where it would raise the registers from 160 to 194-201 (two blocks an SM, not 3).
+                if (D == 32 || __any_sync(0xffffffffu, sees)) {
+#pragma unroll
                     for (int k2 = 0; k2 < BK / 16; k2++) {
-                        unsigned ph[4], pl[4]; // keys 16 k2.. of P: rounded, remainder
-#pragma unroll
-                        for (int h = 0; h < 2; h++)
-#pragma unroll
-                            for (int r = 0; r < 2; r++) {
-                                const int n = 2 * k2 + h;
-                                const float p0 = fa_exp2(fmaf(s[mt][n][2 * r], c, -m_use[mt][r]));
-                                const float p1 =
-                                    fa_exp2(fmaf(s[mt][n][2 * r + 1], c, -m_use[mt][r]));
-                                sum[mt][r] += p0 + p1;
-                                const unsigned hi = fa_pack2<T>(p0, p1); // p0 in the low half
-                                ph[h * 2 + r] = hi;
-                                pl[h * 2 + r] = fa_pack2<T>(p0 - __uint_as_float(hi << 16),
-                                                            p1 - __uint_as_float(hi & 0xffff0000u));
-                            }
                         const unsigned vaddr = vb + lane_off + k2 * 16 * CH * 16;
 #pragma unroll
                         for (int dp = 0; dp < D / 16; dp++) {
                             unsigned b0, b1, b2, b3;
                             fa_ldmatrix_x4_trans(fa_kstep<CH>(vaddr, dp), b0, b1, b2, b3);
-                            fa_mma16816<T>(o[mt][2 * dp], ph, b0, b1);
-                            fa_mma16816<T>(o[mt][2 * dp + 1], ph, b2, b3);
-                            fa_mma16816<T>(o[mt][2 * dp], pl, b0, b1);
-                            fa_mma16816<T>(o[mt][2 * dp + 1], pl, b2, b3);
+#pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                fa_mma16816<T>(o[mt][2 * dp], ph[mt][k2], b0, b1);
+                                fa_mma16816<T>(o[mt][2 * dp + 1], ph[mt][k2], b2, b3);
+                                fa_mma16816<T>(o[mt][2 * dp], pl[mt][k2], b0, b1);
+                                fa_mma16816<T>(o[mt][2 * dp + 1], pl[mt][k2], b2, b3);
+                            }
                         }
                     }
+                }
             }
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
