@@ -172,8 +172,13 @@ static void load_sm90_kernels(fa_context *ctx, fa_cuda_state *st)
     const char *env = getenv("FA_CUDA_WGMMA");
     if (st->cc_major != 9 || st->cc_minor != 0 || (env && strcmp(env, "0") == 0))
         return;
-    CUresult r = load_image(st, &st->module_sm90, fa_cuda_fatbin_sm90, fa_cuda_fatbin_sm90_size);
-    const char *name = "the sm_90a image";
+    /* kernel development: FA_CUDA_SM90_IMAGE names a variant fatbin of fa_kernels_sm90.cu built
+     * with other kernel-only knobs (e.g. FA_FWD_WGMMA_PINGPONG) */
+    const char *file = getenv("FA_CUDA_SM90_IMAGE");
+    CUresult r =
+        file ? st->cu->cuModuleLoad(&st->module_sm90, file)
+             : load_image(st, &st->module_sm90, fa_cuda_fatbin_sm90, fa_cuda_fatbin_sm90_size);
+    const char *name = file ? file : "the sm_90a image";
     for (int i = FA_CUDA_K_SM90_FIRST; r == CUDA_SUCCESS && i < FA_CUDA_K_COUNT; i++) {
         r = st->cu->cuModuleGetFunction(&st->kernels[i], st->module_sm90, kernel_names[i]);
         name = kernel_names[i];

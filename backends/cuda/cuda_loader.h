@@ -63,6 +63,7 @@ enum { CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
     X(cuCtxPushCurrent, "cuCtxPushCurrent_v2", (CUcontext ctx))                                    \
     X(cuCtxPopCurrent, "cuCtxPopCurrent_v2", (CUcontext * ctx))                                    \
     X(cuModuleLoadData, "cuModuleLoadData", (CUmodule * module, const void *image))                \
+    X(cuModuleLoad, "cuModuleLoad", (CUmodule * module, const char *path))                         \
     X(cuModuleUnload, "cuModuleUnload", (CUmodule module))                                         \
     X(cuModuleGetFunction, "cuModuleGetFunction",                                                  \
       (CUfunction * function, CUmodule module, const char *name))                                  \

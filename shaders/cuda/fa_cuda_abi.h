@@ -128,7 +128,10 @@ typedef struct fa_cuda_params {
 #define FA_FWD_WGMMA_BQ 128
 #define FA_FWD_WGMMA_THREADS 384
 #ifndef FA_FWD_WGMMA_STAGES
-#define FA_FWD_WGMMA_STAGES 2
+#define FA_FWD_WGMMA_STAGES 3
+#endif
+#ifndef FA_FWD_WGMMA_PINGPONG
+#define FA_FWD_WGMMA_PINGPONG 1
 #endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128

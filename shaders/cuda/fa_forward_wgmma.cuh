@@ -104,48 +104,52 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     fa_setmaxnreg_inc<FA_FWD_WGMMA_MATH_REGS>();
     const int cw = wg - 1, wq = wt >> 5, lane = tid & 31;
     const int r0 = q0 + 64 * cw; // this warpgroup's first row
-    // Tiles from ntiles_c on hold no key any row of this warpgroup sees; tiles before nfull
-    // need no mask for any of its rows.
-    int ntiles_c = ntiles, nfull = p.seq_k / BK;
+    // Tiles from nfull on are masked. Both warpgroups run every tile of the block and decide
+    // everything per block, not per warpgroup: the control flow around wgmma is then uniform
+    // (ptxas serialises wgmma in paths it cannot prove uniform), and pingpong turns pair up.
+    int nfull = p.seq_k / BK;
     if (p.causal) {
-        const long long end = (long long)min(r0 + 64, p.seq_q) + p.causal_offset;
-        ntiles_c = min(ntiles, (int)((max(0LL, min((long long)p.seq_k, end)) + BK - 1) / BK));
-        // per warpgroup, not per warp: the bf16 tiles take a second product there, and every
-        // warp of a warpgroup must issue the same wgmma
-        const long long vis = (long long)r0 + p.causal_offset + 1; // keys the first row sees
+        const long long vis = (long long)q0 + p.causal_offset + 1; // keys the block's row 0 sees
         nfull = (int)min((long long)nfull, max(0LL, vis) / BK);
     }
     const int row_lo = r0 + 16 * wq + (lane >> 2); // this thread's rows: row_lo, row_lo + 8
     const int t2 = (lane & 3) * 2;
     const float c = p.scale_log2;
     const float masked = c > 0.f ? -INFINITY : INFINITY;
+    constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
 
     float o[D / 2];
 #pragma unroll
     for (int i = 0; i < D / 2; i++)
         o[i] = 0.f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    float sc[BK / 2]; // S: sc[4 n + e] = row row_lo + 8 (e >> 1), key 8 n + t2 + (e & 1)
+    // P of the previous tile, rounded to T, as the A fragments of O += P V (keys 16 k2..); for
+    // bf16 on the masked tiles also the remainder P - bf16(P), as in fa_forward_mma.cuh
+    unsigned ph[BK / 16][4], pl[BF16 ? BK / 16 : 1][4];
     const unsigned q_at = sQ + cw * 64 * 128;
-    fa_mbar_wait(bar_q, 0);
 
-    // One key tile; `mask` (compile-time, so that no wgmma sits in a branch ptxas must assume
-    // divergent) for the tiles from nfull on.
-    auto tile = [&](const int it, auto mask_c) {
-        constexpr bool mask = decltype(mask_c)::value;
-        const int s = it % ST;
-        fa_mbar_wait(bar_full + 8 * s, (it / ST) & 1);
-        const unsigned k_at = sK + s * TILE_BYTES, v_at = sV + s * TILE_BYTES;
-
-        float sc[BK / 2]; // S: sc[4 n + e] = row row_lo + 8 (e >> 1), key 8 n + t2 + (e & 1)
-        fa_wgmma_fence();
+    auto issue_s = [&](int it) {
+        const unsigned k_at = sK + (it % ST) * TILE_BYTES;
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++)
             fa_wgmma_ss<T, BK>(
                 sc, fa_wgmma_desc(q_at + (kk >> 2) * BQ * 128 + (kk & 3) * 32, 16, 1024),
                 fa_wgmma_desc(k_at + (kk >> 2) * BK * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
-        fa_wgmma_commit();
-        fa_wgmma_wait<0>();
-
+    };
+    auto issue_pv = [&](int it, auto lo_c) {
+        const unsigned v_at = sV + (it % ST) * TILE_BYTES;
+#pragma unroll
+        for (int k2 = 0; k2 < BK / 16; k2++) {
+            const unsigned long long vd = fa_wgmma_desc(v_at + k2 * 2048, BK * 128, 1024);
+            fa_wgmma_rs<T, D>(o, ph[k2], vd);
+            if constexpr (decltype(lo_c)::value)
+                fa_wgmma_rs<T, D>(o, pl[k2 % (BF16 ? BK / 16 : 1)], vd);
+        }
+    };
+    // Mask, online softmax and P of tile `it` from sc (O is not in flight here).
+    auto softmax = [&](int it, auto mask_c) {
+        constexpr bool mask = decltype(mask_c)::value;
         const int k0 = it * BK;
         if constexpr (mask) {
 #pragma unroll
@@ -194,16 +198,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 }
             }
         }
-        float m_use[2];
+        float m_use[2], sum[2] = {0.f, 0.f};
 #pragma unroll
         for (int r = 0; r < 2; r++)
             m_use[r] = m[r] == -INFINITY ? 0.f : m[r];
-
-        // P = exp2(S - m) rounded to T, packed as the A fragments of O += P V (keys 16 k2..);
-        // for bf16 on the masked tiles also the remainder P - bf16(P), as in fa_forward_mma.cuh.
-        constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
-        unsigned ph[BK / 16][4], pl[BF16 ? BK / 16 : 1][4];
-        float sum[2] = {0.f, 0.f};
 #pragma unroll
         for (int n = 0; n < BK / 8; n++)
 #pragma unroll
@@ -213,38 +211,88 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 sum[r] += p0 + p1;
                 const unsigned hi = fa_pack2<T>(p0, p1);
                 ph[n / 2][(n & 1) * 2 + r] = hi;
-                if constexpr (BF16)
+                if constexpr (BF16 && mask)
                     pl[n / 2][(n & 1) * 2 + r] = fa_pack2<T>(
                         p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
             }
         l[0] += sum[0];
         l[1] += sum[1];
-
-        fa_wgmma_fence();
-        if constexpr (BF16 && mask) {
-#pragma unroll
-            for (int k2 = 0; k2 < BK / 16; k2++) {
-                const unsigned long long vd = fa_wgmma_desc(v_at + k2 * 2048, BK * 128, 1024);
-                fa_wgmma_rs<T, D>(o, ph[k2], vd);
-                fa_wgmma_rs<T, D>(o, pl[k2 % (BF16 ? BK / 16 : 1)], vd);
-            }
-        } else {
-#pragma unroll
-            for (int k2 = 0; k2 < BK / 16; k2++)
-                fa_wgmma_rs<T, D>(o, ph[k2], fa_wgmma_desc(v_at + k2 * 2048, BK * 128, 1024));
-        }
-        fa_wgmma_commit();
-        fa_wgmma_wait<0>();
-        fa_mbar_arrive(bar_empty + 8 * s);
     };
-    int it = 0;
-    for (; it < min(nfull, ntiles_c); it++)
-        tile(it, std::false_type{});
-    for (; it < ntiles_c; it++)
-        tile(it, std::true_type{});
-    for (; it < ntiles; it++) { // keys none of this warpgroup's rows sees: release the buffers
+    // Pingpong (FA_FWD_WGMMA_PINGPONG): the two warpgroups take turns to issue their wgmma, so
+    // that one's softmax (exp2 on the SFU) runs while the other's products hold the tensor
+    // cores. Each turn waits for the other warpgroup's arrive; warpgroup 1 gives the first turn
+    // and skips its last arrive, so every arrive meets a wait.
+    auto turn_begin = [&]() {
+        if constexpr (FA_FWD_WGMMA_PINGPONG)
+            fa_named_barrier(3 + cw, 256);
+    };
+    auto turn_end = [&](bool last) {
+        if constexpr (FA_FWD_WGMMA_PINGPONG)
+            if (!(last && cw == 1))
+                fa_named_arrive(3 + (1 - cw), 256);
+    };
+    // Step `it`: S of tile it and O += P V of tile it - 1 in one turn, then (while the other
+    // warpgroup's turn runs) tile it - 1's buffers go back to the loader and tile it's softmax.
+    auto step = [&](int it, auto lo_c, auto mask_c) {
         fa_mbar_wait(bar_full + 8 * (it % ST), (it / ST) & 1);
-        fa_mbar_arrive(bar_empty + 8 * (it % ST));
+        fa_wgmma_hold(o);
+        fa_wgmma_hold_u(ph);
+        fa_wgmma_hold_u(pl);
+        turn_begin();
+        fa_wgmma_fence();
+        issue_s(it);
+        issue_pv(it - 1, lo_c);
+        fa_wgmma_commit();
+        turn_end(false);
+        fa_wgmma_wait<0>();
+        fa_wgmma_hold(sc);
+        fa_wgmma_hold(o);
+        fa_mbar_arrive(bar_empty + 8 * ((it - 1) % ST));
+        softmax(it, mask_c);
+    };
+
+    fa_mbar_wait(bar_q, 0);
+    if (ntiles > 0) {
+        if (FA_FWD_WGMMA_PINGPONG && cw == 1)
+            fa_named_arrive(3, 256);
+        fa_mbar_wait(bar_full, 0);
+        turn_begin();
+        fa_wgmma_fence();
+        issue_s(0);
+        fa_wgmma_commit();
+        turn_end(false);
+        fa_wgmma_wait<0>();
+        fa_wgmma_hold(sc);
+        if (nfull > 0)
+            softmax(0, std::false_type{});
+        else
+            softmax(0, std::true_type{});
+        using F = std::false_type;
+        using L = std::integral_constant<bool, BF16>; // the previous tile was masked
+        int it = 1;
+        for (; it < min(nfull, ntiles); it++)
+            step(it, F{}, F{});
+        if (it < ntiles && it == nfull)
+            step(it++, F{}, std::true_type{});
+        for (; it < ntiles; it++)
+            step(it, L{}, std::true_type{});
+        // The last tile's O += P V. For bf16 with the remainder, which is 0 if that tile is not
+        // masked: two wgmma paths chosen at run time would make ptxas serialise every wgmma.
+        if (BF16 && ntiles - 1 < nfull)
+#pragma unroll
+            for (int k2 = 0; k2 < (BF16 ? BK / 16 : 1); k2++)
+                pl[k2][0] = pl[k2][1] = pl[k2][2] = pl[k2][3] = 0u;
+        fa_wgmma_hold(o);
+        fa_wgmma_hold_u(ph);
+        fa_wgmma_hold_u(pl);
+        turn_begin();
+        fa_wgmma_fence();
+        issue_pv(ntiles - 1, L{});
+        fa_wgmma_commit();
+        turn_end(true);
+        fa_wgmma_wait<0>();
+        fa_wgmma_hold(o);
+        fa_mbar_arrive(bar_empty + 8 * ((ntiles - 1) % ST));
     }
 
     // O / l through this warpgroup's rows of the Q tile (its own wgmma no longer read them),

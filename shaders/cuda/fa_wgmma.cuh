@@ -42,11 +42,14 @@ template <int R> __device__ __forceinline__ void fa_wgmma_hold(float (&d)[R])
     for (int i = 0; i < R; i++)
         asm volatile("" : "+f"(d[i])::"memory");
 }
-template <int R> __device__ __forceinline__ void fa_wgmma_hold_u(unsigned (&d)[R])
+// The same for A fragments in registers: written before the wgmma.fence that precedes their use.
+template <int R, int C> __device__ __forceinline__ void fa_wgmma_hold_u(unsigned (&d)[R][C])
 {
 #pragma unroll
     for (int i = 0; i < R; i++)
-        asm volatile("" : "+r"(d[i])::"memory");
+#pragma unroll
+        for (int j = 0; j < C; j++)
+            asm volatile("" : "+r"(d[i][j])::"memory");
 }
 
 // Makes this thread's generic-proxy writes to shared memory (stores, finished cp.async) visible
@@ -69,6 +72,12 @@ template <int N> __device__ __forceinline__ void fa_setmaxnreg_dec()
 __device__ __forceinline__ void fa_named_barrier(int id, int threads)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Arrives at barrier `id` without waiting: the producer side of a pair with fa_named_barrier.
+__device__ __forceinline__ void fa_named_arrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 __device__ __forceinline__ void fa_mbar_init(unsigned bar, unsigned count)
