@@ -22,253 +22,7 @@
 #pragma once
 
 #include "fa_common.cuh"
-
-#include <type_traits>
-
-// ---- PTX wrappers (sm_90a) ---------------------------------------------------------------------
-
-__device__ __forceinline__ void fa_bwg_mbar_init(unsigned bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void fa_bwg_mbar_arrive(unsigned bar)
-{
-    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar)
-                 : "memory");
-}
-__device__ __forceinline__ void fa_bwg_mbar_wait(unsigned bar, unsigned parity)
-{
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-// Orders this thread's generic-proxy writes to shared memory (st.shared, cp.async after its
-// wait) before later async-proxy reads (wgmma operands).
-__device__ __forceinline__ void fa_bwg_fence_async()
-{
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-// Named barrier `ID` (1..15; 0 is __syncthreads) of THREADS threads.
-template <int ID, int THREADS> __device__ __forceinline__ void fa_bwg_bar()
-{
-    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
-}
-template <int R> __device__ __forceinline__ void fa_bwg_regs_dec()
-{
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
-}
-template <int R> __device__ __forceinline__ void fa_bwg_regs_inc()
-{
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
-}
-__device__ __forceinline__ void fa_bwg_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void fa_bwg_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void fa_bwg_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Pins accumulator registers in place: the compiler may not move their reads or writes across
-// this point (around the wgmma that write them asynchronously).
-template <int N> __device__ __forceinline__ void fa_bwg_keep(float (&d)[N])
-{
-#pragma unroll
-    for (int i = 0; i < N; i++)
-        asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// Shared memory matrix descriptor, 128-byte swizzle: start address, leading and stride byte
-// offsets (16-byte units). A k16 step or a row offset is added to the low field (< 2^14).
-__device__ __forceinline__ unsigned long long fa_bwg_desc(unsigned addr, unsigned lbo, unsigned sbo)
-{
-    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32 | 1ull << 62;
-}
-
-// wgmma.mma_async m64nNk16, f32 accumulators d (N / 2 a thread), acc = 0: d = A B, else
-// d += A B. fa_bwg_mma_ss: A and B from shared memory, TA / TB = 1: MN-major (transposed).
-// fa_bwg_mma_rs: A from registers (the mma.sync m16n8k16 A fragment of rows 16 (warp % 4)..).
-template <typename T, int N, int TA, int TB>
-__device__ __forceinline__ void fa_bwg_mma_ss(float (&d)[N / 2], unsigned long long da,
-                                              unsigned long long db, int acc)
-{
-    static_assert(N == 32 || N == 64 || N == 128, "wgmma shapes used here");
-    if constexpr (N == 32 && std::is_same_v<T, __half>)
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, "
-            "%8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
-
-    else if constexpr (N == 32 && std::is_same_v<T, __nv_bfloat16>)
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, "
-            "%8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
-
-    else if constexpr (N == 64 && std::is_same_v<T, __half>)
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, "
-            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
-            "%25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-              "+f"(d[31])
-            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
-
-    else if constexpr (N == 64 && std::is_same_v<T, __nv_bfloat16>)
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, "
-            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
-            "%25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-              "+f"(d[31])
-            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
-
-    else if constexpr (N == 128 && std::is_same_v<T, __half>)
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, "
-            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
-            "%25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "
-            "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "
-            "%59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-              "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
-              "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
-              "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
-
-    else if constexpr (N == 128 && std::is_same_v<T, __nv_bfloat16>)
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, "
-            "%7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
-            "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, "
-            "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "
-            "%58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-              "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
-              "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
-              "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
-}
-
-template <typename T, int N, int TB>
-__device__ __forceinline__ void fa_bwg_mma_rs(float (&d)[N / 2], const unsigned (&a)[4],
-                                              unsigned long long db, int acc)
-{
-    static_assert(N == 64 || N == 128, "wgmma shapes used here");
-    if constexpr (N == 64 && std::is_same_v<T, __half>)
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, "
-            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
-            "%25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-              "+f"(d[31])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc), "n"(TB));
-
-    else if constexpr (N == 64 && std::is_same_v<T, __nv_bfloat16>)
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, "
-            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
-            "%25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-              "+f"(d[31])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc), "n"(TB));
-
-    else if constexpr (N == 128 && std::is_same_v<T, __half>)
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, "
-            "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
-            "%25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "
-            "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "
-            "%59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-              "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
-              "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
-              "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc), "n"(TB));
-
-    else if constexpr (N == 128 && std::is_same_v<T, __nv_bfloat16>)
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, "
-            "%7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
-            "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, "
-            "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "
-            "%58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-              "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
-              "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
-              "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc), "n"(TB));
-}
+#include "fa_wgmma.cuh"
 
 // cp.async of rows [r0, r0 + ROWS) of a (rows x head_dim) view into a [D / 64][ROWS][64]
 // swizzled tile, zeros past n or head_dim, by the 128 threads of a warpgroup: thread `tid`
@@ -324,10 +78,10 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     const int j0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
     if (tid == 0) {
         for (int s = 0; s < ST; s++) {
-            fa_bwg_mbar_init(bar_full + 8 * s, 128);
-            fa_bwg_mbar_init(bar_empty + 8 * s, 256);
+            fa_mbar_init(bar_full + 8 * s, 128);
+            fa_mbar_init(bar_empty + 8 * s, 256);
         }
-        fa_bwg_mbar_init(bar_kv, 128);
+        fa_mbar_init(bar_kv, 128);
     }
     __syncthreads();
 
@@ -348,20 +102,21 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     };
 
     if (wg == 0) { // producer
-        fa_bwg_regs_dec<FA_BWD_WGMMA_PRODUCER_REGS>();
+        fa_setmaxnreg_dec<FA_BWD_WGMMA_PRODUCER_REGS>();
         fa_bwg_load<D, BN>(sK, (const T *)p.k.ptr + fa_at(p.k, b, 0, hk), p.k.stride_s, j0, p.seq_k,
                            p.head_dim, wt);
         fa_bwg_load<D, BN>(sV, (const T *)p.v.ptr + fa_at(p.v, b, 0, hk), p.v.stride_s, j0, p.seq_k,
                            p.head_dim, wt);
         fa_cp_async_commit();
         fa_cp_async_wait<0>();
-        fa_bwg_fence_async();
-        fa_bwg_mbar_arrive(bar_kv);
+        fa_fence_proxy_async();
+        fa_mbar_arrive(bar_kv);
 #pragma unroll 1
         for (int it = 0; it < total; it++) {
             const int s = it % ST, use = it / ST;
             if (use > 0)
-                fa_bwg_mbar_wait(bar_empty + 8 * s, (use - 1) & 1);
+                while (!fa_mbar_try_wait(bar_empty + 8 * s, (use - 1) & 1)) {
+                }
             int hq, i0;
             tile_of(it, hq, i0);
             const unsigned q = base + O_STAGES + s * STAGE_BYTES;
@@ -387,31 +142,32 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
                         : 0.f;
             }
             fa_cp_async_wait<0>();
-            fa_bwg_fence_async();
-            fa_bwg_mbar_arrive(bar_full + 8 * s);
+            fa_fence_proxy_async();
+            fa_mbar_arrive(bar_full + 8 * s);
         }
         return;
     }
 
     // consumers
-    fa_bwg_regs_inc<FA_BWD_WGMMA_CONSUMER_REGS>();
+    fa_setmaxnreg_inc<FA_BWD_WGMMA_CONSUMER_REGS>();
     const int c = wg - 1, w = wt / 32, lane = wt % 32, g = lane / 4, t = lane % 4;
     const int kw = j0 + 64 * c; // this consumer's first key
     // descriptors of this consumer's 64 keys of K and V (K-major A of S^T and dP^T; the next
     // 64-column block BN 128 bytes on) and of K as dQ's B (MN-major: consumer c's D / 2 dims;
     // at D = 64 that is half a swizzle row, 64 bytes in, which relies on the swizzle being a
     // function of the address as with the K-major k16 steps)
-    const unsigned long long dKa = fa_bwg_desc(sK + 64 * c * 128, 1, 1024);
-    const unsigned long long dVa = fa_bwg_desc(sV + 64 * c * 128, 1, 1024);
+    const unsigned long long dKa = fa_wgmma_desc(sK + 64 * c * 128, 1, 1024);
+    const unsigned long long dVa = fa_wgmma_desc(sV + 64 * c * 128, 1, 1024);
     const unsigned long long dKb =
-        fa_bwg_desc(sK + (D == 128 ? c * BN * 128 : c * 64), BN * 128, 1024);
+        fa_wgmma_desc(sK + (D == 128 ? c * BN * 128 : c * 64), BN * 128, 1024);
 
     float dk[D / 2], dv[D / 2];
 #pragma unroll
     for (int i = 0; i < D / 2; i++)
         dk[i] = dv[i] = 0.f;
 
-    fa_bwg_mbar_wait(bar_kv, 0);
+    while (!fa_mbar_try_wait(bar_kv, 0)) {
+    }
 #pragma unroll 1
     for (int it = 0; it < total; it++) {
         const int s = it % ST;
@@ -419,32 +175,33 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         tile_of(it, hq, i0);
         const unsigned q = base + O_STAGES + s * STAGE_BYTES, go = q + Q_BYTES;
         const unsigned ds = base + O_DS + (it & 1) * DS_BYTES;
-        fa_bwg_mbar_wait(bar_full + 8 * s, (it / ST) & 1);
+        while (!fa_mbar_try_wait(bar_full + 8 * s, (it / ST) & 1)) {
+        }
 
         // 1. S^T = K_c Q^T, dP^T = V_c dO^T: 64 keys x 64 queries, over the D dims
         float st[32], dp[32];
-        const unsigned long long dQb = fa_bwg_desc(q, 1, 1024), dGb = fa_bwg_desc(go, 1, 1024);
-        fa_bwg_keep(dk);
-        fa_bwg_keep(dv);
-        fa_bwg_fence();
+        const unsigned long long dQb = fa_wgmma_desc(q, 1, 1024), dGb = fa_wgmma_desc(go, 1, 1024);
+        fa_wgmma_hold(dk);
+        fa_wgmma_hold(dv);
+        fa_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) { // 64-column block kk / 4, 32 bytes a k16 step
             const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
             const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
-            fa_bwg_mma_ss<T, 64, 0, 0>(st, dKa + off, dQb + offq, kk > 0);
+            fa_wgmma_ss<T, 64>(st, dKa + off, dQb + offq, kk > 0);
         }
-        fa_bwg_commit();
+        fa_wgmma_commit();
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
             const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
             const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
-            fa_bwg_mma_ss<T, 64, 0, 0>(dp, dVa + off, dGb + offq, kk > 0);
+            fa_wgmma_ss<T, 64>(dp, dVa + off, dGb + offq, kk > 0);
         }
-        fa_bwg_commit();
+        fa_wgmma_commit();
 
         // 2. P^T, element 4 j + 2 r + e at key kw + 16 w + g + 8 r, query i0 + 8 j + 2 t + e
-        fa_bwg_wait<1>();
-        fa_bwg_keep(st);
+        fa_wgmma_wait<1>();
+        fa_wgmma_hold(st);
         const float *l2 = sL + s * BM + 2 * t, *dl = sDl + s * BM + 2 * t;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
@@ -470,8 +227,8 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
                     }
             }
         }
-        fa_bwg_wait<0>();
-        fa_bwg_keep(dp);
+        fa_wgmma_wait<0>();
+        fa_wgmma_hold(dp);
         unsigned pa[4][4], da[4][4]; // A fragments of k16 step kk: pairs 4 kk..4 kk + 3
 #pragma unroll
         for (int j = 0; j < 8; j++) {
@@ -496,37 +253,37 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
                         da[j / 2][(j % 2) * 2 + r];
             }
         }
-        fa_bwg_fence_async();
+        fa_fence_proxy_async();
 
         // 3. dV += P^T dO, dK += dS^T Q: B = dO, Q (64 queries x D, MN-major, 64-column blocks
         // BM 128 bytes apart), a k16 step 16 rows on
-        const unsigned long long dGt = fa_bwg_desc(go, BM * 128, 1024);
-        const unsigned long long dQt = fa_bwg_desc(q, BM * 128, 1024);
-        fa_bwg_fence();
+        const unsigned long long dGt = fa_wgmma_desc(go, BM * 128, 1024);
+        const unsigned long long dQt = fa_wgmma_desc(q, BM * 128, 1024);
+        fa_wgmma_fence(); // (the accumulate flag from a register: the form this was validated in)
 #pragma unroll
         for (int kk = 0; kk < 4; kk++)
-            fa_bwg_mma_rs<T, D, 1>(dv, pa[kk], dGt + kk * 128, 1);
+            fa_wgmma_rs<T, D>(dv, pa[kk], dGt + kk * 128, 1);
 #pragma unroll
         for (int kk = 0; kk < 4; kk++)
-            fa_bwg_mma_rs<T, D, 1>(dk, da[kk], dQt + kk * 128, 1);
-        fa_bwg_commit();
+            fa_wgmma_rs<T, D>(dk, da[kk], dQt + kk * 128, 1);
+        fa_wgmma_commit();
 
         // 4. dQ (64 queries x D / 2 dims of consumer c) = dS K over the 128 keys: A = dS^T
         // (MN-major), B = K (MN-major)
-        fa_bwg_bar<1, 256>(); // both halves of dS^T are in
+        fa_named_barrier(1, 256); // both halves of dS^T are in
         float dq[D / 4];
-        const unsigned long long dSa = fa_bwg_desc(ds, 1, 1024);
-        fa_bwg_fence();
+        const unsigned long long dSa = fa_wgmma_desc(ds, 1, 1024);
+        fa_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++)
-            fa_bwg_mma_ss<T, D / 2, 1, 1>(dq, dSa + kk * 128, dKb + kk * 128, kk > 0);
-        fa_bwg_commit();
-        fa_bwg_wait<1>();
-        fa_bwg_keep(dv);
-        fa_bwg_keep(dk);
-        fa_bwg_mbar_arrive(bar_empty + 8 * s); // done with Q and dO of this stage
-        fa_bwg_wait<0>();
-        fa_bwg_keep(dq);
+            fa_wgmma_ss<T, D / 2, 1, 1>(dq, dSa + kk * 128, dKb + kk * 128, kk > 0);
+        fa_wgmma_commit();
+        fa_wgmma_wait<1>();
+        fa_wgmma_hold(dv);
+        fa_wgmma_hold(dk);
+        fa_mbar_arrive(bar_empty + 8 * s); // done with Q and dO of this stage
+        fa_wgmma_wait<0>();
+        fa_wgmma_hold(dq);
         // element 4 j + 2 r + e: query i0 + 16 w + g + 8 r, dim c D / 2 + 8 j + 2 t + e
         float *acc =
             (float *)p.dq_accum + (((long long)b * p.heads_q + hq) * p.seq_q + i0) * p.head_dim;
@@ -549,7 +306,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
 
     // dK (times scale) and dV through the K and V tiles (once the other consumer's last dQ is
     // done with K), then 16-byte stores of this consumer's 64 rows
-    fa_bwg_bar<1, 256>();
+    fa_named_barrier(1, 256);
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = 64 * c + 16 * w + g + 8 * r;
@@ -563,9 +320,9 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         }
     }
     if (c == 0)
-        fa_bwg_bar<2, 128>();
+        fa_named_barrier(2, 128);
     else
-        fa_bwg_bar<3, 128>();
+        fa_named_barrier(3, 128);
     T *dK = (T *)p.d_k.ptr + fa_at(p.d_k, b, 0, hk), *dV = (T *)p.d_v.ptr + fa_at(p.d_v, b, 0, hk);
 #pragma unroll 1
     for (int x = wt; x < 64 * CH; x += 128) {

@@ -1,6 +1,6 @@
 // PTX wrappers of the Hopper (sm_90a) paths: warpgroup MMA (wgmma) with shared-memory
 // descriptors, mbarriers, named barriers and register reallocation between warpgroups.
-// Only fa_kernels_sm90.cu includes this: wgmma exists on sm_90a alone.
+// Used by the forward and backward of fa_kernels_sm90.cu alone: wgmma exists on sm_90a only.
 //
 // Shared tiles for wgmma use 128-byte rows (64 f16/bf16) with the 128-byte swizzle: chunk c of
 // row r (16 bytes) sits at chunk c ^ (r & 7), and every tile starts on 1 KiB, which is
@@ -98,13 +98,32 @@ __device__ __forceinline__ void fa_mbar_wait(unsigned bar, unsigned parity)
                  "r"(parity)
                  : "memory");
 }
+// One probe of the same: nonzero once the phase of parity `parity` has completed. The backward
+// spins on this in C++ rather than in PTX as fa_mbar_wait does; ptxas schedules the two loops
+// differently, and each kernel keeps the one it was validated with.
+__device__ __forceinline__ unsigned fa_mbar_try_wait(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    return done;
+}
 
 // ---- wgmma.mma_async m64nNk16, f32 accumulators (d: this thread's N / 2 of the 64 x N) ------
 // Register order of d for warp w of the warpgroup, g = lane / 4, t = lane % 4 (as mma.sync's C):
 // d[4 j], d[4 j + 1] = row 16 w + g, columns 8 j + 2 t, + 1; d[4 j + 2], d[4 j + 3] = row + 8.
-// _ss: A (64 x 16) and B from shared memory, both K-major; `accumulate` 0 overwrites d.
-// _rs: A from registers (mma.sync's A fragment layout, rows 16 w..), B MN-major (transposed:
-// its rows run along K), always accumulating.
+// _ss: A (64 x 16) and B from shared memory, K-major unless TA / TB = 1 (MN-major, transposed:
+// the rows run along K); `accumulate` 0 overwrites d.
+// _rs: A from registers (mma.sync's A fragment layout, rows 16 w..), B MN-major unless TB = 0,
+// always accumulating (or, in the form with an `accumulate` argument, as _ss).
+#define FA_WG_ACC16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define FA_WG_OPS16(d)                                                                             \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),            \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15])
 #define FA_WG_ACC32                                                                                \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "  \
     "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -131,91 +150,163 @@ __device__ __forceinline__ void fa_mbar_wait(unsigned bar, unsigned parity)
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
         "+f"(d[63])
 
-template <typename T>
+template <typename T, int TA, int TB>
+__device__ __forceinline__ void fa_wgmma_ss_n32(float (&d)[16], unsigned long long a,
+                                                unsigned long long b, int accumulate)
+{
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 " FA_WG_ACC16
+                     ", %16, %17, p, 1, 1, %19, %20;\n}\n"
+                     : FA_WG_OPS16(d)
+                     : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 " FA_WG_ACC16
+                     ", %16, %17, p, 1, 1, %19, %20;\n}\n"
+                     : FA_WG_OPS16(d)
+                     : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+template <typename T, int TA, int TB>
 __device__ __forceinline__ void fa_wgmma_ss_n64(float (&d)[32], unsigned long long a,
                                                 unsigned long long b, int accumulate)
 {
     if constexpr (std::is_same<T, __half>::value)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA_WG_ACC32
-                     ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                     ", %32, %33, p, 1, 1, %35, %36;\n}\n"
                      : FA_WG_OPS32(d)
-                     : "l"(a), "l"(b), "r"(accumulate));
+                     : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
     else
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA_WG_ACC32
-                     ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                     ", %32, %33, p, 1, 1, %35, %36;\n}\n"
                      : FA_WG_OPS32(d)
-                     : "l"(a), "l"(b), "r"(accumulate));
+                     : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
 }
-template <typename T>
+template <typename T, int TB>
 __device__ __forceinline__ void fa_wgmma_rs_n64(float (&d)[32], const unsigned (&a)[4],
                                                 unsigned long long b)
 {
     if constexpr (std::is_same<T, __half>::value)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA_WG_ACC32
-                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
                      : FA_WG_OPS32(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1), "n"(TB));
     else
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA_WG_ACC32
-                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
                      : FA_WG_OPS32(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1), "n"(TB));
+}
+template <typename T, int TB>
+__device__ __forceinline__ void fa_wgmma_rs_n64(float (&d)[32], const unsigned (&a)[4],
+                                                unsigned long long b, int accumulate)
+{
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA_WG_ACC32
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+                     : FA_WG_OPS32(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate),
+                       "n"(TB));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA_WG_ACC32
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+                     : FA_WG_OPS32(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate),
+                       "n"(TB));
 }
 
-template <typename T>
+template <typename T, int TA, int TB>
 __device__ __forceinline__ void fa_wgmma_ss_n128(float (&d)[64], unsigned long long a,
                                                  unsigned long long b, int accumulate)
 {
     if constexpr (std::is_same<T, __half>::value)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FA_WG_ACC64
-                     ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     ", %64, %65, p, 1, 1, %67, %68;\n}\n"
                      : FA_WG_OPS64(d)
-                     : "l"(a), "l"(b), "r"(accumulate));
+                     : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
     else
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FA_WG_ACC64
-                     ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     ", %64, %65, p, 1, 1, %67, %68;\n}\n"
                      : FA_WG_OPS64(d)
-                     : "l"(a), "l"(b), "r"(accumulate));
+                     : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
 }
-template <typename T>
+template <typename T, int TB>
 __device__ __forceinline__ void fa_wgmma_rs_n128(float (&d)[64], const unsigned (&a)[4],
                                                  unsigned long long b)
 {
     if constexpr (std::is_same<T, __half>::value)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FA_WG_ACC64
-                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
                      : FA_WG_OPS64(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1), "n"(TB));
     else
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FA_WG_ACC64
-                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
                      : FA_WG_OPS64(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1), "n"(TB));
+}
+template <typename T, int TB>
+__device__ __forceinline__ void fa_wgmma_rs_n128(float (&d)[64], const unsigned (&a)[4],
+                                                 unsigned long long b, int accumulate)
+{
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FA_WG_ACC64
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+                     : FA_WG_OPS64(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate),
+                       "n"(TB));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FA_WG_ACC64
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+                     : FA_WG_OPS64(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate),
+                       "n"(TB));
 }
 
-template <typename T, int N>
+template <typename T, int N, int TA = 0, int TB = 0>
 __device__ __forceinline__ void fa_wgmma_ss(float (&d)[N / 2], unsigned long long a,
                                             unsigned long long b, int accumulate)
 {
-    if constexpr (N == 64)
-        fa_wgmma_ss_n64<T>(d, a, b, accumulate);
+    static_assert(N == 32 || N == 64 || N == 128, "wgmma shapes wrapped here");
+    if constexpr (N == 32)
+        fa_wgmma_ss_n32<T, TA, TB>(d, a, b, accumulate);
+    else if constexpr (N == 64)
+        fa_wgmma_ss_n64<T, TA, TB>(d, a, b, accumulate);
     else
-        fa_wgmma_ss_n128<T>(d, a, b, accumulate);
+        fa_wgmma_ss_n128<T, TA, TB>(d, a, b, accumulate);
 }
-template <typename T, int N>
+template <typename T, int N, int TB = 1>
 __device__ __forceinline__ void fa_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4],
                                             unsigned long long b)
 {
+    static_assert(N == 64 || N == 128, "wgmma shapes wrapped here");
     if constexpr (N == 64)
-        fa_wgmma_rs_n64<T>(d, a, b);
+        fa_wgmma_rs_n64<T, TB>(d, a, b);
     else
-        fa_wgmma_rs_n128<T>(d, a, b);
+        fa_wgmma_rs_n128<T, TB>(d, a, b);
+}
+// The same with the accumulate predicate from a register, as _ss (0 overwrites d): the
+// backward's form, which ptxas schedules differently from the immediate even for a constant 1.
+template <typename T, int N, int TB = 1>
+__device__ __forceinline__ void fa_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4],
+                                            unsigned long long b, int accumulate)
+{
+    static_assert(N == 64 || N == 128, "wgmma shapes wrapped here");
+    if constexpr (N == 64)
+        fa_wgmma_rs_n64<T, TB>(d, a, b, accumulate);
+    else
+        fa_wgmma_rs_n128<T, TB>(d, a, b, accumulate);
 }
