@@ -5,11 +5,13 @@
 // A block of three warpgroups owns BQ = 128 query rows of one (batch, head). Warpgroup 0 only
 // loads: Q once, then K and V tiles of BK keys by cp.async into a ring of FA_FWD_WGMMA_STAGES
 // shared buffers, each guarded by a "full" and an "empty" mbarrier, and it gives most of its
-// registers to the other two (setmaxnreg). Warpgroups 1 and 2 own 64 query rows each and never
-// wait for one another: per tile, S = Q K^T is one chain of wgmma with both operands in shared
-// memory (64 x BK accumulators in registers), then mask, online softmax and P in registers, then
-// O += P V with P as the register A operand and V read transposed from shared memory. While one
-// warpgroup runs its softmax the other's wgmma keep the tensor cores busy.
+// registers to the other two (setmaxnreg). Warpgroups 1 and 2 own 64 query rows each. S = Q K^T
+// is one chain of wgmma with both operands in shared memory (64 x BK accumulators in registers);
+// P stays in registers as the A operand of O += P V, V read transposed from shared memory. Step n
+// issues S of tile n together with O += P V of tile n - 1, then runs tile n's mask and online
+// softmax, so the tensor cores get the next batch as soon as the last one ends; the two
+// warpgroups take turns to issue (pingpong), so that one's exp2 runs while the other's products
+// hold the tensor cores.
 // Tiles are stored as 64-column blocks of 128-byte rows in the 128-byte swizzle that wgmma's
 // descriptors name (fa_wgmma.cuh); zero-filled past the end of the keys, of the queries and of
 // the head dim.
@@ -268,14 +270,14 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         else
             softmax(0, std::true_type{});
         using F = std::false_type;
-        using L = std::integral_constant<bool, BF16>; // the previous tile was masked
+        using Lo = std::integral_constant<bool, BF16>; // the previous tile was masked
         int it = 1;
         for (; it < min(nfull, ntiles); it++)
             step(it, F{}, F{});
         if (it < ntiles && it == nfull)
             step(it++, F{}, std::true_type{});
         for (; it < ntiles; it++)
-            step(it, L{}, std::true_type{});
+            step(it, Lo{}, std::true_type{});
         // The last tile's O += P V. For bf16 with the remainder, which is 0 if that tile is not
         // masked: two wgmma paths chosen at run time would make ptxas serialise every wgmma.
         if (BF16 && ntiles - 1 < nfull)
@@ -287,7 +289,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         fa_wgmma_hold_u(pl);
         turn_begin();
         fa_wgmma_fence();
-        issue_pv(ntiles - 1, L{});
+        issue_pv(ntiles - 1, Lo{});
         fa_wgmma_commit();
         turn_end(true);
         fa_wgmma_wait<0>();
