@@ -19,6 +19,8 @@
 // Every shared tile is stored as 64-column blocks of 128-byte rows ([D / 64][rows][64]), the
 // 16-byte chunk c of row r at chunk c ^ (r & 7), block bases on 1 KiB: wgmma's 128-byte
 // swizzle, which also keeps the 4-byte stores of dS^T free of bank conflicts.
+// Compile-time variants for kernel development, all off by default (fa_cuda_abi.h):
+// FA_BWD_WGMMA_PINGPONG, FA_BWD_WGMMA_DQ_V4, FA_BWD_WGMMA_EARLY_S, FA_BWD_WGMMA_LD_EARLY.
 #pragma once
 
 #include "fa_common.cuh"
@@ -166,10 +168,246 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     for (int i = 0; i < D / 2; i++)
         dk[i] = dv[i] = 0.f;
 
+    // FA_BWD_WGMMA_LD_EARLY, except at D = 128 with both PINGPONG and DQ_V4, where ptxas spills
+    // (4 bytes)
+    constexpr bool LDE =
+        FA_BWD_WGMMA_LD_EARLY && !(D == 128 && FA_BWD_WGMMA_PINGPONG && FA_BWD_WGMMA_DQ_V4);
+    // Pingpong (FA_BWD_WGMMA_PINGPONG): the consumers take turns to issue their S^T/dP^T batch
+    // and their dV/dK batch, 2 turns a tile for each: every turn waits for the other
+    // consumer's arrive (barrier 4 + c), consumer 1 gives the first turn and skips its last
+    // arrive. Both run the same `total` tiles, and each turn ends before barrier 1, so that the
+    // turns alternate C0, C1, C0, .. and every arrive meets a wait.
+    auto turn_begin = [&]() {
+        if constexpr (FA_BWD_WGMMA_PINGPONG)
+            fa_named_barrier(4 + c, 256);
+    };
+    auto turn_end = [&](bool last) {
+        if constexpr (FA_BWD_WGMMA_PINGPONG)
+            if (!(last && c == 1))
+                fa_named_arrive(4 + (1 - c), 256);
+    };
+    // dQ of the tile (hq, i0) into the f32 accumulator
+    auto add_dq = [&](const float(&dq)[D / 4], int hq, int i0) {
+        // element 4 j + 2 r + e: query i0 + 16 w + g + 8 r, dim c D / 2 + 8 j + 2 t + e
+        float *acc =
+            (float *)p.dq_accum + (((long long)b * p.heads_q + hq) * p.seq_q + i0) * p.head_dim;
+#if FA_BWD_WGMMA_DQ_V4
+        // lanes t, t ^ 1 swap halves: even t takes row 16 w + g, odd t row + 8, each the 4
+        // dims c D / 2 + 8 j + 4 (t / 2).. (head_dim is a multiple of 8, dq_accum 256-byte
+        // aligned: 16-byte aligned, and col < head_dim covers all 4)
+        const int odd = t & 1, row = 16 * w + g + 8 * odd;
+        const bool row_ok = i0 + row < p.seq_q;
+        float *at = acc + (long long)row * p.head_dim + c * (D / 2) + 4 * (t / 2);
+#pragma unroll
+        for (int j = 0; j < D / 16; j++) {
+            const float s0 = odd ? dq[4 * j] : dq[4 * j + 2];
+            const float s1 = odd ? dq[4 * j + 1] : dq[4 * j + 3];
+            const float r0 = __shfl_xor_sync(0xffffffffu, s0, 1);
+            const float r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+            const float v0 = odd ? r0 : dq[4 * j], v1 = odd ? r1 : dq[4 * j + 1];
+            const float v2 = odd ? dq[4 * j + 2] : r0, v3 = odd ? dq[4 * j + 3] : r1;
+            const int col = c * (D / 2) + 8 * j + 4 * (t / 2);
+            if (row_ok && col < p.head_dim)
+                asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(at + 8 * j),
+                             "f"(v0), "f"(v1), "f"(v2), "f"(v3)
+                             : "memory");
+        }
+#else
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int row = 16 * w + g + 8 * r;
+            if (i0 + row >= p.seq_q)
+                continue;
+#pragma unroll
+            for (int j = 0; j < D / 16; j++) {
+                const int col = c * (D / 2) + 8 * j + 2 * t;
+                if (col < p.head_dim)
+                    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(
+                                     acc + (long long)row * p.head_dim + col),
+                                 "f"(dq[4 * j + 2 * r]), "f"(dq[4 * j + 2 * r + 1])
+                                 : "memory");
+            }
+        }
+#endif
+    };
     while (!fa_mbar_try_wait(bar_kv, 0)) {
     }
+    if (FA_BWD_WGMMA_PINGPONG && c == 1 && total > 0)
+        fa_named_arrive(4, 256);
+    constexpr bool EARLY = FA_BWD_WGMMA_EARLY_S && D == 64;
+#if FA_BWD_WGMMA_EARLY_S
+    // FA_BWD_WGMMA_EARLY_S, at D = 64: tile it + 1's S^T and dP^T (one commit group) are issued
+    // right after tile it's dQ product, so that the tensor cores have them while dQ is awaited
+    // and added. Not at D = 128, where dQ, S^T, dP^T, dK and dV together (224 of the 232
+    // registers) spill, and ptxas serialises the wgmma (C7514) even with S^T alone early.
+    if constexpr (EARLY) {
+        float st[32], dp[32];
+        // S^T = K_c Q^T of tile `it` (its stage awaited first), and dP^T = V_c dO^T: 64 keys x 64
+        // queries, over the D dims; no commit
+        auto issue_s = [&](int it) {
+            const int s = it % ST;
+            const unsigned q = base + O_STAGES + s * STAGE_BYTES;
+            while (!fa_mbar_try_wait(bar_full + 8 * s, (it / ST) & 1)) {
+            }
+            const unsigned long long dQb = fa_wgmma_desc(q, 1, 1024);
+            fa_wgmma_hold(dk);
+            fa_wgmma_hold(dv);
+            fa_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) { // 64-column block kk / 4, 32 bytes a k16 step
+                const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
+                const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
+                fa_wgmma_ss<T, 64>(st, dKa + off, dQb + offq, kk > 0);
+            }
+        };
+        auto issue_dp = [&](int it) {
+            const unsigned go = base + O_STAGES + (it % ST) * STAGE_BYTES + Q_BYTES;
+            const unsigned long long dGb = fa_wgmma_desc(go, 1, 1024);
+            fa_wgmma_hold(dk);
+            fa_wgmma_hold(dv);
+            fa_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
+                const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
+                fa_wgmma_ss<T, 64>(dp, dVa + off, dGb + offq, kk > 0);
+            }
+        };
+        // one turn: S^T and dP^T of tile it, one commit group
+        auto issue_next = [&](int it) {
+            turn_begin();
+            issue_s(it);
+            issue_dp(it);
+            fa_wgmma_commit();
+            turn_end(false);
+        };
+        // tile `it`, whose S^T and dP^T were issued before; with `early`, those of it + 1 too
+        auto step = [&](int it, auto early_c) {
+            const int s = it % ST;
+            int hq, i0;
+            tile_of(it, hq, i0);
+            const unsigned q = base + O_STAGES + s * STAGE_BYTES, go = q + Q_BYTES;
+            const unsigned ds = base + O_DS + (it & 1) * DS_BYTES;
+
+            // 2. P^T, element 4 j + 2 r + e at key kw + 16 w + g + 8 r, query i0 + 8 j + 2 t + e
+            // FA_BWD_WGMMA_LD_EARLY: this tile's LSE and Delta read before the waits, whose memory
+            // clobber keeps the compiler from hoisting the loads
+            float2 lv[8], dlv[8];
+            if constexpr (LDE) {
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    lv[j] = *(const float2 *)(sL + s * BM + 2 * t + 8 * j);
+            }
+            fa_wgmma_wait<0>(); // S^T and dP^T: one group
+            fa_wgmma_hold(st);
+            const float *l2 = sL + s * BM + 2 * t, *dl = sDl + s * BM + 2 * t;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float2 l = LDE ? lv[j] : *(const float2 *)(l2 + 8 * j);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    st[4 * j + 2 * r] = fa_exp2(st[4 * j + 2 * r] * p.scale_log2 - l.x);
+                    st[4 * j + 2 * r + 1] = fa_exp2(st[4 * j + 2 * r + 1] * p.scale_log2 - l.y);
+                }
+            }
+            // warpgroup-uniform: P := 0 (it may be inf there) past each query's last key
+            if (kw + 63 >= p.seq_k || (p.causal && kw + 63 > i0 + p.causal_offset)) {
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int key = kw + 16 * w + g + 8 * r;
+#pragma unroll
+                    for (int j = 0; j < 8; j++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const int qi = i0 + 8 * j + 2 * t + e;
+                            if (key >= p.seq_k || (p.causal && key > qi + p.causal_offset))
+                                st[4 * j + 2 * r + e] = 0.f;
+                        }
+                }
+            }
+            if constexpr (LDE) {
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    dlv[j] = *(const float2 *)(sDl + s * BM + 2 * t + 8 * j);
+            }
+            fa_wgmma_wait<0>();
+            fa_wgmma_hold(dp);
+            unsigned pa[4][4], da[4][4]; // A fragments of k16 step kk: pairs 4 kk..4 kk + 3
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float2 d = LDE ? dlv[j] : *(const float2 *)(dl + 8 * j);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int i = 4 * j + 2 * r;
+                    pa[j / 2][(j % 2) * 2 + r] = fa_pack2<T>(st[i], st[i + 1]);
+                    da[j / 2][(j % 2) * 2 + r] =
+                        fa_pack2<T>(st[i] * (dp[i] - d.x), st[i + 1] * (dp[i + 1] - d.y));
+                }
+            }
+            // dS^T to the shared [key][query] tile: row 64 c + 16 w + g + 8 r, chunk j
+            {
+                unsigned char *dst = smem + O_DS + (it & 1) * DS_BYTES;
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int row = 64 * c + 16 * w + g + 8 * r;
+#pragma unroll
+                    for (int j = 0; j < 8; j++)
+                        *(unsigned *)(dst + row * 128 + ((j ^ (row & 7)) << 4) + 4 * t) =
+                            da[j / 2][(j % 2) * 2 + r];
+                }
+            }
+            fa_fence_proxy_async();
+
+            // 3. dV += P^T dO, dK += dS^T Q
+            const unsigned long long dGt = fa_wgmma_desc(go, BM * 128, 1024);
+            const unsigned long long dQt = fa_wgmma_desc(q, BM * 128, 1024);
+            turn_begin();
+            fa_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                fa_wgmma_rs<T, D>(dv, pa[kk], dGt + kk * 128, 1);
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                fa_wgmma_rs<T, D>(dk, da[kk], dQt + kk * 128, 1);
+            fa_wgmma_commit();
+            turn_end(it == total - 1);
+
+            // 4. dQ = dS K
+            fa_named_barrier(1, 256); // both halves of dS^T are in
+            float dq[D / 4];
+            const unsigned long long dSa = fa_wgmma_desc(ds, 1, 1024);
+            fa_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++)
+                fa_wgmma_ss<T, D / 2, 1, 1>(dq, dSa + kk * 128, dKb + kk * 128, kk > 0);
+            fa_wgmma_commit();
+            fa_wgmma_wait<1>();
+            fa_wgmma_hold(dv);
+            fa_wgmma_hold(dk);
+            fa_mbar_arrive(bar_empty + 8 * s); // done with Q and dO of this stage
+            if constexpr (decltype(early_c)::value) {
+                issue_next(it + 1);
+                // dQ done, the next S^T and dP^T may run on (one group: a wait<2> behind
+                // two makes ptxas serialise, C7514)
+                fa_wgmma_wait<1>();
+            } else {
+                fa_wgmma_wait<0>();
+            }
+            fa_wgmma_hold(dq);
+            add_dq(dq, hq, i0);
+        };
+        // the last tile apart, so that no wgmma sits in a branch ptxas cannot prove uniform
+        if (total > 0) {
+            issue_next(0);
 #pragma unroll 1
-    for (int it = 0; it < total; it++) {
+            for (int it = 0; it < total - 1; it++)
+                step(it, std::true_type{});
+            step(total - 1, std::false_type{});
+        }
+    }
+#endif
+#pragma unroll 1
+    for (int it = 0; it < (EARLY ? 0 : total); it++) { // (EARLY: above)
         const int s = it % ST;
         int hq, i0;
         tile_of(it, hq, i0);
@@ -183,6 +421,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         const unsigned long long dQb = fa_wgmma_desc(q, 1, 1024), dGb = fa_wgmma_desc(go, 1, 1024);
         fa_wgmma_hold(dk);
         fa_wgmma_hold(dv);
+        turn_begin();
         fa_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) { // 64-column block kk / 4, 32 bytes a k16 step
@@ -198,14 +437,23 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
             fa_wgmma_ss<T, 64>(dp, dVa + off, dGb + offq, kk > 0);
         }
         fa_wgmma_commit();
+        turn_end(false);
 
         // 2. P^T, element 4 j + 2 r + e at key kw + 16 w + g + 8 r, query i0 + 8 j + 2 t + e
+        // FA_BWD_WGMMA_LD_EARLY: this tile's LSE and Delta read before the waits, whose memory
+        // clobber keeps the compiler from hoisting the loads
+        float2 lv[8], dlv[8];
+        if constexpr (LDE) {
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                lv[j] = *(const float2 *)(sL + s * BM + 2 * t + 8 * j);
+        }
         fa_wgmma_wait<1>();
         fa_wgmma_hold(st);
         const float *l2 = sL + s * BM + 2 * t, *dl = sDl + s * BM + 2 * t;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            const float2 l = *(const float2 *)(l2 + 8 * j);
+            const float2 l = LDE ? lv[j] : *(const float2 *)(l2 + 8 * j);
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 st[4 * j + 2 * r] = fa_exp2(st[4 * j + 2 * r] * p.scale_log2 - l.x);
@@ -227,12 +475,17 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
                     }
             }
         }
+        if constexpr (LDE) {
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                dlv[j] = *(const float2 *)(sDl + s * BM + 2 * t + 8 * j);
+        }
         fa_wgmma_wait<0>();
         fa_wgmma_hold(dp);
         unsigned pa[4][4], da[4][4]; // A fragments of k16 step kk: pairs 4 kk..4 kk + 3
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            const float2 d = *(const float2 *)(dl + 8 * j);
+            const float2 d = LDE ? dlv[j] : *(const float2 *)(dl + 8 * j);
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 const int i = 4 * j + 2 * r;
@@ -259,7 +512,9 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         // BM 128 bytes apart), a k16 step 16 rows on
         const unsigned long long dGt = fa_wgmma_desc(go, BM * 128, 1024);
         const unsigned long long dQt = fa_wgmma_desc(q, BM * 128, 1024);
-        fa_wgmma_fence(); // (the accumulate flag from a register: the form this was validated in)
+        turn_begin();
+        // (the accumulate flag from a register: the form this was validated in)
+        fa_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < 4; kk++)
             fa_wgmma_rs<T, D>(dv, pa[kk], dGt + kk * 128, 1);
@@ -267,6 +522,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         for (int kk = 0; kk < 4; kk++)
             fa_wgmma_rs<T, D>(dk, da[kk], dQt + kk * 128, 1);
         fa_wgmma_commit();
+        turn_end(it == total - 1);
 
         // 4. dQ (64 queries x D / 2 dims of consumer c) = dS K over the 128 keys: A = dS^T
         // (MN-major), B = K (MN-major)
@@ -284,24 +540,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         fa_mbar_arrive(bar_empty + 8 * s); // done with Q and dO of this stage
         fa_wgmma_wait<0>();
         fa_wgmma_hold(dq);
-        // element 4 j + 2 r + e: query i0 + 16 w + g + 8 r, dim c D / 2 + 8 j + 2 t + e
-        float *acc =
-            (float *)p.dq_accum + (((long long)b * p.heads_q + hq) * p.seq_q + i0) * p.head_dim;
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int row = 16 * w + g + 8 * r;
-            if (i0 + row >= p.seq_q)
-                continue;
-#pragma unroll
-            for (int j = 0; j < D / 16; j++) {
-                const int col = c * (D / 2) + 8 * j + 2 * t;
-                if (col < p.head_dim)
-                    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(
-                                     acc + (long long)row * p.head_dim + col),
-                                 "f"(dq[4 * j + 2 * r]), "f"(dq[4 * j + 2 * r + 1])
-                                 : "memory");
-            }
-        }
+        add_dq(dq, hq, i0);
     }
 
     // dK (times scale) and dV through the K and V tiles (once the other consumer's last dQ is

@@ -116,6 +116,28 @@ typedef struct fa_cuda_params {
 #ifndef FA_BWD_WGMMA_CONSUMER_REGS
 #define FA_BWD_WGMMA_CONSUMER_REGS 232
 #endif
+/* Variants of the wgmma backward for kernel development (each 0, the default, keeps the
+ * validated kernel; none changes the grid, the threads or the shared memory):
+ * FA_BWD_WGMMA_PINGPONG: the two consumers take turns to issue their S^T/dP^T and dV/dK
+ * batches (named barriers 4 and 5), so that one's exp2 and dS work overlaps the other's products.
+ * FA_BWD_WGMMA_DQ_V4: dQ added with 16-byte red.global.add.v4.f32 (4 consecutive floats a
+ * thread after a shuffle of lane pairs) instead of 8-byte v2.
+ * FA_BWD_WGMMA_EARLY_S: at head dim 64 (128 would spill), the next tile's S^T and dP^T issued
+ * right after the current tile's dQ product, before its wait and its atomics.
+ * FA_BWD_WGMMA_LD_EARLY: each tile's LSE and Delta read from shared memory before the wgmma
+ * waits that precede their use rather than after them. */
+#ifndef FA_BWD_WGMMA_PINGPONG
+#define FA_BWD_WGMMA_PINGPONG 0
+#endif
+#ifndef FA_BWD_WGMMA_DQ_V4
+#define FA_BWD_WGMMA_DQ_V4 0
+#endif
+#ifndef FA_BWD_WGMMA_EARLY_S
+#define FA_BWD_WGMMA_EARLY_S 0
+#endif
+#ifndef FA_BWD_WGMMA_LD_EARLY
+#define FA_BWD_WGMMA_LD_EARLY 0
+#endif
 #define FA_BWD_WGMMA_SMEM(d)                                                                       \
     (2 * 128 * (d)*2 + FA_BWD_WGMMA_STAGES * (2 * 64 * (d)*2 + 2 * 64 * 4) + 2 * 128 * 64 * 2 +    \
      8 * (2 * FA_BWD_WGMMA_STAGES + 1) + 1024)
