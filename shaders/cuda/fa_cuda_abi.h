@@ -116,8 +116,11 @@ typedef struct fa_cuda_params {
 #ifndef FA_BWD_WGMMA_CONSUMER_REGS
 #define FA_BWD_WGMMA_CONSUMER_REGS 232
 #endif
-/* Variants of the wgmma backward for kernel development (each 0, the default, keeps the
- * validated kernel; none changes the grid, the threads or the shared memory):
+/* Variants of the wgmma backward, all on by default: together, measured on the H200, head dim 64
+ * 332 -> 362 TF/s (f16, N = 16k; +9-12 % on every row timed), head dim 128 +0-2 % (where
+ * EARLY_S and, with both others on, LD_EARLY are off: they would spill), and --full's backward
+ * cases passed with them; alone, each was within -4..+3 % (docs/PERF.md). Each can be set to 0
+ * for kernel development; none changes the grid, the threads or the shared memory:
  * FA_BWD_WGMMA_PINGPONG: the two consumers take turns to issue their S^T/dP^T and dV/dK
  * batches (named barriers 4 and 5), so that one's exp2 and dS work overlaps the other's products.
  * FA_BWD_WGMMA_DQ_V4: dQ added with 16-byte red.global.add.v4.f32 (4 consecutive floats a
@@ -127,16 +130,16 @@ typedef struct fa_cuda_params {
  * FA_BWD_WGMMA_LD_EARLY: each tile's LSE and Delta read from shared memory before the wgmma
  * waits that precede their use rather than after them. */
 #ifndef FA_BWD_WGMMA_PINGPONG
-#define FA_BWD_WGMMA_PINGPONG 0
+#define FA_BWD_WGMMA_PINGPONG 1
 #endif
 #ifndef FA_BWD_WGMMA_DQ_V4
-#define FA_BWD_WGMMA_DQ_V4 0
+#define FA_BWD_WGMMA_DQ_V4 1
 #endif
 #ifndef FA_BWD_WGMMA_EARLY_S
-#define FA_BWD_WGMMA_EARLY_S 0
+#define FA_BWD_WGMMA_EARLY_S 1
 #endif
 #ifndef FA_BWD_WGMMA_LD_EARLY
-#define FA_BWD_WGMMA_LD_EARLY 0
+#define FA_BWD_WGMMA_LD_EARLY 1
 #endif
 #define FA_BWD_WGMMA_SMEM(d)                                                                       \
     (2 * 128 * (d)*2 + FA_BWD_WGMMA_STAGES * (2 * 64 * (d)*2 + 2 * 64 * 4) + 2 * 128 * 64 * 2 +    \
