@@ -235,6 +235,113 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     }
     if (FA_BWD_WGMMA_PINGPONG && c == 1 && total > 0)
         fa_named_arrive(4, 256);
+    // Steps 2-4 of a tile, shared by the two loops below (the plain one and EARLY's).
+    // 2. P^T, element 4 j + 2 r + e at key kw + 16 w + g + 8 r, query i0 + 8 j + 2 t + e, from
+    // S^T (after a wait<wait_s>: 0 if dP^T is in S^T's commit group, 1 if in the next), and
+    // dS^T = P^T (dP^T - Delta), as the A fragments pa, da of k16 step kk (pairs 4 kk..4 kk + 3)
+    // FA_BWD_WGMMA_LD_EARLY: this tile's LSE and Delta read before the waits, whose memory
+    // clobber keeps the compiler from hoisting the loads
+    auto p_ds = [&](float(&st)[32], float(&dp)[32], int s, int i0, unsigned(&pa)[4][4],
+                    unsigned(&da)[4][4], auto wait_s) {
+        float2 lv[8], dlv[8];
+        if constexpr (LDE) {
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                lv[j] = *(const float2 *)(sL + s * BM + 2 * t + 8 * j);
+        }
+        fa_wgmma_wait<decltype(wait_s)::value>();
+        fa_wgmma_hold(st);
+        const float *l2 = sL + s * BM + 2 * t, *dl = sDl + s * BM + 2 * t;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const float2 l = LDE ? lv[j] : *(const float2 *)(l2 + 8 * j);
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                st[4 * j + 2 * r] = fa_exp2(st[4 * j + 2 * r] * p.scale_log2 - l.x);
+                st[4 * j + 2 * r + 1] = fa_exp2(st[4 * j + 2 * r + 1] * p.scale_log2 - l.y);
+            }
+        }
+        // warpgroup-uniform: P := 0 (it may be inf there) past each query's last key
+        if (kw + 63 >= p.seq_k || (p.causal && kw + 63 > i0 + p.causal_offset)) {
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int key = kw + 16 * w + g + 8 * r;
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int qi = i0 + 8 * j + 2 * t + e;
+                        if (key >= p.seq_k || (p.causal && key > qi + p.causal_offset))
+                            st[4 * j + 2 * r + e] = 0.f;
+                    }
+            }
+        }
+        if constexpr (LDE) {
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                dlv[j] = *(const float2 *)(sDl + s * BM + 2 * t + 8 * j);
+        }
+        fa_wgmma_wait<0>();
+        fa_wgmma_hold(dp);
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const float2 d = LDE ? dlv[j] : *(const float2 *)(dl + 8 * j);
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int i = 4 * j + 2 * r;
+                pa[j / 2][(j % 2) * 2 + r] = fa_pack2<T>(st[i], st[i + 1]);
+                da[j / 2][(j % 2) * 2 + r] =
+                    fa_pack2<T>(st[i] * (dp[i] - d.x), st[i + 1] * (dp[i + 1] - d.y));
+            }
+        }
+    };
+    // dS^T to the shared [key][query] tile: row 64 c + 16 w + g + 8 r, chunk j
+    auto store_ds = [&](const unsigned(&da)[4][4], int it) {
+        unsigned char *dst = smem + O_DS + (it & 1) * DS_BYTES;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int row = 64 * c + 16 * w + g + 8 * r;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                *(unsigned *)(dst + row * 128 + ((j ^ (row & 7)) << 4) + 4 * t) =
+                    da[j / 2][(j % 2) * 2 + r];
+        }
+        fa_fence_proxy_async();
+    };
+    // 3. dV += P^T dO, dK += dS^T Q: B = dO, Q (64 queries x D, MN-major, 64-column blocks
+    // BM 128 bytes apart), a k16 step 16 rows on; one commit group, in a pingpong turn
+    auto issue_dvdk = [&](const unsigned(&pa)[4][4], const unsigned(&da)[4][4], unsigned q,
+                          unsigned go, int it) {
+        const unsigned long long dGt = fa_wgmma_desc(go, BM * 128, 1024);
+        const unsigned long long dQt = fa_wgmma_desc(q, BM * 128, 1024);
+        turn_begin();
+        // (the accumulate flag from a register: the form this was validated in)
+        fa_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            fa_wgmma_rs<T, D>(dv, pa[kk], dGt + kk * 128, 1);
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            fa_wgmma_rs<T, D>(dk, da[kk], dQt + kk * 128, 1);
+        fa_wgmma_commit();
+        turn_end(it == total - 1);
+    };
+    // 4. dQ (64 queries x D / 2 dims of consumer c) = dS K over the 128 keys: A = dS^T
+    // (MN-major), B = K (MN-major), committed behind dV/dK; waits for dV/dK (wait<1>) and
+    // releases stage s, leaving dQ in flight
+    auto dq_product = [&](float(&dq)[D / 4], unsigned ds, int s) {
+        fa_named_barrier(1, 256); // both halves of dS^T are in
+        const unsigned long long dSa = fa_wgmma_desc(ds, 1, 1024);
+        fa_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++)
+            fa_wgmma_ss<T, D / 2, 1, 1>(dq, dSa + kk * 128, dKb + kk * 128, kk > 0);
+        fa_wgmma_commit();
+        fa_wgmma_wait<1>();
+        fa_wgmma_hold(dv);
+        fa_wgmma_hold(dk);
+        fa_mbar_arrive(bar_empty + 8 * s); // done with Q and dO of this stage
+    };
     constexpr bool EARLY = FA_BWD_WGMMA_EARLY_S && D == 64;
 #if FA_BWD_WGMMA_EARLY_S
     // FA_BWD_WGMMA_EARLY_S, at D = 64: tile it + 1's S^T and dP^T (one commit group) are issued
@@ -290,102 +397,12 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
             const unsigned q = base + O_STAGES + s * STAGE_BYTES, go = q + Q_BYTES;
             const unsigned ds = base + O_DS + (it & 1) * DS_BYTES;
 
-            // 2. P^T, element 4 j + 2 r + e at key kw + 16 w + g + 8 r, query i0 + 8 j + 2 t + e
-            // FA_BWD_WGMMA_LD_EARLY: this tile's LSE and Delta read before the waits, whose memory
-            // clobber keeps the compiler from hoisting the loads
-            float2 lv[8], dlv[8];
-            if constexpr (LDE) {
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-                    lv[j] = *(const float2 *)(sL + s * BM + 2 * t + 8 * j);
-            }
-            fa_wgmma_wait<0>(); // S^T and dP^T: one group
-            fa_wgmma_hold(st);
-            const float *l2 = sL + s * BM + 2 * t, *dl = sDl + s * BM + 2 * t;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                const float2 l = LDE ? lv[j] : *(const float2 *)(l2 + 8 * j);
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    st[4 * j + 2 * r] = fa_exp2(st[4 * j + 2 * r] * p.scale_log2 - l.x);
-                    st[4 * j + 2 * r + 1] = fa_exp2(st[4 * j + 2 * r + 1] * p.scale_log2 - l.y);
-                }
-            }
-            // warpgroup-uniform: P := 0 (it may be inf there) past each query's last key
-            if (kw + 63 >= p.seq_k || (p.causal && kw + 63 > i0 + p.causal_offset)) {
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    const int key = kw + 16 * w + g + 8 * r;
-#pragma unroll
-                    for (int j = 0; j < 8; j++)
-#pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const int qi = i0 + 8 * j + 2 * t + e;
-                            if (key >= p.seq_k || (p.causal && key > qi + p.causal_offset))
-                                st[4 * j + 2 * r + e] = 0.f;
-                        }
-                }
-            }
-            if constexpr (LDE) {
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-                    dlv[j] = *(const float2 *)(sDl + s * BM + 2 * t + 8 * j);
-            }
-            fa_wgmma_wait<0>();
-            fa_wgmma_hold(dp);
-            unsigned pa[4][4], da[4][4]; // A fragments of k16 step kk: pairs 4 kk..4 kk + 3
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                const float2 d = LDE ? dlv[j] : *(const float2 *)(dl + 8 * j);
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    const int i = 4 * j + 2 * r;
-                    pa[j / 2][(j % 2) * 2 + r] = fa_pack2<T>(st[i], st[i + 1]);
-                    da[j / 2][(j % 2) * 2 + r] =
-                        fa_pack2<T>(st[i] * (dp[i] - d.x), st[i + 1] * (dp[i + 1] - d.y));
-                }
-            }
-            // dS^T to the shared [key][query] tile: row 64 c + 16 w + g + 8 r, chunk j
-            {
-                unsigned char *dst = smem + O_DS + (it & 1) * DS_BYTES;
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    const int row = 64 * c + 16 * w + g + 8 * r;
-#pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        *(unsigned *)(dst + row * 128 + ((j ^ (row & 7)) << 4) + 4 * t) =
-                            da[j / 2][(j % 2) * 2 + r];
-                }
-            }
-            fa_fence_proxy_async();
-
-            // 3. dV += P^T dO, dK += dS^T Q
-            const unsigned long long dGt = fa_wgmma_desc(go, BM * 128, 1024);
-            const unsigned long long dQt = fa_wgmma_desc(q, BM * 128, 1024);
-            turn_begin();
-            fa_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++)
-                fa_wgmma_rs<T, D>(dv, pa[kk], dGt + kk * 128, 1);
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++)
-                fa_wgmma_rs<T, D>(dk, da[kk], dQt + kk * 128, 1);
-            fa_wgmma_commit();
-            turn_end(it == total - 1);
-
-            // 4. dQ = dS K
-            fa_named_barrier(1, 256); // both halves of dS^T are in
+            unsigned pa[4][4], da[4][4];
+            p_ds(st, dp, s, i0, pa, da, std::integral_constant<int, 0>{}); // S^T, dP^T: one group
+            store_ds(da, it);
+            issue_dvdk(pa, da, q, go, it);
             float dq[D / 4];
-            const unsigned long long dSa = fa_wgmma_desc(ds, 1, 1024);
-            fa_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++)
-                fa_wgmma_ss<T, D / 2, 1, 1>(dq, dSa + kk * 128, dKb + kk * 128, kk > 0);
-            fa_wgmma_commit();
-            fa_wgmma_wait<1>();
-            fa_wgmma_hold(dv);
-            fa_wgmma_hold(dk);
-            fa_mbar_arrive(bar_empty + 8 * s); // done with Q and dO of this stage
+            dq_product(dq, ds, s);
             if constexpr (decltype(early_c)::value) {
                 issue_next(it + 1);
                 // dQ done, the next S^T and dP^T may run on (one group: a wait<2> behind
@@ -440,105 +457,13 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         fa_wgmma_commit();
         turn_end(false);
 
-        // 2. P^T, element 4 j + 2 r + e at key kw + 16 w + g + 8 r, query i0 + 8 j + 2 t + e
-        // FA_BWD_WGMMA_LD_EARLY: this tile's LSE and Delta read before the waits, whose memory
-        // clobber keeps the compiler from hoisting the loads
-        float2 lv[8], dlv[8];
-        if constexpr (LDE) {
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                lv[j] = *(const float2 *)(sL + s * BM + 2 * t + 8 * j);
-        }
-        fa_wgmma_wait<1>();
-        fa_wgmma_hold(st);
-        const float *l2 = sL + s * BM + 2 * t, *dl = sDl + s * BM + 2 * t;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const float2 l = LDE ? lv[j] : *(const float2 *)(l2 + 8 * j);
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                st[4 * j + 2 * r] = fa_exp2(st[4 * j + 2 * r] * p.scale_log2 - l.x);
-                st[4 * j + 2 * r + 1] = fa_exp2(st[4 * j + 2 * r + 1] * p.scale_log2 - l.y);
-            }
-        }
-        // warpgroup-uniform: P := 0 (it may be inf there) past each query's last key
-        if (kw + 63 >= p.seq_k || (p.causal && kw + 63 > i0 + p.causal_offset)) {
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int key = kw + 16 * w + g + 8 * r;
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int qi = i0 + 8 * j + 2 * t + e;
-                        if (key >= p.seq_k || (p.causal && key > qi + p.causal_offset))
-                            st[4 * j + 2 * r + e] = 0.f;
-                    }
-            }
-        }
-        if constexpr (LDE) {
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                dlv[j] = *(const float2 *)(sDl + s * BM + 2 * t + 8 * j);
-        }
-        fa_wgmma_wait<0>();
-        fa_wgmma_hold(dp);
-        unsigned pa[4][4], da[4][4]; // A fragments of k16 step kk: pairs 4 kk..4 kk + 3
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const float2 d = LDE ? dlv[j] : *(const float2 *)(dl + 8 * j);
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int i = 4 * j + 2 * r;
-                pa[j / 2][(j % 2) * 2 + r] = fa_pack2<T>(st[i], st[i + 1]);
-                da[j / 2][(j % 2) * 2 + r] =
-                    fa_pack2<T>(st[i] * (dp[i] - d.x), st[i + 1] * (dp[i + 1] - d.y));
-            }
-        }
-        // dS^T to the shared [key][query] tile: row 64 c + 16 w + g + 8 r, chunk j
-        {
-            unsigned char *dst = smem + O_DS + (it & 1) * DS_BYTES;
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int row = 64 * c + 16 * w + g + 8 * r;
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-                    *(unsigned *)(dst + row * 128 + ((j ^ (row & 7)) << 4) + 4 * t) =
-                        da[j / 2][(j % 2) * 2 + r];
-            }
-        }
-        fa_fence_proxy_async();
-
-        // 3. dV += P^T dO, dK += dS^T Q: B = dO, Q (64 queries x D, MN-major, 64-column blocks
-        // BM 128 bytes apart), a k16 step 16 rows on
-        const unsigned long long dGt = fa_wgmma_desc(go, BM * 128, 1024);
-        const unsigned long long dQt = fa_wgmma_desc(q, BM * 128, 1024);
-        turn_begin();
-        // (the accumulate flag from a register: the form this was validated in)
-        fa_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-            fa_wgmma_rs<T, D>(dv, pa[kk], dGt + kk * 128, 1);
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-            fa_wgmma_rs<T, D>(dk, da[kk], dQt + kk * 128, 1);
-        fa_wgmma_commit();
-        turn_end(it == total - 1);
-
-        // 4. dQ (64 queries x D / 2 dims of consumer c) = dS K over the 128 keys: A = dS^T
-        // (MN-major), B = K (MN-major)
-        fa_named_barrier(1, 256); // both halves of dS^T are in
+        // 2.-4. (above)
+        unsigned pa[4][4], da[4][4];
+        p_ds(st, dp, s, i0, pa, da, std::integral_constant<int, 1>{});
+        store_ds(da, it);
+        issue_dvdk(pa, da, q, go, it);
         float dq[D / 4];
-        const unsigned long long dSa = fa_wgmma_desc(ds, 1, 1024);
-        fa_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++)
-            fa_wgmma_ss<T, D / 2, 1, 1>(dq, dSa + kk * 128, dKb + kk * 128, kk > 0);
-        fa_wgmma_commit();
-        fa_wgmma_wait<1>();
-        fa_wgmma_hold(dv);
-        fa_wgmma_hold(dk);
-        fa_mbar_arrive(bar_empty + 8 * s); // done with Q and dO of this stage
+        dq_product(dq, ds, s);
         fa_wgmma_wait<0>();
         fa_wgmma_hold(dq);
         add_dq(dq, hq, i0);
