@@ -48,6 +48,14 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 {
     constexpr int BQ = FA_FWD_WGMMA_BQ, ST = FA_FWD_WGMMA_STAGES, CH = D / 8;
     constexpr unsigned Q_BYTES = BQ * D * 2, TILE_BYTES = BK * D * 2;
+    static_assert(FA_FWD_WGMMA_THREADS == 384, "a loading and two computing warpgroups");
+    // setmaxnreg.inc waits for registers the loader gave back: both must fit the 168 a thread
+    // that __launch_bounds__(384, 1) allots the block
+    static_assert(128 * FA_FWD_WGMMA_LOAD_REGS + 256 * FA_FWD_WGMMA_MATH_REGS <= 384 * 168,
+                  "loading and computing registers within the block's");
+    static_assert(Q_BYTES + 2 * FA_FWD_WGMMA_STAGES * TILE_BYTES + 8 * (1 + 2 * ST) + 1024 <=
+                      FA_FWD_WGMMA_SMEM(D),
+                  "the host's shared memory size");
     // wgmma's swizzle needs 1 KiB-aligned tiles; dynamic shared memory is only promised 16 bytes
     extern __shared__ __align__(1024) unsigned char fa_fwdw_raw[];
     const unsigned raw = fa_smem_addr(fa_fwdw_raw), sQ = (raw + 1023) & ~1023u;
