@@ -96,6 +96,8 @@ typedef struct fa_device_info {
     bool f16;          /* native f16 arithmetic */
     bool bf16;         /* native bf16 arithmetic or conversion */
     bool matrix_units; /* tensor cores, cooperative matrix, AMX, ... */
+    char kernels[128]; /* which kernel family serves this device and why (backend-specific,
+                          free text; "" where the backend says nothing) */
 } fa_device_info;
 
 /** Short lower-case name of a backend ("auto", "cuda", ...); "unknown" when out of range. */

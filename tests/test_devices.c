@@ -77,6 +77,24 @@ Test(devices, unavailable_backend_devices_are_refused_by_status)
     }
 }
 
+/* Each Vulkan device says which kernels serve it: bf16 and f32 always run on the scalar shaders,
+ * and lavapipe, without cooperative matrix, runs everything on them. */
+Test(devices, vulkan_devices_say_which_kernels_serve_them)
+{
+    fa_backend_info info;
+    cr_assert_eq(fa_backend_query(FA_BACKEND_VULKAN, &info), FA_OK);
+    if (!info.available)
+        cr_skip_test("vulkan unavailable: %s", info.reason);
+    for (int i = 0; i < info.device_count; i++) {
+        fa_device_info dev;
+        cr_assert_eq(fa_device_query(FA_BACKEND_VULKAN, i, &dev), FA_OK);
+        cr_assert(strstr(dev.kernels, "scalar") != NULL, "%s: kernels \"%s\"", dev.name,
+                  dev.kernels);
+        if (strstr(dev.name, "llvmpipe"))
+            cr_assert_str_eq(dev.kernels, "scalar (no VK_KHR_cooperative_matrix)");
+    }
+}
+
 Test(context, auto_picks_a_gpu_or_else_the_cpu)
 {
     unsetenv("FA_BACKEND");

@@ -64,6 +64,7 @@ else()
       list(APPEND fa_vk_generated ${fa_vk_out}/${kernel}_${variant}.c)
     endforeach()
   endforeach()
+  include(${CMAKE_CURRENT_LIST_DIR}/matrix_shaders.cmake)
 
   file(GLOB fa_vk_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/backends/vulkan/*.c)
   # volk.c is compiled into the backend: the loader is opened by volkInitialize at run time.
@@ -75,6 +76,6 @@ else()
   list(APPEND FA_BACKEND_SOURCES ${fa_vk_sources} ${fa_vk_volk} ${fa_vk_generated})
   list(APPEND FA_BACKEND_DEFINES FA_WITH_VULKAN VK_NO_PROTOTYPES)
   set_property(SOURCE ${fa_vk_sources} ${fa_vk_volk} APPEND PROPERTY INCLUDE_DIRECTORIES
-    ${FA_VOLK_INCLUDE_DIR} ${FA_VULKAN_INCLUDE_DIR})
+    ${FA_VOLK_INCLUDE_DIR} ${FA_VULKAN_INCLUDE_DIR} ${fa_vk_shader_dir})
   string(APPEND FA_BACKEND_SUMMARY " vulkan")
 endif()

@@ -86,6 +86,42 @@ static fa_vk_storage storage_of(const fa_vk_state *st, fa_dtype dtype)
     return st->storage16 ? FA_VK_BF16_S16 : FA_VK_BF16_WORDS;
 }
 
+/* The cooperative-matrix plan of `kernel` for this call: f16 inputs in 16-bit storage on a
+ * context whose matrix path is on (vk_device.c), and a tiling that fits (vk_matrix_plan.c;
+ * FA_VULKAN_MATRIX_FWD_TILES / _BWD_TILES = "tm,subgroups,bn" override it, for tuning). False:
+ * the scalar shaders serve the call. */
+static bool matrix_plan(const fa_vk_state *st, fa_vk_matrix_kernel kernel,
+                        const fa_attention_call *call, fa_vk_matrix_plan *plan)
+{
+    if (!st->matrix || !st->storage16 || call->dtype != FA_DTYPE_F16)
+        return false;
+    char why[160];
+    const char *tiles = getenv(kernel == FA_VK_MATRIX_FWD ? "FA_VULKAN_MATRIX_FWD_TILES"
+                                                          : "FA_VULKAN_MATRIX_BWD_TILES");
+    return fa_vk_matrix_plan_select(kernel, &st->phys->matrix, (uint32_t)call->head_dim, tiles,
+                                    plan, why, sizeof why);
+}
+
+/* The backward's two matrix plans, or false where either pass has none (both passes then run
+ * the scalar shaders, which share one tiling). */
+static bool matrix_plans_bwd(const fa_vk_state *st, const fa_attention_call *call,
+                             fa_vk_matrix_plan *dkdv, fa_vk_matrix_plan *dq)
+{
+    return matrix_plan(st, FA_VK_MATRIX_DKDV, call, dkdv) &&
+           matrix_plan(st, FA_VK_MATRIX_DQ, call, dq);
+}
+
+static void matrix_spec(const fa_vk_matrix_plan *p, fa_vk_spec *spec)
+{
+    spec->cm_m = p->shape.m;
+    spec->cm_n = p->shape.n;
+    spec->cm_k = p->shape.k;
+    spec->cm_sg = p->subgroup;
+    spec->cm_nsg = p->subgroups;
+    spec->cm_tm = p->tm;
+    spec->cm_bn = p->bn;
+}
+
 static uint64_t ceil_div(uint64_t a, uint64_t b)
 {
     return (a + b - 1) / b;
@@ -116,9 +152,16 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     if (call->seq_q > INT32_MAX || call->seq_k > INT32_MAX)
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "vulkan: sequence lengths above 2^31 - 1 are not supported");
-    const uint64_t gx =
-        ceil_div((uint64_t)call->seq_q, backward ? (uint64_t)bt.bm : (uint64_t)ft.bm);
-    const uint64_t gk = backward ? ceil_div((uint64_t)call->seq_k, (uint64_t)bt.bn) : 0;
+    uint64_t rows_q = backward ? (uint64_t)bt.bm : (uint64_t)ft.bm, rows_k = (uint64_t)bt.bn;
+    fa_vk_matrix_plan mp, mq;
+    if (!backward && matrix_plan(st, FA_VK_MATRIX_FWD, call, &mp))
+        rows_q = mp.rows;
+    if (backward && matrix_plans_bwd(st, call, &mp, &mq)) {
+        rows_k = mp.rows;
+        rows_q = mq.rows;
+    }
+    const uint64_t gx = ceil_div((uint64_t)call->seq_q, rows_q);
+    const uint64_t gk = backward ? ceil_div((uint64_t)call->seq_k, rows_k) : 0;
     if (gx > ph->max_group_count[0] || gk > ph->max_group_count[0] ||
         (uint64_t)call->heads_q > ph->max_group_count[1] ||
         (uint64_t)call->batch > ph->max_group_count[2])
@@ -181,20 +224,30 @@ static const float LOG2E = 1.4426950408889634f;
 static fa_status forward(fa_context *ctx, const fa_attention_call *call)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    fa_fwd_tiling t;
-    fwd_select(st->phys, (uint32_t)call->head_dim, call->dtype, &t); /* check_call: one fits */
     fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
                        .causal = call->causal,
-                       .gqa = (uint32_t)(call->heads_q / call->heads_kv),
-                       .fwd_threads = (uint32_t)t.nt,
-                       .fwd_bm = (uint32_t)t.bm,
-                       .fwd_bn = (uint32_t)t.bn,
-                       .fwd_s_tx = (uint32_t)t.s_tx,
-                       .fwd_o_tx = (uint32_t)t.o_tx,
-                       .fwd_tile16 = t.tile16};
-    fwd_tuning(st->phys, (uint32_t)call->head_dim, &t, &spec);
+                       .gqa = (uint32_t)(call->heads_q / call->heads_kv)};
+    fa_vk_kernel kernel = FA_VK_FWD;
+    uint64_t rows;
+    fa_vk_matrix_plan plan;
+    if (matrix_plan(st, FA_VK_MATRIX_FWD, call, &plan)) {
+        kernel = FA_VK_FWD_CM;
+        matrix_spec(&plan, &spec);
+        rows = plan.rows;
+    } else {
+        fa_fwd_tiling t;
+        fwd_select(st->phys, (uint32_t)call->head_dim, call->dtype, &t); /* check_call: fits */
+        spec.fwd_threads = (uint32_t)t.nt;
+        spec.fwd_bm = (uint32_t)t.bm;
+        spec.fwd_bn = (uint32_t)t.bn;
+        spec.fwd_s_tx = (uint32_t)t.s_tx;
+        spec.fwd_o_tx = (uint32_t)t.o_tx;
+        spec.fwd_tile16 = t.tile16;
+        fwd_tuning(st->phys, (uint32_t)call->head_dim, &t, &spec);
+        rows = (uint64_t)t.bm;
+    }
     VkPipeline pipeline;
-    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_FWD, storage_of(st, call->dtype), &spec, &pipeline);
+    fa_status s = fa_vk_pipeline_get(ctx, kernel, storage_of(st, call->dtype), &spec, &pipeline);
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
     if (s != FA_OK)
@@ -217,8 +270,8 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     };
     const VkBuffer buffers[5] = {vkbuf(&call->q), vkbuf(&call->k), vkbuf(&call->v), vkbuf(&call->o),
                                  call->has_lse ? vkbuf(&call->lse) : vkbuf(&call->o)};
-    s = fa_vk_dispatch(ctx, FA_VK_FWD, pipeline, buffers, &push, sizeof push,
-                       (uint32_t)ceil_div((uint64_t)Sq, t.bm), (uint32_t)call->heads_q,
+    s = fa_vk_dispatch(ctx, kernel, pipeline, buffers, &push, sizeof push,
+                       (uint32_t)ceil_div((uint64_t)Sq, rows), (uint32_t)call->heads_q,
                        (uint32_t)B);
     if (s != FA_OK) {
         st->recording = false;
@@ -284,26 +337,42 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
     const push_view *const loads[4] = {&push.q, &push.k, &push.v, &push.d_o};
     VkPipeline prep, dkdv, dq;
     const fa_vk_spec prep_spec = {.head_dim = (uint32_t)call->head_dim};
-    const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
-                             .causal = call->causal,
-                             .gqa = (uint32_t)(Hq / Hkv),
-                             .bwd_threads = (uint32_t)t->nt,
-                             .bwd_bm = (uint32_t)t->bm,
-                             .bwd_bn = (uint32_t)t->bn,
-                             .bwd_sx = (uint32_t)t->sx,
-                             .bwd_kx = (uint32_t)t->kx,
-                             .bwd_qx = (uint32_t)t->qx,
-                             .bwd_dp = (uint32_t)t->dp,
-                             .bwd_dc = (uint32_t)t->dc,
-                             .bwd_rk = (uint32_t)t->rk,
-                             .bwd_rq = (uint32_t)t->rq,
-                             .bwd_align4 = bwd_aligned4(loads),
-                             .bwd_unroll = bwd_unroll(t)};
+    fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
+                       .causal = call->causal,
+                       .gqa = (uint32_t)(Hq / Hkv),
+                       .bwd_threads = (uint32_t)t->nt,
+                       .bwd_bm = (uint32_t)t->bm,
+                       .bwd_bn = (uint32_t)t->bn,
+                       .bwd_sx = (uint32_t)t->sx,
+                       .bwd_kx = (uint32_t)t->kx,
+                       .bwd_qx = (uint32_t)t->qx,
+                       .bwd_dp = (uint32_t)t->dp,
+                       .bwd_dc = (uint32_t)t->dc,
+                       .bwd_rk = (uint32_t)t->rk,
+                       .bwd_rq = (uint32_t)t->rq,
+                       .bwd_align4 = bwd_aligned4(loads),
+                       .bwd_unroll = bwd_unroll(t)};
+    /* The dK/dV and dQ passes on the matrix units where both have a plan. */
+    fa_vk_kernel k_dkdv = FA_VK_BWD_DKDV, k_dq = FA_VK_BWD_DQ;
+    fa_vk_spec spec_dq = spec;
+    uint64_t rows_k = (uint64_t)t->bn, rows_q = (uint64_t)t->bm;
+    fa_vk_matrix_plan plan_dkdv, plan_dq;
+    if (matrix_plans_bwd(st, call, &plan_dkdv, &plan_dq)) {
+        k_dkdv = FA_VK_BWD_DKDV_CM;
+        k_dq = FA_VK_BWD_DQ_CM;
+        spec = spec_dq = (fa_vk_spec){.head_dim = (uint32_t)call->head_dim,
+                                      .causal = call->causal,
+                                      .gqa = (uint32_t)(Hq / Hkv)};
+        matrix_spec(&plan_dkdv, &spec);
+        matrix_spec(&plan_dq, &spec_dq);
+        rows_k = plan_dkdv.rows;
+        rows_q = plan_dq.rows;
+    }
     fa_status s = fa_vk_pipeline_get(ctx, FA_VK_BWD_PREP, storage, &prep_spec, &prep);
     if (s == FA_OK)
-        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DKDV, storage, &spec, &dkdv);
+        s = fa_vk_pipeline_get(ctx, k_dkdv, storage, &spec, &dkdv);
     if (s == FA_OK)
-        s = fa_vk_pipeline_get(ctx, FA_VK_BWD_DQ, storage, &spec, &dq);
+        s = fa_vk_pipeline_get(ctx, k_dq, storage, &spec_dq, &dq);
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
     if (s != FA_OK)
@@ -330,9 +399,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         const VkBuffer buffers[7] = {
             vkbuf(&call->q),   vkbuf(&call->k),  vkbuf(&call->v), vkbuf(&call->d_o), ws,
             vkbuf(&call->d_k), vkbuf(&call->d_v)};
-        s = fa_vk_dispatch(ctx, FA_VK_BWD_DKDV, dkdv, buffers, &push, sizeof push,
-                           (uint32_t)ceil_div((uint64_t)Sk, (uint64_t)t->bn), (uint32_t)Hkv,
-                           (uint32_t)B);
+        s = fa_vk_dispatch(ctx, k_dkdv, dkdv, buffers, &push, sizeof push,
+                           (uint32_t)ceil_div((uint64_t)Sk, rows_k), (uint32_t)Hkv, (uint32_t)B);
         if (s != FA_OK)
             return s;
     }
@@ -341,9 +409,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         const VkBuffer buffers[6] = {
             vkbuf(&call->q),  vkbuf(&call->k), vkbuf(&call->v), vkbuf(&call->d_o), ws,
             vkbuf(&call->d_q)};
-        s = fa_vk_dispatch(ctx, FA_VK_BWD_DQ, dq, buffers, &push, sizeof push,
-                           (uint32_t)ceil_div((uint64_t)Sq, (uint64_t)t->bm), (uint32_t)Hq,
-                           (uint32_t)B);
+        s = fa_vk_dispatch(ctx, k_dq, dq, buffers, &push, sizeof push,
+                           (uint32_t)ceil_div((uint64_t)Sq, rows_q), (uint32_t)Hq, (uint32_t)B);
     }
     return s;
 }

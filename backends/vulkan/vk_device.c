@@ -2,6 +2,7 @@
  * command buffer and fence through which every call is submitted, and the pipeline cache kept
  * on disk between runs. */
 #include "fa_cache.h"
+#include "vk_coopmat_compat.h"
 #include "vk_internal.h"
 
 #include <stdio.h>
@@ -11,6 +12,20 @@
 
 /* Descriptor sets one submission may use before the pool is reset (a backward uses 3). */
 enum { SETS_PER_SUBMISSION = 16, BINDINGS_PER_SET = 8 };
+
+/* Why f16 does not run on the cooperative-matrix kernels in this context; NULL when it does.
+ * FA_VULKAN_MATRIX=0 keeps it on the scalar shaders. */
+static const char *matrix_off_reason(const fa_vk_state *st)
+{
+    const char *want = getenv("FA_VULKAN_MATRIX");
+    if (!st->phys->matrix_supported)
+        return st->phys->matrix_note;
+    if (want && strcmp(want, "0") == 0)
+        return "FA_VULKAN_MATRIX=0";
+    if (!st->storage16)
+        return "16-bit storage off (FA_VULKAN_NO_16BIT_STORAGE)";
+    return NULL;
+}
 
 static fa_status create_device(fa_context *ctx, fa_vk_state *st)
 {
@@ -49,7 +64,7 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
         .pipelineExecutableInfo = VK_TRUE,
     };
-    const char *extensions[2];
+    const char *extensions[3];
     uint32_t n_ext = 0;
     if (p->portability_subset)
         extensions[n_ext++] = "VK_KHR_portability_subset";
@@ -57,6 +72,35 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
         extensions[n_ext++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
         executable.pNext = features.pNext;
         features.pNext = &executable;
+    }
+    /* The matrix shaders declare Float16, VulkanMemoryModel and CooperativeMatrixKHR; the
+     * device is 1.3 (fa_vk_matrix_probe), so subgroup size control needs no extension. */
+    st->matrix = matrix_off_reason(st) == NULL;
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR matrix = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+        .pNext = features.pNext,
+        .cooperativeMatrix = VK_TRUE,
+    };
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .pNext = &matrix,
+        .shaderFloat16 = VK_TRUE,
+    };
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+        .pNext = &f16,
+        .vulkanMemoryModel = VK_TRUE,
+    };
+    VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
+        .pNext = &memory_model,
+        .subgroupSizeControl = p->size_control,
+        .computeFullSubgroups = p->full_subgroups,
+    };
+    if (st->matrix) {
+        extensions[n_ext++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
+        features.pNext =
+            p->size_control || p->full_subgroups ? (void *)&size_control : (void *)&memory_model;
     }
     const float priority = 1.0f;
     const VkDeviceQueueCreateInfo queue = {
@@ -146,6 +190,10 @@ fa_status fa_vk_context_init(fa_context *ctx, int index)
            "vulkan: %s, queue family %u, 16-bit storage %s, shaderFloat16 %s, validation %s",
            st->phys->info.name, st->queue_family, st->storage16 ? "on" : "off (32-bit words)",
            st->phys->info.f16 ? "yes" : "no", fa_vk.validation ? "on" : "off");
+    if (st->matrix)
+        fa_log(ctx, FA_LOG_INFO, "vulkan: matrix path on for f16: %s", st->phys->matrix_note);
+    else
+        fa_log(ctx, FA_LOG_INFO, "vulkan: matrix path off: %s", matrix_off_reason(st));
     return FA_OK;
 }
 

@@ -182,6 +182,7 @@ static VkResult create_instance(uint32_t api_version)
     VkResult r = vkCreateInstance(&info, NULL, &fa_vk.instance);
     if (r != VK_SUCCESS)
         return r;
+    fa_vk.api_version = api_version;
     volkLoadInstanceOnly(fa_vk.instance);
     if (validation) {
         VkDebugUtilsMessengerEXT handle;
@@ -345,6 +346,7 @@ static void describe(fa_vk_physical *p)
     d->bf16 = has_device_extension(ext, n_ext, "VK_KHR_shader_bfloat16");
     d->matrix_units = has_device_extension(ext, n_ext, "VK_KHR_cooperative_matrix") ||
                       has_device_extension(ext, n_ext, "VK_NV_cooperative_matrix");
+    fa_vk_matrix_probe(p, ext, n_ext);
     free(ext);
 }
 

@@ -1,6 +1,7 @@
 /* Shader modules (the SPIR-V embedded at build time, one per kernel and storage variant),
  * pipeline layouts, and compute pipelines specialized per (head dim, tile sizes, causal), built
  * on first use through the context's pipeline cache and kept for the context's life. */
+#include "fa_matrix_ids.h"
 #include "vk_internal.h"
 
 #include <stdio.h>
@@ -20,6 +21,9 @@ FA_VK_SPV_KERNEL_(attn_fwd)
 FA_VK_SPV_KERNEL_(attn_bwd_prep)
 FA_VK_SPV_KERNEL_(attn_bwd_dkdv)
 FA_VK_SPV_KERNEL_(attn_bwd_dq)
+FA_VK_SPV_(attn_fwd_cm, f16_s16)
+FA_VK_SPV_(attn_bwd_dkdv_cm, f16_s16)
+FA_VK_SPV_(attn_bwd_dq_cm, f16_s16)
 
 typedef struct spv_blob {
     const unsigned char *code;
@@ -39,16 +43,37 @@ static const spv_blob spirv[FA_VK_KERNEL_COUNT][FA_VK_STORAGE_COUNT] = {
     [FA_VK_BWD_PREP] = FA_VK_ROW_(attn_bwd_prep),
     [FA_VK_BWD_DKDV] = FA_VK_ROW_(attn_bwd_dkdv),
     [FA_VK_BWD_DQ] = FA_VK_ROW_(attn_bwd_dq),
+    /* The matrix kernels: f16 in 16-bit storage only; the other variants stay NULL. */
+    [FA_VK_FWD_CM][FA_VK_F16_S16] = {fa_spv_attn_fwd_cm_f16_s16, &fa_spv_attn_fwd_cm_f16_s16_size},
+    [FA_VK_BWD_DKDV_CM][FA_VK_F16_S16] = {fa_spv_attn_bwd_dkdv_cm_f16_s16,
+                                          &fa_spv_attn_bwd_dkdv_cm_f16_s16_size},
+    [FA_VK_BWD_DQ_CM][FA_VK_F16_S16] = {fa_spv_attn_bwd_dq_cm_f16_s16,
+                                        &fa_spv_attn_bwd_dq_cm_f16_s16_size},
 };
 
-static const char *const kernel_names[FA_VK_KERNEL_COUNT] = {"attn_fwd", "attn_bwd_prep",
-                                                             "attn_bwd_dkdv", "attn_bwd_dq"};
+static const char *const kernel_names[FA_VK_KERNEL_COUNT] = {
+    "attn_fwd",    "attn_bwd_prep",    "attn_bwd_dkdv",  "attn_bwd_dq",
+    "attn_fwd_cm", "attn_bwd_dkdv_cm", "attn_bwd_dq_cm",
+};
+
+static bool is_matrix_kernel(fa_vk_kernel kernel)
+{
+    return kernel == FA_VK_FWD_CM || kernel == FA_VK_BWD_DKDV_CM || kernel == FA_VK_BWD_DQ_CM;
+}
 
 /* Storage-buffer bindings of each kernel, numbered 0..n-1 (see shaders/vulkan/). */
 uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel)
 {
-    static const uint32_t n[FA_VK_KERNEL_COUNT] = {5, 4, 7, 6};
+    static const uint32_t n[FA_VK_KERNEL_COUNT] = {5, 4, 7, 6, 5, 7, 6};
     return n[kernel];
+}
+
+bool fa_vk_kernel_built(fa_vk_kernel kernel, fa_vk_storage storage)
+{
+    if ((unsigned)kernel >= FA_VK_KERNEL_COUNT || (unsigned)storage >= FA_VK_STORAGE_COUNT)
+        return false;
+    const spv_blob *blob = &spirv[kernel][storage];
+    return blob->code && blob->size && *blob->size;
 }
 
 enum { PUSH_BYTES = 128 }; /* the minimum every Vulkan device guarantees */
@@ -96,6 +121,19 @@ static fa_status ensure_module(fa_context *ctx, fa_vk_kernel kernel, fa_vk_stora
     fa_vk_state *st = fa_vk_state_of(ctx);
     if (st->modules[kernel][storage])
         return FA_OK;
+    if (is_matrix_kernel(kernel) && storage == FA_VK_F16_S16 &&
+        !fa_vk_kernel_built(kernel, storage))
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "vulkan: %s: matrix shaders not built (%s)",
+                       kernel_names[kernel], fa_vk_matrix_build_note);
+    if (!fa_vk_kernel_built(kernel, storage))
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "vulkan: no SPIR-V for %s in storage variant %d",
+                       kernel_names[kernel], (int)storage);
+    /* Without the extension and features enabled the module would be invalid usage. */
+    if (is_matrix_kernel(kernel) && !st->matrix)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "vulkan: %s: the matrix path is off (%s)",
+                       kernel_names[kernel],
+                       st->phys->matrix_supported ? "FA_VULKAN_MATRIX=0 or 32-bit words"
+                                                  : st->phys->matrix_note);
     const spv_blob *blob = &spirv[kernel][storage];
     /* The embedded bytes carry no alignment guarantee; pCode must be 4-byte aligned. */
     uint32_t *code = malloc(*blob->size);
@@ -199,7 +237,17 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         [20] = spec->fwd_variant,
         [21] = spec->fwd_unroll,
         [22] = spec->gqa,
+        [FA_SPEC_CM_M] = spec->cm_m,
+        [FA_SPEC_CM_N] = spec->cm_n,
+        [FA_SPEC_CM_K] = spec->cm_k,
+        [FA_SPEC_CM_SG] = spec->cm_sg,
+        [FA_SPEC_CM_NSG] = spec->cm_nsg,
+        [FA_SPEC_CM_TM] = spec->cm_tm,
+        [FA_SPEC_CM_BN] = spec->cm_bn,
+        [FA_SPEC_CM_WG] = spec->cm_sg * spec->cm_nsg,
     };
+    _Static_assert(sizeof values / sizeof values[0] == FA_SPEC_CM_WG + 1,
+                   "one value per specialization constant ID");
     /* Constant i at offset 4 i; zeros keep the default. Constants 4, 17 and 18 are bools: 4 bytes
      * (VkBool32) as well, 0 or 1. */
     VkSpecializationMapEntry entries[sizeof values / sizeof values[0]];
@@ -213,12 +261,26 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         .dataSize = sizeof values,
         .pData = values,
     };
+    /* The matrix kernels run at the plan's subgroup size: where the device has several, it is
+     * required, with full subgroups where the device can promise them. */
+    const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+        .requiredSubgroupSize = spec->cm_sg,
+    };
+    const fa_vk_matrix_caps *caps = &st->phys->matrix;
+    const bool require_size = is_matrix_kernel(kernel) && st->phys->size_control &&
+                              caps->subgroup_min != caps->subgroup_max;
+    VkPipelineShaderStageCreateFlags stage_flags = 0;
+    if (require_size && st->phys->full_subgroups)
+        stage_flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
     const VkComputePipelineCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .flags = st->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
         .stage =
             {
                 .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                .pNext = require_size ? &subgroup : NULL,
+                .flags = stage_flags,
                 .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                 .module = st->modules[kernel][storage],
                 .pName = "main",
@@ -231,7 +293,14 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         return fa_vk_fail(ctx, r, "vkCreateComputePipelines");
     if (st->pipeline_stats)
         log_statistics(ctx, kernel, *out);
-    if (kernel == FA_VK_FWD)
+    if (is_matrix_kernel(kernel))
+        fa_log(ctx, FA_LOG_DEBUG,
+               "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u M=%u N=%u K=%u SG=%u NSG=%u "
+               "TM=%u BN=%u%s",
+               kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
+               spec->cm_m, spec->cm_n, spec->cm_k, spec->cm_sg, spec->cm_nsg, spec->cm_tm,
+               spec->cm_bn, require_size ? " (subgroup size required)" : "");
+    else if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u S_TX=%u "
                "O_TX=%u tiles=%s tuning=%u unroll=%u",

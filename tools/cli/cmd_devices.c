@@ -74,6 +74,8 @@ static void print_device_text(const fa_device_info *d)
            d->subgroup_size_max);
     printf("      f16 %s, bf16 %s, matrix units %s\n", d->f16 ? "yes" : "no",
            d->bf16 ? "yes" : "no", d->matrix_units ? "yes" : "no");
+    if (d->kernels[0])
+        printf("      kernels: %s\n", d->kernels);
 }
 
 static void print_device_json(const fa_device_info *d)
@@ -93,11 +95,14 @@ static void print_device_json(const fa_device_info *d)
     printf(", \"memory_bytes\": %" PRIu64 ", \"max_buffer_bytes\": %" PRIu64
            ", \"compute_units\": %" PRIu32 ", \"shared_memory_bytes\": %" PRIu32
            ", \"max_workgroup_size\": %" PRIu32 ", \"subgroup_size_min\": %" PRIu32
-           ", \"subgroup_size_max\": %" PRIu32 ", \"f16\": %s, \"bf16\": %s, \"matrix_units\": %s}",
+           ", \"subgroup_size_max\": %" PRIu32 ", \"f16\": %s, \"bf16\": %s, \"matrix_units\": %s",
            d->memory_bytes, d->max_buffer_bytes, d->compute_units, d->shared_memory_bytes,
            d->max_workgroup_size, d->subgroup_size_min, d->subgroup_size_max,
            d->f16 ? "true" : "false", d->bf16 ? "true" : "false",
            d->matrix_units ? "true" : "false");
+    printf(", \"kernels\": ");
+    cli_json_string(stdout, d->kernels);
+    printf("}");
 }
 
 int fa_cmd_devices(int argc, char **argv)

@@ -1,0 +1,148 @@
+/* The cooperative-matrix tile planner (see vk_matrix_plan.h). The shared-memory expressions
+ * mirror the declarations of shaders/vulkan/attn_fwd_cm.comp and fa_backward_cm.glsl. */
+#include "vk_matrix_plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+uint32_t fa_vk_matrix_max_head_dim(fa_vk_matrix_kernel kernel)
+{
+    return kernel == FA_VK_MATRIX_FWD ? 256u : 128u;
+}
+
+static bool pow2(uint32_t x)
+{
+    return x && !(x & (x - 1));
+}
+
+/* Row pitch of an f16 tile, in bytes: the head dim plus 8 elements (16 bytes) against bank
+ * conflicts. */
+static uint32_t tile_pitch(uint32_t d)
+{
+    return 2u * (d + 8u);
+}
+
+uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matrix_plan *p,
+                                   uint32_t d)
+{
+    const uint64_t rm = (uint64_t)p->tm * p->shape.m, bn = p->bn;
+    const uint64_t tiles = 2u * bn * tile_pitch(d); /* K and V, or Q and dO */
+    const uint64_t f32_block = 4u * rm * (bn + 4u);  /* one rm x bn f32 scratch, padded */
+    const uint64_t f16_block = 2u * rm * (bn + 8u);  /* one rm x bn f16 scratch, padded */
+    uint64_t per_subgroup = 0, shared = tiles;
+    switch (kernel) {
+    case FA_VK_MATRIX_FWD: /* S; P; the row factors as an rm x n matrix */
+        per_subgroup = f32_block + f16_block + 4u * rm * p->shape.n;
+        break;
+    case FA_VK_MATRIX_DQ: /* S and dP; dS */
+        per_subgroup = 2u * f32_block + f16_block;
+        break;
+    case FA_VK_MATRIX_DKDV: /* S^T and dP^T; P^T and dS^T; the tile's LSE and Delta */
+        per_subgroup = 2u * f32_block + 2u * f16_block;
+        shared += 8u * bn;
+        break;
+    default:
+        return UINT32_MAX;
+    }
+    shared += per_subgroup * p->subgroups;
+    return shared > UINT32_MAX ? UINT32_MAX : (uint32_t)shared;
+}
+
+/* The subgroup size the pipeline will require: the preferred one, inside [min, max]. */
+static uint32_t subgroup_of(const fa_vk_matrix_caps *caps)
+{
+    uint32_t sg = caps->subgroup_preferred ? caps->subgroup_preferred : caps->subgroup_max;
+    if (sg < caps->subgroup_min)
+        sg = caps->subgroup_min;
+    if (sg > caps->subgroup_max)
+        sg = caps->subgroup_max;
+    return sg;
+}
+
+/* Whether plan p (shape, subgroup, subgroups, tm, bn set) is one the shader can run at head dim
+ * d within the device's limits; fills rows and shared_bytes. */
+static bool plan_valid(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
+                       fa_vk_matrix_plan *p)
+{
+    const fa_vk_matrix_shape s = p->shape;
+    if (!pow2(s.m) || !s.n || !s.k || !pow2(p->subgroup) || !pow2(p->tm) || !p->subgroups ||
+        !p->bn)
+        return false;
+    /* Tiles are addressed 8 elements (16 bytes) at a time and the f16 scratch in pairs; a
+     * block of rows never straddles the two tiles that stage the operands kept in registers. */
+    if (s.k % 8u || s.n % 8u || d % s.k || d % s.n || p->bn % s.n || p->bn % s.k ||
+        p->bn % (p->tm * s.m))
+        return false;
+    const uint32_t rm = p->tm * s.m;
+    /* Lanes share a row (lanes_per_row) or own several; each lane takes pairs of columns. */
+    const uint32_t lanes_per_row = p->subgroup > rm ? p->subgroup / rm : 1u;
+    if (p->bn % (2u * lanes_per_row))
+        return false;
+    if ((uint64_t)p->subgroup * p->subgroups > caps->max_invocations)
+        return false;
+    p->rows = rm * p->subgroups;
+    p->shared_bytes = fa_vk_matrix_shared_bytes(kernel, p, d);
+    return p->shared_bytes <= caps->shared_memory_bytes;
+}
+
+bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps,
+                              uint32_t d, const char *override_tiles, fa_vk_matrix_plan *plan,
+                              char *why, size_t why_size)
+{
+    if (kernel < 0 || kernel >= FA_VK_MATRIX_KERNEL_COUNT) {
+        snprintf(why, why_size, "no such matrix kernel");
+        return false;
+    }
+    if (!caps->shape_count) {
+        snprintf(why, why_size, "no f16 x f16 -> f32 subgroup matrix shape");
+        return false;
+    }
+    if (d > fa_vk_matrix_max_head_dim(kernel)) {
+        snprintf(why, why_size, "head dim %u above the matrix path's %u", d,
+                 fa_vk_matrix_max_head_dim(kernel));
+        return false;
+    }
+    const uint32_t sg = subgroup_of(caps);
+    if (!pow2(sg)) {
+        snprintf(why, why_size, "subgroup size %u is not a power of 2", sg);
+        return false;
+    }
+    unsigned o_tm = 0, o_nsg = 0, o_bn = 0;
+    if (override_tiles && override_tiles[0] &&
+        sscanf(override_tiles, "%u,%u,%u", &o_tm, &o_nsg, &o_bn) == 3)
+        for (uint32_t i = 0; i < caps->shape_count && i < FA_VK_MATRIX_MAX_SHAPES; i++) {
+            fa_vk_matrix_plan p = {.shape = caps->shapes[i], .subgroup = sg, .tm = o_tm,
+                                   .subgroups = o_nsg, .bn = o_bn};
+            if (plan_valid(kernel, caps, d, &p)) {
+                *plan = p;
+                return true;
+            }
+        }
+    /* No override, or one that fits no shape: the preferred tilings. */
+    static const uint32_t nsg_pref[] = {4, 2, 1};
+    static const uint32_t bn_pref[] = {64, 32, 16};
+    bool divides = false;
+    for (uint32_t i = 0; i < caps->shape_count && i < FA_VK_MATRIX_MAX_SHAPES; i++) {
+        fa_vk_matrix_plan p = {.shape = caps->shapes[i], .subgroup = sg};
+        divides = divides || (p.shape.n && p.shape.k && d % p.shape.n == 0 && d % p.shape.k == 0);
+        /* About 16 rows per subgroup: enough reuse of each K/V operand, few registers. */
+        p.tm = p.shape.m >= 16u ? 1u : 16u / (p.shape.m ? p.shape.m : 1u);
+        for (size_t a = 0; a < sizeof nsg_pref / sizeof nsg_pref[0]; a++)
+            for (size_t b = 0; b < sizeof bn_pref / sizeof bn_pref[0]; b++) {
+                p.subgroups = nsg_pref[a];
+                p.bn = bn_pref[b];
+                if (plan_valid(kernel, caps, d, &p)) {
+                    *plan = p;
+                    return true;
+                }
+            }
+    }
+    if (!divides)
+        snprintf(why, why_size, "head dim %u is not a multiple of any matrix shape's N and K", d);
+    else
+        snprintf(why, why_size,
+                 "no tiling of the device's matrix shapes fits head dim %u in %u bytes of "
+                 "shared memory",
+                 d, caps->shared_memory_bytes);
+    return false;
+}

@@ -1,0 +1,42 @@
+// The dK/dV and dQ passes of the backward on cooperative matrices (attn_bwd_dkdv_cm.comp and
+// attn_bwd_dq_cm.comp include this; Delta and the LSE in log2 units come from attn_bwd_prep.comp
+// through the workspace, as for the scalar passes, whose push constants and bindings these
+// share). Deterministic, no atomics:
+//   dK/dV: one workgroup per (key tile of BM keys, KV head, batch), NSG subgroups of RM keys each,
+//     looping over the query tiles of BN of every query head of the GQA group. Per query tile:
+//     S^T = K Q^T and dP^T = V dO^T to f32 scratch; the row pass (a row is a key) forms
+//     P^T = exp2(S^T scale log2e - LSE2) and dS^T = P^T (dP^T - Delta) in f16 scratch; then
+//     dV += P^T dO and dK += dS^T Q. K and V stay in registers as A matrices.
+//   dQ: one workgroup per (query tile of BM, query head, batch), NSG subgroups of RM queries,
+//     looping over key tiles of BN: S = Q K^T, dP = dO V^T; P and dS = P (dP - Delta);
+//     dQ += dS K. Q and dO stay in registers as A matrices.
+// The columns' tensors (Q and dO, or K and V) are BN x D f16 tiles in shared memory. dK and dQ
+// are scaled once at the end.
+#extension GL_GOOGLE_include_directive : require
+#include "fa_matrix.glsl"
+
+TENSOR8(0, q_buf)
+TENSOR8(1, k_buf)
+TENSOR8(2, v_buf)
+TENSOR8(3, do_buf)
+layout(set = 0, binding = 4, std430) readonly buffer ws_block { float ws[]; }; // LSE2, Delta
+TENSOR(5, g0_buf) // dK, or dQ
+
+// Offsets and strides in elements (below 2^32, see attn_fwd.comp); g1 is dV (unused by dQ).
+layout(push_constant) uniform Params {
+    uint q_off, q_sb, q_ss, q_sh;
+    uint k_off, k_sb, k_ss, k_sh;
+    uint v_off, v_sb, v_ss, v_sh;
+    uint do_off, do_sb, do_ss, do_sh;
+    uint g0_off, g0_sb, g0_ss, g0_sh;
+    uint g1_off, g1_sb, g1_ss, g1_sh;
+    uint seq_q, seq_k, delta_off;
+    float scale;
+    float scale_log2;
+} pc;
+
+shared uvec4 kt[BN * LDT]; // Q (dK/dV) or K (dQ); also stages the register operands
+shared uvec4 vt[BN * LDT]; // dO (dK/dV) or V (dQ)
+shared float ss[NSG * RM * LDS];  // S or S^T
+shared float dps[NSG * RM * LDS]; // dP or dP^T
+shared uint dss[NSG * RM * LDP];  // dS or dS^T, f16 pairs

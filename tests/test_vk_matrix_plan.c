@@ -1,0 +1,290 @@
+/* The cooperative-matrix tile planner (backends/vulkan/vk_matrix_plan.c) on the property sets of
+ * GPUs that are not here: every plan it returns must be one the shaders can run within the
+ * device's limits, some are checked to the byte, and each refusal says why. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_matrix_plan.h"
+
+typedef struct property_set {
+    const char *name;
+    fa_vk_matrix_caps caps;
+} property_set;
+
+static const property_set devices[] = {
+    {"nvidia",
+     {.shared_memory_bytes = 48u << 10,
+      .max_invocations = 1024,
+      .subgroup_min = 32,
+      .subgroup_max = 32,
+      .subgroup_preferred = 32,
+      .shape_count = 3,
+      .shapes = {{16, 16, 16}, {16, 8, 16}, {16, 8, 8}}}},
+    {"amd-rdna3",
+     {.shared_memory_bytes = 64u << 10,
+      .max_invocations = 1024,
+      .subgroup_min = 32,
+      .subgroup_max = 64,
+      .subgroup_preferred = 32,
+      .shape_count = 1,
+      .shapes = {{16, 16, 16}}}},
+    {"intel-arc-64k",
+     {.shared_memory_bytes = 64u << 10,
+      .max_invocations = 1024,
+      .subgroup_min = 8,
+      .subgroup_max = 32,
+      .subgroup_preferred = 8,
+      .shape_count = 1,
+      .shapes = {{8, 8, 16}}}},
+    {"intel-arc-128k",
+     {.shared_memory_bytes = 128u << 10,
+      .max_invocations = 1024,
+      .subgroup_min = 8,
+      .subgroup_max = 32,
+      .subgroup_preferred = 8,
+      .shape_count = 1,
+      .shapes = {{8, 8, 16}}}},
+    {"intel-xe2",
+     {.shared_memory_bytes = 64u << 10,
+      .max_invocations = 1024,
+      .subgroup_min = 8,
+      .subgroup_max = 32,
+      .subgroup_preferred = 16,
+      .shape_count = 1,
+      .shapes = {{8, 16, 16}}}},
+    {"lavapipe",
+     {.shared_memory_bytes = 64u << 10,
+      .max_invocations = 1024,
+      .subgroup_min = 8,
+      .subgroup_max = 8,
+      .subgroup_preferred = 8,
+      .shape_count = 1,
+      .shapes = {{8, 8, 8}}}},
+};
+enum { DEVICE_COUNT = sizeof devices / sizeof devices[0] };
+
+static const char *const kernel_names[] = {"fwd", "dkdv", "dq"};
+
+static const fa_vk_matrix_caps *caps_of(const char *name)
+{
+    for (int i = 0; i < DEVICE_COUNT; i++)
+        if (strcmp(devices[i].name, name) == 0)
+            return &devices[i].caps;
+    cr_assert_fail("no property set %s", name);
+    return NULL;
+}
+
+static bool pow2(uint32_t x)
+{
+    return x && !(x & (x - 1));
+}
+
+static bool lists_shape(const fa_vk_matrix_caps *caps, fa_vk_matrix_shape s)
+{
+    for (uint32_t i = 0; i < caps->shape_count; i++)
+        if (caps->shapes[i].m == s.m && caps->shapes[i].n == s.n && caps->shapes[i].k == s.k)
+            return true;
+    return false;
+}
+
+/* What every plan must satisfy for the shaders and the device. */
+static void assert_runnable(const char *where, fa_vk_matrix_kernel kernel,
+                            const fa_vk_matrix_caps *caps, uint32_t d, const fa_vk_matrix_plan *p)
+{
+    const fa_vk_matrix_shape s = p->shape;
+    cr_assert(lists_shape(caps, s), "%s: shape %ux%ux%u not the device's", where, s.m, s.n, s.k);
+    cr_assert_leq(p->shared_bytes, caps->shared_memory_bytes, "%s", where);
+    cr_assert_eq(p->shared_bytes, fa_vk_matrix_shared_bytes(kernel, p, d), "%s", where);
+    cr_assert_eq(d % s.k, 0, "%s: head dim %% k", where);
+    cr_assert_eq(d % s.n, 0, "%s: head dim %% n", where);
+    cr_assert_eq(p->bn % s.n, 0, "%s: bn %% n", where);
+    cr_assert_eq(p->bn % s.k, 0, "%s: bn %% k", where);
+    cr_assert(pow2(p->subgroup), "%s: subgroup %u", where, p->subgroup);
+    cr_assert_geq(p->subgroup, caps->subgroup_min, "%s", where);
+    cr_assert_leq(p->subgroup, caps->subgroup_max, "%s", where);
+    cr_assert_geq(p->subgroups, 1, "%s", where);
+    cr_assert_leq(p->subgroup * p->subgroups, caps->max_invocations, "%s", where);
+    cr_assert(pow2(p->tm), "%s: tm %u", where, p->tm);
+    cr_assert_eq(p->rows, p->tm * s.m * p->subgroups, "%s: rows", where);
+    /* Each lane takes pairs of columns; lanes sharing a row split bn between them. */
+    const uint32_t rm = p->tm * s.m, lanes_per_row = p->subgroup > rm ? p->subgroup / rm : 1;
+    cr_assert_eq(p->bn % (2 * lanes_per_row), 0, "%s: pairs per lane", where);
+}
+
+Test(vk_matrix_plan, every_property_set_plans_every_kernel_and_head_dim)
+{
+    for (int i = 0; i < DEVICE_COUNT; i++)
+        for (int k = 0; k < FA_VK_MATRIX_KERNEL_COUNT; k++) {
+            const fa_vk_matrix_kernel kernel = (fa_vk_matrix_kernel)k;
+            const uint32_t max_d = kernel == FA_VK_MATRIX_FWD ? 256 : 128;
+            cr_assert_eq(fa_vk_matrix_max_head_dim(kernel), max_d);
+            for (uint32_t d = 16; d <= max_d; d += 16) {
+                char where[96], why[160] = "";
+                snprintf(where, sizeof where, "%s %s d=%u", devices[i].name, kernel_names[k], d);
+                fa_vk_matrix_plan p;
+                cr_assert(fa_vk_matrix_plan_select(kernel, &devices[i].caps, d, NULL, &p, why,
+                                                   sizeof why),
+                          "%s: no plan: %s", where, why);
+                assert_runnable(where, kernel, &devices[i].caps, d, &p);
+            }
+        }
+}
+
+static fa_vk_matrix_plan plan_of(fa_vk_matrix_kernel kernel, const char *device, uint32_t d,
+                                 const char *override_tiles)
+{
+    fa_vk_matrix_plan p;
+    char why[160] = "";
+    cr_assert(
+        fa_vk_matrix_plan_select(kernel, caps_of(device), d, override_tiles, &p, why, sizeof why),
+        "%s d=%u: %s", device, d, why);
+    return p;
+}
+
+static void assert_plan(const fa_vk_matrix_plan *p, fa_vk_matrix_shape s, uint32_t subgroup,
+                        uint32_t subgroups, uint32_t tm, uint32_t bn, uint32_t shared_bytes)
+{
+    cr_assert_eq(p->shape.m, s.m);
+    cr_assert_eq(p->shape.n, s.n);
+    cr_assert_eq(p->shape.k, s.k);
+    cr_assert_eq(p->subgroup, subgroup);
+    cr_assert_eq(p->subgroups, subgroups);
+    cr_assert_eq(p->tm, tm);
+    cr_assert_eq(p->bn, bn);
+    cr_assert_eq(p->rows, tm * s.m * subgroups);
+    cr_assert_eq(p->shared_bytes, shared_bytes);
+}
+
+/* Shared bytes below: K and V tiles 2 * bn * 2 (d + 8), plus per subgroup the kernel's f32
+ * (4 rm (bn + 4)) and f16 (2 rm (bn + 8)) scratch blocks, worked out by hand. */
+Test(vk_matrix_plan, nvidia_forward_tiles)
+{
+    fa_vk_matrix_plan p = plan_of(FA_VK_MATRIX_FWD, "nvidia", 128, NULL);
+    /* bn 64 would take 65536 bytes; bn 32: 17408 + 4 * (2304 + 1280 + 1024). */
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 35840);
+    p = plan_of(FA_VK_MATRIX_FWD, "nvidia", 256, NULL);
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 16, 29184);
+}
+
+Test(vk_matrix_plan, nvidia_backward_tiles)
+{
+    fa_vk_matrix_plan p = plan_of(FA_VK_MATRIX_DKDV, "nvidia", 128, NULL);
+    /* 17408 + 4 * (2 * 2304 + 2 * 1280) + LSE and Delta 8 * 32. */
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 46336);
+    p = plan_of(FA_VK_MATRIX_DQ, "nvidia", 128, NULL);
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 40960);
+}
+
+Test(vk_matrix_plan, narrow_shapes_stack_row_blocks)
+{
+    /* 8-row shapes take two row blocks per subgroup (16 rows). */
+    fa_vk_matrix_plan p = plan_of(FA_VK_MATRIX_FWD, "intel-arc-64k", 128, NULL);
+    assert_plan(&p, (fa_vk_matrix_shape){8, 8, 16}, 8, 4, 2, 64, 63488);
+    p = plan_of(FA_VK_MATRIX_FWD, "intel-xe2", 64, NULL);
+    assert_plan(&p, (fa_vk_matrix_shape){8, 16, 16}, 16, 4, 2, 64, 49152);
+    p = plan_of(FA_VK_MATRIX_FWD, "lavapipe", 64, NULL);
+    assert_plan(&p, (fa_vk_matrix_shape){8, 8, 8}, 8, 4, 2, 64, 47104);
+}
+
+Test(vk_matrix_plan, subgroup_is_the_preferred_size_clamped_to_the_range)
+{
+    cr_assert_eq(plan_of(FA_VK_MATRIX_FWD, "amd-rdna3", 64, NULL).subgroup, 32);
+    fa_vk_matrix_caps caps = *caps_of("amd-rdna3");
+    caps.subgroup_preferred = 128;
+    fa_vk_matrix_plan p;
+    char why[160];
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 64, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.subgroup, 64);
+    caps.subgroup_preferred = 0; /* unknown: the largest */
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 64, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.subgroup, 64);
+}
+
+Test(vk_matrix_plan, later_shapes_serve_what_the_first_cannot)
+{
+    /* Head dim 24: not a multiple of 16, so NVIDIA's 16x8x8 serves it. */
+    fa_vk_matrix_plan p = plan_of(FA_VK_MATRIX_FWD, "nvidia", 24, NULL);
+    cr_assert_eq(p.shape.n, 8);
+    cr_assert_eq(p.shape.k, 8);
+    assert_runnable("nvidia fwd d=24", FA_VK_MATRIX_FWD, caps_of("nvidia"), 24, &p);
+    /* Exactly 4 KiB at d=16: 16x16x16 needs 4608 bytes, 16x8x16 with bn 16 exactly 4096. */
+    fa_vk_matrix_caps caps = *caps_of("nvidia");
+    caps.shared_memory_bytes = 4096;
+    char why[160];
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 16, NULL, &p, why, sizeof why),
+              "%s", why);
+    assert_plan(&p, (fa_vk_matrix_shape){16, 8, 16}, 32, 1, 1, 16, 4096);
+}
+
+Test(vk_matrix_plan, invocation_limit_caps_the_subgroups)
+{
+    fa_vk_matrix_caps caps = *caps_of("nvidia");
+    caps.max_invocations = 64;
+    fa_vk_matrix_plan p;
+    char why[160];
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 64, NULL, &p, why, sizeof why),
+              "%s", why);
+    /* 4 subgroups of 32 would be 128 invocations; 2 with bn 64: 18432 + 2 * 7680. */
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 2, 1, 64, 33792);
+}
+
+static void assert_refused(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
+                           const char *override_tiles, const char *expected_why)
+{
+    fa_vk_matrix_plan p;
+    char why[160] = "";
+    cr_assert_not(fa_vk_matrix_plan_select(kernel, caps, d, override_tiles, &p, why, sizeof why),
+                  "d=%u planned, expected: %s", d, expected_why);
+    cr_assert_str_eq(why, expected_why);
+}
+
+Test(vk_matrix_plan, refusals_say_why)
+{
+    fa_vk_matrix_caps none = *caps_of("nvidia");
+    none.shape_count = 0;
+    assert_refused(FA_VK_MATRIX_FWD, &none, 64, NULL, "no f16 x f16 -> f32 subgroup matrix shape");
+    assert_refused(FA_VK_MATRIX_FWD, caps_of("amd-rdna3"), 24, NULL,
+                   "head dim 24 is not a multiple of any matrix shape's N and K");
+    assert_refused(FA_VK_MATRIX_DKDV, caps_of("nvidia"), 256, NULL,
+                   "head dim 256 above the matrix path's 128");
+    assert_refused(FA_VK_MATRIX_DQ, caps_of("nvidia"), 256, NULL,
+                   "head dim 256 above the matrix path's 128");
+    assert_refused(FA_VK_MATRIX_FWD, caps_of("nvidia"), 272, NULL,
+                   "head dim 272 above the matrix path's 256");
+    fa_vk_matrix_caps small = *caps_of("nvidia");
+    small.shared_memory_bytes = 4096;
+    /* At d=64 the K and V tiles alone take 4608 bytes with the narrowest step. */
+    assert_refused(FA_VK_MATRIX_FWD, &small, 64, NULL,
+                   "no tiling of the device's matrix shapes fits head dim 64 in 4096 bytes of "
+                   "shared memory");
+    assert_refused((fa_vk_matrix_kernel)FA_VK_MATRIX_KERNEL_COUNT, caps_of("nvidia"), 64, NULL,
+                   "no such matrix kernel");
+}
+
+Test(vk_matrix_plan, override_is_taken_when_it_fits)
+{
+    fa_vk_matrix_plan p = plan_of(FA_VK_MATRIX_FWD, "amd-rdna3", 64, "1,4,64");
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 64, 49152);
+    /* One the default would not pick: 2 row blocks, 2 subgroups, 32 columns. */
+    p = plan_of(FA_VK_MATRIX_FWD, "amd-rdna3", 64, "2,2,32");
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 2, 2, 32, 27648);
+    /* Not three numbers: no override, the default. */
+    p = plan_of(FA_VK_MATRIX_FWD, "nvidia", 128, "fast");
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 35840);
+    p = plan_of(FA_VK_MATRIX_FWD, "nvidia", 128, "");
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 35840);
+}
+
+/* A well-formed override that fits no shape is ignored: the default tiling serves. */
+Test(vk_matrix_plan, override_that_does_not_fit_falls_back)
+{
+    fa_vk_matrix_plan p = plan_of(FA_VK_MATRIX_FWD, "nvidia", 128, "1,4,64");
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 35840);
+    /* tm 3 is not a power of 2. */
+    p = plan_of(FA_VK_MATRIX_FWD, "amd-rdna3", 64, "3,2,32");
+    fa_vk_matrix_plan q = plan_of(FA_VK_MATRIX_FWD, "amd-rdna3", 64, NULL);
+    cr_assert_eq(p.tm, q.tm);
+    cr_assert_eq(p.subgroups, q.subgroups);
+    cr_assert_eq(p.bn, q.bn);
+}
