@@ -12,7 +12,7 @@ set -u
 build=${1:?usage: bench/vk_matrix_session.sh BUILD_DIR [conformance|bench|all] [TILES...]}
 what=${2:-all}
 shift $(($# > 2 ? 2 : $#))
-out=${OUT:-vk-session}
+out=/tmp/vk-session
 mkdir -p "$out"
 tool="$build/flashattn"
 export LD_LIBRARY_PATH="$build:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}"
@@ -34,15 +34,15 @@ step() { # name, seconds, command...
 }
 
 step devices 60 "$tool" devices
+step conf_quick_validation 240 env FA_VULKAN_VALIDATION=1 "$tool" conformance \
+    --backend vulkan --quick --report "$out/conf_quick.md"
 if [ "$what" != bench ]; then
-    step conf_quick_validation 240 env FA_VULKAN_VALIDATION=1 "$tool" conformance \
-        --backend vulkan --quick --report "$out/conf_quick.md"
-    step conf_full_f16 400 "$tool" conformance --backend vulkan --full --filter 'f16' \
-        --report "$out/conf_full_f16.md"
+    SHARD_TIMEOUT=300 step conf_full_f16 320 bench/conformance_shards.sh "$tool" "$(nproc)" \
+        "$out/full_f16" --full --backend vulkan --filter 'f16'
 fi
 if [ "$what" != conformance ]; then
     step stats 120 env FA_VULKAN_PIPELINE_STATS=1 "$tool" bench --backend vulkan --seqlen 2048 \
-        --head-dim 128 --log info
+        --head-dim 128 --log debug
     step bench_vulkan 300 "$tool" bench --backend vulkan --csv "$out/bench_vulkan.csv"
     step bench_vulkan_scalar 200 env FA_VULKAN_MATRIX=0 "$tool" bench --backend vulkan --quick \
         --csv "$out/bench_vulkan_scalar.csv"
@@ -53,4 +53,4 @@ if [ "$what" != conformance ]; then
             --head-dim 128 --causal no
     done
 fi
-grep -h "" "$out"/bench_vulkan.txt 2>/dev/null | tail -30
+tar -czf "${OUT:-.}/vk-session.tgz" -C "$out" .

@@ -288,3 +288,37 @@ Test(vk_matrix_plan, override_that_does_not_fit_falls_back)
     cr_assert_eq(p.subgroups, q.subgroups);
     cr_assert_eq(p.bn, q.bn);
 }
+
+/* Tilings compiled ahead (the catalogue) come first where the device can run them, else the
+ * preferred generic tilings serve. */
+Test(vk_matrix_plan, catalogue_tilings_first)
+{
+    static const fa_vk_matrix_tiling catalogue[] = {
+        {FA_VK_MATRIX_FWD, 64, {16, 16, 16}, 32, 2, 2, 32},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 64, 4, 1, 32}, /* a subgroup size not run */
+        {FA_VK_MATRIX_DQ, 64, {16, 8, 16}, 32, 4, 1, 32},    /* a shape not listed */
+    };
+    fa_vk_matrix_caps caps = *caps_of("amd-rdna3");
+    caps.tilings = catalogue;
+    caps.tiling_count = 3;
+    fa_vk_matrix_plan p;
+    char why[160];
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 64, NULL, &p, why, sizeof why));
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 2, 2, 32,
+                fa_vk_matrix_shared_bytes(FA_VK_MATRIX_FWD, &p, 64));
+    /* The others fall back to what the planner picks without a catalogue. */
+    const fa_vk_matrix_kernel kernels[] = {FA_VK_MATRIX_FWD, FA_VK_MATRIX_DQ};
+    const uint32_t dims[] = {128, 64};
+    for (int i = 0; i < 2; i++) {
+        fa_vk_matrix_plan q = plan_of(kernels[i], "amd-rdna3", dims[i], NULL);
+        cr_assert(fa_vk_matrix_plan_select(kernels[i], &caps, dims[i], NULL, &p, why, sizeof why));
+        cr_assert_eq(p.bn, q.bn);
+        cr_assert_eq(p.subgroups, q.subgroups);
+        cr_assert_eq(p.tm, q.tm);
+        cr_assert_eq(p.shape.n, q.shape.n);
+    }
+    /* An override still wins over the catalogue. */
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 64, "1,4,32", &p, why, sizeof why));
+    cr_assert_eq(p.subgroups, 4);
+    cr_assert_eq(p.bn, 32);
+}

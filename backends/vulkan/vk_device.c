@@ -73,8 +73,9 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
         executable.pNext = features.pNext;
         features.pNext = &executable;
     }
-    /* The matrix shaders declare Float16, VulkanMemoryModel and CooperativeMatrixKHR; the
-     * device is 1.3 (fa_vk_matrix_probe), so subgroup size control needs no extension. */
+    /* The matrix shaders declare Float16, VulkanMemoryModel and CooperativeMatrixKHR, and the
+     * generic ones LocalSizeId (maintenance4); the device is 1.3 (fa_vk_matrix_probe), so
+     * subgroup size control needs no extension. */
     st->matrix = matrix_off_reason(st) == NULL;
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR matrix = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
@@ -86,9 +87,14 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
         .pNext = &matrix,
         .shaderFloat16 = VK_TRUE,
     };
+    VkPhysicalDeviceMaintenance4Features maintenance4 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES,
+        .pNext = &f16,
+        .maintenance4 = VK_TRUE, /* LocalSizeId, how SPIR-V 1.6 takes the workgroup size */
+    };
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
-        .pNext = &f16,
+        .pNext = &maintenance4,
         .vulkanMemoryModel = VK_TRUE,
     };
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {

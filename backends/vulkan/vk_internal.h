@@ -127,6 +127,7 @@ typedef struct fa_vk_state {
     VkDescriptorSetLayout set_layouts[FA_VK_KERNEL_COUNT];
     VkPipelineLayout layouts[FA_VK_KERNEL_COUNT];
     VkShaderModule modules[FA_VK_KERNEL_COUNT][FA_VK_STORAGE_COUNT];
+    VkShaderModule *catalogue_modules; /* one per vk_matrix_catalogue.h entry, made on first use */
     fa_vk_pipeline *pipelines;
     size_t pipeline_count, pipeline_capacity;
 } fa_vk_state;

@@ -3,6 +3,7 @@
  * features the matrix shaders declare, and a sentence saying whether f16 runs on it and why. */
 #include "vk_coopmat_compat.h"
 #include "vk_internal.h"
+#include "vk_matrix_catalogue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,8 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR matrix = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    VkPhysicalDeviceMaintenance4Features maintenance4 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
                                           .pNext = &storage16};
     void **tail = &storage16.pNext;
@@ -118,6 +121,10 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
     if (has_size_control) {
         *tail = &size_control;
         tail = &size_control.pNext;
+    }
+    if (v13) {
+        *tail = &maintenance4;
+        tail = &maintenance4.pNext;
     }
     if (has_matrix)
         *tail = &matrix;
@@ -140,6 +147,8 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
     }
     if (has_matrix && matrix.cooperativeMatrix)
         list_shapes(p->handle, caps);
+    caps->tilings = fa_vk_catalogue_tilings;
+    caps->tiling_count = fa_vk_catalogue_count;
     uint32_t sg = preferred_subgroup(props.vendorID, caps, subgroup.subgroupSize);
     sg = sg < caps->subgroup_min ? caps->subgroup_min : sg;
     caps->subgroup_preferred = sg > caps->subgroup_max ? caps->subgroup_max : sg;
@@ -172,6 +181,8 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
         off = "no 16-bit storage";
     else if (!(has_memory_model && memory_model.vulkanMemoryModel))
         off = "no vulkanMemoryModel";
+    else if (!maintenance4.maintenance4) /* SPIR-V 1.6 sets the workgroup size by LocalSizeId */
+        off = "no maintenance4";
     else if (!built)
         off = not_built;
 

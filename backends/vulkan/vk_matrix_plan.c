@@ -27,8 +27,8 @@ uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matri
 {
     const uint64_t rm = (uint64_t)p->tm * p->shape.m, bn = p->bn;
     const uint64_t tiles = 2u * bn * tile_pitch(d); /* K and V, or Q and dO */
-    const uint64_t f32_block = 4u * rm * (bn + 4u);  /* one rm x bn f32 scratch, padded */
-    const uint64_t f16_block = 2u * rm * (bn + 8u);  /* one rm x bn f16 scratch, padded */
+    const uint64_t f32_block = 4u * rm * (bn + 4u); /* one rm x bn f32 scratch, padded */
+    const uint64_t f16_block = 2u * rm * (bn + 8u); /* one rm x bn f16 scratch, padded */
     uint64_t per_subgroup = 0, shared = tiles;
     switch (kernel) {
     case FA_VK_MATRIX_FWD: /* S; P; the row factors as an rm x n matrix */
@@ -65,8 +65,7 @@ static bool plan_valid(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps
                        fa_vk_matrix_plan *p)
 {
     const fa_vk_matrix_shape s = p->shape;
-    if (!pow2(s.m) || !s.n || !s.k || !pow2(p->subgroup) || !pow2(p->tm) || !p->subgroups ||
-        !p->bn)
+    if (!pow2(s.m) || !s.n || !s.k || !pow2(p->subgroup) || !pow2(p->tm) || !p->subgroups || !p->bn)
         return false;
     /* Tiles are addressed 8 elements (16 bytes) at a time and the f16 scratch in pairs; a
      * block of rows never straddles the two tiles that stage the operands kept in registers. */
@@ -85,9 +84,9 @@ static bool plan_valid(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps
     return p->shared_bytes <= caps->shared_memory_bytes;
 }
 
-bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps,
-                              uint32_t d, const char *override_tiles, fa_vk_matrix_plan *plan,
-                              char *why, size_t why_size)
+bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
+                              const char *override_tiles, fa_vk_matrix_plan *plan, char *why,
+                              size_t why_size)
 {
     if (kernel < 0 || kernel >= FA_VK_MATRIX_KERNEL_COUNT) {
         snprintf(why, why_size, "no such matrix kernel");
@@ -111,13 +110,32 @@ bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_cap
     if (override_tiles && override_tiles[0] &&
         sscanf(override_tiles, "%u,%u,%u", &o_tm, &o_nsg, &o_bn) == 3)
         for (uint32_t i = 0; i < caps->shape_count && i < FA_VK_MATRIX_MAX_SHAPES; i++) {
-            fa_vk_matrix_plan p = {.shape = caps->shapes[i], .subgroup = sg, .tm = o_tm,
-                                   .subgroups = o_nsg, .bn = o_bn};
+            fa_vk_matrix_plan p = {.shape = caps->shapes[i],
+                                   .subgroup = sg,
+                                   .tm = o_tm,
+                                   .subgroups = o_nsg,
+                                   .bn = o_bn};
             if (plan_valid(kernel, caps, d, &p)) {
                 *plan = p;
                 return true;
             }
         }
+    /* The tilings compiled ahead, at a shape the device lists and the subgroup size it runs. */
+    for (uint32_t t = 0; caps->tilings && t < caps->tiling_count; t++) {
+        const fa_vk_matrix_tiling *c = &caps->tilings[t];
+        if (c->kernel != kernel || c->d != d || c->subgroup != sg)
+            continue;
+        for (uint32_t i = 0; i < caps->shape_count && i < FA_VK_MATRIX_MAX_SHAPES; i++) {
+            const fa_vk_matrix_shape s = caps->shapes[i];
+            fa_vk_matrix_plan p = {
+                .shape = s, .subgroup = sg, .tm = c->tm, .subgroups = c->subgroups, .bn = c->bn};
+            if (s.m == c->shape.m && s.n == c->shape.n && s.k == c->shape.k &&
+                plan_valid(kernel, caps, d, &p)) {
+                *plan = p;
+                return true;
+            }
+        }
+    }
     /* No override, or one that fits no shape: the preferred tilings. */
     static const uint32_t nsg_pref[] = {4, 2, 1};
     static const uint32_t bn_pref[] = {64, 32, 16};

@@ -16,22 +16,33 @@ typedef struct fa_vk_matrix_shape {
     uint32_t m, n, k;
 } fa_vk_matrix_shape;
 
-/* What the planner needs to know of a device. */
-typedef struct fa_vk_matrix_caps {
-    uint32_t shared_memory_bytes; /* maxComputeSharedMemorySize */
-    uint32_t max_invocations;     /* per workgroup along x */
-    uint32_t subgroup_min, subgroup_max; /* sizes a pipeline may require (equal: the fixed size) */
-    uint32_t subgroup_preferred;  /* the size the matrix units run at (vendor rule: vk_matrix.c) */
-    uint32_t shape_count;
-    fa_vk_matrix_shape shapes[FA_VK_MATRIX_MAX_SHAPES]; /* in the driver's order of preference */
-} fa_vk_matrix_caps;
-
 typedef enum fa_vk_matrix_kernel {
     FA_VK_MATRIX_FWD = 0, /* rows: queries; steps: key tiles of bn */
     FA_VK_MATRIX_DKDV,    /* rows: keys; steps: query tiles of bn */
     FA_VK_MATRIX_DQ,      /* rows: queries; steps: key tiles of bn */
     FA_VK_MATRIX_KERNEL_COUNT
 } fa_vk_matrix_kernel;
+
+/* One kernel's tiling at one head dim, as compiled ahead of time (vk_matrix_catalogue.h). */
+typedef struct fa_vk_matrix_tiling {
+    fa_vk_matrix_kernel kernel;
+    uint32_t d;
+    fa_vk_matrix_shape shape;
+    uint32_t subgroup, subgroups, tm, bn;
+} fa_vk_matrix_tiling;
+
+/* What the planner needs to know of a device. */
+typedef struct fa_vk_matrix_caps {
+    uint32_t shared_memory_bytes;        /* maxComputeSharedMemorySize */
+    uint32_t max_invocations;            /* per workgroup along x */
+    uint32_t subgroup_min, subgroup_max; /* sizes a pipeline may require (equal: the fixed size) */
+    uint32_t subgroup_preferred; /* the size the matrix units run at (vendor rule: vk_matrix.c) */
+    uint32_t shape_count;
+    fa_vk_matrix_shape shapes[FA_VK_MATRIX_MAX_SHAPES]; /* in the driver's order of preference */
+    /* Tilings compiled ahead of time (faster than the generic modules), tried first: */
+    const fa_vk_matrix_tiling *tilings;
+    uint32_t tiling_count;
+} fa_vk_matrix_caps;
 
 /* One kernel's tiling: subgroups of `subgroup` invocations, each owning tm * shape.m rows, so a
  * workgroup owns `rows` rows; bn columns per step; shared_bytes as the shader lays it out. */
@@ -50,11 +61,12 @@ uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matri
                                    uint32_t d);
 
 /* The plan for `kernel` at head dim d: the override "tm,subgroups,bn" (a tuning knob; NULL or
- * empty = none) with the first of the device's shapes it fits, else the first of the preferred
- * tilings that fits, over the shapes in the device's order. False, with the reason in `why`,
- * when none fits (the caller then uses the scalar shaders). */
-bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps,
-                              uint32_t d, const char *override_tiles, fa_vk_matrix_plan *plan,
-                              char *why, size_t why_size);
+ * empty = none) with the first of the device's shapes it fits, else the first of caps->tilings
+ * for this kernel and head dim that the device can run and fits, else the first of the
+ * preferred tilings that fits, over the shapes in the device's order. False, with the reason in
+ * `why`, when none fits (the caller then uses the scalar shaders). */
+bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
+                              const char *override_tiles, fa_vk_matrix_plan *plan, char *why,
+                              size_t why_size);
 
 #endif

@@ -3,6 +3,7 @@
  * on first use through the context's pipeline cache and kept for the context's life. */
 #include "fa_matrix_ids.h"
 #include "vk_internal.h"
+#include "vk_matrix_catalogue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,37 @@ static fa_status ensure_layout(fa_context *ctx, fa_vk_kernel kernel)
     return FA_OK;
 }
 
+/* FA_VULKAN_SPV_DIR=folder (an unstable developer knob, for timing shader variants in one run):
+ * <folder>/<kernel>_<storage>.spv, where present, replaces the embedded SPIR-V. NULL: none. */
+static uint32_t *load_override(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage,
+                               size_t *size)
+{
+    static const char *const storage_names[FA_VK_STORAGE_COUNT] = {"f32", "f16_s16", "bf16_s16",
+                                                                   "f16_words", "bf16_words"};
+    const char *dir = getenv("FA_VULKAN_SPV_DIR");
+    if (!dir || !dir[0])
+        return NULL;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s_%s.spv", dir, kernel_names[kernel], storage_names[storage]);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint32_t *code = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n > 0 && n % 4 == 0 && fseek(f, 0, SEEK_SET) == 0 && (code = malloc((size_t)n)) &&
+        fread(code, 1, (size_t)n, f) != (size_t)n) {
+        free(code);
+        code = NULL;
+    }
+    fclose(f);
+    if (code) {
+        *size = (size_t)n;
+        fa_log(ctx, FA_LOG_WARN, "vulkan: %s from %s (FA_VULKAN_SPV_DIR)", kernel_names[kernel],
+               path);
+    }
+    return code;
+}
+
 static fa_status ensure_module(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
@@ -135,14 +167,16 @@ static fa_status ensure_module(fa_context *ctx, fa_vk_kernel kernel, fa_vk_stora
                        st->phys->matrix_supported ? "FA_VULKAN_MATRIX=0 or 32-bit words"
                                                   : st->phys->matrix_note);
     const spv_blob *blob = &spirv[kernel][storage];
+    size_t size = *blob->size;
     /* The embedded bytes carry no alignment guarantee; pCode must be 4-byte aligned. */
-    uint32_t *code = malloc(*blob->size);
+    uint32_t *code = load_override(ctx, kernel, storage, &size);
+    if (!code && (code = malloc(size)))
+        memcpy(code, blob->code, size);
     if (!code)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot copy SPIR-V");
-    memcpy(code, blob->code, *blob->size);
     const VkShaderModuleCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = *blob->size,
+        .codeSize = size,
         .pCode = code,
     };
     VkResult r =
@@ -204,13 +238,60 @@ static void log_statistics(fa_context *ctx, fa_vk_kernel kernel, VkPipeline pipe
     }
 }
 
+/* The catalogue entry compiled for this matrix kernel's head dim and tiling, or -1. */
+static int catalogue_index(fa_vk_kernel kernel, const fa_vk_spec *spec)
+{
+    const fa_vk_matrix_kernel k = kernel == FA_VK_FWD_CM        ? FA_VK_MATRIX_FWD
+                                  : kernel == FA_VK_BWD_DKDV_CM ? FA_VK_MATRIX_DKDV
+                                                                : FA_VK_MATRIX_DQ;
+    for (uint32_t i = 0; i < fa_vk_catalogue_count; i++) {
+        const fa_vk_matrix_tiling *t = &fa_vk_catalogue_tilings[i];
+        if (t->kernel == k && t->d == spec->head_dim && t->shape.m == spec->cm_m &&
+            t->shape.n == spec->cm_n && t->shape.k == spec->cm_k && t->subgroup == spec->cm_sg &&
+            t->subgroups == spec->cm_nsg && t->tm == spec->cm_tm && t->bn == spec->cm_bn)
+            return (int)i;
+    }
+    return -1;
+}
+
+static fa_status ensure_catalogue_module(fa_context *ctx, int i, VkShaderModule *out)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    if (!st->catalogue_modules &&
+        !(st->catalogue_modules = calloc(fa_vk_catalogue_count, sizeof(VkShaderModule))))
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot allocate the catalogue");
+    if (!st->catalogue_modules[i]) {
+        const size_t size = *fa_vk_catalogue_size[i];
+        uint32_t *code = malloc(size); /* 4-byte aligned, as pCode must be */
+        if (!code)
+            return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot copy SPIR-V");
+        memcpy(code, fa_vk_catalogue_code[i], size);
+        const VkShaderModuleCreateInfo info = {
+            .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = size, .pCode = code};
+        VkResult r =
+            st->vk.vkCreateShaderModule(st->device, &info, NULL, &st->catalogue_modules[i]);
+        free(code);
+        if (r != VK_SUCCESS)
+            return fa_vk_fail(ctx, r, "vkCreateShaderModule");
+    }
+    *out = st->catalogue_modules[i];
+    return FA_OK;
+}
+
 static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage,
                                  const fa_vk_spec *spec, VkPipeline *out)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
     fa_status s = ensure_layout(ctx, kernel);
-    if (s == FA_OK)
-        s = ensure_module(ctx, kernel, storage);
+    /* A matrix kernel compiled ahead for this head dim and tiling, else the generic module. */
+    const int cat = is_matrix_kernel(kernel) && st->matrix && storage == FA_VK_F16_S16
+                        ? catalogue_index(kernel, spec)
+                        : -1;
+    VkShaderModule module = VK_NULL_HANDLE;
+    if (s == FA_OK && cat >= 0)
+        s = ensure_catalogue_module(ctx, cat, &module);
+    else if (s == FA_OK && (s = ensure_module(ctx, kernel, storage)) == FA_OK)
+        module = st->modules[kernel][storage];
     if (s != FA_OK)
         return s;
     const uint32_t values[] = {
@@ -282,7 +363,7 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
                 .pNext = require_size ? &subgroup : NULL,
                 .flags = stage_flags,
                 .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                .module = st->modules[kernel][storage],
+                .module = module,
                 .pName = "main",
                 .pSpecializationInfo = &specialization,
             },
@@ -296,10 +377,11 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     if (is_matrix_kernel(kernel))
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u M=%u N=%u K=%u SG=%u NSG=%u "
-               "TM=%u BN=%u%s",
+               "TM=%u BN=%u%s, %s module",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
                spec->cm_m, spec->cm_n, spec->cm_k, spec->cm_sg, spec->cm_nsg, spec->cm_tm,
-               spec->cm_bn, require_size ? " (subgroup size required)" : "");
+               spec->cm_bn, require_size ? " (subgroup size required)" : "",
+               cat >= 0 ? "catalogue" : "generic");
     else if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u S_TX=%u "
@@ -392,6 +474,11 @@ void fa_vk_pipelines_release(fa_vk_state *st)
     free(st->pipelines);
     st->pipelines = NULL;
     st->pipeline_count = st->pipeline_capacity = 0;
+    for (uint32_t i = 0; st->catalogue_modules && i < fa_vk_catalogue_count; i++)
+        if (st->catalogue_modules[i])
+            st->vk.vkDestroyShaderModule(st->device, st->catalogue_modules[i], NULL);
+    free(st->catalogue_modules);
+    st->catalogue_modules = NULL;
     for (int k = 0; k < FA_VK_KERNEL_COUNT; k++) {
         for (int s = 0; s < FA_VK_STORAGE_COUNT; s++)
             if (st->modules[k][s])

@@ -24,12 +24,12 @@ void main()
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh + n0 * pc.v_ss;
     const uint s_off = sg * RM * LDS, p_off = sg * RM * LDP;
 
-    MAT_A ka[TM * DK];
-    MAT_A va[TM * DK]; // one declarator per line: glslang 13 loses the use of the second
+    MAT_A ka[LEN_AD];
+    MAT_A va[LEN_AD]; // one declarator per line: glslang 13 loses the use of the second
     STAGE_ROWS_A(ka, k_buf, k_base, pc.k_ss, keys, r0)
     STAGE_ROWS_A(va, v_buf, v_base, pc.v_ss, keys, r0)
-    MAT_C dk[TM * DN];
-    MAT_C dv[TM * DN];
+    MAT_C dk[LEN_CD];
+    MAT_C dv[LEN_CD];
     [[unroll]] for (uint i = 0; i < TM * DN; i++) {
         dk[i] = MAT_C(0.0);
         dv[i] = MAT_C(0.0);

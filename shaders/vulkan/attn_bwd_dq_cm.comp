@@ -18,8 +18,8 @@ void main()
     const uint g_base = pc.do_off + b * pc.do_sb + h * pc.do_sh + q0 * pc.do_ss;
     const uint s_off = sg * RM * LDS, p_off = sg * RM * LDP;
 
-    MAT_A qa[TM * DK];
-    MAT_A ga[TM * DK]; // one declarator per line: glslang 13 loses the use of the second
+    MAT_A qa[LEN_AD];
+    MAT_A ga[LEN_AD]; // one declarator per line: glslang 13 loses the use of the second
     STAGE_ROWS_A(qa, q_buf, q_base, pc.q_ss, rows, r0)
     STAGE_ROWS_A(ga, do_buf, g_base, pc.do_ss, rows, r0)
 
@@ -35,7 +35,7 @@ void main()
     uint n_end = pc.seq_k;
     if (CAUSAL)
         n_end = uint(clamp(int(q0 + rows) + diag, 0, int(pc.seq_k)));
-    MAT_C dq[TM * DN];
+    MAT_C dq[LEN_CD];
     [[unroll]] for (uint i = 0; i < TM * DN; i++)
         dq[i] = MAT_C(0.0);
 

@@ -51,14 +51,14 @@ void main()
     const uint q_base = pc.q_off + b * pc.q_sb + h * pc.q_sh + q0 * pc.q_ss;
     const uint s_off = sg * RM * LDS, p_off = sg * RM * LDP, f_off = sg * RM * CM_N;
 
-    MAT_A qa[TM * DK];
+    MAT_A qa[LEN_AD];
     STAGE_ROWS_A(qa, q_buf, q_base, pc.q_ss, rows, r0)
 
     uint n_end = pc.seq_k;
     if (CAUSAL)
         n_end = uint(clamp(int(q0 + rows) + diag, 0, int(pc.seq_k)));
 
-    MAT_C o[TM * DN];
+    MAT_C o[LEN_CD];
     [[unroll]] for (uint i = 0; i < TM * DN; i++)
         o[i] = MAT_C(0.0);
     float m_run[RPL], l_part[RPL];

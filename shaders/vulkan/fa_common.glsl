@@ -160,6 +160,10 @@ uvec2 f32_to_raw4(vec4 x)
 // Specialization constants (set per pipeline by the host; defaults are only placeholders).
 // 0, 4 and 22 are common; the backward's are 1..3, 10..16, 18 and 19 (fa_backward.glsl), the
 // forward's 5..9, 17, 20 and 21 (attn_fwd.comp).
+#ifdef FA_FIXED_D // a compile-time head dim (driver experiments, FA_VULKAN_SPV_DIR)
+const uint D = FA_FIXED_D;
+#else
 layout(constant_id = 0) const uint D = 64;     // head dim, a multiple of 8 up to 256
+#endif
 layout(constant_id = 4) const bool CAUSAL = false;
 layout(constant_id = 22) const uint GQA = 1;   // query heads per key/value head

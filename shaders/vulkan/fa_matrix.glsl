@@ -21,6 +21,11 @@
 #include "fa_common.glsl"
 #include "fa_matrix_ids.h"
 
+#ifdef FA_CM_FIXED // compile-time tiling "M N K SG NSG TM BN" (driver experiments)
+const uint CM_M = FA_CM_FIXED_M, CM_N = FA_CM_FIXED_N, CM_K = FA_CM_FIXED_K;
+const uint SG = FA_CM_FIXED_SG, NSG = FA_CM_FIXED_NSG, TM = FA_CM_FIXED_TM, BN = FA_CM_FIXED_BN;
+layout(local_size_x = FA_CM_FIXED_SG * FA_CM_FIXED_NSG) in;
+#else
 layout(constant_id = FA_SPEC_CM_M) const uint CM_M = 16;
 layout(constant_id = FA_SPEC_CM_N) const uint CM_N = 16;
 layout(constant_id = FA_SPEC_CM_K) const uint CM_K = 16;
@@ -29,6 +34,7 @@ layout(constant_id = FA_SPEC_CM_NSG) const uint NSG = 4;
 layout(constant_id = FA_SPEC_CM_TM) const uint TM = 1;
 layout(constant_id = FA_SPEC_CM_BN) const uint BN = 32;
 layout(local_size_x = 128, local_size_x_id = FA_SPEC_CM_WG) in; // SG * NSG
+#endif
 
 #define MAT_A coopmat<float16_t, gl_ScopeSubgroup, CM_M, CM_K, gl_MatrixUseA>
 #define MAT_B coopmat<float16_t, gl_ScopeSubgroup, CM_K, CM_N, gl_MatrixUseB>
@@ -48,6 +54,18 @@ const uint LDS = BN + 4u;                  // f32 scratch row pitch, floats
 const uint LDP = (BN + 8u) / 2u;           // f16 scratch row pitch, uints (pairs)
 const uint DK = D / CM_K, DN = D / CM_N;   // matrices along the head dim (as K, as N)
 const uint BK = BN / CM_K, BNN = BN / CM_N; // matrices along a step's columns (as K, as N)
+
+// Lengths of the matrix arrays: operands over the head dim, accumulators over it, a step's
+// scores. FA_CM_ARRAY_MAX (driver experiments) makes them one constant bound.
+#ifdef FA_CM_ARRAY_MAX
+#define LEN_AD FA_CM_ARRAY_MAX
+#define LEN_CD FA_CM_ARRAY_MAX
+#define LEN_CS FA_CM_ARRAY_MAX
+#else
+#define LEN_AD (TM * DK)
+#define LEN_CD (TM * DN)
+#define LEN_CS (TM * BNN)
+#endif
 
 // Row i (< RPL) of this lane in the row passes, within its subgroup's RM rows.
 uint lane_row(uint lane, uint i) { return lane / LPR + (SG / LPR) * i; }
@@ -163,7 +181,7 @@ float row_sum(float x)
 // subgroup's f32 scratch sc_ at sc_off_ (RM x BN, pitch LDS).
 #define PRODUCT_ROWS_T(mats_, tile_, sc_, sc_off_)                                             \
     {                                                                                          \
-        MAT_C acc_[TM * BNN];                                                                  \
+        MAT_C acc_[LEN_CS];                                                                  \
         [[unroll]] for (uint i_ = 0; i_ < TM * BNN; i_++)                                      \
             acc_[i_] = MAT_C(0.0);                                                             \
         [[unroll]] for (uint d_ = 0; d_ < DK; d_++)                                            \

@@ -49,13 +49,17 @@ uint64_t cli_attn_score_bytes(const cli_attn_shape *s);
 
 /** How many calls to time. The first call is always timed on its own (with a memory probe);
  * it counts as the first warm-up, or as the first timed run when warmup is 0. With
- * `auto_reduce`, a first call over `slow_s` seconds is taken as the only timed run and nothing
- * more is run. With max_total_s > 0 the timed runs stop once they have taken that long. */
+ * `auto_reduce`, a first call over `slow_s` seconds is followed by a second, and when that one
+ * is over `slow_s` too it is the only timed run (a first call may hold one-time costs). With
+ * max_total_s > 0 the timed runs stop once they have taken that long. */
 typedef struct cli_time_plan {
     int warmup, repeat;
     bool auto_reduce;
     double slow_s;
     double max_total_s;
+    /* After the warm-up calls, more until the warm-up has taken this long: a GPU raises its
+     * clocks only after some busy time, and short calls would be timed before it does. */
+    double warmup_s;
 } cli_time_plan;
 
 typedef struct cli_timing {
