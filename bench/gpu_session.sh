@@ -18,30 +18,9 @@ set -u
 build=${1:?usage: bench/gpu_session.sh BUILD_DIR [--quick|--full]}
 mode=${2:---quick}
 out=${OUT:-gpu-session}
-mkdir -p "$out"
-tool="$build/flashattn"
-export LD_LIBRARY_PATH="$build:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}"
-if compgen -G ".gl/*.deb" >/dev/null; then
-    for f in .gl/*.deb; do dpkg -x "$f" /; done
-    ldconfig
-fi
-export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/fa-session-cache}
-mkdir -p "$XDG_CACHE_HOME"
+# shellcheck source=bench/gpu_env.sh
+. "$(dirname "$0")/gpu_env.sh"
 [ -f fa-cache.tar ] && tar -xf fa-cache.tar -C "$XDG_CACHE_HOME"
-nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f "$nvidia_icd" ] && export VK_DRIVER_FILES=$nvidia_icd
-if [ -w /etc ]; then
-    mkdir -p /etc/OpenCL/vendors
-    echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
-fi
-
-step() { # name, seconds, command...
-    local name=$1 limit=$2
-    shift 2
-    local start=$SECONDS
-    timeout "$limit" "$@" >"$out/$name.txt" 2>&1
-    echo "$name: exit $? in $((SECONDS - start)) s: $(tail -1 "$out/$name.txt")"
-}
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$out/gpu.txt" 2>&1
 step devices 60 "$tool" devices

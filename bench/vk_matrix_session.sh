@@ -1,37 +1,21 @@
 #!/bin/bash
 # The Vulkan backend's cooperative-matrix path on a GPU machine, in one device call: devices,
-# conformance (--quick under the validation layer, then the f16 cases of --full with the matrix
-# path), the driver's pipeline statistics (registers, spills), the bench grid on Vulkan (matrix
-# and scalar) and CUDA, and a sweep of tilings (FA_VULKAN_MATRIX_*_TILES). Logs go to $OUT.
+# conformance (--quick under the validation layer, then the f16 and bf16 cases of --full: the
+# filter 'f16' matches both), the driver's pipeline statistics (registers, spills), the bench
+# grid on Vulkan (matrix and scalar) and CUDA, and a sweep of tilings (FA_VULKAN_MATRIX_*_TILES).
+# Logs go to a folder packed into $OUT/vk-session.tgz at the end (a device call brings back few
+# files).
 #
 #   bench/vk_matrix_session.sh BUILD_DIR [conformance|bench|all] [TILES...]
 #
-# BUILD_DIR holds `flashattn` and libflashattn.so; the loaders' Debian packages in ./.gl are
-# unpacked first (see bench/gpu_session.sh).
+# BUILD_DIR holds `flashattn` and libflashattn.so; bench/gpu_env.sh sets up the drivers.
 set -u
 build=${1:?usage: bench/vk_matrix_session.sh BUILD_DIR [conformance|bench|all] [TILES...]}
 what=${2:-all}
 shift $(($# > 2 ? 2 : $#))
 out=/tmp/vk-session
-mkdir -p "$out"
-tool="$build/flashattn"
-export LD_LIBRARY_PATH="$build:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}"
-if compgen -G ".gl/*.deb" >/dev/null; then
-    for f in .gl/*.deb; do dpkg -x "$f" /; done
-    ldconfig
-fi
-export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/fa-session-cache}
-mkdir -p "$XDG_CACHE_HOME"
-nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f "$nvidia_icd" ] && export VK_DRIVER_FILES=$nvidia_icd
-
-step() { # name, seconds, command...
-    local name=$1 limit=$2
-    shift 2
-    local start=$SECONDS
-    timeout "$limit" "$@" >"$out/$name.txt" 2>&1
-    echo "$name: exit $? in $((SECONDS - start)) s: $(tail -1 "$out/$name.txt")"
-}
+# shellcheck source=bench/gpu_env.sh
+. "$(dirname "$0")/gpu_env.sh"
 
 step devices 60 "$tool" devices
 step conf_quick_validation 240 env FA_VULKAN_VALIDATION=1 "$tool" conformance \

@@ -65,17 +65,7 @@ layout(constant_id = 17) const bool T16 = false; // Q and K/V tiles in 16-bit fo
 TENSOR4(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 
-// Offsets and strides in elements; every index of a valid call is below 2^32 because a bound
-// buffer never exceeds maxStorageBufferRange (the host rejects anything larger).
-layout(push_constant) uniform Params {
-    uint q_off, q_sb, q_ss, q_sh;
-    uint k_off, k_sb, k_ss, k_sh;
-    uint v_off, v_sb, v_ss, v_sh;
-    uint o_off, o_sb, o_ss, o_sh;
-    uint lse_off, lse_sb, lse_ss, lse_sh;
-    uint seq_q, seq_k, has_lse;
-    float scale_log2; // scale * log2(e)
-} pc;
+FA_FWD_PARAMS
 
 const uint NT = gl_WorkGroupSize.x;
 const uint D4 = D / 4, D8 = D / 8;

@@ -20,16 +20,7 @@ TENSOR8(2, v_buf)
 TENSOR(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 
-// The same push constants as attn_fwd.comp.
-layout(push_constant) uniform Params {
-    uint q_off, q_sb, q_ss, q_sh;
-    uint k_off, k_sb, k_ss, k_sh;
-    uint v_off, v_sb, v_ss, v_sh;
-    uint o_off, o_sb, o_ss, o_sh;
-    uint lse_off, lse_sb, lse_ss, lse_sh;
-    uint seq_q, seq_k, has_lse;
-    float scale_log2; // scale * log2(e)
-} pc;
+FA_FWD_PARAMS
 
 shared uvec4 kt[BN * LDT];
 shared uvec4 vt[BN * LDT];

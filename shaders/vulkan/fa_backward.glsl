@@ -53,18 +53,7 @@ TENSOR4(3, do_buf)
 layout(set = 0, binding = 4, std430) readonly buffer ws_block { float ws[]; }; // LSE2, Delta
 TENSOR4(5, g0_buf) // dK, or dQ
 
-// Offsets and strides in elements (below 2^32, see attn_fwd.comp); g1 is dV (unused by dQ).
-layout(push_constant) uniform Params {
-    uint q_off, q_sb, q_ss, q_sh;
-    uint k_off, k_sb, k_ss, k_sh;
-    uint v_off, v_sb, v_ss, v_sh;
-    uint do_off, do_sb, do_ss, do_sh;
-    uint g0_off, g0_sb, g0_ss, g0_sh;
-    uint g1_off, g1_sb, g1_ss, g1_sh;
-    uint seq_q, seq_k, delta_off;
-    float scale;
-    float scale_log2;
-} pc;
+FA_BWD_PARAMS
 
 const uint NT = gl_WorkGroupSize.x;
 const uint SY = NT / SX, S_TM = BM / SY, S_TN = BN / SX;

@@ -10,6 +10,8 @@
 //                              word, so neighbouring invocations never clobber each other's half.
 // All arithmetic is f32. bf16 converts by bit shifts (round to nearest even, NaN kept).
 #extension GL_EXT_control_flow_attributes : enable
+#extension GL_GOOGLE_include_directive : require
+#include "fa_params.glsl"
 
 #if defined(DTYPE_F32)
 #define STORE_T float

@@ -1,0 +1,29 @@
+// The push constants of the forward (FA_FWD_PARAMS) and of the backward's dK/dV and dQ passes
+// (FA_BWD_PARAMS), shared by the scalar and the cooperative-matrix shaders; the host fills them
+// in backends/vulkan/vk_attention.c. Offsets and strides in elements: every index of a valid call
+// is below 2^32 because a bound buffer never exceeds maxStorageBufferRange (the host rejects
+// anything larger).
+#define FA_FWD_PARAMS                                                                          \
+    layout(push_constant) uniform Params {                                                     \
+        uint q_off, q_sb, q_ss, q_sh;                                                          \
+        uint k_off, k_sb, k_ss, k_sh;                                                          \
+        uint v_off, v_sb, v_ss, v_sh;                                                          \
+        uint o_off, o_sb, o_ss, o_sh;                                                          \
+        uint lse_off, lse_sb, lse_ss, lse_sh;                                                  \
+        uint seq_q, seq_k, has_lse;                                                            \
+        float scale_log2; /* scale * log2(e) */                                                \
+    } pc;
+
+// g0 is dK or dQ, g1 dV (unused by dQ); Delta at ws[delta_off + row], the LSE (log2) at ws[row].
+#define FA_BWD_PARAMS                                                                          \
+    layout(push_constant) uniform Params {                                                     \
+        uint q_off, q_sb, q_ss, q_sh;                                                          \
+        uint k_off, k_sb, k_ss, k_sh;                                                          \
+        uint v_off, v_sb, v_ss, v_sh;                                                          \
+        uint do_off, do_sb, do_ss, do_sh;                                                      \
+        uint g0_off, g0_sb, g0_ss, g0_sh;                                                      \
+        uint g1_off, g1_sb, g1_ss, g1_sh;                                                      \
+        uint seq_q, seq_k, delta_off;                                                          \
+        float scale;                                                                           \
+        float scale_log2;                                                                      \
+    } pc;
