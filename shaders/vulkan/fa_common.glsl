@@ -162,7 +162,7 @@ uvec2 f32_to_raw4(vec4 x)
 // Specialization constants (set per pipeline by the host; defaults are only placeholders).
 // 0, 4 and 22 are common; the backward's are 1..3, 10..16, 18 and 19 (fa_backward.glsl), the
 // forward's 5..9, 17, 20 and 21 (attn_fwd.comp).
-#ifdef FA_FIXED_D // a compile-time head dim (driver experiments, FA_VULKAN_SPV_DIR)
+#ifdef FA_FIXED_D // a compile-time head dim (the matrix catalogue, matrix_shaders.cmake)
 const uint D = FA_FIXED_D;
 #else
 layout(constant_id = 0) const uint D = 64;     // head dim, a multiple of 8 up to 256

@@ -21,7 +21,9 @@
 #include "fa_common.glsl"
 #include "fa_matrix_ids.h"
 
-#ifdef FA_CM_FIXED // compile-time tiling "M N K SG NSG TM BN" (driver experiments)
+// FA_CM_FIXED: the tiling as compile-time constants (with FA_FIXED_D, the catalogue's modules,
+// which spirv-opt then unrolls; see backends/vulkan/matrix_shaders.cmake).
+#ifdef FA_CM_FIXED
 const uint CM_M = FA_CM_FIXED_M, CM_N = FA_CM_FIXED_N, CM_K = FA_CM_FIXED_K;
 const uint SG = FA_CM_FIXED_SG, NSG = FA_CM_FIXED_NSG, TM = FA_CM_FIXED_TM, BN = FA_CM_FIXED_BN;
 layout(local_size_x = FA_CM_FIXED_SG * FA_CM_FIXED_NSG) in;
@@ -56,16 +58,10 @@ const uint DK = D / CM_K, DN = D / CM_N;   // matrices along the head dim (as K,
 const uint BK = BN / CM_K, BNN = BN / CM_N; // matrices along a step's columns (as K, as N)
 
 // Lengths of the matrix arrays: operands over the head dim, accumulators over it, a step's
-// scores. FA_CM_ARRAY_MAX (driver experiments) makes them one constant bound.
-#ifdef FA_CM_ARRAY_MAX
-#define LEN_AD FA_CM_ARRAY_MAX
-#define LEN_CD FA_CM_ARRAY_MAX
-#define LEN_CS FA_CM_ARRAY_MAX
-#else
+// scores.
 #define LEN_AD (TM * DK)
 #define LEN_CD (TM * DN)
 #define LEN_CS (TM * BNN)
-#endif
 
 // Row i (< RPL) of this lane in the row passes, within its subgroup's RM rows.
 uint lane_row(uint lane, uint i) { return lane / LPR + (SG / LPR) * i; }
