@@ -3,7 +3,7 @@
 
 The structs below mirror the header field by field (x86-64 / aarch64 LP64 layout, which ctypes
 reproduces from the same field types): fa_context_desc 40 bytes, fa_tensor 88, fa_attention_desc
-8, fa_device_info 352. `python3 bench/flashattn_ctypes.py --selftest [--lib PATH]` proves the
+8, fa_device_info 480. `python3 bench/flashattn_ctypes.py --selftest [--lib PATH]` proves the
 layouts on the CPU backend: it compares the tensors the library's own fa_tensor_* helpers return
 with ours, and runs a small forward and backward against a pure-Python float64 reference.
 """
@@ -52,10 +52,11 @@ class DeviceInfo(Structure):
                 ("max_buffer_bytes", c_uint64), ("compute_units", c_uint32),
                 ("shared_memory_bytes", c_uint32), ("max_workgroup_size", c_uint32),
                 ("subgroup_size_min", c_uint32), ("subgroup_size_max", c_uint32),
-                ("f16", c_bool), ("bf16", c_bool), ("matrix_units", c_bool)]
+                ("f16", c_bool), ("bf16", c_bool), ("matrix_units", c_bool),
+                ("kernels", c_char * 128)]
 
 
-STRUCT_SIZES = {ContextDesc: 40, BufferDesc: 16, Tensor: 88, AttentionDesc: 8, DeviceInfo: 352}
+STRUCT_SIZES = {ContextDesc: 40, BufferDesc: 16, Tensor: 88, AttentionDesc: 8, DeviceInfo: 480}
 
 
 class FaError(RuntimeError):

@@ -45,9 +45,9 @@ static const char usage[] =
     "\n"
     "Each row: warm-up calls for at least 0.3 s, then timed calls (each ending with\n"
     "fa_context_synchronize) until 1 s or N runs; the median is reported. When the first two\n"
-    "calls each take over 2 s, the second is the only measurement. TFLOP/s counts 4*B*H*N*N*D per "
-    "forward, half when causal, 2.5x for\n"
-    "backward (FlashAttention's convention).\n";
+    "calls each take over 2 s, the second is the only measurement. TFLOP/s counts\n"
+    "4*B*H*N*N*D per forward, half when causal, 2.5x for backward (FlashAttention's\n"
+    "convention).\n";
 
 typedef struct bench_row {
     int64_t seqlen, head_dim, batch, heads;
