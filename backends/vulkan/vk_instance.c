@@ -229,7 +229,7 @@ static const char *vendor_name(uint32_t id)
     }
 }
 
-static bool has_device_extension(const VkExtensionProperties *ext, uint32_t n, const char *name)
+bool fa_vk_has_extension(const VkExtensionProperties *ext, uint32_t n, const char *name)
 {
     for (uint32_t i = 0; i < n; i++)
         if (strcmp(ext[i].extensionName, name) == 0)
@@ -262,11 +262,11 @@ static void describe(fa_vk_physical *p)
     const bool v12 = props.apiVersion >= VK_API_VERSION_1_2;
     const bool v13 = props.apiVersion >= VK_API_VERSION_1_3;
     const bool has_driver_props =
-        v12 || has_device_extension(ext, n_ext, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+        v12 || fa_vk_has_extension(ext, n_ext, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
     const bool has_size_control =
-        v13 || has_device_extension(ext, n_ext, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+        v13 || fa_vk_has_extension(ext, n_ext, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     const bool has_f16_ext =
-        v12 || has_device_extension(ext, n_ext, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+        v12 || fa_vk_has_extension(ext, n_ext, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
 
     VkPhysicalDeviceDriverProperties driver = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -298,9 +298,9 @@ static void describe(fa_vk_physical *p)
     }
     vkGetPhysicalDeviceFeatures2(p->handle, &features);
     p->storage16 = storage16.storageBuffer16BitAccess;
-    p->portability_subset = has_device_extension(ext, n_ext, "VK_KHR_portability_subset");
+    p->portability_subset = fa_vk_has_extension(ext, n_ext, "VK_KHR_portability_subset");
     p->executable_props =
-        has_device_extension(ext, n_ext, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+        fa_vk_has_extension(ext, n_ext, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
     snprintf(d->name, sizeof d->name, "%.*s", (int)sizeof d->name - 1, props.deviceName);
     const char *vendor = vendor_name(props.vendorID);
@@ -349,9 +349,9 @@ static void describe(fa_vk_physical *p)
         d->subgroup_size_min = d->subgroup_size_max = subgroup.subgroupSize;
     }
     d->f16 = has_f16_ext && f16.shaderFloat16;
-    d->bf16 = has_device_extension(ext, n_ext, "VK_KHR_shader_bfloat16");
-    d->matrix_units = has_device_extension(ext, n_ext, "VK_KHR_cooperative_matrix") ||
-                      has_device_extension(ext, n_ext, "VK_NV_cooperative_matrix");
+    d->bf16 = fa_vk_has_extension(ext, n_ext, "VK_KHR_shader_bfloat16");
+    d->matrix_units = fa_vk_has_extension(ext, n_ext, "VK_KHR_cooperative_matrix") ||
+                      fa_vk_has_extension(ext, n_ext, "VK_NV_cooperative_matrix");
     fa_vk_matrix_probe(p, ext, n_ext);
     free(ext);
 }

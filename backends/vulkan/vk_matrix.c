@@ -9,14 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool has_extension(const VkExtensionProperties *ext, uint32_t n, const char *name)
-{
-    for (uint32_t i = 0; i < n; i++)
-        if (strcmp(ext[i].extensionName, name) == 0)
-            return true;
-    return false;
-}
-
 /* The device's f16 x f16 + f32 -> f32 subgroup shapes, in its order. volk of Debian 12 predates
  * the extension, so the entry point is loaded here. */
 static void list_shapes(VkPhysicalDevice device, fa_vk_matrix_caps *caps)
@@ -75,13 +67,12 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
     const uint32_t api =
         props.apiVersion < fa_vk.api_version ? props.apiVersion : fa_vk.api_version;
     const bool v12 = api >= VK_API_VERSION_1_2, v13 = api >= VK_API_VERSION_1_3;
-    const bool has_matrix = has_extension(ext, n_ext, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    const bool has_matrix =
+        fa_vk_has_extension(ext, n_ext, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     const bool has_size_control =
-        v13 || has_extension(ext, n_ext, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-    const bool has_f16 =
-        v12 || has_extension(ext, n_ext, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+        v13 || fa_vk_has_extension(ext, n_ext, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     const bool has_memory_model =
-        v12 || has_extension(ext, n_ext, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+        v12 || fa_vk_has_extension(ext, n_ext, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
 
     VkPhysicalDeviceSubgroupProperties subgroup = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -95,10 +86,6 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
     }
     vkGetPhysicalDeviceProperties2(p->handle, &props2);
 
-    VkPhysicalDevice16BitStorageFeatures storage16 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
@@ -107,13 +94,8 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
     VkPhysicalDeviceMaintenance4Features maintenance4 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
-    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                          .pNext = &storage16};
-    void **tail = &storage16.pNext;
-    if (has_f16) {
-        *tail = &f16;
-        tail = &f16.pNext;
-    }
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    void **tail = &features.pNext;
     if (has_memory_model) {
         *tail = &memory_model;
         tail = &memory_model.pNext;
@@ -175,9 +157,9 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
         off = "Vulkan 1.3 needed (the matrix shaders are SPIR-V 1.6)";
     else if (!caps->shape_count)
         off = "no f16 x f16 -> f32 subgroup shape";
-    else if (!(has_f16 && f16.shaderFloat16))
+    else if (!p->info.f16) /* shaderFloat16, as describe() found it */
         off = "no shaderFloat16";
-    else if (!storage16.storageBuffer16BitAccess)
+    else if (!p->storage16)
         off = "no 16-bit storage";
     else if (!(has_memory_model && memory_model.vulkanMemoryModel))
         off = "no vulkanMemoryModel";

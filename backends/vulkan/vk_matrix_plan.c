@@ -84,6 +84,24 @@ static bool plan_valid(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps
     return p->shared_bytes <= caps->shared_memory_bytes;
 }
 
+/* The tiling `t` (subgroup, tm, subgroups, bn set) with the first of the device's shapes (only
+ * `shape` when not NULL) at which it is valid, into *plan; false when there is none. */
+static bool first_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
+                      const fa_vk_matrix_shape *shape, fa_vk_matrix_plan t, fa_vk_matrix_plan *plan)
+{
+    for (uint32_t i = 0; i < caps->shape_count && i < FA_VK_MATRIX_MAX_SHAPES; i++) {
+        const fa_vk_matrix_shape s = caps->shapes[i];
+        if (shape && (s.m != shape->m || s.n != shape->n || s.k != shape->k))
+            continue;
+        t.shape = s;
+        if (plan_valid(kernel, caps, d, &t)) {
+            *plan = t;
+            return true;
+        }
+    }
+    return false;
+}
+
 bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
                               const char *override_tiles, fa_vk_matrix_plan *plan, char *why,
                               size_t why_size)
@@ -108,33 +126,20 @@ bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_cap
     }
     unsigned o_tm = 0, o_nsg = 0, o_bn = 0;
     if (override_tiles && override_tiles[0] &&
-        sscanf(override_tiles, "%u,%u,%u", &o_tm, &o_nsg, &o_bn) == 3)
-        for (uint32_t i = 0; i < caps->shape_count && i < FA_VK_MATRIX_MAX_SHAPES; i++) {
-            fa_vk_matrix_plan p = {.shape = caps->shapes[i],
-                                   .subgroup = sg,
-                                   .tm = o_tm,
-                                   .subgroups = o_nsg,
-                                   .bn = o_bn};
-            if (plan_valid(kernel, caps, d, &p)) {
-                *plan = p;
-                return true;
-            }
-        }
+        sscanf(override_tiles, "%u,%u,%u", &o_tm, &o_nsg, &o_bn) == 3 &&
+        first_fit(kernel, caps, d, NULL,
+                  (fa_vk_matrix_plan){.subgroup = sg, .tm = o_tm, .subgroups = o_nsg, .bn = o_bn},
+                  plan))
+        return true;
     /* The tilings compiled ahead, at a shape the device lists and the subgroup size it runs. */
     for (uint32_t t = 0; caps->tilings && t < caps->tiling_count; t++) {
         const fa_vk_matrix_tiling *c = &caps->tilings[t];
-        if (c->kernel != kernel || c->d != d || c->subgroup != sg)
-            continue;
-        for (uint32_t i = 0; i < caps->shape_count && i < FA_VK_MATRIX_MAX_SHAPES; i++) {
-            const fa_vk_matrix_shape s = caps->shapes[i];
-            fa_vk_matrix_plan p = {
-                .shape = s, .subgroup = sg, .tm = c->tm, .subgroups = c->subgroups, .bn = c->bn};
-            if (s.m == c->shape.m && s.n == c->shape.n && s.k == c->shape.k &&
-                plan_valid(kernel, caps, d, &p)) {
-                *plan = p;
-                return true;
-            }
-        }
+        if (c->kernel == kernel && c->d == d && c->subgroup == sg &&
+            first_fit(kernel, caps, d, &c->shape,
+                      (fa_vk_matrix_plan){
+                          .subgroup = sg, .tm = c->tm, .subgroups = c->subgroups, .bn = c->bn},
+                      plan))
+            return true;
     }
     /* No override, or one that fits no shape: the preferred tilings. */
     static const uint32_t nsg_pref[] = {4, 2, 1};

@@ -117,6 +117,27 @@ static fa_status ensure_layout(fa_context *ctx, fa_vk_kernel kernel)
     return FA_OK;
 }
 
+/* A shader module of `size` bytes of SPIR-V at `bytes`, which need not be 4-byte aligned (the
+ * embedded arrays are not; pCode must be). */
+static fa_status create_module(fa_context *ctx, const void *bytes, size_t size, VkShaderModule *out)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    uint32_t *code = malloc(size);
+    if (!code)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot copy SPIR-V");
+    memcpy(code, bytes, size);
+    const VkShaderModuleCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = size,
+        .pCode = code,
+    };
+    VkResult r = st->vk.vkCreateShaderModule(st->device, &info, NULL, out);
+    free(code);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkCreateShaderModule");
+    return FA_OK;
+}
+
 /* FA_VULKAN_SPV_DIR=folder (an unstable developer knob, for timing shader variants in one run):
  * <folder>/<kernel>_<storage>.spv, where present, replaces the embedded SPIR-V. NULL: none. */
 static uint32_t *load_override(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage,
@@ -168,23 +189,11 @@ static fa_status ensure_module(fa_context *ctx, fa_vk_kernel kernel, fa_vk_stora
                                                   : st->phys->matrix_note);
     const spv_blob *blob = &spirv[kernel][storage];
     size_t size = *blob->size;
-    /* The embedded bytes carry no alignment guarantee; pCode must be 4-byte aligned. */
-    uint32_t *code = load_override(ctx, kernel, storage, &size);
-    if (!code && (code = malloc(size)))
-        memcpy(code, blob->code, size);
-    if (!code)
-        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot copy SPIR-V");
-    const VkShaderModuleCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = size,
-        .pCode = code,
-    };
-    VkResult r =
-        st->vk.vkCreateShaderModule(st->device, &info, NULL, &st->modules[kernel][storage]);
-    free(code);
-    if (r != VK_SUCCESS)
-        return fa_vk_fail(ctx, r, "vkCreateShaderModule");
-    return FA_OK;
+    uint32_t *override = load_override(ctx, kernel, storage, &size);
+    fa_status s = create_module(ctx, override ? (const void *) override : blob->code, size,
+                                &st->modules[kernel][storage]);
+    free(override);
+    return s;
 }
 
 /* Logs the driver's statistics of each executable of `pipeline` (VK_KHR_pipeline_executable_
@@ -261,18 +270,10 @@ static fa_status ensure_catalogue_module(fa_context *ctx, int i, VkShaderModule 
         !(st->catalogue_modules = calloc(fa_vk_catalogue_count, sizeof(VkShaderModule))))
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot allocate the catalogue");
     if (!st->catalogue_modules[i]) {
-        const size_t size = *fa_vk_catalogue_size[i];
-        uint32_t *code = malloc(size); /* 4-byte aligned, as pCode must be */
-        if (!code)
-            return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot copy SPIR-V");
-        memcpy(code, fa_vk_catalogue_code[i], size);
-        const VkShaderModuleCreateInfo info = {
-            .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = size, .pCode = code};
-        VkResult r =
-            st->vk.vkCreateShaderModule(st->device, &info, NULL, &st->catalogue_modules[i]);
-        free(code);
-        if (r != VK_SUCCESS)
-            return fa_vk_fail(ctx, r, "vkCreateShaderModule");
+        fa_status s = create_module(ctx, fa_vk_catalogue_code[i], *fa_vk_catalogue_size[i],
+                                    &st->catalogue_modules[i]);
+        if (s != FA_OK)
+            return s;
     }
     *out = st->catalogue_modules[i];
     return FA_OK;
