@@ -170,10 +170,12 @@ Test(vk_matrix_plan, nvidia_forward_tiles)
 Test(vk_matrix_plan, nvidia_backward_tiles)
 {
     fa_vk_matrix_plan p = plan_of(FA_VK_MATRIX_DKDV, "nvidia", 128, NULL);
-    /* 17408 + 4 * (2 * 2304 + 2 * 1280) + LSE and Delta 8 * 32. */
-    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 46336);
+    /* 17408 + 4 * (P^T and dS^T 2 * 1280) + the tile's LSE and Delta 2 * 16 * 32 * 4 + the index
+     * matrix 1024; bn 64 would take 62464. */
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 32768);
     p = plan_of(FA_VK_MATRIX_DQ, "nvidia", 128, NULL);
-    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 40960);
+    /* 17408 + 4 * (dS 1280 + the rows' LSE and Delta 2 * 16 * 16 * 4) + 1024. */
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 31744);
 }
 
 Test(vk_matrix_plan, narrow_shapes_stack_row_blocks)
@@ -294,9 +296,9 @@ Test(vk_matrix_plan, override_that_does_not_fit_falls_back)
 Test(vk_matrix_plan, catalogue_tilings_first)
 {
     static const fa_vk_matrix_tiling catalogue[] = {
-        {FA_VK_MATRIX_FWD, 64, {16, 16, 16}, 32, 2, 2, 32},
-        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 64, 4, 1, 32}, /* a subgroup size not run */
-        {FA_VK_MATRIX_DQ, 64, {16, 8, 16}, 32, 4, 1, 32},    /* a shape not listed */
+        {FA_VK_MATRIX_FWD, 64, {16, 16, 16}, 32, 2, 2, 32, {0}},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 64, 4, 1, 32, {0}}, /* a subgroup size not run */
+        {FA_VK_MATRIX_DQ, 64, {16, 8, 16}, 32, 4, 1, 32, {0}},    /* a shape not listed */
     };
     fa_vk_matrix_caps caps = *caps_of("amd-rdna3");
     caps.tilings = catalogue;
@@ -321,4 +323,140 @@ Test(vk_matrix_plan, catalogue_tilings_first)
     cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 64, "1,4,32", &p, why, sizeof why));
     cr_assert_eq(p.subgroups, 4);
     cr_assert_eq(p.bn, 32);
+}
+
+/* Accumulator layouts as a probe reads them back: index[lane * len + e] = r * n + c. */
+enum { MAX_LANES = 64, MAX_LEN = 16 };
+typedef struct probed {
+    uint32_t sg, len, m, n;
+    uint32_t index[MAX_LANES * MAX_LEN];
+} probed;
+
+/* NVIDIA's 16 x 16 f32 accumulator on 32 lanes as its driver (580) lays it out (the probe on the
+ * H200 found 8.2.1.3): lane 4 g + t holds row g in elements 0-3 and row g + 8 in 4-7, columns
+ * 2 t, 2 t + 1, 2 t + 8, 2 t + 9. */
+static probed nvidia_16x16(void)
+{
+    probed p = {.sg = 32, .len = 8, .m = 16, .n = 16};
+    for (uint32_t l = 0; l < 32; l++)
+        for (uint32_t e = 0; e < 8; e++) {
+            const uint32_t r = l / 4 + 8 * (e >> 2), c = 2 * (l % 4) + (e & 1) + 8 * ((e >> 1) & 1);
+            p.index[l * 8 + e] = r * 16 + c;
+        }
+    return p;
+}
+
+static bool classify(const probed *p, fa_vk_matrix_layout *out)
+{
+    return fa_vk_matrix_layout_classify(p->index, p->len, p->sg, p->len, p->m, p->n, out);
+}
+
+static void assert_layout(fa_vk_matrix_layout f, uint32_t e, uint32_t shift, uint32_t bits,
+                          uint32_t x)
+{
+    cr_assert_eq(f.elements, e);
+    cr_assert_eq(f.slot_shift, shift);
+    cr_assert_eq(f.slot_bits, bits);
+    cr_assert_eq(f.lane_xor, x, "lane_xor %u, expected %u", f.lane_xor, x);
+}
+
+Test(vk_matrix_layout, nvidia_rows_in_two_slots_across_quads)
+{
+    probed p = nvidia_16x16();
+    fa_vk_matrix_layout f;
+    cr_assert(classify(&p, &f));
+    assert_layout(f, 8, 2, 1, 3);
+}
+
+/* RDNA3's wave32 WMMA accumulator: lane l holds column l % 16 of rows 2 e + l / 16. */
+Test(vk_matrix_layout, amd_one_row_per_element_across_half_waves)
+{
+    probed p = {.sg = 32, .len = 8, .m = 16, .n = 16};
+    for (uint32_t l = 0; l < 32; l++)
+        for (uint32_t e = 0; e < 8; e++)
+            p.index[l * 8 + e] = (2 * e + l / 16) * 16 + l % 16;
+    fa_vk_matrix_layout f;
+    cr_assert(classify(&p, &f));
+    assert_layout(f, 8, 0, 3, 15);
+}
+
+/* A lane per row (8 x 8 on 8 lanes): one slot, no shuffles. */
+Test(vk_matrix_layout, one_row_per_lane)
+{
+    probed p = {.sg = 8, .len = 8, .m = 8, .n = 8};
+    for (uint32_t l = 0; l < 8; l++)
+        for (uint32_t e = 0; e < 8; e++)
+            p.index[l * 8 + e] = l * 8 + e;
+    fa_vk_matrix_layout f;
+    cr_assert(classify(&p, &f));
+    assert_layout(f, 8, 0, 0, 0);
+}
+
+/* Forms the register reductions cannot use, or a read-back that is not the matrix. */
+Test(vk_matrix_layout, refuses_what_it_cannot_reduce)
+{
+    fa_vk_matrix_layout f = {1, 1, 1, 1};
+    /* Two lanes swap one element: a row's lanes are no longer closed under the xor. */
+    probed p = nvidia_16x16();
+    const uint32_t tmp = p.index[0 * 8 + 2];
+    p.index[0 * 8 + 2] = p.index[5 * 8 + 2];
+    p.index[5 * 8 + 2] = tmp;
+    cr_assert_not(classify(&p, &f));
+    cr_assert_eq(f.elements, 0);
+    /* An element twice, another never. */
+    p = nvidia_16x16();
+    p.index[3] = p.index[4];
+    cr_assert_not(classify(&p, &f));
+    /* Replicated (twice the elements a matrix has) or an index past the matrix. */
+    p = nvidia_16x16();
+    p.len = 16;
+    cr_assert_not(fa_vk_matrix_layout_classify(p.index, 16, 32, 16, 16, 16, &f));
+    p = nvidia_16x16();
+    p.index[7] = 256;
+    cr_assert_not(classify(&p, &f));
+    /* A lane per column, element e in row e: usable (a slot per element, all lanes share). */
+    p = (probed){.sg = 8, .len = 8, .m = 8, .n = 8};
+    for (uint32_t l = 0; l < 8; l++)
+        for (uint32_t e = 0; e < 8; e++)
+            p.index[l * 8 + e] = e * 8 + l;
+    cr_assert(classify(&p, &f));
+    assert_layout(f, 8, 0, 3, 7);
+    /* Rows rotated per lane: lanes hold a row in different slots. */
+    for (uint32_t l = 0; l < 8; l++)
+        for (uint32_t e = 0; e < 8; e++)
+            p.index[l * 8 + e] = ((l + e) % 8) * 8 + l;
+    cr_assert_not(classify(&p, &f));
+}
+
+/* A catalogue tiling compiled for a layout serves only a device whose probe found that layout,
+ * and it needs less shared memory (no S scratch, no row factors). */
+Test(vk_matrix_layout, catalogue_layout_only_where_probed)
+{
+    static const fa_vk_matrix_tiling catalogue[] = {
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 4, 1, 32, {8, 2, 1, 3}},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 4, 1, 32, {0}},
+    };
+    fa_vk_matrix_caps caps = *caps_of("nvidia");
+    caps.tilings = catalogue;
+    caps.tiling_count = 2;
+    fa_vk_matrix_plan p;
+    char why[160];
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.elements, 0, "no probe: the generic row pass");
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 35840);
+    caps.layouts[0] = (fa_vk_matrix_layout){8, 0, 3, 15}; /* another layout */
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.elements, 0);
+    caps.layouts[0] = (fa_vk_matrix_layout){8, 2, 1, 3};
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.lane_xor, 3);
+    /* K and V tiles 2 x 32 x 136 x 2, P 4 x 16 x 40 x 2, the index matrix 16 x 16 x 4. */
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 17408 + 5120 + 1024);
+    /* The backward kernels never take a layout tiling. */
+    fa_vk_matrix_tiling dq = catalogue[0];
+    dq.kernel = FA_VK_MATRIX_DQ;
+    caps.tilings = &dq;
+    caps.tiling_count = 1;
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_DQ, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.elements, 0);
 }

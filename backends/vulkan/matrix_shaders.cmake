@@ -7,7 +7,7 @@
 set(FA_GLSLANG_CM "" CACHE FILEPATH
   "glslangValidator with GL_KHR_cooperative_matrix for the Vulkan matrix shaders (empty: search)")
 
-set(fa_cm_kernels attn_fwd_cm attn_bwd_dkdv_cm attn_bwd_dq_cm)
+set(fa_cm_kernels attn_fwd_cm attn_bwd_dkdv_cm attn_bwd_dq_cm matrix_layout)
 # Re-globbed at build time, so that a shader added later reconfigures the build.
 file(GLOB fa_cm_headers CONFIGURE_DEPENDS ${fa_vk_shader_dir}/*.glsl ${fa_vk_shader_dir}/*.h
   ${fa_vk_shader_dir}/*_cm.comp)
@@ -148,10 +148,21 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # constant fixed (FA_FIXED_D, FA_CM_FIXED in the GLSL) and unrolled by spirv-opt, so that the
 # SPIR-V holds no array of cooperative matrices: NVIDIA's driver keeps such arrays in local
 # memory, which halved the speed of the generic modules on the H200 (docs/PERF.md). The generic
-# modules above serve every other tiling. One entry per line: M N K SG NSG TM BN.
-set(FA_VK_CM_TILINGS "16 16 16 32 4 1 32" CACHE STRING
-  "Cooperative-matrix tilings compiled ahead per head dim (M N K SG NSG TM BN; ';' between)")
+# modules above serve every other tiling. One entry per line: M N K SG NSG TM BN, then
+# optionally the accumulator layout a forward module is compiled for (elements per lane, slot
+# shift, slot bits, lane xor mask: fa_vk_matrix_layout in vk_matrix_plan.h), which the planner
+# takes only on a device whose probed layout is the same (the forward's row reductions then run
+# in registers). The first entry: NVIDIA's 16x16 accumulators on 32 lanes as its driver (580)
+# lays them out: lane 4 g + t holds row g in elements 0-3 and row g + 8 in elements 4-7. Eight
+# subgroups (128 rows) per workgroup halve the K and V loads per product against four: measured
+# on the H200 in docs/PERF.md. The last entry is Mesa lavapipe's 8x8 accumulator (a lane per
+# column), so that CI's vulkan_matrix_lavapipe test runs the register row reductions too.
+set(FA_VK_CM_TILINGS
+  "16 16 16 32 8 1 32 8 2 1 3;16 16 16 32 8 1 32;16 16 16 32 4 1 32;8 8 8 8 4 2 32 8 0 3 7"
+  CACHE STRING
+  "Cooperative-matrix tilings compiled ahead per head dim (M N K SG NSG TM BN [E SHIFT BITS XOR]; ';' between)")
 set(fa_cat_symbols)
+set(fa_cat_names)
 set(fa_cat_rows)
 set(fa_cm_opt)
 if(fa_cm_glslang AND NOT fa_cm_why)
@@ -178,21 +189,41 @@ if(fa_cm_opt)
     list(GET t 4 nsg)
     list(GET t 5 tm)
     list(GET t 6 bn)
-    foreach(kind IN LISTS fa_cat_kinds)
+    list(LENGTH t tn)
+    set(kinds ${fa_cat_kinds})
+    set(lay 0 0 0 0)
+    set(lay_name "")
+    set(lay_defs "")
+    if(tn EQUAL 11)
+      list(SUBLIST t 7 4 lay)
+      list(JOIN lay "." lay_name)
+      string(REPLACE "." "_" lay_name "_l${lay_name}")
+      list(GET lay 0 le)
+      list(GET lay 1 ls)
+      list(GET lay 2 lb)
+      list(GET lay 3 lx)
+      set(lay_defs -DFA_CM_LAYOUT_E=${le} -DFA_CM_LAYOUT_SHIFT=${ls} -DFA_CM_LAYOUT_BITS=${lb}
+                   -DFA_CM_LAYOUT_XOR=${lx})
+      set(kinds FA_VK_MATRIX_FWD) # only the forward reduces rows
+    elseif(NOT tn EQUAL 7)
+      message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}' has ${tn} numbers, not 7 or 11")
+    endif()
+    list(JOIN lay ", " lay_row)
+    foreach(kind IN LISTS kinds)
       set(src ${fa_vk_shader_dir}/${fa_cat_src_${kind}}.comp)
       foreach(d RANGE ${k} ${fa_cat_dmax_${kind}} ${k})
         math(EXPR rn "${d} % ${n}")
         if(NOT rn EQUAL 0)
           continue()
         endif()
-        set(name ${fa_cat_src_${kind}}_${m}x${n}x${k}_sg${sg}x${nsg}_tm${tm}_bn${bn}_d${d})
+        set(name ${fa_cat_src_${kind}}_${m}x${n}x${k}_sg${sg}x${nsg}_tm${tm}_bn${bn}${lay_name}_d${d})
         set(spv ${fa_vk_out}/cat_${name}.spv)
         add_custom_command(OUTPUT ${spv}
           COMMAND ${fa_cm_glslang} -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16
                   -I${fa_vk_shader_dir} -DFA_FIXED_D=${d} -DFA_CM_FIXED -DFA_CM_FIXED_M=${m}
                   -DFA_CM_FIXED_N=${n} -DFA_CM_FIXED_K=${k} -DFA_CM_FIXED_SG=${sg}
                   -DFA_CM_FIXED_NSG=${nsg} -DFA_CM_FIXED_TM=${tm} -DFA_CM_FIXED_BN=${bn}
-                  -o ${spv}.raw ${src}
+                  ${lay_defs} -o ${spv}.raw ${src}
           COMMAND ${fa_cm_opt} --target-env=vulkan1.3 --loop-unroll -O ${spv}.raw -o ${spv}
           COMMAND ${fa_cm_val} --target-env vulkan1.3 ${spv}
           DEPENDS ${src} ${fa_cm_headers}
@@ -201,8 +232,9 @@ if(fa_cm_opt)
         fa_embed(${fa_vk_out}/cat_${name}.c fa_spv_cat_${name} ${spv})
         list(APPEND fa_vk_generated ${fa_vk_out}/cat_${name}.c)
         list(APPEND fa_cat_symbols fa_spv_cat_${name})
+        list(APPEND fa_cat_names ${name})
         string(APPEND fa_cat_rows
-          "    {${kind}, ${d}, {${m}, ${n}, ${k}}, ${sg}, ${nsg}, ${tm}, ${bn}},\n")
+          "    {${kind}, ${d}, {${m}, ${n}, ${k}}, ${sg}, ${nsg}, ${tm}, ${bn}, {${lay_row}}},\n")
       endforeach()
     endforeach()
   endforeach()
@@ -210,6 +242,10 @@ endif()
 set(fa_cat_decls "")
 set(fa_cat_code "")
 set(fa_cat_size "")
+set(fa_cat_name_rows "")
+foreach(name IN LISTS fa_cat_names)
+  string(APPEND fa_cat_name_rows "    \"${name}\",\n")
+endforeach()
 foreach(sym IN LISTS fa_cat_symbols)
   string(APPEND fa_cat_decls "extern const unsigned char ${sym}[];\nextern const size_t ${sym}_size;\n")
   string(APPEND fa_cat_code "    ${sym},\n")
@@ -217,7 +253,8 @@ foreach(sym IN LISTS fa_cat_symbols)
 endforeach()
 list(LENGTH fa_cat_symbols fa_cat_count)
 if(fa_cat_count EQUAL 0)
-  set(fa_cat_rows "    {FA_VK_MATRIX_FWD, 0, {0, 0, 0}, 0, 0, 0, 0},\n")
+  set(fa_cat_rows "    {FA_VK_MATRIX_FWD, 0, {0, 0, 0}, 0, 0, 0, 0, {0, 0, 0, 0}},\n")
+  set(fa_cat_name_rows "    \"\",\n")
   set(fa_cat_code "    NULL,\n")
   set(fa_cat_size "    NULL,\n")
 endif()
@@ -233,6 +270,8 @@ const unsigned char *const fa_vk_catalogue_code[] = {
 @fa_cat_code@};
 const size_t *const fa_vk_catalogue_size[] = {
 @fa_cat_size@};
+const char *const fa_vk_catalogue_names[] = {
+@fa_cat_name_rows@};
 const uint32_t fa_vk_catalogue_count = @fa_cat_count@;
 " @ONLY)
 list(APPEND fa_vk_generated ${fa_vk_out}/matrix_catalogue.c)

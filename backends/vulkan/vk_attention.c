@@ -98,7 +98,7 @@ static bool matrix_plan(const fa_vk_state *st, fa_vk_matrix_kernel kernel,
     char why[160];
     const char *tiles = getenv(kernel == FA_VK_MATRIX_FWD ? "FA_VULKAN_MATRIX_FWD_TILES"
                                                           : "FA_VULKAN_MATRIX_BWD_TILES");
-    return fa_vk_matrix_plan_select(kernel, &st->phys->matrix, (uint32_t)call->head_dim, tiles,
+    return fa_vk_matrix_plan_select(kernel, &st->matrix_caps, (uint32_t)call->head_dim, tiles,
                                     plan, why, sizeof why);
 }
 
@@ -120,6 +120,7 @@ static void matrix_spec(const fa_vk_matrix_plan *p, fa_vk_spec *spec)
     spec->cm_nsg = p->subgroups;
     spec->cm_tm = p->tm;
     spec->cm_bn = p->bn;
+    spec->cm_layout = p->layout;
 }
 
 static uint64_t ceil_div(uint64_t a, uint64_t b)

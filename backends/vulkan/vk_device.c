@@ -181,6 +181,7 @@ fa_status fa_vk_context_init(fa_context *ctx, int index)
     if (!st)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot allocate the context");
     st->phys = &fa_vk.devices[index];
+    st->matrix_caps = st->phys->matrix;
     ctx->backend_state = st;
     fa_status s = create_device(ctx, st);
     if (s == FA_OK)
@@ -192,6 +193,8 @@ fa_status fa_vk_context_init(fa_context *ctx, int index)
         return s;
     }
     fa_vk_pipeline_cache_load(ctx);
+    if (st->matrix)
+        fa_vk_matrix_layout_probe(ctx);
     fa_log(ctx, FA_LOG_INFO,
            "vulkan: %s, queue family %u, 16-bit storage %s, shaderFloat16 %s, validation %s",
            st->phys->info.name, st->queue_family, st->storage16 ? "on" : "off (32-bit words)",

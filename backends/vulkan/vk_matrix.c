@@ -148,6 +148,9 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
     char not_built[128];
     snprintf(not_built, sizeof not_built, "matrix shaders not built (%.90s)",
              fa_vk_matrix_build_note[0] ? fa_vk_matrix_build_note : "unknown reason");
+    /* The matrix shaders' row work (fa_matrix.glsl). */
+    const VkSubgroupFeatureFlags subgroup_ops =
+        VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
     const char *off = NULL;
     if (!has_matrix)
         off = "no VK_KHR_cooperative_matrix";
@@ -165,6 +168,9 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
         off = "no vulkanMemoryModel";
     else if (!maintenance4.maintenance4) /* SPIR-V 1.6 sets the workgroup size by LocalSizeId */
         off = "no maintenance4";
+    else if (!(subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+             (subgroup.supportedOperations & subgroup_ops) != subgroup_ops)
+        off = "no subgroup basic and shuffle operations in compute shaders";
     else if (!built)
         off = not_built;
 

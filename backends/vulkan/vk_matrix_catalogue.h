@@ -11,6 +11,7 @@
 extern const fa_vk_matrix_tiling fa_vk_catalogue_tilings[];
 extern const unsigned char *const fa_vk_catalogue_code[];
 extern const size_t *const fa_vk_catalogue_size[];
+extern const char *const fa_vk_catalogue_names[]; /* for FA_VULKAN_SPV_DIR (vk_pipeline.c) */
 extern const uint32_t fa_vk_catalogue_count;
 
 #endif

@@ -29,17 +29,22 @@ uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matri
     const uint64_t tiles = 2u * bn * tile_pitch(d); /* K and V, or Q and dO */
     const uint64_t f32_block = 4u * rm * (bn + 4u); /* one rm x bn f32 scratch, padded */
     const uint64_t f16_block = 2u * rm * (bn + 8u); /* one rm x bn f16 scratch, padded */
+    const uint64_t index = 4u * p->shape.m * p->shape.n; /* the index matrix */
     uint64_t per_subgroup = 0, shared = tiles;
     switch (kernel) {
-    case FA_VK_MATRIX_FWD: /* S; P; the row factors as an rm x n matrix */
-        per_subgroup = f32_block + f16_block + 4u * rm * p->shape.n;
+    case FA_VK_MATRIX_FWD:
+        if (p->layout.elements) /* P; the index matrix */
+            per_subgroup = f16_block, shared += index;
+        else /* S; P; the row factors as an rm x n matrix */
+            per_subgroup = f32_block + f16_block + 4u * rm * p->shape.n;
         break;
-    case FA_VK_MATRIX_DQ: /* S and dP; dS */
-        per_subgroup = 2u * f32_block + f16_block;
+    case FA_VK_MATRIX_DQ: /* dS; the rows' LSE and Delta as rm x n matrices; the index matrix */
+        per_subgroup = f16_block + 8u * rm * p->shape.n;
+        shared += index;
         break;
-    case FA_VK_MATRIX_DKDV: /* S^T and dP^T; P^T and dS^T; the tile's LSE and Delta */
-        per_subgroup = 2u * f32_block + 2u * f16_block;
-        shared += 8u * bn;
+    case FA_VK_MATRIX_DKDV: /* P^T and dS^T; the tile's LSE and Delta as m x bn; the index */
+        per_subgroup = 2u * f16_block;
+        shared += 8u * p->shape.m * bn + index;
         break;
     default:
         return UINT32_MAX;
@@ -84,8 +89,88 @@ static bool plan_valid(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps
     return p->shared_bytes <= caps->shared_memory_bytes;
 }
 
+bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32_t sg,
+                                  uint32_t len, uint32_t m, uint32_t n, fa_vk_matrix_layout *out)
+{
+    *out = (fa_vk_matrix_layout){0};
+    const uint64_t total = (uint64_t)m * n;
+    if (!len || len > stride || !pow2(sg) || (uint64_t)sg * len != total || total > 65536)
+        return false;
+    /* Every element exactly once. */
+    uint8_t *seen = calloc((size_t)total, 1);
+    if (!seen)
+        return false;
+    bool ok = true;
+    for (uint32_t l = 0; ok && l < sg; l++)
+        for (uint32_t e = 0; ok && e < len; e++) {
+            const uint32_t x = index[(size_t)l * stride + e];
+            ok = x < total && !seen[x];
+            if (ok)
+                seen[x] = 1;
+        }
+    free(seen);
+    if (!ok)
+        return false;
+#define ROW_(l_, e_) (index[(size_t)(l_) * stride + (e_)] / n)
+    /* The fewest row slots: elements of one slot share a row, slots of a lane do not. */
+    fa_vk_matrix_layout f = {0};
+    for (uint32_t bits = 0; !f.elements && (1u << bits) <= len; bits++)
+        for (uint32_t shift = 0; !f.elements && (shift + bits == 0 || (1u << (shift + bits)) <= len);
+             shift++) {
+            const uint32_t slots = 1u << bits;
+            bool fits = true;
+            for (uint32_t l = 0; fits && l < sg; l++)
+                for (uint32_t e = 0; fits && e < len; e++) {
+                    const uint32_t k = (e >> shift) & (slots - 1u);
+                    const uint32_t first = k << shift; /* the slot's first element */
+                    fits = first < len && ROW_(l, e) == ROW_(l, first);
+                    for (uint32_t j = 0; fits && j < slots; j++)
+                        fits = j == k || (j << shift) >= len ||
+                               ROW_(l, j << shift) != ROW_(l, first);
+                }
+            if (fits)
+                f = (fa_vk_matrix_layout){.elements = len, .slot_shift = bits ? shift : 0,
+                                          .slot_bits = bits};
+            if (!bits)
+                break; /* one slot: the shift does not matter */
+        }
+    if (!f.elements)
+        return false;
+    /* The lanes holding lane 0's first row, which must be the subsets of some bits... */
+    uint32_t xor_bits = 0, group = 0;
+    for (uint32_t l = 0; l < sg; l++)
+        for (uint32_t e = 0; e < len; e++)
+            if (ROW_(l, e) == ROW_(0, 0)) {
+                xor_bits |= l;
+                group++;
+                break;
+            }
+    uint32_t size = 1;
+    for (uint32_t b = 1; b < sg; b <<= 1)
+        size *= xor_bits & b ? 2u : 1u;
+    ok = group == size && (uint64_t)size * (len >> f.slot_bits) == n;
+    /* ...and every lane's partners across those bits hold the same rows in the same slots. */
+    for (uint32_t l = 0; ok && l < sg; l++)
+        for (uint32_t b = 1; ok && b < sg; b <<= 1)
+            for (uint32_t k = 0; ok && (xor_bits & b) && k < (1u << f.slot_bits); k++)
+                ok = ROW_(l, k << f.slot_shift) == ROW_(l ^ b, k << f.slot_shift);
+#undef ROW_
+    if (!ok)
+        return false;
+    f.lane_xor = xor_bits;
+    *out = f;
+    return true;
+}
+
+static bool same_layout(fa_vk_matrix_layout a, fa_vk_matrix_layout b)
+{
+    return a.elements == b.elements && a.slot_shift == b.slot_shift &&
+           a.slot_bits == b.slot_bits && a.lane_xor == b.lane_xor;
+}
+
 /* The tiling `t` (subgroup, tm, subgroups, bn set) with the first of the device's shapes (only
- * `shape` when not NULL) at which it is valid, into *plan; false when there is none. */
+ * `shape` when not NULL) at which it is valid, into *plan; false when there is none. A tiling
+ * with a layout fits only a shape whose probed layout is the same. */
 static bool first_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
                       const fa_vk_matrix_shape *shape, fa_vk_matrix_plan t, fa_vk_matrix_plan *plan)
 {
@@ -94,6 +179,8 @@ static bool first_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps,
         if (shape && (s.m != shape->m || s.n != shape->n || s.k != shape->k))
             continue;
         t.shape = s;
+        if (t.layout.elements && !same_layout(t.layout, caps->layouts[i]))
+            continue;
         if (plan_valid(kernel, caps, d, &t)) {
             *plan = t;
             return true;
@@ -125,8 +212,24 @@ bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_cap
         return false;
     }
     unsigned o_tm = 0, o_nsg = 0, o_bn = 0;
-    if (override_tiles && override_tiles[0] &&
-        sscanf(override_tiles, "%u,%u,%u", &o_tm, &o_nsg, &o_bn) == 3 &&
+    const bool override = override_tiles && override_tiles[0] &&
+                          sscanf(override_tiles, "%u,%u,%u", &o_tm, &o_nsg, &o_bn) == 3;
+    /* The override as a catalogue tiling with a layout, where one matches; else as given. */
+    for (uint32_t t = 0; override && caps->tilings && t < caps->tiling_count; t++) {
+        const fa_vk_matrix_tiling *c = &caps->tilings[t];
+        if (c->kernel == kernel && kernel == FA_VK_MATRIX_FWD && c->layout.elements &&
+            c->d == d && c->subgroup == sg && c->tm == o_tm && c->subgroups == o_nsg &&
+            c->bn == o_bn &&
+            first_fit(kernel, caps, d, &c->shape,
+                      (fa_vk_matrix_plan){.subgroup = sg,
+                                          .tm = c->tm,
+                                          .subgroups = c->subgroups,
+                                          .bn = c->bn,
+                                          .layout = c->layout},
+                      plan))
+            return true;
+    }
+    if (override &&
         first_fit(kernel, caps, d, NULL,
                   (fa_vk_matrix_plan){.subgroup = sg, .tm = o_tm, .subgroups = o_nsg, .bn = o_bn},
                   plan))
@@ -135,9 +238,13 @@ bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_cap
     for (uint32_t t = 0; caps->tilings && t < caps->tiling_count; t++) {
         const fa_vk_matrix_tiling *c = &caps->tilings[t];
         if (c->kernel == kernel && c->d == d && c->subgroup == sg &&
+            (!c->layout.elements || kernel == FA_VK_MATRIX_FWD) &&
             first_fit(kernel, caps, d, &c->shape,
-                      (fa_vk_matrix_plan){
-                          .subgroup = sg, .tm = c->tm, .subgroups = c->subgroups, .bn = c->bn},
+                      (fa_vk_matrix_plan){.subgroup = sg,
+                                          .tm = c->tm,
+                                          .subgroups = c->subgroups,
+                                          .bn = c->bn,
+                                          .layout = c->layout},
                       plan))
             return true;
     }

@@ -23,12 +23,24 @@ typedef enum fa_vk_matrix_kernel {
     FA_VK_MATRIX_KERNEL_COUNT
 } fa_vk_matrix_kernel;
 
-/* One kernel's tiling at one head dim, as compiled ahead of time (vk_matrix_catalogue.h). */
+/* Where a device keeps the elements of an M x N f32 accumulator (the forward's row reductions
+ * run on them in registers when a catalogue module was compiled for it; FA_CM_LAYOUT_* in
+ * shaders/vulkan/fa_matrix.glsl): each lane holds `elements`; element e is in the lane's row
+ * slot (e >> slot_shift) % 2^slot_bits, one row per slot; the lanes that hold the same rows
+ * differ only in the bits of lane_xor and together hold every element of those rows.
+ * elements = 0: unknown, or not of this form. */
+typedef struct fa_vk_matrix_layout {
+    uint32_t elements, slot_shift, slot_bits, lane_xor;
+} fa_vk_matrix_layout;
+
+/* One kernel's tiling at one head dim, as compiled ahead of time (vk_matrix_catalogue.h), and
+ * the accumulator layout the module assumes (elements = 0: none, the generic row pass). */
 typedef struct fa_vk_matrix_tiling {
     fa_vk_matrix_kernel kernel;
     uint32_t d;
     fa_vk_matrix_shape shape;
     uint32_t subgroup, subgroups, tm, bn;
+    fa_vk_matrix_layout layout;
 } fa_vk_matrix_tiling;
 
 /* What the planner needs to know of a device. */
@@ -39,16 +51,21 @@ typedef struct fa_vk_matrix_caps {
     uint32_t subgroup_preferred; /* the size the matrix units run at (vendor rule: vk_matrix.c) */
     uint32_t shape_count;
     fa_vk_matrix_shape shapes[FA_VK_MATRIX_MAX_SHAPES]; /* in the driver's order of preference */
+    /* The accumulator layout of each shape at subgroup_preferred, where probed on a device
+     * (vk_matrix_layout.c; elements = 0: not probed or of no usable form). */
+    fa_vk_matrix_layout layouts[FA_VK_MATRIX_MAX_SHAPES];
     /* Tilings compiled ahead of time (faster than the generic modules), tried first: */
     const fa_vk_matrix_tiling *tilings;
     uint32_t tiling_count;
 } fa_vk_matrix_caps;
 
 /* One kernel's tiling: subgroups of `subgroup` invocations, each owning tm * shape.m rows, so a
- * workgroup owns `rows` rows; bn columns per step; shared_bytes as the shader lays it out. */
+ * workgroup owns `rows` rows; bn columns per step; the accumulator layout its forward's row
+ * reductions use (elements = 0: the generic row pass); shared_bytes as the shader lays it out. */
 typedef struct fa_vk_matrix_plan {
     fa_vk_matrix_shape shape;
     uint32_t subgroup, subgroups, tm, bn, rows;
+    fa_vk_matrix_layout layout;
     uint32_t shared_bytes;
 } fa_vk_matrix_plan;
 
@@ -59,6 +76,13 @@ uint32_t fa_vk_matrix_max_head_dim(fa_vk_matrix_kernel kernel);
 /* Bytes of shared memory `kernel` declares with plan `p` at head dim d (must match the shader). */
 uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matrix_plan *p,
                                    uint32_t d);
+
+/* The layout of an m x n accumulator on subgroups of sg lanes from what a probe read back:
+ * index[lane * stride + e] = r * n + c for each element e < len that the lane holds (the
+ * element's row r and column c). False (and *out zeroed) when the elements are not exactly the
+ * matrix's, each once, or not of fa_vk_matrix_layout's form. */
+bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32_t sg,
+                                  uint32_t len, uint32_t m, uint32_t n, fa_vk_matrix_layout *out);
 
 /* The plan for `kernel` at head dim d: the override "tm,subgroups,bn" (a tuning knob; NULL or
  * empty = none) with the first of the device's shapes it fits, else the first of caps->tilings

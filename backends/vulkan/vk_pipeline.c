@@ -25,6 +25,7 @@ FA_VK_SPV_KERNEL_(attn_bwd_dq)
 FA_VK_SPV_(attn_fwd_cm, f16_s16)
 FA_VK_SPV_(attn_bwd_dkdv_cm, f16_s16)
 FA_VK_SPV_(attn_bwd_dq_cm, f16_s16)
+FA_VK_SPV_(matrix_layout, f16_s16)
 
 typedef struct spv_blob {
     const unsigned char *code;
@@ -50,22 +51,27 @@ static const spv_blob spirv[FA_VK_KERNEL_COUNT][FA_VK_STORAGE_COUNT] = {
                                           &fa_spv_attn_bwd_dkdv_cm_f16_s16_size},
     [FA_VK_BWD_DQ_CM][FA_VK_F16_S16] = {fa_spv_attn_bwd_dq_cm_f16_s16,
                                         &fa_spv_attn_bwd_dq_cm_f16_s16_size},
+    [FA_VK_MATRIX_LAYOUT][FA_VK_F16_S16] = {fa_spv_matrix_layout_f16_s16,
+                                            &fa_spv_matrix_layout_f16_s16_size},
 };
 
 static const char *const kernel_names[FA_VK_KERNEL_COUNT] = {
     "attn_fwd",    "attn_bwd_prep",    "attn_bwd_dkdv",  "attn_bwd_dq",
-    "attn_fwd_cm", "attn_bwd_dkdv_cm", "attn_bwd_dq_cm",
+    "attn_fwd_cm", "attn_bwd_dkdv_cm", "attn_bwd_dq_cm", "matrix_layout",
 };
 
+/* The kernels that declare cooperative matrices (f16 in 16-bit storage only, run at the plan's
+ * subgroup size). */
 static bool is_matrix_kernel(fa_vk_kernel kernel)
 {
-    return kernel == FA_VK_FWD_CM || kernel == FA_VK_BWD_DKDV_CM || kernel == FA_VK_BWD_DQ_CM;
+    return kernel == FA_VK_FWD_CM || kernel == FA_VK_BWD_DKDV_CM || kernel == FA_VK_BWD_DQ_CM ||
+           kernel == FA_VK_MATRIX_LAYOUT;
 }
 
 /* Storage-buffer bindings of each kernel, numbered 0..n-1 (see shaders/vulkan/). */
 uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel)
 {
-    static const uint32_t n[FA_VK_KERNEL_COUNT] = {5, 4, 7, 6, 5, 7, 6};
+    static const uint32_t n[FA_VK_KERNEL_COUNT] = {5, 4, 7, 6, 5, 7, 6, 1};
     return n[kernel];
 }
 
@@ -139,17 +145,15 @@ static fa_status create_module(fa_context *ctx, const void *bytes, size_t size, 
 }
 
 /* FA_VULKAN_SPV_DIR=folder (an unstable developer knob, for timing shader variants in one run):
- * <folder>/<kernel>_<storage>.spv, where present, replaces the embedded SPIR-V. NULL: none. */
-static uint32_t *load_override(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage,
-                               size_t *size)
+ * <folder>/<name>.spv, where present, replaces the embedded SPIR-V of module `name`
+ * (<kernel>_<storage>, or cat_<catalogue name>). NULL: none. */
+static uint32_t *load_override(fa_context *ctx, const char *name, size_t *size)
 {
-    static const char *const storage_names[FA_VK_STORAGE_COUNT] = {"f32", "f16_s16", "bf16_s16",
-                                                                   "f16_words", "bf16_words"};
     const char *dir = getenv("FA_VULKAN_SPV_DIR");
     if (!dir || !dir[0])
         return NULL;
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s_%s.spv", dir, kernel_names[kernel], storage_names[storage]);
+    snprintf(path, sizeof path, "%s/%s.spv", dir, name);
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
@@ -163,8 +167,7 @@ static uint32_t *load_override(fa_context *ctx, fa_vk_kernel kernel, fa_vk_stora
     fclose(f);
     if (code) {
         *size = (size_t)n;
-        fa_log(ctx, FA_LOG_WARN, "vulkan: %s from %s (FA_VULKAN_SPV_DIR)", kernel_names[kernel],
-               path);
+        fa_log(ctx, FA_LOG_WARN, "vulkan: %s from %s (FA_VULKAN_SPV_DIR)", name, path);
     }
     return code;
 }
@@ -187,9 +190,13 @@ static fa_status ensure_module(fa_context *ctx, fa_vk_kernel kernel, fa_vk_stora
                        kernel_names[kernel],
                        st->phys->matrix_supported ? "FA_VULKAN_MATRIX=0 or 32-bit words"
                                                   : st->phys->matrix_note);
+    static const char *const storage_names[FA_VK_STORAGE_COUNT] = {"f32", "f16_s16", "bf16_s16",
+                                                                   "f16_words", "bf16_words"};
+    char name[96];
+    snprintf(name, sizeof name, "%s_%s", kernel_names[kernel], storage_names[storage]);
     const spv_blob *blob = &spirv[kernel][storage];
     size_t size = *blob->size;
-    uint32_t *override = load_override(ctx, kernel, storage, &size);
+    uint32_t *override = load_override(ctx, name, &size);
     fa_status s = create_module(ctx, override ? (const void *) override : blob->code, size,
                                 &st->modules[kernel][storage]);
     free(override);
@@ -247,9 +254,11 @@ static void log_statistics(fa_context *ctx, fa_vk_kernel kernel, VkPipeline pipe
     }
 }
 
-/* The catalogue entry compiled for this matrix kernel's head dim and tiling, or -1. */
+/* The catalogue entry compiled for this matrix kernel's head dim, tiling and layout, or -1. */
 static int catalogue_index(fa_vk_kernel kernel, const fa_vk_spec *spec)
 {
+    if (kernel != FA_VK_FWD_CM && kernel != FA_VK_BWD_DKDV_CM && kernel != FA_VK_BWD_DQ_CM)
+        return -1;
     const fa_vk_matrix_kernel k = kernel == FA_VK_FWD_CM        ? FA_VK_MATRIX_FWD
                                   : kernel == FA_VK_BWD_DKDV_CM ? FA_VK_MATRIX_DKDV
                                                                 : FA_VK_MATRIX_DQ;
@@ -257,7 +266,8 @@ static int catalogue_index(fa_vk_kernel kernel, const fa_vk_spec *spec)
         const fa_vk_matrix_tiling *t = &fa_vk_catalogue_tilings[i];
         if (t->kernel == k && t->d == spec->head_dim && t->shape.m == spec->cm_m &&
             t->shape.n == spec->cm_n && t->shape.k == spec->cm_k && t->subgroup == spec->cm_sg &&
-            t->subgroups == spec->cm_nsg && t->tm == spec->cm_tm && t->bn == spec->cm_bn)
+            t->subgroups == spec->cm_nsg && t->tm == spec->cm_tm && t->bn == spec->cm_bn &&
+            !memcmp(&t->layout, &spec->cm_layout, sizeof t->layout))
             return (int)i;
     }
     return -1;
@@ -270,8 +280,13 @@ static fa_status ensure_catalogue_module(fa_context *ctx, int i, VkShaderModule 
         !(st->catalogue_modules = calloc(fa_vk_catalogue_count, sizeof(VkShaderModule))))
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot allocate the catalogue");
     if (!st->catalogue_modules[i]) {
-        fa_status s = create_module(ctx, fa_vk_catalogue_code[i], *fa_vk_catalogue_size[i],
-                                    &st->catalogue_modules[i]);
+        char name[160];
+        snprintf(name, sizeof name, "cat_%s", fa_vk_catalogue_names[i]);
+        size_t size = *fa_vk_catalogue_size[i];
+        uint32_t *override = load_override(ctx, name, &size);
+        fa_status s = create_module(ctx, override ? (const void *)override : fa_vk_catalogue_code[i],
+                                    size, &st->catalogue_modules[i]);
+        free(override);
         if (s != FA_OK)
             return s;
     }
@@ -349,7 +364,7 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
         .requiredSubgroupSize = spec->cm_sg,
     };
-    const fa_vk_matrix_caps *caps = &st->phys->matrix;
+    const fa_vk_matrix_caps *caps = &st->matrix_caps;
     const bool require_size = is_matrix_kernel(kernel) && st->phys->size_control &&
                               caps->subgroup_min != caps->subgroup_max;
     VkPipelineShaderStageCreateFlags stage_flags = 0;
@@ -378,10 +393,12 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     if (is_matrix_kernel(kernel))
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u M=%u N=%u K=%u SG=%u NSG=%u "
-               "TM=%u BN=%u%s, %s module",
+               "TM=%u BN=%u layout=%u.%u.%u.%u%s, %s module",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
                spec->cm_m, spec->cm_n, spec->cm_k, spec->cm_sg, spec->cm_nsg, spec->cm_tm,
-               spec->cm_bn, require_size ? " (subgroup size required)" : "",
+               spec->cm_bn, spec->cm_layout.elements, spec->cm_layout.slot_shift,
+               spec->cm_layout.slot_bits, spec->cm_layout.lane_xor,
+               require_size ? " (subgroup size required)" : "",
                cat >= 0 ? "catalogue" : "generic");
     else if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
@@ -462,8 +479,9 @@ fa_status fa_vk_dispatch(fa_context *ctx, fa_vk_kernel kernel, VkPipeline pipeli
     st->vk.vkCmdBindPipeline(st->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     st->vk.vkCmdBindDescriptorSets(st->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, st->layouts[kernel], 0,
                                    1, &set, 0, NULL);
-    st->vk.vkCmdPushConstants(st->cmd, st->layouts[kernel], VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                              push_size, push);
+    if (push_size)
+        st->vk.vkCmdPushConstants(st->cmd, st->layouts[kernel], VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                                  push_size, push);
     st->vk.vkCmdDispatch(st->cmd, gx, gy, gz);
     return FA_OK;
 }

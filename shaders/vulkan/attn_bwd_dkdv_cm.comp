@@ -5,15 +5,18 @@
 #extension GL_GOOGLE_include_directive : require
 #include "fa_backward_cm.glsl"
 
-TENSOR(6, g1_buf) // dV
+TENSOR8(6, g1_buf) // dV
 
 shared uint pts[NSG * RM * LDP]; // P^T, f16 pairs
-shared float lse_t[BN];          // the query tile's LSE (log2 units) and Delta
-shared float dl_t[BN];
+shared float lse_c[CM_M * BN];   // the query tile's LSE2 and Delta, CM_M repeated rows
+shared float dl_c[CM_M * BN];
+
+const uint LPT = (BN + NT - 1u) / NT; // the tile's LSE2 and Delta values per invocation
 
 void main()
 {
     const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
+    const uint tid = gl_LocalInvocationID.x;
     const uint n0 = gl_WorkGroupID.x * BM, hk = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint heads_q = gl_NumWorkGroups.y * GQA;
     const uint keys = min(BM, pc.seq_k - n0);
@@ -22,8 +25,9 @@ void main()
     const float NEG_INF = neg_inf();
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh + n0 * pc.k_ss;
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh + n0 * pc.v_ss;
-    const uint s_off = sg * RM * LDS, p_off = sg * RM * LDP;
+    const uint p_off = sg * RM * LDP;
 
+    CM_IDX_INIT(cm_idx) // made visible by STAGE_ROWS_A's barriers
     MAT_A ka[LEN_AD];
     MAT_A va[LEN_AD]; // one declarator per line: glslang 13 loses the use of the second
     STAGE_ROWS_A(ka, k_buf, k_base, pc.k_ss, keys, r0)
@@ -36,56 +40,89 @@ void main()
     }
 
     // Causal: query rows before n0 - diag see none of these keys. One flat loop over the query
-    // tiles of the GQA heads.
+    // tiles of the GQA heads; each step's Q, dO, LSE2 and Delta are fetched during the previous
+    // step's products. Queries past the end get LSE2 = -inf: P = 0.
     uint m_begin = 0;
     if (CAUSAL)
         m_begin = uint(clamp(int(n0) - diag, 0, int(pc.seq_q))) / BN * BN;
     const uint tiles = (pc.seq_q - m_begin + BN - 1u) / BN;
+    uvec4 next_q[FPT];
+    uvec4 next_g[FPT];
+    float next_l[LPT], next_d[LPT];
+#define FETCH_STEP(t_)                                                                         \
+    {                                                                                          \
+        const uint h_ = hk * GQA + (t_) / tiles, m_ = m_begin + (t_) % tiles * BN;             \
+        const uint n_ = min(BN, pc.seq_q - m_), w_ = (b * heads_q + h_) * pc.seq_q + m_;       \
+        TILE_FETCH(next_q, q_buf, pc.q_off + b * pc.q_sb + h_ * pc.q_sh + m_ * pc.q_ss,        \
+                   pc.q_ss, n_)                                                                \
+        TILE_FETCH(next_g, do_buf, pc.do_off + b * pc.do_sb + h_ * pc.do_sh + m_ * pc.do_ss,   \
+                   pc.do_ss, n_)                                                               \
+        [[unroll]] for (uint i_ = 0; i_ < LPT; i_++) {                                         \
+            const uint c_ = tid + i_ * NT;                                                     \
+            next_l[i_] = c_ < n_ ? ws[w_ + c_] : NEG_INF;                                      \
+            next_d[i_] = c_ < n_ ? ws[pc.delta_off + w_ + c_] : 0.0;                           \
+        }                                                                                      \
+    }
+    if (tiles > 0u)
+        FETCH_STEP(0u)
     for (uint t = 0; t < GQA * tiles; t++) {
-        const uint h = hk * GQA + t / tiles;
         const uint m0 = m_begin + t % tiles * BN;
-        const uint qrows = min(BN, pc.seq_q - m0);
-        const uint w0 = (b * heads_q + h) * pc.seq_q + m0;
         barrier(); // every subgroup is done with the previous tiles
-        TILE_LOAD(kt, 0u, q_buf, pc.q_off + b * pc.q_sb + h * pc.q_sh + m0 * pc.q_ss, pc.q_ss,
-                  qrows)
-        TILE_LOAD(vt, 0u, do_buf, pc.do_off + b * pc.do_sb + h * pc.do_sh + m0 * pc.do_ss,
-                  pc.do_ss, qrows)
-        for (uint c = gl_LocalInvocationID.x; c < BN; c += NT) {
-            lse_t[c] = c < qrows ? ws[w0 + c] : NEG_INF;
-            dl_t[c] = c < qrows ? ws[pc.delta_off + w0 + c] : 0.0;
+        TILE_PUT(kt, next_q)
+        TILE_PUT(vt, next_g)
+        [[unroll]] for (uint i = 0; i < LPT; i++) {
+            const uint c = tid + i * NT;
+            if (c < BN)
+                [[unroll]] for (uint r = 0; r < CM_M; r++) {
+                    lse_c[r * BN + c] = next_l[i];
+                    dl_c[r * BN + c] = next_d[i];
+                }
         }
         barrier();
-        PRODUCT_ROWS_T(ka, kt, ss, s_off)  // S^T = K Q^T
-        PRODUCT_ROWS_T(va, vt, dps, s_off) // dP^T = V dO^T
-        subgroup_sync();
+        if (t + 1u < GQA * tiles)
+            FETCH_STEP(t + 1u)
+        MAT_C s[LEN_CS];
+        PRODUCT_T(s, ka, kt) // S^T = K Q^T
+        MAT_C dp[LEN_CS];
+        PRODUCT_T(dp, va, vt) // dP^T = V dO^T
 
-        // The row pass (a row is a key, a column a query): P^T, dS^T = P^T (dP^T - Delta).
-        [[unroll]] for (uint i = 0; i < RPL; i++) {
-            const uint r = lane_row(lane, i);
-            // The first visible query of this key, tile-relative.
-            const int first = int(n0 + r0 + r) - diag - int(m0);
-            [[unroll]] for (uint p = 0; p < PPL; p++) {
-                const uint c = 2u * (lane % LPR + LPR * p), x = s_off + r * LDS + c;
-                const vec2 l2 = vec2(lse_t[c], lse_t[c + 1u]);
-                vec2 pr = exp2(vec2(ss[x], ss[x + 1u]) * pc.scale_log2 - l2);
-                if (l2.x == NEG_INF || (CAUSAL && int(c) < first))
-                    pr.x = 0.0;
-                if (l2.y == NEG_INF || (CAUSAL && int(c) + 1 < first))
-                    pr.y = 0.0;
-                const vec2 d = pr * (vec2(dps[x], dps[x + 1u]) - vec2(dl_t[c], dl_t[c + 1u]));
-                pts[p_off + r * LDP + lane % LPR + LPR * p] = packHalf2x16(pr);
-                dss[p_off + r * LDP + lane % LPR + LPR * p] = packHalf2x16(d);
-            }
+        // A row is a key, a column a query: P^T = exp2(S^T scale log2e - LSE2) where visible
+        // (into s), dS^T = P^T (dP^T - Delta) (into dp).
+        const bool edge = CAUSAL && int(n0 + r0 + RM) - 1 - diag > int(m0);
+        MAT_C ix = MAT_C(0.0);
+        if (edge)
+            CM_IDX_LOAD(ix, cm_idx);
+        [[unroll]] for (uint j = 0; j < BNN; j++) {
+            MAT_C lm;
+            MAT_C dm; // one declarator per line (glslang 13)
+            coopMatLoad(lm, lse_c, j * CM_N, BN, ROW_MAJOR);
+            coopMatLoad(dm, dl_c, j * CM_N, BN, ROW_MAJOR);
+            [[unroll]] for (uint tt = 0; tt < TM; tt++)
+                for (uint e = 0; e < lm.length(); e++) {
+                    const uint i = tt * BNN + j;
+                    float p = lm[e] == NEG_INF ? 0.0 : exp2(s[i][e] * pc.scale_log2 - lm[e]);
+                    if (edge) {
+                        // The first visible query of this key, tile-relative.
+                        const uint v = uint(ix[e]);
+                        const int first =
+                            int(n0 + r0 + tt * CM_M + v / CM_N) - diag - int(m0);
+                        if (int(j * CM_N + v % CM_N) < first)
+                            p = 0.0;
+                    }
+                    s[i][e] = p;
+                    dp[i][e] = p * (dp[i][e] - dm[e]);
+                }
         }
+        TO_SCRATCH_F16(s, pts, p_off)
+        TO_SCRATCH_F16(dp, dss, p_off)
         subgroup_sync();
         PRODUCT_ACC(dv, pts, p_off, vt) // dV += P^T dO
         PRODUCT_ACC(dk, dss, p_off, kt) // dK += dS^T Q
+        subgroup_sync(); // P^T and dS^T are read before the next step rewrites them
     }
 
-    const uint valid = keys > r0 ? keys - r0 : 0u;
-    STORE_ROWS(dk, pc.scale, ss, s_off, g0_buf,
-               pc.g0_off + b * pc.g0_sb + hk * pc.g0_sh + (n0 + r0) * pc.g0_ss, pc.g0_ss, valid)
-    STORE_ROWS(dv, 1.0, ss, s_off, g1_buf,
-               pc.g1_off + b * pc.g1_sb + hk * pc.g1_sh + (n0 + r0) * pc.g1_ss, pc.g1_ss, valid)
+    UNSTAGE_ROWS(dk, pc.scale, g0_buf, pc.g0_off + b * pc.g0_sb + hk * pc.g0_sh + n0 * pc.g0_ss,
+                 pc.g0_ss, keys, r0)
+    UNSTAGE_ROWS(dv, 1.0, g1_buf, pc.g1_off + b * pc.g1_sb + hk * pc.g1_sh + n0 * pc.g1_ss,
+                 pc.g1_ss, keys, r0)
 }

@@ -3,6 +3,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "fa_backward_cm.glsl"
 
+shared float lse_r[NSG * RM * CM_N]; // LSE2 and Delta of each subgroup's rows, repeated columns
+shared float dl_r[NSG * RM * CM_N];
+
 void main()
 {
     const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
@@ -16,21 +19,20 @@ void main()
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
     const uint q_base = pc.q_off + b * pc.q_sb + h * pc.q_sh + q0 * pc.q_ss;
     const uint g_base = pc.do_off + b * pc.do_sb + h * pc.do_sh + q0 * pc.do_ss;
-    const uint s_off = sg * RM * LDS, p_off = sg * RM * LDP;
+    const uint p_off = sg * RM * LDP, f_off = sg * RM * CM_N;
 
+    // Made visible by STAGE_ROWS_A's barriers. Rows past the end get LSE2 = -inf: P = 0.
+    CM_IDX_INIT(cm_idx)
+    const uint w0 = (b * heads_q + h) * pc.seq_q + q0 + r0;
+    for (uint i = lane; i < RM * CM_N; i += SG) {
+        const uint r = i / CM_N;
+        lse_r[f_off + i] = r0 + r < rows ? ws[w0 + r] : NEG_INF;
+        dl_r[f_off + i] = r0 + r < rows ? ws[pc.delta_off + w0 + r] : 0.0;
+    }
     MAT_A qa[LEN_AD];
     MAT_A ga[LEN_AD]; // one declarator per line: glslang 13 loses the use of the second
     STAGE_ROWS_A(qa, q_buf, q_base, pc.q_ss, rows, r0)
     STAGE_ROWS_A(ga, do_buf, g_base, pc.do_ss, rows, r0)
-
-    // The LSE (log2 units) and Delta of this lane's rows.
-    const uint w0 = (b * heads_q + h) * pc.seq_q + q0 + r0;
-    float l2[RPL], dl[RPL];
-    [[unroll]] for (uint i = 0; i < RPL; i++) {
-        const uint r = lane_row(lane, i);
-        l2[i] = r0 + r < rows ? ws[w0 + r] : NEG_INF;
-        dl[i] = r0 + r < rows ? ws[pc.delta_off + w0 + r] : 0.0;
-    }
 
     uint n_end = pc.seq_k;
     if (CAUSAL)
@@ -39,36 +41,57 @@ void main()
     [[unroll]] for (uint i = 0; i < TM * DN; i++)
         dq[i] = MAT_C(0.0);
 
+    uvec4 next_k[FPT];
+    uvec4 next_v[FPT];
+    if (n_end > 0u) {
+        TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, pc.seq_k))
+        TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, pc.seq_k))
+    }
     for (uint n0 = 0; n0 < n_end; n0 += BN) {
         const uint keys = min(BN, pc.seq_k - n0);
         barrier(); // every subgroup is done with the previous K and V
-        TILE_LOAD(kt, 0u, k_buf, k_base + n0 * pc.k_ss, pc.k_ss, keys)
-        TILE_LOAD(vt, 0u, v_buf, v_base + n0 * pc.v_ss, pc.v_ss, keys)
+        TILE_PUT(kt, next_k)
+        TILE_PUT(vt, next_v)
         barrier();
-        PRODUCT_ROWS_T(qa, kt, ss, s_off)  // S = Q K^T
-        PRODUCT_ROWS_T(ga, vt, dps, s_off) // dP = dO V^T
-        subgroup_sync();
-
-        // The row pass: P = exp2(S scale log2e - LSE2) where visible, dS = P (dP - Delta).
-        [[unroll]] for (uint i = 0; i < RPL; i++) {
-            const uint r = lane_row(lane, i);
-            const int lim = int(q0 + r0 + r) + diag - int(n0); // last visible key, tile-relative
-            [[unroll]] for (uint p = 0; p < PPL; p++) {
-                const uint c = 2u * (lane % LPR + LPR * p), x = s_off + r * LDS + c;
-                vec2 pr = exp2(vec2(ss[x], ss[x + 1u]) * pc.scale_log2 - l2[i]);
-                const bool row_ok = l2[i] != NEG_INF;
-                if (!row_ok || c >= keys || (CAUSAL && int(c) > lim))
-                    pr.x = 0.0;
-                if (!row_ok || c + 1u >= keys || (CAUSAL && int(c) + 1 > lim))
-                    pr.y = 0.0;
-                const vec2 d = pr * (vec2(dps[x], dps[x + 1u]) - dl[i]);
-                dss[p_off + r * LDP + lane % LPR + LPR * p] = packHalf2x16(d);
-            }
+        const uint n1 = n0 + BN;
+        if (n1 < n_end) {
+            TILE_FETCH(next_k, k_buf, k_base + n1 * pc.k_ss, pc.k_ss, min(BN, pc.seq_k - n1))
+            TILE_FETCH(next_v, v_buf, v_base + n1 * pc.v_ss, pc.v_ss, min(BN, pc.seq_k - n1))
         }
+        MAT_C s[LEN_CS];
+        PRODUCT_T(s, qa, kt) // S = Q K^T
+        MAT_C dp[LEN_CS];
+        PRODUCT_T(dp, ga, vt) // dP = dO V^T
+
+        // P = exp2(S scale log2e - LSE2) where visible, dS = P (dP - Delta), in place in s.
+        const bool edge = keys < BN || (CAUSAL && int(n0 + BN) - 1 > int(q0 + r0) + diag);
+        MAT_C ix = MAT_C(0.0);
+        if (edge)
+            CM_IDX_LOAD(ix, cm_idx);
+        [[unroll]] for (uint t = 0; t < TM; t++) {
+            MAT_C lm;
+            MAT_C dm; // one declarator per line (glslang 13)
+            coopMatLoad(lm, lse_r, f_off + t * CM_M * CM_N, CM_N, ROW_MAJOR);
+            coopMatLoad(dm, dl_r, f_off + t * CM_M * CM_N, CM_N, ROW_MAJOR);
+            [[unroll]] for (uint j = 0; j < BNN; j++)
+                for (uint e = 0; e < lm.length(); e++) {
+                    const uint i = t * BNN + j;
+                    float p = lm[e] == NEG_INF ? 0.0 : exp2(s[i][e] * pc.scale_log2 - lm[e]);
+                    if (edge) {
+                        const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
+                        const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
+                        if (c >= keys || (CAUSAL && int(c) > lim))
+                            p = 0.0;
+                    }
+                    s[i][e] = p * (dp[i][e] - dm[e]);
+                }
+        }
+        TO_SCRATCH_F16(s, dss, p_off)
         subgroup_sync();
         PRODUCT_ACC(dq, dss, p_off, kt) // dQ += dS K
+        subgroup_sync(); // dS is read before the next tile rewrites it
     }
 
-    const uint o_base = pc.g0_off + b * pc.g0_sb + h * pc.g0_sh + (q0 + r0) * pc.g0_ss;
-    STORE_ROWS(dq, pc.scale, ss, s_off, g0_buf, o_base, pc.g0_ss, rows > r0 ? rows - r0 : 0u)
+    const uint o_base = pc.g0_off + b * pc.g0_sb + h * pc.g0_sh + q0 * pc.g0_ss;
+    UNSTAGE_ROWS(dq, pc.scale, g0_buf, o_base, pc.g0_ss, rows, r0)
 }

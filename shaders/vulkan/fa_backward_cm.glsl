@@ -4,14 +4,18 @@
 // share). Deterministic, no atomics:
 //   dK/dV: one workgroup per (key tile of BM keys, KV head, batch), NSG subgroups of RM keys each,
 //     looping over the query tiles of BN of every query head of the GQA group. Per query tile:
-//     S^T = K Q^T and dP^T = V dO^T to f32 scratch; the row pass (a row is a key) forms
-//     P^T = exp2(S^T scale log2e - LSE2) and dS^T = P^T (dP^T - Delta) in f16 scratch; then
-//     dV += P^T dO and dK += dS^T Q. K and V stay in registers as A matrices.
+//     S^T = K Q^T and dP^T = V dO^T; on their elements P^T = exp2(S^T scale log2e - LSE2) and
+//     dS^T = P^T (dP^T - Delta), with the query tile's LSE2 and Delta as matrices of repeated
+//     rows; both to f16 scratch; then dV += P^T dO and dK += dS^T Q. K and V stay in registers
+//     as A matrices.
 //   dQ: one workgroup per (query tile of BM, query head, batch), NSG subgroups of RM queries,
-//     looping over key tiles of BN: S = Q K^T, dP = dO V^T; P and dS = P (dP - Delta);
-//     dQ += dS K. Q and dO stay in registers as A matrices.
-// The columns' tensors (Q and dO, or K and V) are BN x D f16 tiles in shared memory. dK and dQ
-// are scaled once at the end.
+//     looping over key tiles of BN: S = Q K^T, dP = dO V^T; P and dS = P (dP - Delta) on their
+//     elements (LSE2 and Delta of the subgroup's rows as matrices of repeated columns); dS to
+//     f16 scratch; dQ += dS K. Q and dO stay in registers as A matrices.
+// No row reductions: every step works on the accumulators' own elements (fa_matrix.glsl), with
+// the index matrix where a causal diagonal or the end of the keys crosses the tile. The
+// columns' tensors (Q and dO, or K and V) are BN x D f16 tiles in shared memory. dK and dQ are
+// scaled once at the end.
 #extension GL_GOOGLE_include_directive : require
 #include "fa_matrix.glsl"
 
@@ -20,12 +24,11 @@ TENSOR8(1, k_buf)
 TENSOR8(2, v_buf)
 TENSOR8(3, do_buf)
 layout(set = 0, binding = 4, std430) readonly buffer ws_block { float ws[]; }; // LSE2, Delta
-TENSOR(5, g0_buf) // dK, or dQ
+TENSOR8(5, g0_buf) // dK, or dQ
 
 FA_BWD_PARAMS
 
 shared uvec4 kt[BN * LDT]; // Q (dK/dV) or K (dQ); also stages the register operands
 shared uvec4 vt[BN * LDT]; // dO (dK/dV) or V (dQ)
-shared float ss[NSG * RM * LDS];  // S or S^T
-shared float dps[NSG * RM * LDS]; // dP or dP^T
-shared uint dss[NSG * RM * LDP];  // dS or dS^T, f16 pairs
+shared uint dss[NSG * RM * LDP]; // dS or dS^T, f16 pairs
+shared float cm_idx[CM_M * CM_N];

@@ -4,11 +4,20 @@
 //
 // Every matrix product runs on subgroup-scope cooperative matrices of the device's shape
 // CM_M x CM_N x CM_K (f16 x f16 + f32 -> f32). The element-to-invocation mapping of a
-// cooperative matrix is the driver's secret, so whatever needs rows (masks, row maxima, sums,
-// per-row factors) goes through a subgroup's own scratch in shared memory: an accumulator is
-// stored there, each lane works on whole row segments of it, and the f16 results are loaded back
-// as A matrices. A per-row factor becomes an RM x CM_N matrix of repeated rows, loaded as an
-// accumulator and multiplied element by element (matrices of one type share their mapping).
+// cooperative matrix is the driver's, so:
+// - element-wise work (scaling, exp2, masks, dS = P (dP - Delta)) runs on the accumulators'
+//   own elements; a per-row or per-column value (LSE, Delta) comes as a matrix of repeated rows
+//   or columns loaded from shared memory (matrices of one type share their mapping), and an
+//   element's row and column, where a mask needs them, from the index matrix cm_idx
+//   (CM_IDX_LOAD), whose element (r, c) holds r * CM_N + c;
+// - a result that feeds another product (P, dS) goes to shared memory as f16 and comes back as
+//   an A matrix (KHR matrices cannot change use in registers);
+// - a row reduction (the forward's row maxima and sums) needs to know which lanes share a row:
+//   where the host has probed the accumulators' layout (vk_matrix_layout.c) and the module was
+//   compiled for it (FA_CM_LAYOUT_*), lanes reduce their own elements and then across the lanes
+//   of a row with shuffles; otherwise S goes through the subgroup's scratch in shared memory,
+//   where each lane works on whole row segments (the row pass), and a per-row factor becomes an
+//   RM x CM_N matrix of repeated rows multiplied element by element.
 //
 // A subgroup owns RM = TM * CM_M rows. In the row passes, LPR lanes share a row (SG > RM) or a
 // lane owns RPL rows (SG < RM); a lane takes the column pairs (lane % LPR) + LPR * j of its row.
@@ -41,6 +50,7 @@ layout(local_size_x = 128, local_size_x_id = FA_SPEC_CM_WG) in; // SG * NSG
 #define MAT_A coopmat<float16_t, gl_ScopeSubgroup, CM_M, CM_K, gl_MatrixUseA>
 #define MAT_B coopmat<float16_t, gl_ScopeSubgroup, CM_K, CM_N, gl_MatrixUseB>
 #define MAT_C coopmat<float, gl_ScopeSubgroup, CM_M, CM_N, gl_MatrixUseAccumulator>
+#define MAT_H coopmat<float16_t, gl_ScopeSubgroup, CM_M, CM_N, gl_MatrixUseAccumulator>
 #define ROW_MAJOR gl_CooperativeMatrixLayoutRowMajor
 #define COL_MAJOR gl_CooperativeMatrixLayoutColumnMajor
 
@@ -56,6 +66,31 @@ const uint LDS = BN + 4u;                  // f32 scratch row pitch, floats
 const uint LDP = (BN + 8u) / 2u;           // f16 scratch row pitch, uints (pairs)
 const uint DK = D / CM_K, DN = D / CM_N;   // matrices along the head dim (as K, as N)
 const uint BK = BN / CM_K, BNN = BN / CM_N; // matrices along a step's columns (as K, as N)
+const uint FPT = (BN * D8 + NT - 1u) / NT;  // 8-element groups of one tile per invocation
+
+#ifdef FA_CM_LAYOUT_E
+// The accumulators' layout as the host probed it (vk_matrix_layout.c) and this module was
+// compiled for: a lane holds CE elements of a CM_M x CM_N accumulator; element e is in the
+// lane's row slot (e >> SLOT_SHIFT) % NSLOT (one row per slot); the lanes holding the same rows
+// differ only in the bits of LANE_XOR, and together hold all of those rows.
+const uint CE = FA_CM_LAYOUT_E, SLOT_SHIFT = FA_CM_LAYOUT_SHIFT;
+const uint NSLOT = 1u << FA_CM_LAYOUT_BITS, LANE_XOR = FA_CM_LAYOUT_XOR;
+uint slot_of(uint e) { return (e >> SLOT_SHIFT) & (NSLOT - 1u); }
+float group_max(float x)
+{
+    [[unroll]] for (uint o = 1u; o < SG; o <<= 1)
+        if ((LANE_XOR & o) != 0u)
+            x = max(x, subgroupShuffleXor(x, o));
+    return x;
+}
+float group_sum(float x)
+{
+    [[unroll]] for (uint o = 1u; o < SG; o <<= 1)
+        if ((LANE_XOR & o) != 0u)
+            x += subgroupShuffleXor(x, o);
+    return x;
+}
+#endif
 
 // Lengths of the matrix arrays: operands over the head dim, accumulators over it, a step's
 // scores.
@@ -81,6 +116,55 @@ uint lane_row(uint lane, uint i) { return lane / LPR + (SG / LPR) * i; }
         }                                                                                      \
     }
 
+// Starts loading rows [0, BN) of a BN x D tile (as TILE_LOAD) into the invocation's registers
+// regs_[FPT], so that the loads fly while the current tile is multiplied; TILE_PUT stores them.
+#define TILE_FETCH(regs_, buf_, base_, stride_, valid_)                                        \
+    {                                                                                          \
+        const uint b_ = (base_), st_ = (stride_), n_ = (valid_);                               \
+        const bool v4_ = ((b_ | st_) & 3u) == 0u, v8_ = ((b_ | st_) & 7u) == 0u;               \
+        [[unroll]] for (uint i_ = 0; i_ < FPT; i_++) {                                         \
+            const uint e_ = gl_LocalInvocationID.x + i_ * NT, r_ = e_ / D8, c_ = e_ - r_ * D8; \
+            regs_[i_] = uvec4(0);                                                              \
+            if (e_ < BN * D8 && r_ < n_)                                                       \
+                regs_[i_] = LD_RAW8(buf_, b_ + r_ * st_ + 8u * c_, v8_, v4_);                  \
+        }                                                                                      \
+    }
+#define TILE_PUT(dst_, regs_)                                                                  \
+    [[unroll]] for (uint i_ = 0; i_ < FPT; i_++) {                                             \
+        const uint e_ = gl_LocalInvocationID.x + i_ * NT, r_ = e_ / D8;                        \
+        if (e_ < BN * D8)                                                                      \
+            dst_[r_ * LDT + e_ - r_ * D8] = regs_[i_];                                         \
+    }
+
+// Stores eight f16 elements (bits x_) at element i_ of a tensor: one 16-byte store when vec8_
+// (offset and strides multiples of 8), two 8-byte ones when vec_ (multiples of 4), else one
+// element at a time.
+#define ST_RAW8(name_, i_, x_, vec8_, vec_)                                                    \
+    {                                                                                          \
+        const uint j_ = (i_);                                                                  \
+        const uvec4 y_ = (x_);                                                                 \
+        if (vec8_) {                                                                           \
+            name_##_q[j_ >> 3] = y_;                                                           \
+        } else if (vec_) {                                                                     \
+            name_##_v[j_ >> 2] = y_.xy;                                                        \
+            name_##_v[(j_ >> 2) + 1u] = y_.zw;                                                 \
+        } else {                                                                               \
+            [[unroll]] for (uint w_ = 0; w_ < 4u; w_++) {                                      \
+                const vec2 h_ = unpackHalf2x16(y_[w_]);                                        \
+                ST(name_, j_ + 2u * w_, h_.x);                                                 \
+                ST(name_, j_ + 2u * w_ + 1u, h_.y);                                            \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+// The index matrix: element (r, c) of cm_idx_ holds r * CM_N + c (CM_IDX_INIT fills the shared
+// table, all invocations, before a barrier), so that an invocation learns the row and column of
+// each element it holds of any matrix of type MAT_C.
+#define CM_IDX_INIT(tab_)                                                                      \
+    for (uint i_ = gl_LocalInvocationID.x; i_ < CM_M * CM_N; i_ += NT)                         \
+        tab_[i_] = float(i_);
+#define CM_IDX_LOAD(m_, tab_) coopMatLoad(m_, tab_, 0u, CM_N, ROW_MAJOR)
+
 // acc_[t * count_ + j] (t < TM, j < count_) *= the factor of its row, which the lanes left in
 // rv_ as an RM x CM_N block of repeated rows at rv_off_.
 #define SCALE_ROWS(acc_, count_, rv_, rv_off_)                                                 \
@@ -91,36 +175,6 @@ uint lane_row(uint lane, uint i) { return lane / LPR + (SG / LPR) * i; }
             [[unroll]] for (uint j_ = 0; j_ < (count_); j_++)                                  \
                 [[unroll]] for (uint e_ = 0; e_ < f_.length(); e_++)                           \
                     acc_[t_ * (count_) + j_][e_] *= f_[e_];                                    \
-        }                                                                                      \
-    }
-
-// Writes the RM x D accumulators acc_[t * DN + j] times `scale_` to rows [0, valid_) of a
-// tensor (row r at base_ + r * ss_ in out_), through the subgroup's f32 scratch sc_ (RM x LDS at
-// sc_off_), BN columns at a time.
-#define STORE_ROWS(acc_, scale_, sc_, sc_off_, out_, base_, ss_, valid_)                       \
-    {                                                                                          \
-        const uint lane_ = gl_SubgroupInvocationID;                                            \
-        [[unroll]] for (uint c0_ = 0; c0_ < DN; c0_ += BNN) {                                  \
-            [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                        \
-                [[unroll]] for (uint j_ = 0; j_ < BNN; j_++)                                   \
-                    if (c0_ + j_ < DN)                                                         \
-                        coopMatStore(acc_[t_ * DN + c0_ + j_], sc_,                            \
-                                     (sc_off_) + t_ * CM_M * LDS + j_ * CM_N, LDS, ROW_MAJOR); \
-            subgroup_sync();                                                                   \
-            [[unroll]] for (uint i_ = 0; i_ < RPL; i_++) {                                     \
-                const uint r_ = lane_row(lane_, i_);                                           \
-                if (r_ < (valid_))                                                             \
-                    [[unroll]] for (uint p_ = 0; p_ < PPL; p_++) {                             \
-                        const uint c_ = 2u * (lane_ % LPR + LPR * p_);                         \
-                        const uint g_ = c0_ * CM_N + c_;                                       \
-                        if (g_ < D) {                                                          \
-                            const uint x_ = (sc_off_) + r_ * LDS + c_;                         \
-                            ST(out_, (base_) + r_ * (ss_) + g_, sc_[x_] * (scale_));           \
-                            ST(out_, (base_) + r_ * (ss_) + g_ + 1u, sc_[x_ + 1u] * (scale_)); \
-                        }                                                                      \
-                    }                                                                          \
-            }                                                                                  \
-            subgroup_sync();                                                                   \
         }                                                                                      \
     }
 
@@ -172,12 +226,45 @@ float row_sum(float x)
     }                                                                                          \
     barrier();
 
-// acc_[t * BNN + j] = A B^T over the head dim, where A is mats_ (t < TM blocks of the
-// subgroup's rows) and B's rows are the BN rows of tile_ (column-major B); then stored to the
-// subgroup's f32 scratch sc_ at sc_off_ (RM x BN, pitch LDS).
-#define PRODUCT_ROWS_T(mats_, tile_, sc_, sc_off_)                                             \
+// Writes the subgroup's RM x D accumulators acc_[t * DN + d] times scale_, as f16, to rows
+// [0, valid_) of the workgroup's BM rows of a tensor (row r at base_ + r * ss_), staging
+// through the tiles kt and vt 2 BN rows at a time, so that global memory sees whole rows
+// (r0_: the subgroup's first row). Starts and ends with the tiles free.
+#define UNSTAGE_ROWS(acc_, scale_, out_, base_, ss_, valid_, r0_)                              \
     {                                                                                          \
-        MAT_C acc_[LEN_CS];                                                                  \
+        const uint b_ = (base_), st_ = (ss_), n_ = (valid_);                                   \
+        const bool v4_ = ((b_ | st_) & 3u) == 0u, v8_ = ((b_ | st_) & 7u) == 0u;               \
+        [[unroll]] for (uint c0_ = 0; c0_ < BM; c0_ += 2u * BN) {                              \
+            barrier();                                                                         \
+            [[unroll]] for (uint t_ = 0; t_ < TM; t_++) {                                      \
+                const uint r_ = (r0_) + t_ * CM_M;                                             \
+                if (r_ >= c0_ && r_ < c0_ + 2u * BN) {                                         \
+                    [[unroll]] for (uint d_ = 0; d_ < DN; d_++) {                              \
+                        const uint o_ = ((r_ - c0_) % BN) * LDT + d_ * (CM_N / 8u);            \
+                        const MAT_H h_ = MAT_H(acc_[t_ * DN + d_] * (scale_));                 \
+                        if (r_ < c0_ + BN)                                                     \
+                            coopMatStore(h_, kt, o_, LDT, ROW_MAJOR);                          \
+                        else                                                                   \
+                            coopMatStore(h_, vt, o_, LDT, ROW_MAJOR);                          \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+            barrier();                                                                         \
+            for (uint e_ = gl_LocalInvocationID.x; e_ < 2u * BN * D8; e_ += NT) {              \
+                const uint r_ = e_ / D8, c_ = e_ - r_ * D8;                                    \
+                if (c0_ + r_ < n_) {                                                           \
+                    const uvec4 x_ = r_ < BN ? kt[r_ * LDT + c_] : vt[(r_ - BN) * LDT + c_];   \
+                    ST_RAW8(out_, b_ + (c0_ + r_) * st_ + 8u * c_, x_, v8_, v4_)               \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+        barrier();                                                                             \
+    }
+
+// acc_[t * BNN + j] = A B^T over the head dim, where A is mats_ (t < TM blocks of the
+// subgroup's rows) and B's rows are the BN rows of tile_ (column-major B).
+#define PRODUCT_T(acc_, mats_, tile_)                                                          \
+    {                                                                                          \
         [[unroll]] for (uint i_ = 0; i_ < TM * BNN; i_++)                                      \
             acc_[i_] = MAT_C(0.0);                                                             \
         [[unroll]] for (uint d_ = 0; d_ < DK; d_++)                                            \
@@ -188,11 +275,27 @@ float row_sum(float x)
                     acc_[t_ * BNN + j_] = coopMatMulAdd(mats_[t_ * DK + d_], b_,               \
                                                         acc_[t_ * BNN + j_]);                  \
             }                                                                                  \
+    }
+
+// PRODUCT_T, then the RM x BN result stored to the subgroup's f32 scratch sc_ at sc_off_
+// (pitch LDS).
+#define PRODUCT_ROWS_T(mats_, tile_, sc_, sc_off_)                                             \
+    {                                                                                          \
+        MAT_C acc_[LEN_CS];                                                                    \
+        PRODUCT_T(acc_, mats_, tile_)                                                          \
         [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                            \
             [[unroll]] for (uint j_ = 0; j_ < BNN; j_++)                                       \
                 coopMatStore(acc_[t_ * BNN + j_], sc_, (sc_off_) + t_ * CM_M * LDS + j_ * CM_N, \
                              LDS, ROW_MAJOR);                                                  \
     }
+
+// The RM x BN accumulators acc_[t * BNN + j] as f16 into the subgroup's f16 scratch ps_ at
+// ps_off_ (pitch LDP pairs), from where PRODUCT_ACC reads them as A matrices.
+#define TO_SCRATCH_F16(acc_, ps_, ps_off_)                                                     \
+    [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                                \
+        [[unroll]] for (uint j_ = 0; j_ < BNN; j_++)                                           \
+            coopMatStore(MAT_H(acc_[t_ * BNN + j_]), ps_,                                      \
+                         (ps_off_) + t_ * CM_M * LDP + j_ * (CM_N / 2u), LDP, ROW_MAJOR);
 
 // acc_[t * DN + d] += A B, where A is the subgroup's RM x BN f16 scratch ps_ at ps_off_ (pitch
 // LDP) and B the BN x D tile tile_ (row-major).

@@ -1,0 +1,88 @@
+/* The accumulator layout probe: which lane of a subgroup holds which element of a cooperative
+ * matrix is the driver's choice, so the library asks the device. For each shape that a
+ * catalogue module was compiled for a layout of, one dispatch of shaders/vulkan/matrix_layout.comp
+ * reads back where each element lands, and fa_vk_matrix_layout_classify (vk_matrix_plan.c)
+ * says whether it has the form the register row reductions need. Runs once per context. */
+#include "vk_internal.h"
+#include "vk_matrix_catalogue.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_E = 64 }; /* matrix_layout.comp */
+
+/* Whether a catalogue module assumes a layout of `shape` at subgroup size sg. */
+static bool wanted(const fa_vk_matrix_shape *shape, uint32_t sg)
+{
+    for (uint32_t i = 0; i < fa_vk_catalogue_count; i++) {
+        const fa_vk_matrix_tiling *t = &fa_vk_catalogue_tilings[i];
+        if (t->layout.elements && t->subgroup == sg && t->shape.m == shape->m &&
+            t->shape.n == shape->n && t->shape.k == shape->k)
+            return true;
+    }
+    return false;
+}
+
+/* Runs the probe for `shape` and classifies what it read back into *out. */
+static fa_status probe_shape(fa_context *ctx, const fa_vk_matrix_shape *shape, uint32_t sg,
+                             fa_vk_matrix_layout *out)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    const size_t words = 1 + (size_t)sg * MAX_E;
+    uint32_t *host = calloc(words, sizeof *host);
+    if (!host)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: layout probe");
+    fa_vk_buffer buf = {0};
+    const fa_vk_spec spec = {.cm_m = shape->m, .cm_n = shape->n, .cm_k = shape->k, .cm_sg = sg,
+                             .cm_nsg = 1};
+    VkPipeline pipeline;
+    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_MATRIX_LAYOUT, FA_VK_F16_S16, &spec, &pipeline);
+    if (s == FA_OK)
+        s = fa_vk_buffer_create(ctx, words * sizeof *host, false, &buf);
+    if (s == FA_OK)
+        s = fa_vk_begin(ctx);
+    if (s == FA_OK) {
+        s = fa_vk_dispatch(ctx, FA_VK_MATRIX_LAYOUT, pipeline, &buf.buffer, NULL, 0, 1, 1, 1);
+        if (s != FA_OK) {
+            st->recording = false;
+            st->vk.vkEndCommandBuffer(st->cmd);
+        }
+    }
+    if (s == FA_OK)
+        s = fa_vk_submit(ctx, true);
+    if (s == FA_OK)
+        s = fa_vk_buffer_read(ctx, &buf, 0, host, words * sizeof *host);
+    if (s == FA_OK)
+        fa_vk_matrix_layout_classify(host + 1, MAX_E, sg, host[0], shape->m, shape->n, out);
+    if (s == FA_OK)
+        fa_log(ctx, FA_LOG_INFO,
+               "vulkan: %ux%u accumulator on %u lanes: %u elements per lane, %s (%u.%u.%u.%u)",
+               shape->m, shape->n, sg, host[0],
+               out->elements ? "row slots known" : "no usable row form", out->elements,
+               out->slot_shift, out->slot_bits, out->lane_xor);
+    fa_vk_buffer_destroy(st, &buf);
+    free(host);
+    return s;
+}
+
+void fa_vk_matrix_layout_probe(fa_context *ctx)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    fa_vk_matrix_caps *caps = &st->matrix_caps;
+    const uint32_t sg = caps->subgroup_preferred;
+    /* FA_VULKAN_MATRIX_LAYOUT=0: no probe, so the forward keeps the generic row pass (for
+     * comparing the two). */
+    const char *env = getenv("FA_VULKAN_MATRIX_LAYOUT");
+    if (env && !strcmp(env, "0"))
+        return;
+    for (uint32_t i = 0; i < caps->shape_count && i < FA_VK_MATRIX_MAX_SHAPES; i++) {
+        caps->layouts[i] = (fa_vk_matrix_layout){0};
+        if (!wanted(&caps->shapes[i], sg))
+            continue;
+        if (probe_shape(ctx, &caps->shapes[i], sg, &caps->layouts[i]) != FA_OK) {
+            caps->layouts[i] = (fa_vk_matrix_layout){0};
+            fa_log(ctx, FA_LOG_WARN, "vulkan: layout probe of %ux%u failed (%s); generic row pass",
+                   caps->shapes[i].m, caps->shapes[i].n, fa_context_last_error(ctx));
+        }
+    }
+}
