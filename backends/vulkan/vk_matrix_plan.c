@@ -189,6 +189,30 @@ static bool first_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps,
     return false;
 }
 
+/* The first of the tilings compiled ahead for this kernel and head dim, at the subgroup size
+ * the device runs (with `only`: only those with a layout and only's tm, subgroups and bn), that
+ * fits one of its shapes, into *plan. Only the forward reduces rows: a tiling with a layout
+ * serves no other kernel. */
+static bool catalogue_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
+                          const fa_vk_matrix_plan *only, fa_vk_matrix_plan *plan)
+{
+    const uint32_t sg = subgroup_of(caps);
+    for (uint32_t t = 0; caps->tilings && t < caps->tiling_count; t++) {
+        const fa_vk_matrix_tiling *c = &caps->tilings[t];
+        if (c->kernel != kernel || c->d != d || c->subgroup != sg ||
+            (c->layout.elements && kernel != FA_VK_MATRIX_FWD))
+            continue;
+        if (only && (!c->layout.elements || c->tm != only->tm ||
+                     c->subgroups != only->subgroups || c->bn != only->bn))
+            continue;
+        const fa_vk_matrix_plan p = {
+            .subgroup = sg, .tm = c->tm, .subgroups = c->subgroups, .bn = c->bn, .layout = c->layout};
+        if (first_fit(kernel, caps, d, &c->shape, p, plan))
+            return true;
+    }
+    return false;
+}
+
 bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
                               const char *override_tiles, fa_vk_matrix_plan *plan, char *why,
                               size_t why_size)
@@ -212,42 +236,15 @@ bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_cap
         return false;
     }
     unsigned o_tm = 0, o_nsg = 0, o_bn = 0;
-    const bool override = override_tiles && override_tiles[0] &&
-                          sscanf(override_tiles, "%u,%u,%u", &o_tm, &o_nsg, &o_bn) == 3;
-    /* The override as a catalogue tiling with a layout, where one matches; else as given. */
-    for (uint32_t t = 0; override && caps->tilings && t < caps->tiling_count; t++) {
-        const fa_vk_matrix_tiling *c = &caps->tilings[t];
-        if (c->kernel == kernel && kernel == FA_VK_MATRIX_FWD && c->layout.elements &&
-            c->d == d && c->subgroup == sg && c->tm == o_tm && c->subgroups == o_nsg &&
-            c->bn == o_bn &&
-            first_fit(kernel, caps, d, &c->shape,
-                      (fa_vk_matrix_plan){.subgroup = sg,
-                                          .tm = c->tm,
-                                          .subgroups = c->subgroups,
-                                          .bn = c->bn,
-                                          .layout = c->layout},
-                      plan))
+    if (override_tiles && override_tiles[0] &&
+        sscanf(override_tiles, "%u,%u,%u", &o_tm, &o_nsg, &o_bn) == 3) {
+        const fa_vk_matrix_plan o = {.subgroup = sg, .tm = o_tm, .subgroups = o_nsg, .bn = o_bn};
+        /* As a catalogue tiling with a layout where one matches, else as given. */
+        if (catalogue_fit(kernel, caps, d, &o, plan) || first_fit(kernel, caps, d, NULL, o, plan))
             return true;
     }
-    if (override &&
-        first_fit(kernel, caps, d, NULL,
-                  (fa_vk_matrix_plan){.subgroup = sg, .tm = o_tm, .subgroups = o_nsg, .bn = o_bn},
-                  plan))
+    if (catalogue_fit(kernel, caps, d, NULL, plan))
         return true;
-    /* The tilings compiled ahead, at a shape the device lists and the subgroup size it runs. */
-    for (uint32_t t = 0; caps->tilings && t < caps->tiling_count; t++) {
-        const fa_vk_matrix_tiling *c = &caps->tilings[t];
-        if (c->kernel == kernel && c->d == d && c->subgroup == sg &&
-            (!c->layout.elements || kernel == FA_VK_MATRIX_FWD) &&
-            first_fit(kernel, caps, d, &c->shape,
-                      (fa_vk_matrix_plan){.subgroup = sg,
-                                          .tm = c->tm,
-                                          .subgroups = c->subgroups,
-                                          .bn = c->bn,
-                                          .layout = c->layout},
-                      plan))
-            return true;
-    }
     /* No override, or one that fits no shape: the preferred tilings. */
     static const uint32_t nsg_pref[] = {4, 2, 1};
     static const uint32_t bn_pref[] = {64, 32, 16};

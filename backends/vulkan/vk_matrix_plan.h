@@ -85,10 +85,12 @@ bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32
                                   uint32_t len, uint32_t m, uint32_t n, fa_vk_matrix_layout *out);
 
 /* The plan for `kernel` at head dim d: the override "tm,subgroups,bn" (a tuning knob; NULL or
- * empty = none) with the first of the device's shapes it fits, else the first of caps->tilings
- * for this kernel and head dim that the device can run and fits, else the first of the
- * preferred tilings that fits, over the shapes in the device's order. False, with the reason in
- * `why`, when none fits (the caller then uses the scalar shaders). */
+ * empty = none), as a catalogue tiling with a layout where one matches, else with the first of
+ * the device's shapes it fits; else the first of caps->tilings for this kernel and head dim that
+ * the device can run and fits; else the first of the preferred tilings that fits, over the
+ * shapes in the device's order. A tiling with a layout serves only the forward, and only at a
+ * shape whose probed layout (caps->layouts) is the same. False, with the reason in `why`, when
+ * none fits (the caller then uses the scalar shaders). */
 bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
                               const char *override_tiles, fa_vk_matrix_plan *plan, char *why,
                               size_t why_size);
