@@ -152,15 +152,16 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # optionally the accumulator layout a forward module is compiled for (elements per lane, slot
 # shift, slot bits, lane xor mask: fa_vk_matrix_layout in vk_matrix_plan.h), which the planner
 # takes only on a device whose probed layout is the same (the forward's row reductions then run
-# in registers). The first entry: NVIDIA's 16x16 accumulators on 32 lanes as its driver (580)
+# in registers), and optionally the largest head dim to compile it for. The first entry: NVIDIA's 16x16 accumulators on 32 lanes as its driver (580)
 # lays them out: lane 4 g + t holds row g in elements 0-3 and row g + 8 in elements 4-7. Eight
 # subgroups (128 rows) per workgroup halve the K and V loads per product against four: measured
 # on the H200 in docs/PERF.md. The last entry is Mesa lavapipe's 8x8 accumulator (a lane per
-# column), so that CI's vulkan_matrix_lavapipe test runs the register row reductions too.
+# column), so that CI's vulkan_matrix_lavapipe test runs the register row reductions too (head
+# dims up to 64: larger ones take spirv-opt about 10 s each).
 set(FA_VK_CM_TILINGS
-  "16 16 16 32 8 1 32 8 2 1 3;16 16 16 32 8 1 32;16 16 16 32 4 1 32;8 8 8 8 4 2 32 8 0 3 7"
+  "16 16 16 32 8 1 32 8 2 1 3;16 16 16 32 8 1 32;16 16 16 32 4 1 32;8 8 8 8 4 2 32 8 0 3 7 64"
   CACHE STRING
-  "Cooperative-matrix tilings compiled ahead per head dim (M N K SG NSG TM BN [E SHIFT BITS XOR]; ';' between)")
+  "Cooperative-matrix tilings compiled ahead per head dim (M N K SG NSG TM BN [E SHIFT BITS XOR [DMAX]]; ';' between)")
 set(fa_cat_symbols)
 set(fa_cat_names)
 set(fa_cat_rows)
@@ -194,6 +195,11 @@ if(fa_cm_opt)
     set(lay 0 0 0 0)
     set(lay_name "")
     set(lay_defs "")
+    set(tmax 256)
+    if(tn EQUAL 12)
+      list(GET t 11 tmax)
+      math(EXPR tn "11")
+    endif()
     if(tn EQUAL 11)
       list(SUBLIST t 7 4 lay)
       list(JOIN lay "." lay_name)
@@ -206,12 +212,16 @@ if(fa_cm_opt)
                    -DFA_CM_LAYOUT_XOR=${lx})
       set(kinds FA_VK_MATRIX_FWD) # only the forward reduces rows
     elseif(NOT tn EQUAL 7)
-      message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}' has ${tn} numbers, not 7 or 11")
+      message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}' has ${tn} numbers, not 7, 11 or 12")
     endif()
     list(JOIN lay ", " lay_row)
     foreach(kind IN LISTS kinds)
       set(src ${fa_vk_shader_dir}/${fa_cat_src_${kind}}.comp)
-      foreach(d RANGE ${k} ${fa_cat_dmax_${kind}} ${k})
+      set(dmax ${fa_cat_dmax_${kind}})
+      if(tmax LESS dmax)
+        set(dmax ${tmax})
+      endif()
+      foreach(d RANGE ${k} ${dmax} ${k})
         math(EXPR rn "${d} % ${n}")
         if(NOT rn EQUAL 0)
           continue()
