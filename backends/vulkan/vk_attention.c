@@ -98,8 +98,8 @@ static bool matrix_plan(const fa_vk_state *st, fa_vk_matrix_kernel kernel,
     char why[160];
     const char *tiles = getenv(kernel == FA_VK_MATRIX_FWD ? "FA_VULKAN_MATRIX_FWD_TILES"
                                                           : "FA_VULKAN_MATRIX_BWD_TILES");
-    return fa_vk_matrix_plan_select(kernel, &st->matrix_caps, (uint32_t)call->head_dim, tiles,
-                                    plan, why, sizeof why);
+    return fa_vk_matrix_plan_select(kernel, &st->matrix_caps, (uint32_t)call->head_dim, tiles, plan,
+                                    why, sizeof why);
 }
 
 /* The backward's two matrix plans, or false where either pass has none (both passes then run

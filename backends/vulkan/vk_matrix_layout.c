@@ -33,8 +33,8 @@ static fa_status probe_shape(fa_context *ctx, const fa_vk_matrix_shape *shape, u
     if (!host)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: layout probe");
     fa_vk_buffer buf = {0};
-    const fa_vk_spec spec = {.cm_m = shape->m, .cm_n = shape->n, .cm_k = shape->k, .cm_sg = sg,
-                             .cm_nsg = 1};
+    const fa_vk_spec spec = {
+        .cm_m = shape->m, .cm_n = shape->n, .cm_k = shape->k, .cm_sg = sg, .cm_nsg = 1};
     VkPipeline pipeline;
     fa_status s = fa_vk_pipeline_get(ctx, FA_VK_MATRIX_LAYOUT, FA_VK_F16_S16, &spec, &pipeline);
     if (s == FA_OK)

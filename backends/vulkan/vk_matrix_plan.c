@@ -26,9 +26,9 @@ uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matri
                                    uint32_t d)
 {
     const uint64_t rm = (uint64_t)p->tm * p->shape.m, bn = p->bn;
-    const uint64_t tiles = 2u * bn * tile_pitch(d); /* K and V, or Q and dO */
-    const uint64_t f32_block = 4u * rm * (bn + 4u); /* one rm x bn f32 scratch, padded */
-    const uint64_t f16_block = 2u * rm * (bn + 8u); /* one rm x bn f16 scratch, padded */
+    const uint64_t tiles = 2u * bn * tile_pitch(d);      /* K and V, or Q and dO */
+    const uint64_t f32_block = 4u * rm * (bn + 4u);      /* one rm x bn f32 scratch, padded */
+    const uint64_t f16_block = 2u * rm * (bn + 8u);      /* one rm x bn f16 scratch, padded */
     const uint64_t index = 4u * p->shape.m * p->shape.n; /* the index matrix */
     uint64_t per_subgroup = 0, shared = tiles;
     switch (kernel) {
@@ -89,8 +89,8 @@ static bool plan_valid(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps
     return p->shared_bytes <= caps->shared_memory_bytes;
 }
 
-bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32_t sg,
-                                  uint32_t len, uint32_t m, uint32_t n, fa_vk_matrix_layout *out)
+bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32_t sg, uint32_t len,
+                                  uint32_t m, uint32_t n, fa_vk_matrix_layout *out)
 {
     *out = (fa_vk_matrix_layout){0};
     const uint64_t total = (uint64_t)m * n;
@@ -111,12 +111,12 @@ bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32
     free(seen);
     if (!ok)
         return false;
-#define ROW_(l_, e_) (index[(size_t)(l_) * stride + (e_)] / n)
+#define ROW_(l_, e_) (index[(size_t)(l_)*stride + (e_)] / n)
     /* The fewest row slots: elements of one slot share a row, slots of a lane do not. */
     fa_vk_matrix_layout f = {0};
     for (uint32_t bits = 0; !f.elements && (1u << bits) <= len; bits++)
-        for (uint32_t shift = 0; !f.elements && (shift + bits == 0 || (1u << (shift + bits)) <= len);
-             shift++) {
+        for (uint32_t shift = 0;
+             !f.elements && (shift + bits == 0 || (1u << (shift + bits)) <= len); shift++) {
             const uint32_t slots = 1u << bits;
             bool fits = true;
             for (uint32_t l = 0; fits && l < sg; l++)
@@ -125,12 +125,12 @@ bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32
                     const uint32_t first = k << shift; /* the slot's first element */
                     fits = first < len && ROW_(l, e) == ROW_(l, first);
                     for (uint32_t j = 0; fits && j < slots; j++)
-                        fits = j == k || (j << shift) >= len ||
-                               ROW_(l, j << shift) != ROW_(l, first);
+                        fits =
+                            j == k || (j << shift) >= len || ROW_(l, j << shift) != ROW_(l, first);
                 }
             if (fits)
-                f = (fa_vk_matrix_layout){.elements = len, .slot_shift = bits ? shift : 0,
-                                          .slot_bits = bits};
+                f = (fa_vk_matrix_layout){
+                    .elements = len, .slot_shift = bits ? shift : 0, .slot_bits = bits};
             if (!bits)
                 break; /* one slot: the shift does not matter */
         }
@@ -164,8 +164,8 @@ bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32
 
 static bool same_layout(fa_vk_matrix_layout a, fa_vk_matrix_layout b)
 {
-    return a.elements == b.elements && a.slot_shift == b.slot_shift &&
-           a.slot_bits == b.slot_bits && a.lane_xor == b.lane_xor;
+    return a.elements == b.elements && a.slot_shift == b.slot_shift && a.slot_bits == b.slot_bits &&
+           a.lane_xor == b.lane_xor;
 }
 
 /* The tiling `t` (subgroup, tm, subgroups, bn set) with the first of the device's shapes (only
@@ -202,11 +202,14 @@ static bool catalogue_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *c
         if (c->kernel != kernel || c->d != d || c->subgroup != sg ||
             (c->layout.elements && kernel != FA_VK_MATRIX_FWD))
             continue;
-        if (only && (!c->layout.elements || c->tm != only->tm ||
-                     c->subgroups != only->subgroups || c->bn != only->bn))
+        if (only && (!c->layout.elements || c->tm != only->tm || c->subgroups != only->subgroups ||
+                     c->bn != only->bn))
             continue;
-        const fa_vk_matrix_plan p = {
-            .subgroup = sg, .tm = c->tm, .subgroups = c->subgroups, .bn = c->bn, .layout = c->layout};
+        const fa_vk_matrix_plan p = {.subgroup = sg,
+                                     .tm = c->tm,
+                                     .subgroups = c->subgroups,
+                                     .bn = c->bn,
+                                     .layout = c->layout};
         if (first_fit(kernel, caps, d, &c->shape, p, plan))
             return true;
     }

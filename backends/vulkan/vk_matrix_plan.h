@@ -81,8 +81,8 @@ uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matri
  * index[lane * stride + e] = r * n + c for each element e < len that the lane holds (the
  * element's row r and column c). False (and *out zeroed) when the elements are not exactly the
  * matrix's, each once, or not of fa_vk_matrix_layout's form. */
-bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32_t sg,
-                                  uint32_t len, uint32_t m, uint32_t n, fa_vk_matrix_layout *out);
+bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32_t sg, uint32_t len,
+                                  uint32_t m, uint32_t n, fa_vk_matrix_layout *out);
 
 /* The plan for `kernel` at head dim d: the override "tm,subgroups,bn" (a tuning knob; NULL or
  * empty = none), as a catalogue tiling with a layout where one matches, else with the first of

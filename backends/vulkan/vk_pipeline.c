@@ -284,8 +284,9 @@ static fa_status ensure_catalogue_module(fa_context *ctx, int i, VkShaderModule 
         snprintf(name, sizeof name, "cat_%s", fa_vk_catalogue_names[i]);
         size_t size = *fa_vk_catalogue_size[i];
         uint32_t *override = load_override(ctx, name, &size);
-        fa_status s = create_module(ctx, override ? (const void *)override : fa_vk_catalogue_code[i],
-                                    size, &st->catalogue_modules[i]);
+        fa_status s =
+            create_module(ctx, override ? (const void *) override : fa_vk_catalogue_code[i], size,
+                          &st->catalogue_modules[i]);
         free(override);
         if (s != FA_OK)
             return s;
@@ -398,8 +399,7 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
                spec->cm_m, spec->cm_n, spec->cm_k, spec->cm_sg, spec->cm_nsg, spec->cm_tm,
                spec->cm_bn, spec->cm_layout.elements, spec->cm_layout.slot_shift,
                spec->cm_layout.slot_bits, spec->cm_layout.lane_xor,
-               require_size ? " (subgroup size required)" : "",
-               cat >= 0 ? "catalogue" : "generic");
+               require_size ? " (subgroup size required)" : "", cat >= 0 ? "catalogue" : "generic");
     else if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u S_TX=%u "
