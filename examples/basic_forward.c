@@ -31,7 +31,8 @@ int main(void)
         return fail("fa_context_create", st, NULL);
     fa_device_info dev;
     fa_context_device(ctx, &dev);
-    printf("backend %s, device %s\n", fa_backend_name(fa_context_backend(ctx)), dev.name);
+    printf("backend %s, device %s%s%s\n", fa_backend_name(fa_context_backend(ctx)), dev.name,
+           dev.kernels[0] ? "; kernels: " : "", dev.kernels);
 
     fa_buffer *bq, *bk, *bv, *bo, *blse;
     if ((st = fa_buffer_create(ctx, &(fa_buffer_desc){.size = n * 4, .data = host_q}, &bq)) ||

@@ -56,35 +56,25 @@ static uint32_t preferred_subgroup(uint32_t vendor, const fa_vk_matrix_caps *cap
     }
 }
 
-void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uint32_t n_ext)
+void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uint32_t n_ext,
+                        const VkPhysicalDeviceProperties *props,
+                        const VkPhysicalDeviceSubgroupProperties *subgroup,
+                        const VkPhysicalDeviceSubgroupSizeControlProperties *size_props)
 {
     fa_vk_matrix_caps *caps = &p->matrix;
     memset(caps, 0, sizeof *caps);
     p->matrix_supported = p->size_control = p->full_subgroups = false;
 
-    VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(p->handle, &props);
     const uint32_t api =
-        props.apiVersion < fa_vk.api_version ? props.apiVersion : fa_vk.api_version;
+        props->apiVersion < fa_vk.api_version ? props->apiVersion : fa_vk.api_version;
     const bool v12 = api >= VK_API_VERSION_1_2, v13 = api >= VK_API_VERSION_1_3;
     const bool has_matrix =
         fa_vk_has_extension(ext, n_ext, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     const bool has_size_control =
-        v13 || fa_vk_has_extension(ext, n_ext, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+        size_props &&
+        (v13 || fa_vk_has_extension(ext, n_ext, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME));
     const bool has_memory_model =
         v12 || fa_vk_has_extension(ext, n_ext, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
-
-    VkPhysicalDeviceSubgroupProperties subgroup = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-    VkPhysicalDeviceSubgroupSizeControlProperties size_props = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
-    VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-                                          .pNext = &subgroup};
-    if (has_size_control) {
-        size_props.pNext = props2.pNext;
-        props2.pNext = &size_props;
-    }
-    vkGetPhysicalDeviceProperties2(p->handle, &props2);
 
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
@@ -112,32 +102,32 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
         *tail = &matrix;
     vkGetPhysicalDeviceFeatures2(p->handle, &features);
 
-    const VkPhysicalDeviceLimits *limits = &props.limits;
+    const VkPhysicalDeviceLimits *limits = &props->limits;
     caps->shared_memory_bytes = limits->maxComputeSharedMemorySize;
     caps->max_invocations =
         limits->maxComputeWorkGroupInvocations < limits->maxComputeWorkGroupSize[0]
             ? limits->maxComputeWorkGroupInvocations
             : limits->maxComputeWorkGroupSize[0];
     p->size_control = has_size_control && size_control.subgroupSizeControl &&
-                      (size_props.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+                      (size_props->requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
     p->full_subgroups = has_size_control && size_control.computeFullSubgroups;
-    if (p->size_control && size_props.minSubgroupSize) {
-        caps->subgroup_min = size_props.minSubgroupSize;
-        caps->subgroup_max = size_props.maxSubgroupSize;
+    if (p->size_control && size_props->minSubgroupSize) {
+        caps->subgroup_min = size_props->minSubgroupSize;
+        caps->subgroup_max = size_props->maxSubgroupSize;
     } else {
-        caps->subgroup_min = caps->subgroup_max = subgroup.subgroupSize;
+        caps->subgroup_min = caps->subgroup_max = subgroup->subgroupSize;
     }
     if (has_matrix && matrix.cooperativeMatrix)
         list_shapes(p->handle, caps);
     caps->tilings = fa_vk_catalogue_tilings;
     caps->tiling_count = fa_vk_catalogue_count;
-    uint32_t sg = preferred_subgroup(props.vendorID, caps, subgroup.subgroupSize);
+    uint32_t sg = preferred_subgroup(props->vendorID, caps, subgroup->subgroupSize);
     sg = sg < caps->subgroup_min ? caps->subgroup_min : sg;
     caps->subgroup_preferred = sg > caps->subgroup_max ? caps->subgroup_max : sg;
     /* A pipeline that requires a subgroup size holds at most maxComputeWorkgroupSubgroups. */
-    if (caps->subgroup_min != caps->subgroup_max && size_props.maxComputeWorkgroupSubgroups) {
+    if (caps->subgroup_min != caps->subgroup_max && size_props->maxComputeWorkgroupSubgroups) {
         const uint64_t cap =
-            (uint64_t)size_props.maxComputeWorkgroupSubgroups * caps->subgroup_preferred;
+            (uint64_t)size_props->maxComputeWorkgroupSubgroups * caps->subgroup_preferred;
         if (cap < caps->max_invocations)
             caps->max_invocations = (uint32_t)cap;
     }
@@ -168,8 +158,8 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
         off = "no vulkanMemoryModel";
     else if (!maintenance4.maintenance4) /* SPIR-V 1.6 sets the workgroup size by LocalSizeId */
         off = "no maintenance4";
-    else if (!(subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
-             (subgroup.supportedOperations & subgroup_ops) != subgroup_ops)
+    else if (!(subgroup->supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+             (subgroup->supportedOperations & subgroup_ops) != subgroup_ops)
         off = "no subgroup basic and shuffle operations in compute shaders";
     else if (!built)
         off = not_built;
