@@ -21,6 +21,58 @@
 #extension GL_GOOGLE_include_directive : require
 #include "fa_matrix.glsl"
 
+#ifndef FA_CM_LAYOUT_E
+// The generic row pass (no known accumulator layout): S goes through the subgroup's f32 scratch
+// in shared memory; LPR lanes share a row (SG > RM) or a lane owns RPL rows (SG < RM), and a
+// lane takes the column pairs (lane % LPR) + LPR * j of its row.
+const uint LPR = SG > RM ? SG / RM : 1u;   // lanes per row in the row passes
+const uint RPL = RM > SG ? RM / SG : 1u;   // rows per lane
+const uint PPL = BN / (2u * LPR);          // column pairs per lane and row
+const uint LDS = BN + 4u;                  // f32 scratch row pitch, floats
+
+// Row i (< RPL) of this lane in the row passes, within its subgroup's RM rows.
+uint lane_row(uint lane, uint i) { return lane / LPR + (SG / LPR) * i; }
+
+// Sum and maximum over the LPR lanes of a row.
+float row_max(float x)
+{
+    for (uint o = 1u; o < LPR; o <<= 1)
+        x = max(x, subgroupShuffleXor(x, o));
+    return x;
+}
+float row_sum(float x)
+{
+    for (uint o = 1u; o < LPR; o <<= 1)
+        x += subgroupShuffleXor(x, o);
+    return x;
+}
+
+// acc_[t * count_ + j] (t < TM, j < count_) *= the factor of its row, which the lanes left in
+// rv_ as an RM x CM_N block of repeated rows at rv_off_.
+#define SCALE_ROWS(acc_, count_, rv_, rv_off_)                                                 \
+    {                                                                                          \
+        [[unroll]] for (uint t_ = 0; t_ < TM; t_++) {                                          \
+            MAT_C f_;                                                                          \
+            coopMatLoad(f_, rv_, (rv_off_) + t_ * CM_M * CM_N, CM_N, ROW_MAJOR);               \
+            [[unroll]] for (uint j_ = 0; j_ < (count_); j_++)                                  \
+                [[unroll]] for (uint e_ = 0; e_ < f_.length(); e_++)                           \
+                    acc_[t_ * (count_) + j_][e_] *= f_[e_];                                    \
+        }                                                                                      \
+    }
+
+// PRODUCT_T, then the RM x BN result stored to the subgroup's f32 scratch sc_ at sc_off_
+// (pitch LDS).
+#define PRODUCT_ROWS_T(mats_, tile_, sc_, sc_off_)                                             \
+    {                                                                                          \
+        MAT_C acc_[LEN_CS];                                                                    \
+        PRODUCT_T(acc_, mats_, tile_)                                                          \
+        [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                            \
+            [[unroll]] for (uint j_ = 0; j_ < BNN; j_++)                                       \
+                coopMatStore(acc_[t_ * BNN + j_], sc_, (sc_off_) + t_ * CM_M * LDS + j_ * CM_N, \
+                             LDS, ROW_MAJOR);                                                  \
+    }
+#endif
+
 TENSOR8(0, q_buf)
 TENSOR8(1, k_buf)
 TENSOR8(2, v_buf)

@@ -17,10 +17,8 @@
 //   compiled for it (FA_CM_LAYOUT_*), lanes reduce their own elements and then across the lanes
 //   of a row with shuffles; otherwise S goes through the subgroup's scratch in shared memory,
 //   where each lane works on whole row segments (the row pass), and a per-row factor becomes an
-//   RM x CM_N matrix of repeated rows multiplied element by element.
-//
-// A subgroup owns RM = TM * CM_M rows. In the row passes, LPR lanes share a row (SG > RM) or a
-// lane owns RPL rows (SG < RM); a lane takes the column pairs (lane % LPR) + LPR * j of its row.
+//   RM x CM_N matrix of repeated rows multiplied element by element (attn_fwd_cm.comp).
+// A subgroup owns RM = TM * CM_M rows of a workgroup's BM.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -57,12 +55,8 @@ layout(local_size_x = 128, local_size_x_id = FA_SPEC_CM_WG) in; // SG * NSG
 const uint NT = SG * NSG;
 const uint RM = TM * CM_M;                 // rows per subgroup
 const uint BM = NSG * RM;                  // rows per workgroup
-const uint LPR = SG > RM ? SG / RM : 1u;   // lanes per row in the row passes
-const uint RPL = RM > SG ? RM / SG : 1u;   // rows per lane
-const uint PPL = BN / (2u * LPR);          // column pairs per lane and row
 const uint D8 = D / 8u;
 const uint LDT = D8 + 1u;                  // tile row pitch, uvec4 (D + 8 halfs)
-const uint LDS = BN + 4u;                  // f32 scratch row pitch, floats
 const uint LDP = (BN + 8u) / 2u;           // f16 scratch row pitch, uints (pairs)
 const uint DK = D / CM_K, DN = D / CM_N;   // matrices along the head dim (as K, as N)
 const uint BK = BN / CM_K, BNN = BN / CM_N; // matrices along a step's columns (as K, as N)
@@ -98,26 +92,10 @@ float group_sum(float x)
 #define LEN_CD (TM * DN)
 #define LEN_CS (TM * BNN)
 
-// Row i (< RPL) of this lane in the row passes, within its subgroup's RM rows.
-uint lane_row(uint lane, uint i) { return lane / LPR + (SG / LPR) * i; }
-
-// Loads rows [0, BN) of a BN x D tile (row r at base + r * stride in `buf`, rows past `valid`
-// zero) into `dst` (uvec4 pitch LDT), all NT invocations together, 8 elements a load.
-#define TILE_LOAD(dst_, dst_off_, buf_, base_, stride_, valid_)                                 \
-    {                                                                                          \
-        const uint b_ = (base_), st_ = (stride_), n_ = (valid_);                               \
-        const bool v4_ = ((b_ | st_) & 3u) == 0u, v8_ = ((b_ | st_) & 7u) == 0u;               \
-        for (uint e_ = gl_LocalInvocationID.x; e_ < BN * D8; e_ += NT) {                       \
-            const uint r_ = e_ / D8, c_ = e_ - r_ * D8;                                        \
-            uvec4 x_ = uvec4(0);                                                               \
-            if (r_ < n_)                                                                       \
-                x_ = LD_RAW8(buf_, b_ + r_ * st_ + 8u * c_, v8_, v4_);                         \
-            dst_[(dst_off_) + r_ * LDT + c_] = x_;                                             \
-        }                                                                                      \
-    }
-
-// Starts loading rows [0, BN) of a BN x D tile (as TILE_LOAD) into the invocation's registers
-// regs_[FPT], so that the loads fly while the current tile is multiplied; TILE_PUT stores them.
+// Starts loading rows [0, BN) of a BN x D tile (row r at base_ + r * stride_ in buf_, rows past
+// valid_ zero), 8 elements a load, all NT invocations together, into the invocation's registers
+// regs_[FPT], so that the loads fly while the current tile is multiplied; TILE_PUT stores them
+// into a shared tile (pitch LDT).
 #define TILE_FETCH(regs_, buf_, base_, stride_, valid_)                                        \
     {                                                                                          \
         const uint b_ = (base_), st_ = (stride_), n_ = (valid_);                               \
@@ -165,38 +143,11 @@ uint lane_row(uint lane, uint i) { return lane / LPR + (SG / LPR) * i; }
         tab_[i_] = float(i_);
 #define CM_IDX_LOAD(m_, tab_) coopMatLoad(m_, tab_, 0u, CM_N, ROW_MAJOR)
 
-// acc_[t * count_ + j] (t < TM, j < count_) *= the factor of its row, which the lanes left in
-// rv_ as an RM x CM_N block of repeated rows at rv_off_.
-#define SCALE_ROWS(acc_, count_, rv_, rv_off_)                                                 \
-    {                                                                                          \
-        [[unroll]] for (uint t_ = 0; t_ < TM; t_++) {                                          \
-            MAT_C f_;                                                                          \
-            coopMatLoad(f_, rv_, (rv_off_) + t_ * CM_M * CM_N, CM_N, ROW_MAJOR);               \
-            [[unroll]] for (uint j_ = 0; j_ < (count_); j_++)                                  \
-                [[unroll]] for (uint e_ = 0; e_ < f_.length(); e_++)                           \
-                    acc_[t_ * (count_) + j_][e_] *= f_[e_];                                    \
-        }                                                                                      \
-    }
-
 // Makes a subgroup's shared-memory writes visible to its other lanes.
 void subgroup_sync()
 {
     subgroupMemoryBarrierShared();
     subgroupBarrier();
-}
-
-// Sum and maximum over the LPR lanes of a row.
-float row_max(float x)
-{
-    for (uint o = 1u; o < LPR; o <<= 1)
-        x = max(x, subgroupShuffleXor(x, o));
-    return x;
-}
-float row_sum(float x)
-{
-    for (uint o = 1u; o < LPR; o <<= 1)
-        x += subgroupShuffleXor(x, o);
-    return x;
 }
 
 // Loads the subgroup's RM rows (from its first row r0_ in the workgroup's BM) of a tensor into
@@ -207,9 +158,13 @@ float row_sum(float x)
     [[unroll]] for (uint c0_ = 0; c0_ < BM; c0_ += 2u * BN) {                                  \
         barrier();                                                                             \
         const uint v_ = (valid_);                                                              \
-        TILE_LOAD(kt, 0u, buf_, (base_) + c0_ * (ss_), ss_, v_ > c0_ ? v_ - c0_ : 0u)          \
-        TILE_LOAD(vt, 0u, buf_, (base_) + (c0_ + BN) * (ss_), ss_,                             \
-                  v_ > c0_ + BN ? v_ - c0_ - BN : 0u)                                          \
+        uvec4 lo_[FPT];                                                                        \
+        uvec4 hi_[FPT];                                                                        \
+        TILE_FETCH(lo_, buf_, (base_) + c0_ * (ss_), ss_, v_ > c0_ ? v_ - c0_ : 0u)            \
+        TILE_FETCH(hi_, buf_, (base_) + (c0_ + BN) * (ss_), ss_,                               \
+                   v_ > c0_ + BN ? v_ - c0_ - BN : 0u)                                         \
+        TILE_PUT(kt, lo_)                                                                      \
+        TILE_PUT(vt, hi_)                                                                      \
         barrier();                                                                             \
         [[unroll]] for (uint t_ = 0; t_ < TM; t_++) {                                          \
             const uint r_ = (r0_) + t_ * CM_M;                                                 \
@@ -275,18 +230,6 @@ float row_sum(float x)
                     acc_[t_ * BNN + j_] = coopMatMulAdd(mats_[t_ * DK + d_], b_,               \
                                                         acc_[t_ * BNN + j_]);                  \
             }                                                                                  \
-    }
-
-// PRODUCT_T, then the RM x BN result stored to the subgroup's f32 scratch sc_ at sc_off_
-// (pitch LDS).
-#define PRODUCT_ROWS_T(mats_, tile_, sc_, sc_off_)                                             \
-    {                                                                                          \
-        MAT_C acc_[LEN_CS];                                                                    \
-        PRODUCT_T(acc_, mats_, tile_)                                                          \
-        [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                            \
-            [[unroll]] for (uint j_ = 0; j_ < BNN; j_++)                                       \
-                coopMatStore(acc_[t_ * BNN + j_], sc_, (sc_off_) + t_ * CM_M * LDS + j_ * CM_N, \
-                             LDS, ROW_MAJOR);                                                  \
     }
 
 // The RM x BN accumulators acc_[t * BNN + j] as f16 into the subgroup's f16 scratch ps_ at
