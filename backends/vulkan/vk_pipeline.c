@@ -123,27 +123,6 @@ static fa_status ensure_layout(fa_context *ctx, fa_vk_kernel kernel)
     return FA_OK;
 }
 
-/* A shader module of `size` bytes of SPIR-V at `bytes`, which need not be 4-byte aligned (the
- * embedded arrays are not; pCode must be). */
-static fa_status create_module(fa_context *ctx, const void *bytes, size_t size, VkShaderModule *out)
-{
-    fa_vk_state *st = fa_vk_state_of(ctx);
-    uint32_t *code = malloc(size);
-    if (!code)
-        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot copy SPIR-V");
-    memcpy(code, bytes, size);
-    const VkShaderModuleCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = size,
-        .pCode = code,
-    };
-    VkResult r = st->vk.vkCreateShaderModule(st->device, &info, NULL, out);
-    free(code);
-    if (r != VK_SUCCESS)
-        return fa_vk_fail(ctx, r, "vkCreateShaderModule");
-    return FA_OK;
-}
-
 /* FA_VULKAN_SPV_DIR=folder (an unstable developer knob, for timing shader variants in one run):
  * <folder>/<name>.spv, where present, replaces the embedded SPIR-V of module `name`
  * (<kernel>_<storage>, or cat_<catalogue name>). NULL: none. */
@@ -172,6 +151,30 @@ static uint32_t *load_override(fa_context *ctx, const char *name, size_t *size)
     return code;
 }
 
+/* Shader module `name`: the SPIR-V of FA_VULKAN_SPV_DIR where it has one (load_override), else
+ * the `size` embedded bytes at `bytes`, which need not be 4-byte aligned (pCode must be, so
+ * they are copied). */
+static fa_status create_module(fa_context *ctx, const char *name, const void *bytes, size_t size,
+                               VkShaderModule *out)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    uint32_t *code = load_override(ctx, name, &size);
+    if (!code && (code = malloc(size)))
+        memcpy(code, bytes, size);
+    if (!code)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot copy SPIR-V");
+    const VkShaderModuleCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = size,
+        .pCode = code,
+    };
+    VkResult r = st->vk.vkCreateShaderModule(st->device, &info, NULL, out);
+    free(code);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkCreateShaderModule");
+    return FA_OK;
+}
+
 static fa_status ensure_module(fa_context *ctx, fa_vk_kernel kernel, fa_vk_storage storage)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
@@ -195,12 +198,7 @@ static fa_status ensure_module(fa_context *ctx, fa_vk_kernel kernel, fa_vk_stora
     char name[96];
     snprintf(name, sizeof name, "%s_%s", kernel_names[kernel], storage_names[storage]);
     const spv_blob *blob = &spirv[kernel][storage];
-    size_t size = *blob->size;
-    uint32_t *override = load_override(ctx, name, &size);
-    fa_status s = create_module(ctx, override ? (const void *) override : blob->code, size,
-                                &st->modules[kernel][storage]);
-    free(override);
-    return s;
+    return create_module(ctx, name, blob->code, *blob->size, &st->modules[kernel][storage]);
 }
 
 /* Logs the driver's statistics of each executable of `pipeline` (VK_KHR_pipeline_executable_
@@ -282,12 +280,8 @@ static fa_status ensure_catalogue_module(fa_context *ctx, int i, VkShaderModule 
     if (!st->catalogue_modules[i]) {
         char name[160];
         snprintf(name, sizeof name, "cat_%s", fa_vk_catalogue_names[i]);
-        size_t size = *fa_vk_catalogue_size[i];
-        uint32_t *override = load_override(ctx, name, &size);
-        fa_status s =
-            create_module(ctx, override ? (const void *) override : fa_vk_catalogue_code[i], size,
-                          &st->catalogue_modules[i]);
-        free(override);
+        fa_status s = create_module(ctx, name, fa_vk_catalogue_code[i], *fa_vk_catalogue_size[i],
+                                    &st->catalogue_modules[i]);
         if (s != FA_OK)
             return s;
     }
