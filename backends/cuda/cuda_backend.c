@@ -158,19 +158,13 @@ static CUresult load_image(fa_cuda_state *st, CUmodule *module, const unsigned c
     return r;
 }
 
-static const char *const kernel_names[FA_CUDA_K_COUNT] = {
-#define FA_CUDA_KERNEL_NAME_(id, name) name,
-    FA_CUDA_KERNELS(FA_CUDA_KERNEL_NAME_) FA_CUDA_KERNELS_SM90(FA_CUDA_KERNEL_NAME_)
-#undef FA_CUDA_KERNEL_NAME_
-};
-
 /* The sm_90a kernels on compute capability 9.0, for the forward and the backward unless
  * FA_CUDA_WGMMA says 0 (neither), fwd or bwd. They only speed things up: where they do not load,
  * the sm_80 kernels serve every call, with a warning. */
 static void load_sm90_kernels(fa_context *ctx, fa_cuda_state *st)
 {
     const char *env = getenv("FA_CUDA_WGMMA");
-    if (st->cc_major != 9 || st->cc_minor != 0 || (env && strcmp(env, "0") == 0))
+    if (st->caps.cc_major != 9 || st->caps.cc_minor != 0 || (env && strcmp(env, "0") == 0))
         return;
     /* kernel development: FA_CUDA_SM90_IMAGE names a variant fatbin of fa_kernels_sm90.cu built
      * with other kernel-only knobs (e.g. FA_FWD_WGMMA_PINGPONG) */
@@ -180,12 +174,12 @@ static void load_sm90_kernels(fa_context *ctx, fa_cuda_state *st)
              : load_image(st, &st->module_sm90, fa_cuda_fatbin_sm90, fa_cuda_fatbin_sm90_size);
     const char *name = file ? file : "the sm_90a image";
     for (int i = FA_CUDA_K_SM90_FIRST; r == CUDA_SUCCESS && i < FA_CUDA_K_COUNT; i++) {
-        r = st->cu->cuModuleGetFunction(&st->kernels[i], st->module_sm90, kernel_names[i]);
-        name = kernel_names[i];
+        r = st->cu->cuModuleGetFunction(&st->kernels[i], st->module_sm90, fa_cuda_kernels[i].name);
+        name = fa_cuda_kernels[i].name;
     }
     if (r == CUDA_SUCCESS) {
-        st->wgmma_fwd = !env || strcmp(env, "bwd") != 0;
-        st->wgmma_bwd = !env || strcmp(env, "fwd") != 0;
+        st->caps.wgmma_fwd = !env || strcmp(env, "bwd") != 0;
+        st->caps.wgmma_bwd = !env || strcmp(env, "fwd") != 0;
         return;
     }
     const char *text = NULL;
@@ -210,14 +204,14 @@ static fa_status load_kernels(fa_context *ctx, fa_cuda_state *st)
             return fa_fail(ctx, FA_ERROR_KERNEL_BUILD,
                            "cuda: the embedded kernels hold no code for compute capability %d.%d "
                            "(CUDA_ERROR_NO_BINARY_FOR_GPU); rebuild with a newer CUDA toolkit",
-                           st->cc_major, st->cc_minor);
+                           st->caps.cc_major, st->caps.cc_minor);
         return s == FA_ERROR_DEVICE ? FA_ERROR_KERNEL_BUILD : s;
     }
     for (int i = 0; i < FA_CUDA_K_SM90_FIRST; i++) {
-        r = st->cu->cuModuleGetFunction(&st->kernels[i], st->module, kernel_names[i]);
+        r = st->cu->cuModuleGetFunction(&st->kernels[i], st->module, fa_cuda_kernels[i].name);
         if (r != CUDA_SUCCESS) {
             char what[128];
-            snprintf(what, sizeof what, "cuModuleGetFunction(%s)", kernel_names[i]);
+            snprintf(what, sizeof what, "cuModuleGetFunction(%s)", fa_cuda_kernels[i].name);
             fa_cuda_fail(ctx, r, what);
             return FA_ERROR_KERNEL_BUILD;
         }
@@ -261,20 +255,21 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cuda: cannot allocate context state");
     st->cu = driver;
     st->device = devices[index].handle;
-    st->cc_major = info->api_major;
-    st->cc_minor = info->api_minor;
-    st->smem_optin = (int)info->shared_memory_bytes;
+    fa_cuda_caps *caps = &st->caps;
+    caps->cc_major = info->api_major;
+    caps->cc_minor = info->api_minor;
+    caps->smem_optin = (int)info->shared_memory_bytes;
     const char *force = getenv("FA_CUDA_KERNELS");
-    st->force_general = force && strcmp(force, "general") == 0;
+    caps->force_general = force && strcmp(force, "general") == 0;
     const char *bwd = getenv("FA_CUDA_BWD");
-    st->force_bwd_v3 = bwd && strcmp(bwd, "v3") == 0;
+    caps->force_bwd_v3 = bwd && strcmp(bwd, "v3") == 0;
     const char *qtile = getenv("FA_CUDA_BWD4_QTILE_D64");
-    st->bwd4_q128_d64 = !qtile || atoi(qtile) != FA_BWD4_QTILE;
+    caps->bwd4_q128_d64 = !qtile || atoi(qtile) != FA_BWD4_QTILE;
     const char *fwd_qtile = getenv("FA_CUDA_FWD_QTILE_D256");
     const int fq = fwd_qtile ? atoi(fwd_qtile) : 0;
-    st->fwd_qtile_d256 = fq == FA_FWD_MMA_BQ_D256 || fq == FA_FWD_MMA_BQ_D256_WIDE ? fq : 0;
+    caps->fwd_qtile_d256 = fq == FA_FWD_MMA_BQ_D256 || fq == FA_FWD_MMA_BQ_D256_WIDE ? fq : 0;
     const char *bwd_d256 = getenv("FA_CUDA_BWD_D256");
-    st->bwd_d256 = !bwd_d256 || strcmp(bwd_d256, "0") != 0;
+    caps->bwd_d256 = !bwd_d256 || strcmp(bwd_d256, "0") != 0;
     ctx->backend_state = st;
 
     fa_status status = FA_OK;
@@ -306,19 +301,19 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     if (status != FA_OK)
         goto fail;
     fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s%s%s", info->name,
-           st->cc_major, st->cc_minor, info->compute_units,
-           st->wgmma_fwd && st->wgmma_bwd ? ", Hopper (wgmma) forward and backward"
-           : st->wgmma_fwd                ? ", Hopper (wgmma) forward"
-           : st->wgmma_bwd                ? ", Hopper (wgmma) backward"
-                                          : "",
-           st->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "",
-           st->force_bwd_v3 ? ", backward v3 (FA_CUDA_BWD=v3)" : "",
-           st->bwd4_q128_d64 ? "" : ", backward v4 with 64-row query tiles at head dim 64",
-           st->fwd_qtile_d256 == FA_FWD_MMA_BQ_D256_WIDE
+           caps->cc_major, caps->cc_minor, info->compute_units,
+           caps->wgmma_fwd && caps->wgmma_bwd ? ", Hopper (wgmma) forward and backward"
+           : caps->wgmma_fwd                  ? ", Hopper (wgmma) forward"
+           : caps->wgmma_bwd                  ? ", Hopper (wgmma) backward"
+                                              : "",
+           caps->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "",
+           caps->force_bwd_v3 ? ", backward v3 (FA_CUDA_BWD=v3)" : "",
+           caps->bwd4_q128_d64 ? "" : ", backward v4 with 64-row query tiles at head dim 64",
+           caps->fwd_qtile_d256 == FA_FWD_MMA_BQ_D256_WIDE
                ? ", forward with 128-row query blocks at head dim 256"
-           : st->fwd_qtile_d256 ? ", forward with 64-row query blocks at head dim 256"
-                                : "",
-           st->bwd_d256 ? "" : ", general backward at head dims 129-256 (FA_CUDA_BWD_D256=0)");
+           : caps->fwd_qtile_d256 ? ", forward with 64-row query blocks at head dim 256"
+                                  : "",
+           caps->bwd_d256 ? "" : ", general backward at head dims 129-256 (FA_CUDA_BWD_D256=0)");
     return FA_OK;
 fail:
     release_state(st);

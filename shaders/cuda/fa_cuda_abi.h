@@ -72,6 +72,12 @@ typedef struct fa_cuda_params {
 /* query rows per dK/dV iteration: 32 at head dim 128 keeps dK, dV, S^T, dP^T in 255 registers */
 #define FA_BWD_QTILE(d) ((d) > 64 ? 32 : 64)
 #define FA_BWD_THREADS 256
+/* Their shared memory in bytes: dK/dV (K, V; Q, dO, two buffers each; LSE, Delta), the same
+ * with dS^T for v3's atomic dQ, and the dQ kernel (Q, dO; K, V two buffers each). */
+#define FA_BWD_DKDV_MMA_SMEM(d)                                                                    \
+    (2 * FA_BWD_ROWS * (d)*2 + 4 * FA_BWD_QTILE(d) * (d)*2 + 2 * FA_BWD_QTILE(d) * 4)
+#define FA_BWD_DKDV_DQ_MMA_SMEM(d) (FA_BWD_DKDV_MMA_SMEM(d) + FA_BWD_ROWS * FA_BWD_QTILE(d) * 2)
+#define FA_BWD_DQ_MMA_SMEM(d) (2 * FA_BWD_ROWS * (d)*2 + 4 * FA_BWD_TILE * (d)*2)
 
 /* Tiles of backward v4 (shaders/cuda/fa_backward_v4.cuh) and its shared memory in bytes for
  * query tiles of `bm` rows: K, V; Q, dO two buffers each; P, dS; LSE, Delta two buffers each.

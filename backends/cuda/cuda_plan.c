@@ -1,0 +1,201 @@
+/* The CUDA kernel choice (see cuda_plan.h). f16/bf16 with 16-byte aligned rows take the
+ * tensor-core kernels where their shared memory fits the device: the forward up to head dim 256
+ * (kernels for 32, 64, 96, 128 and 256; on compute capability 9.0 the wgmma kernels for 64 and
+ * 128 serve head dims 33-128), the backward up to 256 (v4 for 32, 64, 96, 128 and 256; v3 and
+ * the deterministic kernels for 64 and 128); everything else (f32, unaligned views, the
+ * deterministic backward above 128) the general CUDA-core kernels.
+ *
+ * The backward runs Delta = rowsum(dO * O), then dK/dV per key block and dQ per query block,
+ * each recomputing P from the LSE. Unless the call asks for determinism, the tensor-core
+ * backward instead adds dQ with f32 atomics to a zeroed accumulator from the dK/dV kernel and
+ * converts it at the end: fewer FLOPs, but the order of the additions (and so the last bits of
+ * dQ) varies run to run. That atomic kernel is v4 (FlashAttention-2's tiling) where its shared
+ * memory fits, else (or with FA_CUDA_BWD=v3) v3; at head dim 64 v4 takes 128-row query tiles
+ * where they fit. Head dims 129-256 run v4 at head dim 256 (atomic dQ, so never for a
+ * deterministic call) where its shared memory fits (sm_80, sm_90), else the general kernels. */
+#include "cuda_plan.h"
+
+const fa_cuda_kernel_info fa_cuda_kernels[FA_CUDA_K_COUNT] = {
+#define FA_CUDA_DTYPE_F32 FA_DTYPE_F32
+#define FA_CUDA_DTYPE_F16 FA_DTYPE_F16
+#define FA_CUDA_DTYPE_BF16 FA_DTYPE_BF16
+#define FA_CUDA_KERNEL_INFO_(id, name, family, dtype, d, p1, p2)                                   \
+    [FA_CUDA_K_##id] = {#name, FA_CUDA_##family, FA_CUDA_DTYPE_##dtype, d, p1, p2},
+    FA_CUDA_CATALOGUE(FA_CUDA_KERNEL_INFO_) FA_CUDA_CATALOGUE_SM90(FA_CUDA_KERNEL_INFO_)
+#undef FA_CUDA_KERNEL_INFO_
+};
+
+/* The catalogue row of this family, dtype, head dim and (where nonzero) P1; the first row of
+ * the family when none matches (the planner only asks for rows that exist: the unit tests check
+ * that every planned kernel is the one asked for). */
+static fa_cuda_kernel find(fa_cuda_family family, fa_dtype dtype, uint32_t d, uint32_t p1)
+{
+    int first = -1;
+    for (int i = 0; i < FA_CUDA_K_COUNT; i++) {
+        const fa_cuda_kernel_info *k = &fa_cuda_kernels[i];
+        if (k->family != family)
+            continue;
+        if (first < 0)
+            first = i;
+        if (k->dtype == dtype && k->d == d && (!p1 || k->p1 == p1))
+            return (fa_cuda_kernel)i;
+    }
+    return (fa_cuda_kernel)(first < 0 ? 0 : first);
+}
+
+/* The tensor-core kernels' head dim: the head dim rounded up to 32, 64, 96, 128 or 256. */
+static uint32_t mma_dim(int64_t head_dim)
+{
+    return head_dim <= 32    ? 32
+           : head_dim <= 64  ? 64
+           : head_dim <= 96  ? 96
+           : head_dim <= 128 ? 128
+                             : 256;
+}
+
+/* The general kernels' head dim: 64, 128 or 256 (8, 16 or 32 dims per thread). */
+static uint32_t gen_dim(int64_t head_dim)
+{
+    return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
+}
+
+static unsigned blocks(int64_t n, int64_t per)
+{
+    return (unsigned)((n + per - 1) / per);
+}
+
+static void add(fa_cuda_plan *plan, fa_cuda_kernel kernel, unsigned gx, int64_t gy, int64_t gz,
+                unsigned threads, unsigned smem, const char *what)
+{
+    if (plan->count < FA_CUDA_MAX_LAUNCHES)
+        plan->launches[plan->count++] =
+            (fa_cuda_launch){kernel, {gx, (unsigned)gy, (unsigned)gz}, threads, smem, what};
+}
+
+void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
+{
+    *plan = (fa_cuda_plan){0};
+    const uint32_t d = mma_dim(pb->head_dim);
+    /* head dim 256: 128-row blocks (8 warps) where a 64-row block would be alone on an SM (two
+     * do not fit the opt-in limit, as on sm_80) and a 128-row one fits, unless
+     * FA_CUDA_FWD_QTILE_D256 says which (128 only where it fits) */
+    const int wide_smem = FA_FWD_MMA_SMEM(256, FA_FWD_MMA_BQ_D256_WIDE);
+    const bool wide_auto = 2 * FA_FWD_MMA_SMEM(256, FA_FWD_MMA_BQ_D256) > caps->smem_optin;
+    const bool wide =
+        d == 256 && wide_smem <= caps->smem_optin &&
+        (caps->fwd_qtile_d256 ? caps->fwd_qtile_d256 == FA_FWD_MMA_BQ_D256_WIDE : wide_auto);
+    const unsigned bq = wide ? FA_FWD_MMA_BQ_D256_WIDE : FA_FWD_MMA_BQ_D(d);
+    const unsigned smem = FA_FWD_MMA_SMEM(d, bq); /* Q, K and V x2 */
+    const bool fast = !caps->force_general && pb->dtype != FA_DTYPE_F32 && pb->head_dim <= 256 &&
+                      (int)smem <= caps->smem_optin && pb->aligned;
+    /* compute capability 9.0: the wgmma forward at head dims 33-128, 65-96 padded to 128 (more
+     * TF/s than the mma.sync kernel for 96 even with a quarter of its products on zeros) */
+    const uint32_t wg_d = d > 64 ? 128 : 64;
+    const unsigned wg_smem = wg_d == 128 ? FA_FWD_WGMMA_SMEM(128) : FA_FWD_WGMMA_SMEM(64);
+    if (fast && caps->wgmma_fwd && d >= 64 && d <= 128 && (int)wg_smem <= caps->smem_optin)
+        add(plan, find(FA_CUDA_FWD_WGMMA, pb->dtype, wg_d, 0), blocks(pb->seq_q, FA_FWD_WGMMA_BQ),
+            pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS, wg_smem,
+            "launching the Hopper (wgmma) forward");
+    else if (fast)
+        add(plan, find(FA_CUDA_FWD_MMA, pb->dtype, d, bq), blocks(pb->seq_q, bq), pb->heads_q,
+            pb->batch, FA_FWD_MMA_THREADS(d, bq), smem, "launching the tensor-core forward");
+    else
+        add(plan, find(FA_CUDA_FWD_GEN, pb->dtype, gen_dim(pb->head_dim), 0),
+            blocks(pb->seq_q, FA_GEN_ROWS), pb->heads_q, pb->batch, FA_GEN_THREADS,
+            (unsigned)(2 * FA_GEN_TILE * pb->head_dim * sizeof(float)),
+            "launching the general forward");
+}
+
+void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
+{
+    *plan = (fa_cuda_plan){0};
+    const int optin = caps->smem_optin;
+    const fa_dtype dt = pb->dtype;
+    /* v3 and the deterministic kernels: head dims 64 and 128 */
+    const uint32_t d = pb->head_dim > 64 ? 128 : 64;
+    const unsigned dkdv_smem = FA_BWD_DKDV_MMA_SMEM(d), dq_smem = FA_BWD_DQ_MMA_SMEM(d);
+    const unsigned dkdv_dq_smem = FA_BWD_DKDV_DQ_MMA_SMEM(d);
+    /* v4: head dims 32, 64, 96 and 128 (256 below) */
+    const uint32_t d4 = mma_dim(pb->head_dim) < 128 ? mma_dim(pb->head_dim) : 128;
+    unsigned v4_smem = FA_BWD4_SMEM(d4);
+    const bool mma_ok = !caps->force_general && dt != FA_DTYPE_F32 && pb->aligned;
+    const bool fast =
+        mma_ok && pb->head_dim <= 128 && (int)dkdv_smem <= optin && (int)dq_smem <= optin;
+    /* dQ by atomics from the dK/dV kernel (v4, else v3); else (deterministic, or neither fits)
+     * the separate dK/dV and dQ kernels, where those fit (at head dim 128 on sm_86/89 nothing
+     * does: the general kernels) */
+    const bool v4 = fast && !caps->force_bwd_v3 && (int)v4_smem <= optin;
+    /* v4's 128-row query tiles at head dim 64, unless FA_CUDA_BWD4_QTILE_D64=64, where they fit
+     * (sm_80, sm_90) */
+    const unsigned v4_q128_smem = FA_BWD4_SMEM_Q(64, FA_BWD4_QTILE_WIDE);
+    const bool v4_q128 = v4 && d4 == 64 && caps->bwd4_q128_d64 && (int)v4_q128_smem <= optin;
+    if (v4_q128)
+        v4_smem = v4_q128_smem;
+    /* head dims 129-256 (padded to 256), unless FA_CUDA_BWD_D256=0, and never deterministic:
+     * v4 with 64 keys per block and 64-row query tiles where they fit (sm_90), else 32-row ones
+     * (sm_80), else (sm_86/89) the general kernels */
+    const unsigned d256_smem_wide = FA_BWD4_SMEM_D256(FA_BWD4_QTILE_D256);
+    const unsigned d256_smem_narrow = FA_BWD4_SMEM_D256(FA_BWD4_QTILE_D256_NARROW);
+    const bool d256_wide = (int)d256_smem_wide <= optin;
+    const bool v4_d256 = mma_ok && caps->bwd_d256 && pb->head_dim > 128 && pb->head_dim <= 256 &&
+                         !pb->deterministic && (int)d256_smem_narrow <= optin;
+    const bool atomic_dq =
+        v4_d256 || (fast && !pb->deterministic && (v4 || (int)dkdv_dq_smem <= optin));
+    /* compute capability 9.0: the wgmma kernel in v4's place at every head dim up to 128, padded
+     * to 64 or 128 (more TF/s than v4's own kernels for 32 and 96) */
+    const uint32_t wg_d = d4 > 64 ? 128 : 64;
+    const unsigned wg_smem = wg_d == 128 ? FA_BWD_WGMMA_SMEM(128) : FA_BWD_WGMMA_SMEM(64);
+    const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin;
+
+    /* workspace: Delta (rows floats), then with atomic_dq the (B, Hq, Sq, head_dim) f32 dQ sums */
+    const size_t rows = (size_t)pb->batch * (size_t)pb->heads_q * (size_t)pb->seq_q;
+    plan->atomic_dq = atomic_dq;
+    if (rows > 0) {
+        plan->workspace_bytes = rows * sizeof(float);
+        if (atomic_dq) {
+            plan->accum_offset = (rows * sizeof(float) + 255) / 256 * 256;
+            plan->accum_elems = rows * (size_t)pb->head_dim;
+            plan->workspace_bytes = plan->accum_offset + plan->accum_elems * sizeof(float);
+        }
+    }
+
+    const int64_t hq = pb->heads_q, hkv = pb->heads_kv, b = pb->batch;
+    add(plan, find(FA_CUDA_BWD_DELTA, dt, 256, 0), blocks(pb->seq_q, FA_GEN_ROWS), hq, b,
+        FA_GEN_THREADS, 0, "launching the backward's Delta");
+    if (atomic_dq) {
+        if (hopper)
+            add(plan, find(FA_CUDA_BWD_WGMMA, dt, wg_d, 0),
+                blocks(pb->seq_k, FA_BWD_WGMMA_KEYS(wg_d)), hkv, b, FA_BWD_WGMMA_THREADS, wg_smem,
+                "launching the Hopper (wgmma) dK/dV/dQ");
+        else if (v4_d256)
+            add(plan,
+                find(FA_CUDA_BWD_V4, dt, 256,
+                     d256_wide ? FA_BWD4_QTILE_D256 : FA_BWD4_QTILE_D256_NARROW),
+                blocks(pb->seq_k, FA_BWD4_KEYS_D256), hkv, b, FA_BWD_THREADS,
+                d256_wide ? d256_smem_wide : d256_smem_narrow,
+                "launching the tensor-core dK/dV/dQ (v4, head dim 256)");
+        else if (v4)
+            add(plan, find(FA_CUDA_BWD_V4, dt, d4, v4_q128 ? FA_BWD4_QTILE_WIDE : FA_BWD4_QTILE),
+                blocks(pb->seq_k, FA_BWD4_KEYS), hkv, b, FA_BWD_THREADS, v4_smem,
+                "launching the tensor-core dK/dV/dQ (v4)");
+        else
+            add(plan, find(FA_CUDA_BWD_V3, dt, d, 0), blocks(pb->seq_k, FA_BWD_ROWS), hkv, b,
+                FA_BWD_THREADS, dkdv_dq_smem, "launching the tensor-core dK/dV/dQ");
+        add(plan, find(FA_CUDA_BWD_DQ_CONVERT, dt, 256, 0),
+            blocks(pb->seq_q * (pb->head_dim / 8), FA_GEN_THREADS), hq, b, FA_GEN_THREADS, 0,
+            "launching the dQ conversion");
+    } else if (fast) {
+        add(plan, find(FA_CUDA_BWD_DKDV_MMA, dt, d, 0), blocks(pb->seq_k, FA_BWD_ROWS), hkv, b,
+            FA_BWD_THREADS, dkdv_smem, "launching the tensor-core dK/dV");
+        add(plan, find(FA_CUDA_BWD_DQ_MMA, dt, d, 0), blocks(pb->seq_q, FA_BWD_ROWS), hq, b,
+            FA_BWD_THREADS, dq_smem, "launching the tensor-core dQ");
+    } else {
+        const unsigned tile_smem = (unsigned)(2 * FA_GEN_TILE * pb->head_dim * sizeof(float));
+        const uint32_t gd = gen_dim(pb->head_dim);
+        add(plan, find(FA_CUDA_BWD_DKDV_GEN, dt, gd, 0), blocks(pb->seq_k, FA_GEN_ROWS), hkv, b,
+            FA_GEN_THREADS, tile_smem + 2 * FA_GEN_TILE * sizeof(float),
+            "launching the backward's dK/dV");
+        add(plan, find(FA_CUDA_BWD_DQ_GEN, dt, gd, 0), blocks(pb->seq_q, FA_GEN_ROWS), hq, b,
+            FA_GEN_THREADS, tile_smem, "launching the backward's dQ");
+    }
+}

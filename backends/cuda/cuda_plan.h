@@ -1,0 +1,94 @@
+/* The CUDA backend's kernel choice as a pure function: plan(device capabilities, call) ->
+ * launches + workspace, with no driver call, so that which kernel serves which call on sm_80,
+ * sm_86, sm_89 and sm_90 is unit-tested on a machine without a GPU (tests/test_cuda_plan.c).
+ * cuda_attention.c executes a plan. Not installed. */
+#ifndef FA_CUDA_PLAN_H
+#define FA_CUDA_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashattn.h"
+
+#include "../../shaders/cuda/fa_cuda_catalogue.h"
+
+/* Every kernel of the catalogue, by index into fa_cuda_state.kernels; the sm_90a ones last. */
+typedef enum fa_cuda_kernel {
+#define FA_CUDA_KERNEL_ENUM_(id, name, family, dtype, d, p1, p2) FA_CUDA_K_##id,
+    FA_CUDA_CATALOGUE(FA_CUDA_KERNEL_ENUM_) FA_CUDA_CATALOGUE_SM90(FA_CUDA_KERNEL_ENUM_)
+#undef FA_CUDA_KERNEL_ENUM_
+        FA_CUDA_K_COUNT
+} fa_cuda_kernel;
+#define FA_CUDA_K_SM90_FIRST FA_CUDA_K_FWD_WGMMA_F16_D64
+
+typedef enum fa_cuda_family {
+    FA_CUDA_FWD_MMA,
+    FA_CUDA_FWD_WGMMA,
+    FA_CUDA_FWD_GEN,
+    FA_CUDA_BWD_DELTA,
+    FA_CUDA_BWD_DKDV_GEN,
+    FA_CUDA_BWD_DQ_GEN,
+    FA_CUDA_BWD_V4,
+    FA_CUDA_BWD_V3,
+    FA_CUDA_BWD_DKDV_MMA,
+    FA_CUDA_BWD_DQ_MMA,
+    FA_CUDA_BWD_DQ_CONVERT,
+    FA_CUDA_BWD_WGMMA,
+} fa_cuda_family;
+
+/* One catalogue row. */
+typedef struct fa_cuda_kernel_info {
+    const char *name;
+    fa_cuda_family family;
+    fa_dtype dtype;
+    uint32_t d, p1, p2; /* see fa_cuda_catalogue.h */
+} fa_cuda_kernel_info;
+
+extern const fa_cuda_kernel_info fa_cuda_kernels[FA_CUDA_K_COUNT];
+
+/* What the planner needs to know of the device and of the tuning knobs (FA_CUDA_* environment
+ * variables, read once per context by cuda_backend.c). */
+typedef struct fa_cuda_caps {
+    int cc_major, cc_minor;
+    int smem_optin; /* bytes of shared memory a block may opt in to */
+    /* the sm_90a kernels are loaded and serve the forward / the backward */
+    bool wgmma_fwd, wgmma_bwd;
+    bool force_general; /* FA_CUDA_KERNELS=general: tensor-core paths off (testing) */
+    bool force_bwd_v3;  /* FA_CUDA_BWD=v3: v3 instead of v4 */
+    bool bwd4_q128_d64; /* v4's 128-row query tiles at head dim 64 where they fit */
+    int fwd_qtile_d256; /* the forward's query rows per block at head dim 256 (0: by smem) */
+    bool bwd_d256;      /* backward v4 at head dims 129-256 (else the general kernels) */
+} fa_cuda_caps;
+
+/* The call as the planner sees it (validated by the runtime: head_dim a multiple of 8 from 8 to
+ * 256, heads_q a multiple of heads_kv). */
+typedef struct fa_cuda_problem {
+    fa_dtype dtype;
+    int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
+    bool deterministic; /* backward: no atomics */
+    bool aligned;       /* every view's rows start on 16 bytes (what cp.async needs) */
+} fa_cuda_problem;
+
+typedef struct fa_cuda_launch {
+    fa_cuda_kernel kernel;
+    unsigned grid[3], threads, smem; /* smem: dynamic shared memory, bytes */
+    const char *what;                /* for the error message of a failed launch */
+} fa_cuda_launch;
+
+#define FA_CUDA_MAX_LAUNCHES 4
+
+/* Launches in order on one stream. The backward's workspace holds Delta (one float per query
+ * row) and, when atomic_dq, the f32 dQ accumulator at accum_offset (accum_elems floats), which
+ * must be zeroed before the first launch. */
+typedef struct fa_cuda_plan {
+    fa_cuda_launch launches[FA_CUDA_MAX_LAUNCHES];
+    unsigned count;
+    bool atomic_dq;
+    size_t workspace_bytes, accum_offset, accum_elems;
+} fa_cuda_plan;
+
+void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan);
+void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan);
+
+#endif

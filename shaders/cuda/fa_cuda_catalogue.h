@@ -1,0 +1,125 @@
+/* Every CUDA kernel of flashattn, named once. Included by the kernels' translation units (which
+ * instantiate each row: fa_kernels.cu, fa_kernels_sm90.cu) and by the host (which numbers the
+ * rows, looks their names up in the fatbin and plans launches from their family and tiling:
+ * backends/cuda/cuda_plan.c). Adding a head dim or a tiling of an existing family is one row.
+ *
+ * A row: X(ID, name, FAMILY, DTYPE, D, P1, P2)
+ *   ID      the host's enum suffix (FA_CUDA_K_<ID>)
+ *   name    the unmangled kernel symbol
+ *   FAMILY  the kernel body and launch geometry (below)
+ *   DTYPE   F32, F16 or BF16 (inputs and outputs; arithmetic is f32 with tensor-core products)
+ *   D       the head dim it serves, smaller ones padded with zeros (the CUDA-core kernels: the
+ *           largest they take, 64, 128 or 256, at D / 8 dims per thread)
+ *   P1, P2  family parameters, 0 where unused
+ *
+ * Families (geometry in shaders/cuda/fa_cuda_abi.h):
+ *   FWD_MMA       tensor-core forward (mma.sync), P1 query rows per block
+ *   FWD_WGMMA     Hopper forward (wgmma, sm_90a only)
+ *   FWD_GEN       CUDA-core forward, any dtype and alignment, head dims up to D
+ *   BWD_DELTA     Delta = rowsum(dO * O)
+ *   BWD_DKDV_GEN  CUDA-core dK, dV;  BWD_DQ_GEN  CUDA-core dQ
+ *   BWD_V4        tensor-core dK, dV, dQ by f32 atomics (FlashAttention-2's tiling), P1 query
+ *                 rows per tile, P2 keys per block
+ *   BWD_V3        tensor-core dK, dV, dQ by f32 atomics, less shared memory (FA_CUDA_BWD=v3)
+ *   BWD_DKDV_MMA  tensor-core dK, dV;  BWD_DQ_MMA  tensor-core dQ (the deterministic backward)
+ *   BWD_DQ_CONVERT  dQ = scale * the f32 accumulator, in dQ's dtype and layout
+ *   BWD_WGMMA     Hopper dK, dV, dQ by atomics (wgmma, sm_90a only) */
+#ifndef FA_CUDA_CATALOGUE_H
+#define FA_CUDA_CATALOGUE_H
+
+#include "fa_cuda_abi.h"
+
+/* Compiled for sm_80, sm_86, sm_89, sm_90 (SASS) and newer (PTX): fa_kernels.cu. */
+#define FA_CUDA_CATALOGUE(X)                                                                       \
+    X(FWD_MMA_F16_D32, fa_fwd_mma_f16_d32, FWD_MMA, F16, 32, FA_FWD_MMA_BQ, 0)                     \
+    X(FWD_MMA_F16_D64, fa_fwd_mma_f16_d64, FWD_MMA, F16, 64, FA_FWD_MMA_BQ, 0)                     \
+    X(FWD_MMA_F16_D96, fa_fwd_mma_f16_d96, FWD_MMA, F16, 96, FA_FWD_MMA_BQ, 0)                     \
+    X(FWD_MMA_F16_D128, fa_fwd_mma_f16_d128, FWD_MMA, F16, 128, FA_FWD_MMA_BQ, 0)                  \
+    X(FWD_MMA_F16_D256, fa_fwd_mma_f16_d256, FWD_MMA, F16, 256, FA_FWD_MMA_BQ_D256, 0)             \
+    X(FWD_MMA_Q128_F16_D256, fa_fwd_mma_q128_f16_d256, FWD_MMA, F16, 256, FA_FWD_MMA_BQ_D256_WIDE, \
+      0)                                                                                           \
+    X(FWD_MMA_BF16_D32, fa_fwd_mma_bf16_d32, FWD_MMA, BF16, 32, FA_FWD_MMA_BQ, 0)                  \
+    X(FWD_MMA_BF16_D64, fa_fwd_mma_bf16_d64, FWD_MMA, BF16, 64, FA_FWD_MMA_BQ, 0)                  \
+    X(FWD_MMA_BF16_D96, fa_fwd_mma_bf16_d96, FWD_MMA, BF16, 96, FA_FWD_MMA_BQ, 0)                  \
+    X(FWD_MMA_BF16_D128, fa_fwd_mma_bf16_d128, FWD_MMA, BF16, 128, FA_FWD_MMA_BQ, 0)               \
+    X(FWD_MMA_BF16_D256, fa_fwd_mma_bf16_d256, FWD_MMA, BF16, 256, FA_FWD_MMA_BQ_D256, 0)          \
+    X(FWD_MMA_Q128_BF16_D256, fa_fwd_mma_q128_bf16_d256, FWD_MMA, BF16, 256,                       \
+      FA_FWD_MMA_BQ_D256_WIDE, 0)                                                                  \
+    X(FWD_GEN_F32_8, fa_fwd_gen_f32_8, FWD_GEN, F32, 64, 0, 0)                                     \
+    X(FWD_GEN_F32_16, fa_fwd_gen_f32_16, FWD_GEN, F32, 128, 0, 0)                                  \
+    X(FWD_GEN_F32_32, fa_fwd_gen_f32_32, FWD_GEN, F32, 256, 0, 0)                                  \
+    X(FWD_GEN_F16_8, fa_fwd_gen_f16_8, FWD_GEN, F16, 64, 0, 0)                                     \
+    X(FWD_GEN_F16_16, fa_fwd_gen_f16_16, FWD_GEN, F16, 128, 0, 0)                                  \
+    X(FWD_GEN_F16_32, fa_fwd_gen_f16_32, FWD_GEN, F16, 256, 0, 0)                                  \
+    X(FWD_GEN_BF16_8, fa_fwd_gen_bf16_8, FWD_GEN, BF16, 64, 0, 0)                                  \
+    X(FWD_GEN_BF16_16, fa_fwd_gen_bf16_16, FWD_GEN, BF16, 128, 0, 0)                               \
+    X(FWD_GEN_BF16_32, fa_fwd_gen_bf16_32, FWD_GEN, BF16, 256, 0, 0)                               \
+    X(BWD_DELTA_F32, fa_bwd_delta_f32, BWD_DELTA, F32, 256, 0, 0)                                  \
+    X(BWD_DELTA_F16, fa_bwd_delta_f16, BWD_DELTA, F16, 256, 0, 0)                                  \
+    X(BWD_DELTA_BF16, fa_bwd_delta_bf16, BWD_DELTA, BF16, 256, 0, 0)                               \
+    X(BWD_DQ_GEN_F32_8, fa_bwd_dq_gen_f32_8, BWD_DQ_GEN, F32, 64, 0, 0)                            \
+    X(BWD_DQ_GEN_F32_16, fa_bwd_dq_gen_f32_16, BWD_DQ_GEN, F32, 128, 0, 0)                         \
+    X(BWD_DQ_GEN_F32_32, fa_bwd_dq_gen_f32_32, BWD_DQ_GEN, F32, 256, 0, 0)                         \
+    X(BWD_DQ_GEN_F16_8, fa_bwd_dq_gen_f16_8, BWD_DQ_GEN, F16, 64, 0, 0)                            \
+    X(BWD_DQ_GEN_F16_16, fa_bwd_dq_gen_f16_16, BWD_DQ_GEN, F16, 128, 0, 0)                         \
+    X(BWD_DQ_GEN_F16_32, fa_bwd_dq_gen_f16_32, BWD_DQ_GEN, F16, 256, 0, 0)                         \
+    X(BWD_DQ_GEN_BF16_8, fa_bwd_dq_gen_bf16_8, BWD_DQ_GEN, BF16, 64, 0, 0)                         \
+    X(BWD_DQ_GEN_BF16_16, fa_bwd_dq_gen_bf16_16, BWD_DQ_GEN, BF16, 128, 0, 0)                      \
+    X(BWD_DQ_GEN_BF16_32, fa_bwd_dq_gen_bf16_32, BWD_DQ_GEN, BF16, 256, 0, 0)                      \
+    X(BWD_DKDV_GEN_F32_8, fa_bwd_dkdv_gen_f32_8, BWD_DKDV_GEN, F32, 64, 0, 0)                      \
+    X(BWD_DKDV_GEN_F32_16, fa_bwd_dkdv_gen_f32_16, BWD_DKDV_GEN, F32, 128, 0, 0)                   \
+    X(BWD_DKDV_GEN_F32_32, fa_bwd_dkdv_gen_f32_32, BWD_DKDV_GEN, F32, 256, 0, 0)                   \
+    X(BWD_DKDV_GEN_F16_8, fa_bwd_dkdv_gen_f16_8, BWD_DKDV_GEN, F16, 64, 0, 0)                      \
+    X(BWD_DKDV_GEN_F16_16, fa_bwd_dkdv_gen_f16_16, BWD_DKDV_GEN, F16, 128, 0, 0)                   \
+    X(BWD_DKDV_GEN_F16_32, fa_bwd_dkdv_gen_f16_32, BWD_DKDV_GEN, F16, 256, 0, 0)                   \
+    X(BWD_DKDV_GEN_BF16_8, fa_bwd_dkdv_gen_bf16_8, BWD_DKDV_GEN, BF16, 64, 0, 0)                   \
+    X(BWD_DKDV_GEN_BF16_16, fa_bwd_dkdv_gen_bf16_16, BWD_DKDV_GEN, BF16, 128, 0, 0)                \
+    X(BWD_DKDV_GEN_BF16_32, fa_bwd_dkdv_gen_bf16_32, BWD_DKDV_GEN, BF16, 256, 0, 0)                \
+    X(BWD_V3_F16_D64, fa_bwd_dkdv_dq_mma_f16_d64, BWD_V3, F16, 64, 0, 0)                           \
+    X(BWD_V3_F16_D128, fa_bwd_dkdv_dq_mma_f16_d128, BWD_V3, F16, 128, 0, 0)                        \
+    X(BWD_V3_BF16_D64, fa_bwd_dkdv_dq_mma_bf16_d64, BWD_V3, BF16, 64, 0, 0)                        \
+    X(BWD_V3_BF16_D128, fa_bwd_dkdv_dq_mma_bf16_d128, BWD_V3, BF16, 128, 0, 0)                     \
+    X(BWD_V4_F16_D32, fa_bwd_v4_f16_d32, BWD_V4, F16, 32, FA_BWD4_QTILE, FA_BWD4_KEYS)             \
+    X(BWD_V4_F16_D64, fa_bwd_v4_f16_d64, BWD_V4, F16, 64, FA_BWD4_QTILE, FA_BWD4_KEYS)             \
+    X(BWD_V4_Q128_F16_D64, fa_bwd_v4_q128_f16_d64, BWD_V4, F16, 64, FA_BWD4_QTILE_WIDE,            \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_F16_D96, fa_bwd_v4_f16_d96, BWD_V4, F16, 96, FA_BWD4_QTILE, FA_BWD4_KEYS)             \
+    X(BWD_V4_F16_D128, fa_bwd_v4_f16_d128, BWD_V4, F16, 128, FA_BWD4_QTILE, FA_BWD4_KEYS)          \
+    X(BWD_V4_F16_D256, fa_bwd_v4_f16_d256, BWD_V4, F16, 256, FA_BWD4_QTILE_D256,                   \
+      FA_BWD4_KEYS_D256)                                                                           \
+    X(BWD_V4_Q32_F16_D256, fa_bwd_v4_q32_f16_d256, BWD_V4, F16, 256, FA_BWD4_QTILE_D256_NARROW,    \
+      FA_BWD4_KEYS_D256)                                                                           \
+    X(BWD_V4_BF16_D32, fa_bwd_v4_bf16_d32, BWD_V4, BF16, 32, FA_BWD4_QTILE, FA_BWD4_KEYS)          \
+    X(BWD_V4_BF16_D64, fa_bwd_v4_bf16_d64, BWD_V4, BF16, 64, FA_BWD4_QTILE, FA_BWD4_KEYS)          \
+    X(BWD_V4_Q128_BF16_D64, fa_bwd_v4_q128_bf16_d64, BWD_V4, BF16, 64, FA_BWD4_QTILE_WIDE,         \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_BF16_D96, fa_bwd_v4_bf16_d96, BWD_V4, BF16, 96, FA_BWD4_QTILE, FA_BWD4_KEYS)          \
+    X(BWD_V4_BF16_D128, fa_bwd_v4_bf16_d128, BWD_V4, BF16, 128, FA_BWD4_QTILE, FA_BWD4_KEYS)       \
+    X(BWD_V4_BF16_D256, fa_bwd_v4_bf16_d256, BWD_V4, BF16, 256, FA_BWD4_QTILE_D256,                \
+      FA_BWD4_KEYS_D256)                                                                           \
+    X(BWD_V4_Q32_BF16_D256, fa_bwd_v4_q32_bf16_d256, BWD_V4, BF16, 256, FA_BWD4_QTILE_D256_NARROW, \
+      FA_BWD4_KEYS_D256)                                                                           \
+    X(BWD_DKDV_MMA_F16_D64, fa_bwd_dkdv_mma_f16_d64, BWD_DKDV_MMA, F16, 64, 0, 0)                  \
+    X(BWD_DKDV_MMA_F16_D128, fa_bwd_dkdv_mma_f16_d128, BWD_DKDV_MMA, F16, 128, 0, 0)               \
+    X(BWD_DKDV_MMA_BF16_D64, fa_bwd_dkdv_mma_bf16_d64, BWD_DKDV_MMA, BF16, 64, 0, 0)               \
+    X(BWD_DKDV_MMA_BF16_D128, fa_bwd_dkdv_mma_bf16_d128, BWD_DKDV_MMA, BF16, 128, 0, 0)            \
+    X(BWD_DQ_MMA_F16_D64, fa_bwd_dq_mma_f16_d64, BWD_DQ_MMA, F16, 64, 0, 0)                        \
+    X(BWD_DQ_MMA_F16_D128, fa_bwd_dq_mma_f16_d128, BWD_DQ_MMA, F16, 128, 0, 0)                     \
+    X(BWD_DQ_MMA_BF16_D64, fa_bwd_dq_mma_bf16_d64, BWD_DQ_MMA, BF16, 64, 0, 0)                     \
+    X(BWD_DQ_MMA_BF16_D128, fa_bwd_dq_mma_bf16_d128, BWD_DQ_MMA, BF16, 128, 0, 0)                  \
+    X(BWD_DQ_CONVERT_F16, fa_bwd_dq_convert_f16, BWD_DQ_CONVERT, F16, 256, 0, 0)                   \
+    X(BWD_DQ_CONVERT_BF16, fa_bwd_dq_convert_bf16, BWD_DQ_CONVERT, BF16, 256, 0, 0)
+
+/* Compiled for sm_90a alone (wgmma, setmaxnreg), into a second fatbin the host loads on compute
+ * capability 9.0: fa_kernels_sm90.cu. */
+#define FA_CUDA_CATALOGUE_SM90(X)                                                                  \
+    X(FWD_WGMMA_F16_D64, fa_fwd_wgmma_f16_d64, FWD_WGMMA, F16, 64, 0, 0)                           \
+    X(FWD_WGMMA_F16_D128, fa_fwd_wgmma_f16_d128, FWD_WGMMA, F16, 128, 0, 0)                        \
+    X(FWD_WGMMA_BF16_D64, fa_fwd_wgmma_bf16_d64, FWD_WGMMA, BF16, 64, 0, 0)                        \
+    X(FWD_WGMMA_BF16_D128, fa_fwd_wgmma_bf16_d128, FWD_WGMMA, BF16, 128, 0, 0)                     \
+    X(BWD_WGMMA_F16_D64, fa_bwd_wgmma_f16_d64, BWD_WGMMA, F16, 64, 0, 0)                           \
+    X(BWD_WGMMA_F16_D128, fa_bwd_wgmma_f16_d128, BWD_WGMMA, F16, 128, 0, 0)                        \
+    X(BWD_WGMMA_BF16_D64, fa_bwd_wgmma_bf16_d64, BWD_WGMMA, BF16, 64, 0, 0)                        \
+    X(BWD_WGMMA_BF16_D128, fa_bwd_wgmma_bf16_d128, BWD_WGMMA, BF16, 128, 0, 0)
+
+#endif

@@ -1,0 +1,334 @@
+/* The CUDA kernel planner (backends/cuda/cuda_plan.c) on the capability sets of sm_80, sm_86,
+ * sm_89 and sm_90, none of which is needed here: every plan must only launch kernels that exist
+ * for the architecture, fit its shared memory and cover the problem, and the documented choices
+ * (which kernel serves which call) are checked one by one. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_plan.h"
+
+typedef struct arch {
+    const char *name;
+    fa_cuda_caps caps;
+} arch;
+
+/* Opt-in shared memory per block: A100 163 KiB, RTX 30xx / 40xx 99 KiB, H100 / H200 227 KiB. */
+static const fa_cuda_caps defaults = {.bwd4_q128_d64 = true, .bwd_d256 = true};
+static fa_cuda_caps caps_of(int major, int minor, int smem, bool sm90a)
+{
+    fa_cuda_caps c = defaults;
+    c.cc_major = major;
+    c.cc_minor = minor;
+    c.smem_optin = smem;
+    c.wgmma_fwd = c.wgmma_bwd = sm90a;
+    return c;
+}
+#define SM80 caps_of(8, 0, 166912, false)
+#define SM86 caps_of(8, 6, 101376, false)
+#define SM89 caps_of(8, 9, 101376, false)
+#define SM90 caps_of(9, 0, 232448, true)
+
+static fa_cuda_problem problem(fa_dtype dtype, int64_t head_dim, bool deterministic)
+{
+    return (fa_cuda_problem){.dtype = dtype,
+                             .batch = 2,
+                             .seq_q = 1000,
+                             .seq_k = 1500,
+                             .heads_q = 8,
+                             .heads_kv = 2,
+                             .head_dim = head_dim,
+                             .deterministic = deterministic,
+                             .aligned = true};
+}
+
+static fa_cuda_family family_of(const fa_cuda_launch *l)
+{
+    return fa_cuda_kernels[l->kernel].family;
+}
+
+static bool is_general(fa_cuda_family f)
+{
+    return f == FA_CUDA_FWD_GEN || f == FA_CUDA_BWD_DKDV_GEN || f == FA_CUDA_BWD_DQ_GEN ||
+           f == FA_CUDA_BWD_DELTA;
+}
+
+static bool is_sm90a(fa_cuda_kernel k)
+{
+    return k >= FA_CUDA_K_SM90_FIRST;
+}
+
+/* Rows (queries or keys) one block of a launch covers, and the length it walks: a plan covers
+ * the problem when grid.x * rows >= that length. */
+static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t *rows,
+                     int64_t *length)
+{
+    const fa_cuda_kernel_info *k = &fa_cuda_kernels[l->kernel];
+    *length = pb->seq_q;
+    switch (k->family) {
+    case FA_CUDA_FWD_MMA:
+        *rows = k->p1;
+        break;
+    case FA_CUDA_FWD_WGMMA:
+        *rows = FA_FWD_WGMMA_BQ;
+        break;
+    case FA_CUDA_FWD_GEN:
+    case FA_CUDA_BWD_DELTA:
+    case FA_CUDA_BWD_DQ_GEN:
+        *rows = FA_GEN_ROWS;
+        break;
+    case FA_CUDA_BWD_DKDV_GEN:
+        *rows = FA_GEN_ROWS, *length = pb->seq_k;
+        break;
+    case FA_CUDA_BWD_V4:
+        *rows = k->p2, *length = pb->seq_k;
+        break;
+    case FA_CUDA_BWD_V3:
+    case FA_CUDA_BWD_DKDV_MMA:
+        *rows = FA_BWD_ROWS, *length = pb->seq_k;
+        break;
+    case FA_CUDA_BWD_DQ_MMA:
+        *rows = FA_BWD_ROWS;
+        break;
+    case FA_CUDA_BWD_DQ_CONVERT:
+        *rows = FA_GEN_THREADS, *length = pb->seq_q * (pb->head_dim / 8);
+        break;
+    case FA_CUDA_BWD_WGMMA:
+        *rows = FA_BWD_WGMMA_KEYS(k->d), *length = pb->seq_k;
+        break;
+    }
+}
+
+/* Every property a plan must have, whatever it chose. */
+static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cuda_problem *pb,
+                       const fa_cuda_plan *plan, bool backward)
+{
+    cr_assert(plan->count >= 1 && plan->count <= FA_CUDA_MAX_LAUNCHES, "%s: %u launches", where,
+              plan->count);
+    for (unsigned i = 0; i < plan->count; i++) {
+        const fa_cuda_launch *l = &plan->launches[i];
+        cr_assert(l->kernel < FA_CUDA_K_COUNT, "%s", where);
+        const fa_cuda_kernel_info *k = &fa_cuda_kernels[l->kernel];
+        cr_expect_eq(k->dtype, pb->dtype, "%s: %s has another dtype", where, k->name);
+        cr_expect(l->smem <= (unsigned)caps->smem_optin, "%s: %s needs %u bytes", where, k->name,
+                  l->smem);
+        cr_expect(l->threads >= 32 && l->threads <= 1024 && l->threads % 32 == 0, "%s: %s", where,
+                  k->name);
+        if (is_sm90a(l->kernel))
+            cr_expect(backward ? caps->wgmma_bwd : caps->wgmma_fwd, "%s: %s without sm_90a", where,
+                      k->name);
+        if (!is_general(k->family)) {
+            cr_expect(pb->aligned && pb->dtype != FA_DTYPE_F32 && !caps->force_general,
+                      "%s: tensor-core %s for an f32, unaligned or forced-general call", where,
+                      k->name);
+        }
+        cr_expect(k->d >= (uint32_t)pb->head_dim, "%s: %s serves head dim %u < %lld", where,
+                  k->name, k->d, (long long)pb->head_dim);
+        cr_expect_eq(l->grid[2], (unsigned)pb->batch, "%s: %s", where, k->name);
+        cr_expect(l->grid[1] == (unsigned)pb->heads_q || l->grid[1] == (unsigned)pb->heads_kv,
+                  "%s: %s", where, k->name);
+        int64_t rows, length;
+        coverage(l, pb, &rows, &length);
+        cr_expect((int64_t)l->grid[0] * rows >= length && (int64_t)(l->grid[0] - 1) * rows < length,
+                  "%s: %s grid %u x %lld rows for %lld", where, k->name, l->grid[0],
+                  (long long)rows, (long long)length);
+        cr_expect(l->what && l->what[0], "%s", where);
+    }
+    if (!backward) {
+        cr_expect_eq(plan->count, 1, "%s", where);
+        cr_expect_eq(plan->workspace_bytes, 0, "%s", where);
+        return;
+    }
+    const size_t rows = (size_t)pb->batch * (size_t)pb->heads_q * (size_t)pb->seq_q;
+    cr_expect_eq(family_of(&plan->launches[0]), FA_CUDA_BWD_DELTA, "%s: Delta first", where);
+    cr_expect(plan->workspace_bytes >= rows * sizeof(float), "%s", where);
+    const fa_cuda_family last = family_of(&plan->launches[plan->count - 1]);
+    if (plan->atomic_dq) {
+        cr_expect(!pb->deterministic, "%s: atomics in a deterministic backward", where);
+        cr_expect_eq(last, FA_CUDA_BWD_DQ_CONVERT, "%s", where);
+        cr_expect_eq(plan->count, 3, "%s", where);
+        cr_expect(plan->accum_offset % 256 == 0 && plan->accum_offset >= rows * sizeof(float), "%s",
+                  where);
+        cr_expect_eq(plan->accum_elems, rows * (size_t)pb->head_dim, "%s", where);
+        cr_expect_eq(plan->workspace_bytes, plan->accum_offset + plan->accum_elems * sizeof(float),
+                     "%s", where);
+    } else {
+        cr_expect_eq(plan->count, 3, "%s", where);
+        cr_expect(last == FA_CUDA_BWD_DQ_MMA || last == FA_CUDA_BWD_DQ_GEN, "%s", where);
+        cr_expect_eq(plan->workspace_bytes, rows * sizeof(float), "%s", where);
+    }
+}
+
+Test(cuda_plan, every_architecture_dtype_and_head_dim_gets_a_valid_plan)
+{
+    const arch archs[] = {{"sm_80", SM80},
+                          {"sm_86", SM86},
+                          {"sm_89", SM89},
+                          {"sm_90", SM90},
+                          {"sm_90 without sm_90a", caps_of(9, 0, 232448, false)}};
+    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    /* the head dims the runtime admits: multiples of 8 from 8 to 256 */
+    const int64_t dims[] = {8,   16,  24,  32,  40,  48,  64,  72,  80,  96,
+                            104, 112, 128, 136, 160, 192, 200, 224, 248, 256};
+    const int64_t seqs[][2] = {{1, 1}, {7, 300}, {513, 1000}, {4096, 4096}, {1000, 64}};
+    int plans = 0;
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+        for (size_t t = 0; t < 3; t++)
+            for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+                for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++)
+                    for (int flags = 0; flags < 4; flags++) {
+                        fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
+                        pb.aligned = !(flags & 2);
+                        pb.seq_q = seqs[s][0];
+                        pb.seq_k = seqs[s][1];
+                        char where[160];
+                        snprintf(where, sizeof where,
+                                 "%s dtype %d D=%lld Sq=%lld Sk=%lld det=%d "
+                                 "aligned=%d",
+                                 archs[a].name, (int)dtypes[t], (long long)dims[d],
+                                 (long long)pb.seq_q, (long long)pb.seq_k, flags & 1, pb.aligned);
+                        fa_cuda_plan plan;
+                        fa_cuda_plan_forward(&archs[a].caps, &pb, &plan);
+                        check_plan(where, &archs[a].caps, &pb, &plan, false);
+                        fa_cuda_plan_backward(&archs[a].caps, &pb, &plan);
+                        check_plan(where, &archs[a].caps, &pb, &plan, true);
+                        plans += 2;
+                    }
+    cr_expect_gt(plans, 6000);
+}
+
+static fa_cuda_kernel fwd_kernel(fa_cuda_caps caps, fa_dtype dtype, int64_t d)
+{
+    fa_cuda_problem pb = problem(dtype, d, false);
+    fa_cuda_plan plan;
+    fa_cuda_plan_forward(&caps, &pb, &plan);
+    return plan.launches[0].kernel;
+}
+
+Test(cuda_plan, forward_choices)
+{
+    /* Hopper: wgmma at head dims 33-128 (96 padded to 128), mma.sync at 32 and 256 */
+    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_WGMMA_F16_D128);
+    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_BF16, 96), FA_CUDA_K_FWD_WGMMA_BF16_D128);
+    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 40), FA_CUDA_K_FWD_WGMMA_F16_D64);
+    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 32), FA_CUDA_K_FWD_MMA_F16_D32);
+    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_F16_D256);
+    /* without the sm_90a image: mma.sync */
+    fa_cuda_caps no_wgmma = SM90;
+    no_wgmma.wgmma_fwd = false;
+    cr_expect_eq(fwd_kernel(no_wgmma, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_MMA_F16_D128);
+    cr_expect_eq(fwd_kernel(no_wgmma, FA_DTYPE_F16, 96), FA_CUDA_K_FWD_MMA_F16_D96);
+    /* head dim 256: 128-row blocks where a 64-row one would be alone on an SM (sm_80), 64-row
+     * ones where two fit (sm_90) or the 128-row one does not (sm_86); the knob overrides */
+    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_Q128_F16_D256);
+    cr_expect_eq(fwd_kernel(SM86, FA_DTYPE_BF16, 200), FA_CUDA_K_FWD_MMA_BF16_D256);
+    fa_cuda_caps wide = SM90;
+    wide.fwd_qtile_d256 = FA_FWD_MMA_BQ_D256_WIDE;
+    cr_expect_eq(fwd_kernel(wide, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_Q128_F16_D256);
+    fa_cuda_caps narrow = SM80;
+    narrow.fwd_qtile_d256 = FA_FWD_MMA_BQ_D256;
+    cr_expect_eq(fwd_kernel(narrow, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_F16_D256);
+    /* f32, unaligned views and FA_CUDA_KERNELS=general: the CUDA-core kernels */
+    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_GEN_F32_16);
+    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 65), FA_CUDA_K_FWD_GEN_F32_16);
+    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 64), FA_CUDA_K_FWD_GEN_F32_8);
+    fa_cuda_problem pb = problem(FA_DTYPE_F16, 128, false);
+    pb.aligned = false;
+    fa_cuda_caps sm90 = SM90;
+    fa_cuda_plan plan;
+    fa_cuda_plan_forward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_GEN_F16_16);
+    fa_cuda_caps general = SM90;
+    general.force_general = true;
+    cr_expect_eq(fwd_kernel(general, FA_DTYPE_BF16, 256), FA_CUDA_K_FWD_GEN_BF16_32);
+}
+
+/* The kernels of a backward plan after Delta, as a list to compare. */
+static void bwd_kernels(fa_cuda_caps caps, fa_dtype dtype, int64_t d, bool deterministic,
+                        fa_cuda_kernel *first, fa_cuda_kernel *second)
+{
+    fa_cuda_problem pb = problem(dtype, d, deterministic);
+    fa_cuda_plan plan;
+    fa_cuda_plan_backward(&caps, &pb, &plan);
+    cr_assert_eq(plan.count, 3);
+    *first = plan.launches[1].kernel;
+    *second = plan.launches[2].kernel;
+}
+
+Test(cuda_plan, backward_choices)
+{
+    fa_cuda_kernel a, b;
+    /* Hopper: wgmma with atomic dQ up to 128; deterministic: the separate dK/dV and dQ kernels */
+    bwd_kernels(SM90, FA_DTYPE_F16, 128, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_WGMMA_F16_D128);
+    cr_expect_eq(b, FA_CUDA_K_BWD_DQ_CONVERT_F16);
+    bwd_kernels(SM90, FA_DTYPE_BF16, 32, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_WGMMA_BF16_D64);
+    bwd_kernels(SM90, FA_DTYPE_F16, 128, true, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_DKDV_MMA_F16_D128);
+    cr_expect_eq(b, FA_CUDA_K_BWD_DQ_MMA_F16_D128);
+    /* head dims 129-256: v4 with 64-row query tiles (sm_90), 32-row ones (sm_80), the general
+     * kernels where neither fits (sm_86/89) or the call is deterministic */
+    bwd_kernels(SM90, FA_DTYPE_F16, 256, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_V4_F16_D256);
+    bwd_kernels(SM80, FA_DTYPE_BF16, 160, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_V4_Q32_BF16_D256);
+    bwd_kernels(SM89, FA_DTYPE_F16, 256, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_DKDV_GEN_F16_32);
+    cr_expect_eq(b, FA_CUDA_K_BWD_DQ_GEN_F16_32);
+    bwd_kernels(SM90, FA_DTYPE_F16, 256, true, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_DKDV_GEN_F16_32);
+    /* sm_80: v4, with 128-row query tiles at head dim 64 (FA_CUDA_BWD4_QTILE_D64=64: 64) */
+    bwd_kernels(SM80, FA_DTYPE_F16, 64, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_V4_Q128_F16_D64);
+    fa_cuda_caps q64 = SM80;
+    q64.bwd4_q128_d64 = false;
+    bwd_kernels(q64, FA_DTYPE_F16, 64, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_V4_F16_D64);
+    bwd_kernels(SM80, FA_DTYPE_F16, 128, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_V4_F16_D128);
+    bwd_kernels(SM80, FA_DTYPE_BF16, 96, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_V4_BF16_D96);
+    /* FA_CUDA_BWD=v3 */
+    fa_cuda_caps v3 = SM80;
+    v3.force_bwd_v3 = true;
+    bwd_kernels(v3, FA_DTYPE_F16, 128, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_V3_F16_D128);
+    cr_expect_eq(b, FA_CUDA_K_BWD_DQ_CONVERT_F16);
+    /* sm_86/89 (99 KiB): v4 at head dim 64 with 64-row tiles; at 128 neither v4, v3 nor the
+     * separate dQ kernel fits, so the general kernels serve it */
+    bwd_kernels(SM86, FA_DTYPE_F16, 64, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_V4_F16_D64);
+    bwd_kernels(SM86, FA_DTYPE_F16, 64, true, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_DKDV_MMA_F16_D64);
+    bwd_kernels(SM89, FA_DTYPE_BF16, 128, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_DKDV_GEN_BF16_16);
+    cr_expect_eq(b, FA_CUDA_K_BWD_DQ_GEN_BF16_16);
+    /* f32: the general kernels */
+    bwd_kernels(SM90, FA_DTYPE_F32, 64, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_DKDV_GEN_F32_8);
+}
+
+Test(cuda_plan, empty_problems_need_no_workspace)
+{
+    fa_cuda_caps sm90 = SM90;
+    fa_cuda_problem pb = problem(FA_DTYPE_F16, 128, false);
+    pb.seq_q = 0;
+    fa_cuda_plan plan;
+    fa_cuda_plan_backward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.workspace_bytes, 0);
+    cr_expect_eq(plan.launches[0].grid[0], 0); /* the executor skips empty grids */
+}
+
+Test(cuda_plan, catalogue_rows_are_consistent)
+{
+    for (int i = 0; i < FA_CUDA_K_COUNT; i++) {
+        const fa_cuda_kernel_info *k = &fa_cuda_kernels[i];
+        cr_expect(k->name && strncmp(k->name, "fa_", 3) == 0, "row %d", i);
+        cr_expect(k->d >= 32 && k->d <= 256, "%s", k->name);
+        for (int j = 0; j < i; j++)
+            cr_expect(strcmp(k->name, fa_cuda_kernels[j].name) != 0, "%s twice", k->name);
+        const bool wgmma = k->family == FA_CUDA_FWD_WGMMA || k->family == FA_CUDA_BWD_WGMMA;
+        cr_expect_eq(wgmma, i >= FA_CUDA_K_SM90_FIRST, "%s", k->name);
+    }
+}
