@@ -23,117 +23,8 @@
 // that cross the diagonal (or the end of the keys). Shared tiles use the forward's XOR swizzle.
 #pragma once
 
-#include "fa_forward_mma.cuh"
-
-// A operand (16 rows x 16 cols at column step kk) of rows r0.. of a swizzled tile.
-template <int CH>
-__device__ __forceinline__ void fa_load_a(unsigned base, int r0, int kk, int lane, unsigned (&a)[4])
-{
-    const int row = r0 + (lane & 7) + ((lane >> 3) & 1) * 8;
-    fa_ldmatrix_x4(base + fa_swz<CH>(row, kk * 2 + (lane >> 4)), a[0], a[1], a[2], a[3]);
-}
-
-// acc[n] += A(16 x D, rows r0.. of tile `a`) * B^T where B is `nrows` rows of tile `b`.
-template <typename T, int D, int N>
-__device__ __forceinline__ void fa_mma_abt(float (&acc)[N][4], unsigned a_base, int r0,
-                                           unsigned b_base, int lane)
-{
-    constexpr int CH = D / 8;
-#pragma unroll
-    for (int k2 = 0; k2 < D / 32; k2++) {
-        unsigned a0[4], a1[4];
-        fa_load_a<CH>(a_base, r0, 2 * k2, lane, a0);
-        fa_load_a<CH>(a_base, r0, 2 * k2 + 1, lane, a1);
-#pragma unroll
-        for (int n = 0; n < N; n++) {
-            unsigned b0, b1, b2, b3;
-            fa_ldmatrix_x4(b_base + fa_swz<CH>(n * 8 + (lane & 7), k2 * 4 + (lane >> 3)), b0, b1,
-                           b2, b3);
-            fa_mma16816<T>(acc[n], a0, b0, b1);
-            fa_mma16816<T>(acc[n], a1, b2, b3);
-        }
-    }
-}
-
-// acc (16 x D) += P (16 x 16*K2, in C-fragment registers) * B, B = rows of tile `b` (trans).
-template <typename T, int D, int N>
-__device__ __forceinline__ void fa_mma_pb(float (&acc)[D / 8][4], const float (&pf)[N][4],
-                                          unsigned b_base, int lane)
-{
-    constexpr int CH = D / 8;
-#pragma unroll
-    for (int k2 = 0; k2 < N / 2; k2++) {
-        const unsigned a[4] = {fa_pack2<T>(pf[2 * k2][0], pf[2 * k2][1]),
-                               fa_pack2<T>(pf[2 * k2][2], pf[2 * k2][3]),
-                               fa_pack2<T>(pf[2 * k2 + 1][0], pf[2 * k2 + 1][1]),
-                               fa_pack2<T>(pf[2 * k2 + 1][2], pf[2 * k2 + 1][3])};
-#pragma unroll
-        for (int dp = 0; dp < D / 16; dp++) {
-            unsigned b0, b1, b2, b3;
-            const int row = k2 * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-            fa_ldmatrix_x4_trans(b_base + fa_swz<CH>(row, dp * 2 + (lane >> 4)), b0, b1, b2, b3);
-            fa_mma16816<T>(acc[2 * dp], a, b0, b1);
-            fa_mma16816<T>(acc[2 * dp + 1], a, b2, b3);
-        }
-    }
-}
-
-// cp.async of rows [r0, r0 + rows) (zeros past n or past head_dim) into a swizzled tile.
-template <int D, int ROWS>
-__device__ __forceinline__ void fa_load_rows(unsigned dst, const void *src_v, long long stride,
-                                             int r0, int n, int head_dim)
-{
-    constexpr int CH = D / 8;
-    const unsigned short *src = (const unsigned short *)src_v;
-    for (int c = threadIdx.x; c < ROWS * CH; c += FA_BWD_THREADS) {
-        const int row = c / CH, ch = c % CH, gr = r0 + row;
-        const bool ok = gr < n && ch * 8 < head_dim;
-        fa_cp_async16(dst + fa_swz<CH>(row, ch), ok ? src + gr * stride + ch * 8 : src, ok);
-    }
-}
-
-// Writes this warp's 16 rows x D accumulators, scaled, through its own rows of a swizzled tile.
-template <typename T, int D>
-__device__ __forceinline__ void
-fa_store_rows(unsigned char *tile, int r0, const float (&acc)[D / 8][4], float scale, T *dst,
-              long long stride, int g0, int n, int head_dim, int lane)
-{
-    constexpr int CH = D / 8;
-    const int srow = r0 + (lane >> 2), t2 = (lane & 3) * 2;
-#pragma unroll
-    for (int c = 0; c < D / 8; c++) {
-        *(unsigned *)(tile + fa_swz<CH>(srow, c) + t2 * 2) =
-            fa_pack2<T>(acc[c][0] * scale, acc[c][1] * scale);
-        *(unsigned *)(tile + fa_swz<CH>(srow + 8, c) + t2 * 2) =
-            fa_pack2<T>(acc[c][2] * scale, acc[c][3] * scale);
-    }
-    __syncwarp();
-#pragma unroll
-    for (int c = lane; c < 16 * CH; c += 32) {
-        const int row = c / CH, ch = c % CH, gr = g0 + row;
-        if (gr < n && ch * 8 < head_dim)
-            *(uint4 *)(dst + gr * stride + ch * 8) =
-                *(const uint4 *)(tile + fa_swz<CH>(r0 + row, ch));
-    }
-}
-
-// Byte offset of 16-byte chunk `ch` of row `row` in the dS^T tile (CH = 4 or 8 chunks a row):
-// rows of 64 bytes pair up in a 128-byte line, so they XOR by row / 2 to stay conflict-free.
-template <int CH> __device__ __forceinline__ unsigned fa_swz_ds(int row, int ch)
-{
-    return CH >= 8 ? fa_swz<CH>(row, ch) : (unsigned)((row * CH + (ch ^ ((row >> 1) & 3))) * 16);
-}
-
-// *dst += (a, b): one 8-byte reduction on sm_90, two 4-byte ones before.
-__device__ __forceinline__ void fa_red_add2(float *dst, float a, float b)
-{
-#if __CUDA_ARCH__ >= 900
-    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(a), "f"(b) : "memory");
-#else
-    atomicAdd(dst, a);
-    atomicAdd(dst + 1, b);
-#endif
-}
+#include "fa_mask.cuh"
+#include "fa_mma.cuh"
 
 // Atomic mode: dQ rows i0.. (BQ of them) of head hq += dS (the BN x BQ dS^T tile at sS,
 // transposed) K (the resident BN x D tile at sK). Warp w owns 16 rows x 32 dims of the tile.
@@ -203,9 +94,7 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
                         p.head_dim);
 
     // query tiles: from the first that sees key j0 to the end, for each head of the group
-    int qbeg = 0;
-    if (p.causal)
-        qbeg = (int)(max(0LL, (long long)j0 - p.causal_offset) / BQ) * BQ;
+    const int qbeg = fa_query_begin<BQ>(p, j0);
     const int nq = qbeg < p.seq_q ? (p.seq_q - qbeg + BQ - 1) / BQ : 0;
     const int total = nq * p.group;
     auto load_q = [&](int it, int buf) {
@@ -326,11 +215,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const
     fa_load_rows<D, BM>(sG, (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, h), p.d_o.stride_s, q0,
                         p.seq_q, p.head_dim);
 
-    int kend = p.seq_k;
-    if (p.causal) {
-        long long end = (long long)min(q0 + BM, p.seq_q) - 1 + p.causal_offset + 1;
-        kend = (int)max(0LL, min((long long)kend, end));
-    }
+    const int kend = fa_key_end(p, q0, BM);
     const int ntiles = (kend + BK - 1) / BK;
     if (ntiles > 0) {
         fa_load_rows<D, BK>(sK, Kg, p.k.stride_s, 0, p.seq_k, p.head_dim);

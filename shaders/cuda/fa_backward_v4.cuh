@@ -54,7 +54,8 @@
 //     8 ((l / 8) % 2), col n0 + 8 (l / 16) -> b0, b1 of n-tile n0, then b0, b1 of n0 + 8.
 #pragma once
 
-#include "fa_backward_mma.cuh"
+#include "fa_mask.cuh"
+#include "fa_mma.cuh"
 
 // 4-byte global -> shared copy (through L1); zero-fills when !valid.
 __device__ __forceinline__ void fa_cp_async4(unsigned dst, const void *src, bool valid)
@@ -215,19 +216,9 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
     }
 
     // query tiles: from the first that sees key j0 to the end, for each head of the group
-    int qbeg = 0;
-    if (p.causal)
-        qbeg = (int)(max(0LL, (long long)j0 - p.causal_offset) / BM) * BM;
-    const int nq = qbeg < p.seq_q ? (p.seq_q - qbeg + BM - 1) / BM : 0;
-    const int total = nq * p.group;
-    const int rot = p.causal || nq == 0 ? 0 : (int)(blockIdx.x % nq);
-    auto tile_of = [&](int it, int &hq, int &i0) {
-        const int gi = it / nq;
-        int qt = it - gi * nq + rot;
-        qt -= qt >= nq ? nq : 0;
-        hq = hk * p.group + gi;
-        i0 = qbeg + qt * BM;
-    };
+    const fa_query_tiles<BM> tiles(p, j0);
+    const int total = tiles.total;
+    auto tile_of = [&](int it, int &hq, int &i0) { tiles.tile(p, hk, it, hq, i0); };
     auto load_tile = [&](int it, int buf) {
         const int tid = fa_bwd4_tid();
         int hq, i0;

@@ -24,7 +24,7 @@
 // FA_BWD_WGMMA_PINGPONG, FA_BWD_WGMMA_DQ_V4, FA_BWD_WGMMA_EARLY_S, FA_BWD_WGMMA_LD_EARLY.
 #pragma once
 
-#include "fa_common.cuh"
+#include "fa_mask.cuh"
 #include "fa_wgmma.cuh"
 
 // cp.async of rows [r0, r0 + ROWS) of a (rows x head_dim) view into a [D / 64][ROWS][64]
@@ -90,19 +90,9 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
 
     // query tiles: from the first that sees key j0 to the end, for each head of the group
     // (as v4, non-causal blocks rotated so that their dQ atomics spread)
-    int qbeg = 0;
-    if (p.causal)
-        qbeg = (int)(max(0LL, (long long)j0 - p.causal_offset) / BM) * BM;
-    const int nq = qbeg < p.seq_q ? (p.seq_q - qbeg + BM - 1) / BM : 0;
-    const int total = nq * p.group;
-    const int rot = p.causal || nq == 0 ? 0 : (int)(blockIdx.x % nq);
-    auto tile_of = [&](int it, int &hq, int &i0) {
-        const int gi = it / nq;
-        int qt = it - gi * nq + rot;
-        qt -= qt >= nq ? nq : 0;
-        hq = hk * p.group + gi;
-        i0 = qbeg + qt * BM;
-    };
+    const fa_query_tiles<BM> tiles(p, j0);
+    const int total = tiles.total;
+    auto tile_of = [&](int it, int &hq, int &i0) { tiles.tile(p, hk, it, hq, i0); };
 
     if (wg == 0) { // producer
         fa_setmaxnreg_dec<FA_BWD_WGMMA_PRODUCER_REGS>();

@@ -75,52 +75,6 @@ template <int N> __device__ __forceinline__ void fa_cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-__device__ __forceinline__ void fa_ldmatrix_x4(unsigned addr, unsigned &r0, unsigned &r1,
-                                               unsigned &r2, unsigned &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(addr));
-}
-__device__ __forceinline__ void fa_ldmatrix_x4_trans(unsigned addr, unsigned &r0, unsigned &r1,
-                                                     unsigned &r2, unsigned &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(addr));
-}
-
-// Two matrices: lanes 0-15 give the row addresses (those of lanes 16-31 are not read).
-__device__ __forceinline__ void fa_ldmatrix_x2_trans(unsigned addr, unsigned &r0, unsigned &r1)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-                 : "=r"(r0), "=r"(r1)
-                 : "r"(addr));
-}
-
-// D += A (16x16, row) * B (16x8, col), f32 accumulate.
-template <typename T>
-__device__ __forceinline__ void fa_mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                            unsigned b1);
-template <>
-__device__ __forceinline__ void fa_mma16816<__half>(float (&c)[4], const unsigned (&a)[4],
-                                                    unsigned b0, unsigned b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <>
-__device__ __forceinline__ void fa_mma16816<__nv_bfloat16>(float (&c)[4], const unsigned (&a)[4],
-                                                           unsigned b0, unsigned b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // Two floats rounded into one 32-bit register, `lo` in the low half (the lower column).
 template <typename T> __device__ __forceinline__ unsigned fa_pack2(float lo, float hi);
 template <> __device__ __forceinline__ unsigned fa_pack2<__half>(float lo, float hi)

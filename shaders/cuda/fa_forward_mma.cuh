@@ -19,49 +19,10 @@
 // stores. Causal blocks are launched heaviest first and stop at their last visible key.
 #pragma once
 
-#include "fa_common.cuh"
+#include "fa_mask.cuh"
+#include "fa_mma.cuh"
 
 #include <type_traits>
-
-// How far (log2 units) a row's running max m may lag the true max before O and l are rescaled.
-// 0: rescale whenever some row of the warp gets a new max (the textbook online softmax; a tile
-// where no row's max grows skips the rescale, bit for bit the same result as alpha = 1).
-// 8 (default): keep the stale m until a score exceeds it by more than 8, so P = exp2(s - m) is
-// at most 2^8 (plus rounding) instead of 1. This is the same exact softmax: O / l and
-// LSE = m + log2(l) do not depend on which m is used, and l and O, up to 2^8 times larger, stay
-// far inside the f32 range (l <= 2^8 seq_k). P rounded to f16 / bf16 keeps its relative
-// precision (2^-11 / 2^-8) since 2^8 is far below the f16 maximum (65504), and fewer small P
-// fall into the f16 subnormals. After the first tiles a row's max rarely grows by 8 (a factor
-// 256), so O is almost never rescaled.
-#ifndef FA_FWD_RESCALE_SLACK
-#define FA_FWD_RESCALE_SLACK 8.f
-#endif
-
-// Byte offset of 16-byte chunk `ch` of row `row` in a swizzled tile with CH chunks per row
-// (CH a multiple of 4). Rows of a multiple of 8 chunks (128 bytes) swizzle within groups of 8
-// chunks by row & 7; rows of 4 (mod 8) chunks (head dims 32, 96) within groups of 4 by
-// (row >> 1) & 3: two consecutive rows then cover the 8 bank groups, so the 8 rows of one
-// ldmatrix matrix still meet no bank conflict.
-template <int CH> __device__ __forceinline__ unsigned fa_swz(int row, int ch)
-{
-    static_assert(CH % 4 == 0, "rows of a multiple of 4 chunks (head dim a multiple of 32)");
-    if constexpr (CH % 8 == 0)
-        return (unsigned)((row * CH + (ch ^ (row & 7))) * 16);
-    else
-        return (unsigned)((row * CH + (ch ^ ((row >> 1) & 3))) * 16);
-}
-
-// The address of k16 step `kk` (chunks 2 kk, 2 kk + 1) from a lane's step-0 ldmatrix address
-// `a` (row base + swizzled chunk; rows start on 64 bytes, tiles on 1 KiB). With 8-chunk
-// swizzle groups the step's chunk bits only meet the swizzle by XOR; with 4-chunk groups the
-// low bit of kk does, and the rest adds whole groups (64 bytes).
-template <int CH> __device__ __forceinline__ unsigned fa_kstep(unsigned a, int kk)
-{
-    if constexpr (CH % 8 == 0)
-        return a ^ (kk << 5);
-    else
-        return (a ^ ((kk & 1) << 5)) + (kk >> 1) * 64;
-}
 
 // MT = 16-row m-tiles per warp. MT = 1: BQ / 16 warps, Q fragments held in registers up to head
 // dim 128 (at 256 they would take 64 registers beside O's 128, so re-read there). MT = 2: BQ / 32
@@ -87,11 +48,7 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
     const T *Kg = (const T *)p.k.ptr + fa_at(p.k, b, 0, hk);
     const T *Vg = (const T *)p.v.ptr + fa_at(p.v, b, 0, hk);
 
-    int kend = p.seq_k;
-    if (p.causal) {
-        long long end = (long long)min(q0 + BQ, p.seq_q) - 1 + p.causal_offset + 1;
-        kend = (int)max(0LL, min((long long)kend, end));
-    }
+    const int kend = fa_key_end(p, q0, BQ);
     const int ntiles = (kend + BK - 1) / BK;
     // Tiles before `nfull` hold no key past the end of the keys nor, for any row of this warp,
     // past the causal diagonal: only the tiles from nfull on are masked.

@@ -17,7 +17,7 @@
 // the head dim.
 #pragma once
 
-#include "fa_forward_mma.cuh" // FA_FWD_RESCALE_SLACK
+#include "fa_mask.cuh"
 #include "fa_wgmma.cuh"
 
 // Rows [r0, r0 + ROWS) of a (rows x head_dim) view into a tile of ROWS rows: 64-column blocks of
@@ -67,11 +67,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
     const int qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
     const int q0 = qt * BQ, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
-    int kend = p.seq_k;
-    if (p.causal) {
-        const long long end = (long long)min(q0 + BQ, p.seq_q) + p.causal_offset;
-        kend = (int)max(0LL, min((long long)kend, end));
-    }
+    const int kend = fa_key_end(p, q0, BQ);
     const int ntiles = (kend + BK - 1) / BK;
 
     if (tid == 0) {

@@ -10,7 +10,7 @@
 // no score matrix touches global memory; the backward recomputes P from the LSE.
 #pragma once
 
-#include "fa_common.cuh"
+#include "fa_mask.cuh"
 
 #define FA_GEN_SPLIT 8 // threads per query row
 
@@ -20,16 +20,6 @@ __device__ __forceinline__ float fa_row_sum8(float x)
     x += __shfl_xor_sync(0xffffffffu, x, 2);
     x += __shfl_xor_sync(0xffffffffu, x, 4);
     return x;
-}
-
-// Keys [0, end) that any query of rows [row0, row0 + rows) may see.
-__device__ __forceinline__ int fa_key_end(const fa_cuda_params &p, int row0, int rows)
-{
-    if (!p.causal)
-        return p.seq_k;
-    long long last = (long long)min(row0 + rows, p.seq_q) - 1;
-    long long end = last + p.causal_offset + 1;
-    return (int)max(0LL, min((long long)p.seq_k, end));
 }
 
 // Loads rows [r0, r0 + FA_GEN_TILE) of two (b, *, h) views as f32 into shared memory, zeros past n.
@@ -229,7 +219,7 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
         vv[t] = ok ? fa_to_float(V[s + FA_GEN_SPLIT * t]) : 0.f;
     }
     // Query i sees key j iff j <= i + offset: the block's first key bounds the first query.
-    long long qbeg = p.causal ? max(0LL, (long long)key0 - p.causal_offset) : 0;
+    long long qbeg = fa_first_query(p, key0);
     for (int hq = hk * p.group; hq < (hk + 1) * p.group; hq++) {
         const T *Q = (const T *)p.q.ptr + fa_at(p.q, b, 0, hq);
         const T *dO = (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq);
