@@ -83,7 +83,6 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
     case FA_CUDA_BWD_V4:
         *rows = k->p2, *length = pb->seq_k;
         break;
-    case FA_CUDA_BWD_V3:
     case FA_CUDA_BWD_DKDV_MMA:
         *rows = FA_BWD_ROWS, *length = pb->seq_k;
         break;
@@ -289,13 +288,7 @@ Test(cuda_plan, backward_choices)
     cr_expect_eq(a, FA_CUDA_K_BWD_V4_F16_D128);
     bwd_kernels(SM80, FA_DTYPE_BF16, 96, false, &a, &b);
     cr_expect_eq(a, FA_CUDA_K_BWD_V4_BF16_D96);
-    /* FA_CUDA_BWD=v3 */
-    fa_cuda_caps v3 = SM80;
-    v3.force_bwd_v3 = true;
-    bwd_kernels(v3, FA_DTYPE_F16, 128, false, &a, &b);
-    cr_expect_eq(a, FA_CUDA_K_BWD_V3_F16_D128);
-    cr_expect_eq(b, FA_CUDA_K_BWD_DQ_CONVERT_F16);
-    /* sm_86/89 (99 KiB): v4 at head dim 64 with 64-row tiles; at 128 neither v4, v3 nor the
+    /* sm_86/89 (99 KiB): v4 at head dim 64 with 64-row tiles; at 128 neither v4 nor the
      * separate dQ kernel fits, so the general kernels serve it */
     bwd_kernels(SM86, FA_DTYPE_F16, 64, false, &a, &b);
     cr_expect_eq(a, FA_CUDA_K_BWD_V4_F16_D64);
@@ -331,4 +324,30 @@ Test(cuda_plan, catalogue_rows_are_consistent)
         const bool wgmma = k->family == FA_CUDA_FWD_WGMMA || k->family == FA_CUDA_BWD_WGMMA;
         cr_expect_eq(wgmma, i >= FA_CUDA_K_SM90_FIRST, "%s", k->name);
     }
+}
+
+/* Each kernel of the catalogue serves some call on some architecture with the default knobs: a
+ * kernel no plan chooses is dead weight in the fatbin and the build (retire it, or say here which
+ * knob keeps it). */
+Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
+{
+    const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
+    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    bool chosen[FA_CUDA_K_COUNT] = {false};
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+        for (size_t t = 0; t < 3; t++)
+            for (int64_t d = 8; d <= 256; d += 8)
+                for (int flags = 0; flags < 4; flags++) {
+                    fa_cuda_problem pb = problem(dtypes[t], d, flags & 1);
+                    pb.aligned = !(flags & 2);
+                    fa_cuda_plan plan;
+                    fa_cuda_plan_forward(&archs[a], &pb, &plan);
+                    for (unsigned i = 0; i < plan.count; i++)
+                        chosen[plan.launches[i].kernel] = true;
+                    fa_cuda_plan_backward(&archs[a], &pb, &plan);
+                    for (unsigned i = 0; i < plan.count; i++)
+                        chosen[plan.launches[i].kernel] = true;
+                }
+    for (int k = 0; k < FA_CUDA_K_COUNT; k++)
+        cr_expect(chosen[k], "%s is never chosen", fa_cuda_kernels[k].name);
 }

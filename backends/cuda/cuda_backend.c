@@ -261,8 +261,6 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     caps->smem_optin = (int)info->shared_memory_bytes;
     const char *force = getenv("FA_CUDA_KERNELS");
     caps->force_general = force && strcmp(force, "general") == 0;
-    const char *bwd = getenv("FA_CUDA_BWD");
-    caps->force_bwd_v3 = bwd && strcmp(bwd, "v3") == 0;
     const char *qtile = getenv("FA_CUDA_BWD4_QTILE_D64");
     caps->bwd4_q128_d64 = !qtile || atoi(qtile) != FA_BWD4_QTILE;
     const char *fwd_qtile = getenv("FA_CUDA_FWD_QTILE_D256");
@@ -300,14 +298,13 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     fa_cuda_leave(ctx);
     if (status != FA_OK)
         goto fail;
-    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s%s%s", info->name,
+    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s%s", info->name,
            caps->cc_major, caps->cc_minor, info->compute_units,
            caps->wgmma_fwd && caps->wgmma_bwd ? ", Hopper (wgmma) forward and backward"
            : caps->wgmma_fwd                  ? ", Hopper (wgmma) forward"
            : caps->wgmma_bwd                  ? ", Hopper (wgmma) backward"
                                               : "",
            caps->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "",
-           caps->force_bwd_v3 ? ", backward v3 (FA_CUDA_BWD=v3)" : "",
            caps->bwd4_q128_d64 ? "" : ", backward v4 with 64-row query tiles at head dim 64",
            caps->fwd_qtile_d256 == FA_FWD_MMA_BQ_D256_WIDE
                ? ", forward with 128-row query blocks at head dim 256"

@@ -1,18 +1,19 @@
 /* The CUDA kernel choice (see cuda_plan.h). f16/bf16 with 16-byte aligned rows take the
  * tensor-core kernels where their shared memory fits the device: the forward up to head dim 256
  * (kernels for 32, 64, 96, 128 and 256; on compute capability 9.0 the wgmma kernels for 64 and
- * 128 serve head dims 33-128), the backward up to 256 (v4 for 32, 64, 96, 128 and 256; v3 and
- * the deterministic kernels for 64 and 128); everything else (f32, unaligned views, the
+ * 128 serve head dims 33-128), the backward up to 256 (v4 for 32, 64, 96, 128 and 256, the
+ * deterministic kernels for 64 and 128); everything else (f32, unaligned views, the
  * deterministic backward above 128) the general CUDA-core kernels.
  *
  * The backward runs Delta = rowsum(dO * O), then dK/dV per key block and dQ per query block,
  * each recomputing P from the LSE. Unless the call asks for determinism, the tensor-core
  * backward instead adds dQ with f32 atomics to a zeroed accumulator from the dK/dV kernel and
  * converts it at the end: fewer FLOPs, but the order of the additions (and so the last bits of
- * dQ) varies run to run. That atomic kernel is v4 (FlashAttention-2's tiling) where its shared
- * memory fits, else (or with FA_CUDA_BWD=v3) v3; at head dim 64 v4 takes 128-row query tiles
- * where they fit. Head dims 129-256 run v4 at head dim 256 (atomic dQ, so never for a
- * deterministic call) where its shared memory fits (sm_80, sm_90), else the general kernels. */
+ * dQ) varies run to run. That atomic kernel is v4 (FlashAttention-2's tiling; the wgmma
+ * kernel on compute capability 9.0), where its shared memory fits; at head dim 64 v4 takes
+ * 128-row query tiles where they fit. Head dims 129-256 run v4 at head dim 256 (atomic dQ, so never
+ * for a deterministic call) where its shared memory fits (sm_80, sm_90), else the general kernels.
+ */
 #include "cuda_plan.h"
 
 const fa_cuda_kernel_info fa_cuda_kernels[FA_CUDA_K_COUNT] = {
@@ -111,20 +112,19 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     *plan = (fa_cuda_plan){0};
     const int optin = caps->smem_optin;
     const fa_dtype dt = pb->dtype;
-    /* v3 and the deterministic kernels: head dims 64 and 128 */
+    /* the deterministic kernels: head dims 64 and 128 */
     const uint32_t d = pb->head_dim > 64 ? 128 : 64;
     const unsigned dkdv_smem = FA_BWD_DKDV_MMA_SMEM(d), dq_smem = FA_BWD_DQ_MMA_SMEM(d);
-    const unsigned dkdv_dq_smem = FA_BWD_DKDV_DQ_MMA_SMEM(d);
     /* v4: head dims 32, 64, 96 and 128 (256 below) */
     const uint32_t d4 = mma_dim(pb->head_dim) < 128 ? mma_dim(pb->head_dim) : 128;
     unsigned v4_smem = FA_BWD4_SMEM(d4);
     const bool mma_ok = !caps->force_general && dt != FA_DTYPE_F32 && pb->aligned;
     const bool fast =
         mma_ok && pb->head_dim <= 128 && (int)dkdv_smem <= optin && (int)dq_smem <= optin;
-    /* dQ by atomics from the dK/dV kernel (v4, else v3); else (deterministic, or neither fits)
-     * the separate dK/dV and dQ kernels, where those fit (at head dim 128 on sm_86/89 nothing
-     * does: the general kernels) */
-    const bool v4 = fast && !caps->force_bwd_v3 && (int)v4_smem <= optin;
+    /* dQ by atomics from the dK/dV kernel (v4); else (deterministic, or v4 does not fit) the
+     * separate dK/dV and dQ kernels, where those fit (at head dim 128 on sm_86/89 nothing does:
+     * the general kernels) */
+    const bool v4 = fast && (int)v4_smem <= optin;
     /* v4's 128-row query tiles at head dim 64, unless FA_CUDA_BWD4_QTILE_D64=64, where they fit
      * (sm_80, sm_90) */
     const unsigned v4_q128_smem = FA_BWD4_SMEM_Q(64, FA_BWD4_QTILE_WIDE);
@@ -139,8 +139,7 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     const bool d256_wide = (int)d256_smem_wide <= optin;
     const bool v4_d256 = mma_ok && caps->bwd_d256 && pb->head_dim > 128 && pb->head_dim <= 256 &&
                          !pb->deterministic && (int)d256_smem_narrow <= optin;
-    const bool atomic_dq =
-        v4_d256 || (fast && !pb->deterministic && (v4 || (int)dkdv_dq_smem <= optin));
+    const bool atomic_dq = v4_d256 || (v4 && !pb->deterministic);
     /* compute capability 9.0: the wgmma kernel in v4's place at every head dim up to 128, padded
      * to 64 or 128 (more TF/s than v4's own kernels for 32 and 96) */
     const uint32_t wg_d = d4 > 64 ? 128 : 64;
@@ -174,13 +173,10 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
                 blocks(pb->seq_k, FA_BWD4_KEYS_D256), hkv, b, FA_BWD_THREADS,
                 d256_wide ? d256_smem_wide : d256_smem_narrow,
                 "launching the tensor-core dK/dV/dQ (v4, head dim 256)");
-        else if (v4)
+        else
             add(plan, find(FA_CUDA_BWD_V4, dt, d4, v4_q128 ? FA_BWD4_QTILE_WIDE : FA_BWD4_QTILE),
                 blocks(pb->seq_k, FA_BWD4_KEYS), hkv, b, FA_BWD_THREADS, v4_smem,
                 "launching the tensor-core dK/dV/dQ (v4)");
-        else
-            add(plan, find(FA_CUDA_BWD_V3, dt, d, 0), blocks(pb->seq_k, FA_BWD_ROWS), hkv, b,
-                FA_BWD_THREADS, dkdv_dq_smem, "launching the tensor-core dK/dV/dQ");
         add(plan, find(FA_CUDA_BWD_DQ_CONVERT, dt, 256, 0),
             blocks(pb->seq_q * (pb->head_dim / 8), FA_GEN_THREADS), hq, b, FA_GEN_THREADS, 0,
             "launching the dQ conversion");

@@ -30,7 +30,6 @@ typedef enum fa_cuda_family {
     FA_CUDA_BWD_DKDV_GEN,
     FA_CUDA_BWD_DQ_GEN,
     FA_CUDA_BWD_V4,
-    FA_CUDA_BWD_V3,
     FA_CUDA_BWD_DKDV_MMA,
     FA_CUDA_BWD_DQ_MMA,
     FA_CUDA_BWD_DQ_CONVERT,
@@ -55,7 +54,6 @@ typedef struct fa_cuda_caps {
     /* the sm_90a kernels are loaded and serve the forward / the backward */
     bool wgmma_fwd, wgmma_bwd;
     bool force_general; /* FA_CUDA_KERNELS=general: tensor-core paths off (testing) */
-    bool force_bwd_v3;  /* FA_CUDA_BWD=v3: v3 instead of v4 */
     bool bwd4_q128_d64; /* v4's 128-row query tiles at head dim 64 where they fit */
     int fwd_qtile_d256; /* the forward's query rows per block at head dim 256 (0: by smem) */
     bool bwd_d256;      /* backward v4 at head dims 129-256 (else the general kernels) */

@@ -1,7 +1,6 @@
-// The tensor-core backward for f16 and bf16, head dim 64 or 128 (smaller ones padded). Two modes:
-// by default dQ is accumulated with f32 atomics inside the dK/dV kernel (5 GEMM-equivalents, as
-// FlashAttention-2); the deterministic mode uses no atomics, so results are bitwise
-// reproducible run to run, and recomputes S and dP in a separate dQ kernel (7 GEMM-equivalents).
+// The deterministic tensor-core backward for f16 and bf16, head dim 64 or 128 (smaller ones
+// padded): no atomics, so results are bitwise reproducible run to run; S and dP are recomputed
+// in a separate dQ kernel (7 GEMM-equivalents; the atomic backward, v4 or wgmma, needs 5).
 //
 //  dK/dV: a block of 8 warps owns 128 keys of one (batch, KV head); warp w owns keys
 //    16w..16w+15, and computes everything transposed so that no operand leaves registers:
@@ -11,12 +10,7 @@
 //    dS^T = P^T (dP^T - Delta), then
 //    dV += P^T dO and dK += dS^T Q with P^T and dS^T fed from the accumulators as A operands and
 //    dO, Q read through ldmatrix.trans. Rows without visible keys carry LSE2 = +inf, so P = 0.
-//  dQ, atomic mode (same kernel): each warp also writes its dS^T rows to a shared tile (128
-//    keys x the query tile); after a barrier warp w computes 16 query rows x 32 dims of
-//    dS K over all 128 keys (dS through ldmatrix.trans, K from its resident tile) and adds them
-//    with red.global.add into an f32 (batch, heads_q, seq_q, head_dim) accumulator that the
-//    host zeroes first; fa_bwd_dq_convert then writes dQ = scale * accumulator.
-//  dQ, deterministic mode: a block of 8 warps owns 128 query rows (Q and dO resident), streams
+//  dQ: a block of 8 warps owns 128 query rows (Q and dO resident), streams
 //    K/V tiles of 64 keys as the forward does, recomputes S, dP, P, dS and accumulates dQ += dS K.
 //
 // Causal: every kernel visits only the tiles that hold visible pairs and masks only the tiles
@@ -26,51 +20,8 @@
 #include "fa_mask.cuh"
 #include "fa_mma.cuh"
 
-// Atomic mode: dQ rows i0.. (BQ of them) of head hq += dS (the BN x BQ dS^T tile at sS,
-// transposed) K (the resident BN x D tile at sK). Warp w owns 16 rows x 32 dims of the tile.
-template <typename T, int D, int BQ>
-__device__ __forceinline__ void fa_dq_accumulate(const fa_cuda_params &p, unsigned sS, unsigned sK,
-                                                 int b, int hq, int i0, int warp, int lane)
-{
-    constexpr int RB = BQ / 16, CH = D / 8;
-    static_assert(RB * (D / 32) == FA_BWD_THREADS / 32, "one 16 x 32 part of dQ per warp");
-    const int r0 = (warp % RB) * 16, n0 = (warp / RB) * 4; // first row, first 8-dim column
-    float acc[4][4];
-#pragma unroll
-    for (int n = 0; n < 4; n++)
-        acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < FA_BWD_ROWS / 16; kk++) {
-        unsigned a[4];
-        fa_ldmatrix_x4_trans(sS + fa_swz_ds<BQ / 8>(kk * 16 + (lane & 7) + (lane >> 4) * 8,
-                                                    r0 / 8 + ((lane >> 3) & 1)),
-                             a[0], a[1], a[2], a[3]);
-#pragma unroll
-        for (int dp = 0; dp < 2; dp++) {
-            unsigned b0, b1, b2, b3;
-            const int row = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-            fa_ldmatrix_x4_trans(sK + fa_swz<CH>(row, n0 + dp * 2 + (lane >> 4)), b0, b1, b2, b3);
-            fa_mma16816<T>(acc[2 * dp], a, b0, b1);
-            fa_mma16816<T>(acc[2 * dp + 1], a, b2, b3);
-        }
-    }
-    float *dst = (float *)p.dq_accum + ((long long)b * p.heads_q + hq) * p.seq_q * p.head_dim;
-    const int t2 = (lane & 3) * 2;
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int i = i0 + r0 + (lane >> 2) + 8 * r;
-        if (i >= p.seq_q)
-            continue;
-#pragma unroll
-        for (int n = 0; n < 4; n++)
-            if ((n0 + n) * 8 < p.head_dim)
-                fa_red_add2(dst + (long long)i * p.head_dim + (n0 + n) * 8 + t2, acc[n][2 * r],
-                            acc[n][2 * r + 1]);
-    }
-}
-
-// dK, dV of 128 keys; with ATOMIC_DQ also dQ through the f32 accumulator (see the top).
-template <typename T, int D, bool ATOMIC_DQ>
+// dK, dV of 128 keys (see the top).
+template <typename T, int D>
 __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
 {
     constexpr int BN = FA_BWD_ROWS, BQ = FA_BWD_QTILE(D);
@@ -80,9 +31,7 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
     const unsigned sK = fa_smem_addr(pK), sV = sK + KV_BYTES;
     const unsigned sQ = sV + KV_BYTES;    // 2 buffers
     const unsigned sG = sQ + 2 * Q_BYTES; // dO, 2 buffers
-    const unsigned sS = sG + 2 * Q_BYTES; // ATOMIC_DQ: dS^T, BN x BQ
-    unsigned char *pS = fa_bwd_smem + 2 * KV_BYTES + 4 * Q_BYTES;
-    float *sL = (float *)(pS + (ATOMIC_DQ ? BN * BQ * 2 : 0));
+    float *sL = (float *)(fa_bwd_smem + 2 * KV_BYTES + 4 * Q_BYTES);
     float *sD = sL + BQ;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -151,9 +100,8 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
         fa_mma_abt<T, D, BQ / 8>(s, sK, warp * 16, qb, lane);  // S^T = K Q^T
         fa_mma_abt<T, D, BQ / 8>(dp, sV, warp * 16, gb, lane); // dP^T = V dO^T
 
+        // (keys past seq_k only reach dK/dV rows that are not stored)
         const bool mask = p.causal && i0 + p.causal_offset < jw + 15;
-        // keys past seq_k only reach dK/dV rows that are not stored, but dQ sums over them
-        const bool tail = ATOMIC_DQ && jw + 16 > p.seq_k;
 #pragma unroll
         for (int n = 0; n < BQ / 8; n++)
 #pragma unroll
@@ -162,27 +110,11 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
                 float pr = fa_exp2(s[n][e] * p.scale_log2 - sL[qi]);
                 if (mask && key_lo + (e >> 1) * 8 > i0 + qi + p.causal_offset)
                     pr = 0.f;
-                if (tail && key_lo + (e >> 1) * 8 >= p.seq_k)
-                    pr = 0.f;
                 s[n][e] = pr;
                 dp[n][e] = pr * (dp[n][e] - sD[qi]);
             }
-        if (ATOMIC_DQ) { // this warp's 16 rows of dS^T, rounded as the mma operands are
-            const int row = warp * 16 + (lane >> 2);
-#pragma unroll
-            for (int n = 0; n < BQ / 8; n++) {
-                *(unsigned *)(pS + fa_swz_ds<BQ / 8>(row, n) + t2 * 2) =
-                    fa_pack2<T>(dp[n][0], dp[n][1]);
-                *(unsigned *)(pS + fa_swz_ds<BQ / 8>(row + 8, n) + t2 * 2) =
-                    fa_pack2<T>(dp[n][2], dp[n][3]);
-            }
-        }
         fa_mma_pb<T, D, BQ / 8>(dv, s, gb, lane);  // dV += P^T dO
         fa_mma_pb<T, D, BQ / 8>(dk, dp, qb, lane); // dK += dS^T Q
-        if (ATOMIC_DQ) {
-            __syncthreads(); // the whole dS^T tile is written
-            fa_dq_accumulate<T, D, BQ>(p, sS, sK, b, hq, i0, warp, lane);
-        }
         __syncthreads();
     }
     if (total == 0) {

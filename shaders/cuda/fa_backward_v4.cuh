@@ -1,8 +1,8 @@
 // Backward v4, the default (atomic-dQ) backward for f16 and bf16 at head dim 32, 64, 96 and 128
 // (the head dim padded up to the next with zeros), and at 256 for head dims 129-256: one
 // kernel produces dK, dV and (through an f32 accumulator and red.global.add) dQ, with
-// FlashAttention-2's tiling. v3 (fa_bwd_dkdv_mma with ATOMIC_DQ) stays for devices whose shared
-// memory is too small for this one and as the FA_CUDA_BWD=v3 fallback.
+// FlashAttention-2's tiling. Where its shared memory does not fit, the deterministic kernels
+// (fa_backward_mma.cuh) or the general ones serve the call.
 //
 // A block of 8 warps owns BN = 128 keys (head dim 256: 64) of one (batch, KV head); K and V stay
 // in shared memory. It walks the query tiles of BM = 64 rows (or, at head dim 64 with

@@ -64,19 +64,17 @@ typedef struct fa_cuda_params {
 #define FA_GEN_ROWS 32
 #define FA_GEN_TILE 16
 
-/* Tiles of the tensor-core backward v3 and its deterministic dQ kernel
- * (shaders/cuda/fa_backward_mma.cuh), which the host sizes shared memory from; backward v4 uses
- * the same block of threads. */
+/* Tiles of the deterministic tensor-core backward (shaders/cuda/fa_backward_mma.cuh), which the
+ * host sizes shared memory from; backward v4 uses the same block of threads. */
 #define FA_BWD_ROWS 128 /* keys per dK/dV block, queries per dQ block */
 #define FA_BWD_TILE 64  /* keys per dQ iteration */
 /* query rows per dK/dV iteration: 32 at head dim 128 keeps dK, dV, S^T, dP^T in 255 registers */
 #define FA_BWD_QTILE(d) ((d) > 64 ? 32 : 64)
 #define FA_BWD_THREADS 256
-/* Their shared memory in bytes: dK/dV (K, V; Q, dO, two buffers each; LSE, Delta), the same
- * with dS^T for v3's atomic dQ, and the dQ kernel (Q, dO; K, V two buffers each). */
+/* Their shared memory in bytes: dK/dV (K, V; Q, dO, two buffers each; LSE, Delta) and dQ (Q, dO;
+ * K, V two buffers each). */
 #define FA_BWD_DKDV_MMA_SMEM(d)                                                                    \
     (2 * FA_BWD_ROWS * (d)*2 + 4 * FA_BWD_QTILE(d) * (d)*2 + 2 * FA_BWD_QTILE(d) * 4)
-#define FA_BWD_DKDV_DQ_MMA_SMEM(d) (FA_BWD_DKDV_MMA_SMEM(d) + FA_BWD_ROWS * FA_BWD_QTILE(d) * 2)
 #define FA_BWD_DQ_MMA_SMEM(d) (2 * FA_BWD_ROWS * (d)*2 + 4 * FA_BWD_TILE * (d)*2)
 
 /* Tiles of backward v4 (shaders/cuda/fa_backward_v4.cuh) and its shared memory in bytes for

@@ -20,7 +20,6 @@
  *   BWD_DKDV_GEN  CUDA-core dK, dV;  BWD_DQ_GEN  CUDA-core dQ
  *   BWD_V4        tensor-core dK, dV, dQ by f32 atomics (FlashAttention-2's tiling), P1 query
  *                 rows per tile, P2 keys per block
- *   BWD_V3        tensor-core dK, dV, dQ by f32 atomics, less shared memory (FA_CUDA_BWD=v3)
  *   BWD_DKDV_MMA  tensor-core dK, dV;  BWD_DQ_MMA  tensor-core dQ (the deterministic backward)
  *   BWD_DQ_CONVERT  dQ = scale * the f32 accumulator, in dQ's dtype and layout
  *   BWD_WGMMA     Hopper dK, dV, dQ by atomics (wgmma, sm_90a only) */
@@ -75,10 +74,6 @@
     X(BWD_DKDV_GEN_BF16_8, fa_bwd_dkdv_gen_bf16_8, BWD_DKDV_GEN, BF16, 64, 0, 0)                   \
     X(BWD_DKDV_GEN_BF16_16, fa_bwd_dkdv_gen_bf16_16, BWD_DKDV_GEN, BF16, 128, 0, 0)                \
     X(BWD_DKDV_GEN_BF16_32, fa_bwd_dkdv_gen_bf16_32, BWD_DKDV_GEN, BF16, 256, 0, 0)                \
-    X(BWD_V3_F16_D64, fa_bwd_dkdv_dq_mma_f16_d64, BWD_V3, F16, 64, 0, 0)                           \
-    X(BWD_V3_F16_D128, fa_bwd_dkdv_dq_mma_f16_d128, BWD_V3, F16, 128, 0, 0)                        \
-    X(BWD_V3_BF16_D64, fa_bwd_dkdv_dq_mma_bf16_d64, BWD_V3, BF16, 64, 0, 0)                        \
-    X(BWD_V3_BF16_D128, fa_bwd_dkdv_dq_mma_bf16_d128, BWD_V3, BF16, 128, 0, 0)                     \
     X(BWD_V4_F16_D32, fa_bwd_v4_f16_d32, BWD_V4, F16, 32, FA_BWD4_QTILE, FA_BWD4_KEYS)             \
     X(BWD_V4_F16_D64, fa_bwd_v4_f16_d64, BWD_V4, F16, 64, FA_BWD4_QTILE, FA_BWD4_KEYS)             \
     X(BWD_V4_Q128_F16_D64, fa_bwd_v4_q128_f16_d64, BWD_V4, F16, 64, FA_BWD4_QTILE_WIDE,            \

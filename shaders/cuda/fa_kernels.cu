@@ -45,10 +45,8 @@
     }
 #define FA_INSTANTIATE_BWD_V4(name, T, D, QTILE, KEYS)                                             \
     FA_INSTANTIATE_MMA_(name, fa_bwd_v4, T, D, QTILE, KEYS)
-#define FA_INSTANTIATE_BWD_V3(name, T, D, P1, P2)                                                  \
-    FA_INSTANTIATE_MMA_(name, fa_bwd_dkdv_mma, T, D, true)
 #define FA_INSTANTIATE_BWD_DKDV_MMA(name, T, D, P1, P2)                                            \
-    FA_INSTANTIATE_MMA_(name, fa_bwd_dkdv_mma, T, D, false)
+    FA_INSTANTIATE_MMA_(name, fa_bwd_dkdv_mma, T, D)
 #define FA_INSTANTIATE_BWD_DQ_MMA(name, T, D, P1, P2) FA_INSTANTIATE_MMA_(name, fa_bwd_dq_mma, T, D)
 
 #define FA_INSTANTIATE_(id, name, family, dtype, d, p1, p2)                                        \

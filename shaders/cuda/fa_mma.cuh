@@ -169,13 +169,6 @@ fa_store_rows(unsigned char *tile, int r0, const float (&acc)[D / 8][4], float s
     }
 }
 
-// Byte offset of 16-byte chunk `ch` of row `row` in the dS^T tile (CH = 4 or 8 chunks a row):
-// rows of 64 bytes pair up in a 128-byte line, so they XOR by row / 2 to stay conflict-free.
-template <int CH> __device__ __forceinline__ unsigned fa_swz_ds(int row, int ch)
-{
-    return CH >= 8 ? fa_swz<CH>(row, ch) : (unsigned)((row * CH + (ch ^ ((row >> 1) & 3))) * 16);
-}
-
 // *dst += (a, b): one 8-byte reduction on sm_90, two 4-byte ones before.
 __device__ __forceinline__ void fa_red_add2(float *dst, float a, float b)
 {
