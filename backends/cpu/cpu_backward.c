@@ -35,29 +35,27 @@ typedef struct backward_scratch {
     float *zeros, *row;  /* BMAX zeros, Dp staging */
 } backward_scratch;
 
-static size_t backward_scratch_floats(int64_t dim)
+/* Lays out one thread's scratch in `slice` and returns it; with slice NULL only its size in
+ * floats (*floats), which fa_cpu_scratch_alloc then reserves per thread. */
+static backward_scratch backward_scratch_carve(float *slice, int64_t dim, size_t *floats)
 {
-    int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
-    return (size_t)(2 * dim * BMAX + 2 * BMAX * dp + 2 * BQ * BK + 2 * BMAX * dp + 3 * BMAX + dp +
-                    16 * 12);
-}
-
-static backward_scratch backward_scratch_carve(float *slice, int64_t dim)
-{
-    int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
+    const int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
+    fa_cpu_carver c = {slice, 0};
     backward_scratch w;
-    w.a_t = fa_cpu_carve(&slice, dim * BMAX);
-    w.b_t = fa_cpu_carve(&slice, dim * BMAX);
-    w.x = fa_cpu_carve(&slice, BMAX * dp);
-    w.y = fa_cpu_carve(&slice, BMAX * dp);
-    w.s = fa_cpu_carve(&slice, BQ * BK);
-    w.dp = fa_cpu_carve(&slice, BQ * BK);
-    w.acc1 = fa_cpu_carve(&slice, BMAX * dp);
-    w.acc2 = fa_cpu_carve(&slice, BMAX * dp);
-    w.lse2 = fa_cpu_carve(&slice, BMAX);
-    w.delta = fa_cpu_carve(&slice, BMAX);
-    w.zeros = fa_cpu_carve(&slice, BMAX);
-    w.row = fa_cpu_carve(&slice, dp);
+    w.a_t = fa_cpu_carve(&c, dim * BMAX);
+    w.b_t = fa_cpu_carve(&c, dim * BMAX);
+    w.x = fa_cpu_carve(&c, BMAX * dp);
+    w.y = fa_cpu_carve(&c, BMAX * dp);
+    w.s = fa_cpu_carve(&c, BQ * BK);
+    w.dp = fa_cpu_carve(&c, BQ * BK);
+    w.acc1 = fa_cpu_carve(&c, BMAX * dp);
+    w.acc2 = fa_cpu_carve(&c, BMAX * dp);
+    w.lse2 = fa_cpu_carve(&c, BMAX);
+    w.delta = fa_cpu_carve(&c, BMAX);
+    w.zeros = fa_cpu_carve(&c, BMAX);
+    w.row = fa_cpu_carve(&c, dp);
+    if (floats)
+        *floats = c.used;
     return w;
 }
 
@@ -194,9 +192,11 @@ fa_status fa_cpu_backward(fa_context *ctx, const fa_attention_call *call)
     const fa_cpu_kernels *kern = fa_cpu_kernels_select();
     const int threads = fa_cpu_threads(ctx);
     const int64_t rows = call->batch * call->heads_q * call->seq_q;
+    size_t slice_floats;
+    backward_scratch_carve(NULL, call->head_dim, &slice_floats);
     fa_cpu_scratch scratch;
-    fa_status st = fa_cpu_scratch_alloc(
-        ctx, &scratch, threads, backward_scratch_floats(call->head_dim), (size_t)rows, "backward");
+    fa_status st =
+        fa_cpu_scratch_alloc(ctx, &scratch, threads, slice_floats, (size_t)rows, "backward");
     if (st != FA_OK)
         return st;
     float *delta = fa_cpu_scratch_slice(&scratch, threads);
@@ -208,7 +208,7 @@ fa_status fa_cpu_backward(fa_context *ctx, const fa_attention_call *call)
 #pragma omp parallel num_threads(threads)
     {
         backward_scratch w = backward_scratch_carve(
-            fa_cpu_scratch_slice(&scratch, omp_get_thread_num()), call->head_dim);
+            fa_cpu_scratch_slice(&scratch, omp_get_thread_num()), call->head_dim, NULL);
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             int64_t bh = r / call->seq_q;

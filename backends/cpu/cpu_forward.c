@@ -30,25 +30,24 @@ typedef struct forward_scratch {
     float *m, *l, *alpha, *row; /* BQ, BQ, BQ, Dp */
 } forward_scratch;
 
-static size_t forward_scratch_floats(int64_t dim)
+/* Lays out one thread's scratch in `slice` and returns it; with slice NULL only its size in
+ * floats (*floats), which fa_cpu_scratch_alloc then reserves per thread. */
+static forward_scratch forward_scratch_carve(float *slice, int64_t dim, size_t *floats)
 {
-    int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
-    return (size_t)(dim * BQ + BK * dim + BK * dp + BK * BQ + BQ * dp + 3 * BQ + dp + 16 * 8);
-}
-
-static forward_scratch forward_scratch_carve(float *slice, int64_t dim)
-{
-    int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
+    const int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
+    fa_cpu_carver c = {slice, 0};
     forward_scratch w;
-    w.q_t = fa_cpu_carve(&slice, dim * BQ);
-    w.k = fa_cpu_carve(&slice, BK * dim);
-    w.v = fa_cpu_carve(&slice, BK * dp);
-    w.s = fa_cpu_carve(&slice, BK * BQ);
-    w.o = fa_cpu_carve(&slice, BQ * dp);
-    w.m = fa_cpu_carve(&slice, BQ);
-    w.l = fa_cpu_carve(&slice, BQ);
-    w.alpha = fa_cpu_carve(&slice, BQ);
-    w.row = fa_cpu_carve(&slice, dp);
+    w.q_t = fa_cpu_carve(&c, dim * BQ);
+    w.k = fa_cpu_carve(&c, BK * dim);
+    w.v = fa_cpu_carve(&c, BK * dp);
+    w.s = fa_cpu_carve(&c, BK * BQ);
+    w.o = fa_cpu_carve(&c, BQ * dp);
+    w.m = fa_cpu_carve(&c, BQ);
+    w.l = fa_cpu_carve(&c, BQ);
+    w.alpha = fa_cpu_carve(&c, BQ);
+    w.row = fa_cpu_carve(&c, dp);
+    if (floats)
+        *floats = c.used;
     return w;
 }
 
@@ -118,9 +117,10 @@ fa_status fa_cpu_forward(fa_context *ctx, const fa_attention_call *call)
 {
     const fa_cpu_kernels *kern = fa_cpu_kernels_select();
     const int threads = fa_cpu_threads(ctx);
+    size_t slice_floats;
+    forward_scratch_carve(NULL, call->head_dim, &slice_floats);
     fa_cpu_scratch scratch;
-    fa_status st = fa_cpu_scratch_alloc(ctx, &scratch, threads,
-                                        forward_scratch_floats(call->head_dim), 0, "forward");
+    fa_status st = fa_cpu_scratch_alloc(ctx, &scratch, threads, slice_floats, 0, "forward");
     if (st != FA_OK)
         return st;
 
@@ -129,7 +129,7 @@ fa_status fa_cpu_forward(fa_context *ctx, const fa_attention_call *call)
 #pragma omp parallel num_threads(threads)
     {
         forward_scratch w = forward_scratch_carve(
-            fa_cpu_scratch_slice(&scratch, omp_get_thread_num()), call->head_dim);
+            fa_cpu_scratch_slice(&scratch, omp_get_thread_num()), call->head_dim, NULL);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < items; t++) {
             /* last query tiles first: under a causal mask they are the longest */

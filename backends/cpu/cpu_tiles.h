@@ -55,11 +55,18 @@ static inline float *fa_cpu_scratch_slice(const fa_cpu_scratch *s, int thread)
     return s->base + (size_t)thread * s->slice_floats;
 }
 
-/* Carves consecutive 64-byte-aligned arrays out of a slice. */
-static inline float *fa_cpu_carve(float **cursor, int64_t floats)
+/* Lays out consecutive 64-byte-aligned arrays in a slice (base 64-byte aligned), counting in
+ * `used` the floats carved so far. With base NULL it only counts (and returns NULL), so that one
+ * function both sizes a scratch and lays it out. */
+typedef struct fa_cpu_carver {
+    float *base;
+    size_t used;
+} fa_cpu_carver;
+
+static inline float *fa_cpu_carve(fa_cpu_carver *c, int64_t floats)
 {
-    float *p = *cursor;
-    *cursor += fa_cpu_round_up(floats, 16);
+    float *p = c->base ? c->base + c->used : NULL;
+    c->used += (size_t)fa_cpu_round_up(floats, 16);
     return p;
 }
 

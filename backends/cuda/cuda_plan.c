@@ -27,8 +27,8 @@ const fa_cuda_kernel_info fa_cuda_kernels[FA_CUDA_K_COUNT] = {
 };
 
 /* The catalogue row of this family, dtype, head dim and (where nonzero) P1; the first row of
- * the family when none matches (the planner only asks for rows that exist: the unit tests check
- * that every planned kernel is the one asked for). */
+ * the family when none matches (the planner asks only for rows that exist; the unit tests check
+ * every plan's kernels against its call). */
 static fa_cuda_kernel find(fa_cuda_family family, fa_dtype dtype, uint32_t d, uint32_t p1)
 {
     int first = -1;

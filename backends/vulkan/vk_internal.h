@@ -77,11 +77,10 @@ typedef enum fa_vk_storage {
     FA_VK_STORAGE_COUNT
 } fa_vk_storage;
 
-/* The specialization constants of one pipeline: 0 head dim, 4 causal and 22 the GQA ratio
- * (fa_common.glsl), the backward's 1..3 (work-items, query and key rows per tile), 10..16 and
- * 18..19 (fa_backward.glsl: tiling, aligned loads, unrolling), the forward's 5..9, 17 and 20..21
- * (attn_fwd.comp: tiling, tile form, tuning variant and unrolling). Zero leaves the shader's
- * default (false for the bools); each kernel sets only its own. */
+/* The specialization constants of one pipeline (IDs and meanings in shaders/vulkan/fa_spec_ids.h):
+ * the common head dim, causal flag and GQA ratio, the scalar backward's and forward's tilings and
+ * tuning, and the matrix kernels' plan. Zero leaves the shader's default (false for the bools);
+ * each kernel sets only its own. */
 typedef struct fa_vk_spec {
     uint32_t head_dim, bwd_threads, bwd_bm, bwd_bn;
     uint32_t causal, gqa; /* gqa: query heads per key/value head (0 in passes without heads) */
@@ -90,7 +89,7 @@ typedef struct fa_vk_spec {
     uint32_t fwd_tile16;
     uint32_t bwd_align4, bwd_unroll;
     uint32_t fwd_variant, fwd_unroll;
-    /* Cooperative-matrix kernels (shaders/vulkan/fa_matrix_ids.h): the plan's shape, subgroup
+    /* Cooperative-matrix kernels (shaders/vulkan/fa_spec_ids.h): the plan's shape, subgroup
      * size, subgroups per workgroup, row blocks per subgroup and columns per step, and the
      * accumulator layout its catalogue module was compiled for (zero: none). */
     uint32_t cm_m, cm_n, cm_k, cm_sg, cm_nsg, cm_tm, cm_bn;

@@ -1,7 +1,7 @@
 /* Shader modules (the SPIR-V embedded at build time, one per kernel and storage variant),
  * pipeline layouts, and compute pipelines specialized per (head dim, tile sizes, causal), built
  * on first use through the context's pipeline cache and kept for the context's life. */
-#include "fa_matrix_ids.h"
+#include "fa_spec_ids.h"
 #include "vk_internal.h"
 #include "vk_matrix_catalogue.h"
 
@@ -305,30 +305,30 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         module = st->modules[kernel][storage];
     if (s != FA_OK)
         return s;
-    const uint32_t values[] = {
-        [0] = spec->head_dim,
-        [1] = spec->bwd_threads,
-        [2] = spec->bwd_bm,
-        [3] = spec->bwd_bn,
-        [4] = spec->causal ? 1u : 0u,
-        [5] = spec->fwd_threads,
-        [6] = spec->fwd_bm,
-        [7] = spec->fwd_bn,
-        [8] = spec->fwd_s_tx,
-        [9] = spec->fwd_o_tx,
-        [10] = spec->bwd_sx,
-        [11] = spec->bwd_kx,
-        [12] = spec->bwd_qx,
-        [13] = spec->bwd_dp,
-        [14] = spec->bwd_dc,
-        [15] = spec->bwd_rk,
-        [16] = spec->bwd_rq,
-        [17] = spec->fwd_tile16 ? 1u : 0u,
-        [18] = spec->bwd_align4,
-        [19] = spec->bwd_unroll,
-        [20] = spec->fwd_variant,
-        [21] = spec->fwd_unroll,
-        [22] = spec->gqa,
+    const uint32_t values[FA_SPEC_COUNT] = {
+        [FA_SPEC_HEAD_DIM] = spec->head_dim,
+        [FA_SPEC_BWD_THREADS] = spec->bwd_threads,
+        [FA_SPEC_BWD_BM] = spec->bwd_bm,
+        [FA_SPEC_BWD_BN] = spec->bwd_bn,
+        [FA_SPEC_CAUSAL] = spec->causal ? 1u : 0u,
+        [FA_SPEC_FWD_THREADS] = spec->fwd_threads,
+        [FA_SPEC_FWD_BM] = spec->fwd_bm,
+        [FA_SPEC_FWD_BN] = spec->fwd_bn,
+        [FA_SPEC_FWD_S_TX] = spec->fwd_s_tx,
+        [FA_SPEC_FWD_O_TX] = spec->fwd_o_tx,
+        [FA_SPEC_BWD_SX] = spec->bwd_sx,
+        [FA_SPEC_BWD_KX] = spec->bwd_kx,
+        [FA_SPEC_BWD_QX] = spec->bwd_qx,
+        [FA_SPEC_BWD_DP] = spec->bwd_dp,
+        [FA_SPEC_BWD_DC] = spec->bwd_dc,
+        [FA_SPEC_BWD_RK] = spec->bwd_rk,
+        [FA_SPEC_BWD_RQ] = spec->bwd_rq,
+        [FA_SPEC_FWD_TILE16] = spec->fwd_tile16 ? 1u : 0u,
+        [FA_SPEC_BWD_ALIGN4] = spec->bwd_align4,
+        [FA_SPEC_BWD_UNROLL] = spec->bwd_unroll,
+        [FA_SPEC_FWD_VARIANT] = spec->fwd_variant,
+        [FA_SPEC_FWD_UNROLL] = spec->fwd_unroll,
+        [FA_SPEC_GQA] = spec->gqa,
         [FA_SPEC_CM_M] = spec->cm_m,
         [FA_SPEC_CM_N] = spec->cm_n,
         [FA_SPEC_CM_K] = spec->cm_k,
@@ -338,10 +338,9 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         [FA_SPEC_CM_BN] = spec->cm_bn,
         [FA_SPEC_CM_WG] = spec->cm_sg * spec->cm_nsg,
     };
-    _Static_assert(sizeof values / sizeof values[0] == FA_SPEC_CM_WG + 1,
-                   "one value per specialization constant ID");
-    /* Constant i at offset 4 i; zeros keep the default. Constants 4, 17 and 18 are bools: 4 bytes
-     * (VkBool32) as well, 0 or 1. */
+    _Static_assert(FA_SPEC_COUNT == FA_SPEC_CM_WG + 1, "FA_SPEC_COUNT counts every ID");
+    /* Constant i at offset 4 i; zeros keep the default. The bools (causal, the forward's 16-bit
+     * tiles, the backward's alignment) take 4 bytes as well (VkBool32), 0 or 1. */
     VkSpecializationMapEntry entries[sizeof values / sizeof values[0]];
     uint32_t n = 0;
     for (uint32_t i = 0; i < sizeof values / sizeof values[0]; i++)

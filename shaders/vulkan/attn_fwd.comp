@@ -43,13 +43,13 @@
 #extension GL_GOOGLE_include_directive : require
 #include "fa_common.glsl"
 
-layout(local_size_x = 128, local_size_x_id = 5) in; // NT
-layout(constant_id = 6) const uint BM = 64;   // query rows per workgroup
-layout(constant_id = 7) const uint BN = 16;   // keys per K/V tile
-layout(constant_id = 8) const uint S_TX = 4;  // invocations along the keys of S
-layout(constant_id = 9) const uint O_TX = 16; // invocations along the column groups of O
-layout(constant_id = 20) const uint VARIANT = 0; // tuning bits, see above
-layout(constant_id = 21) const uint UNROLL = 0;  // steps per iteration of the step loops; 0: free
+layout(local_size_x = 128, local_size_x_id = FA_SPEC_FWD_THREADS) in; // NT
+layout(constant_id = FA_SPEC_FWD_BM) const uint BM = 64;   // query rows per workgroup
+layout(constant_id = FA_SPEC_FWD_BN) const uint BN = 16;   // keys per K/V tile
+layout(constant_id = FA_SPEC_FWD_S_TX) const uint S_TX = 4;  // invocations along the keys of S
+layout(constant_id = FA_SPEC_FWD_O_TX) const uint O_TX = 16; // invocations along the column groups of O
+layout(constant_id = FA_SPEC_FWD_VARIANT) const uint VARIANT = 0; // tuning bits, see above
+layout(constant_id = FA_SPEC_FWD_UNROLL) const uint UNROLL = 0;  // steps per iteration of the step loops; 0: free
 
 #if defined(DTYPE_F32)
 TENSOR4(0, q_buf)
@@ -60,7 +60,7 @@ const bool T16 = false;
 TENSOR8(0, q_buf)
 TENSOR8(1, k_buf)
 TENSOR8(2, v_buf)
-layout(constant_id = 17) const bool T16 = false; // Q and K/V tiles in 16-bit form
+layout(constant_id = FA_SPEC_FWD_TILE16) const bool T16 = false; // Q and K/V tiles in 16-bit form
 #endif
 TENSOR4(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };

@@ -31,20 +31,20 @@
 #extension GL_GOOGLE_include_directive : require
 #include "fa_common.glsl"
 
-layout(local_size_x = 128, local_size_x_id = 1) in; // NT
-layout(constant_id = 2) const uint BM = 64;  // query rows per tile
-layout(constant_id = 3) const uint BN = 32;  // keys per tile
-layout(constant_id = 10) const uint SX = 8;  // invocations along the keys of S
-layout(constant_id = 11) const uint KX = 16; // invocations along the head dim of dK/dV
-layout(constant_id = 12) const uint QX = 16; // invocations along the head dim of dQ
-layout(constant_id = 13) const uint DP = 64; // head dim padded to the dK/dV and dQ tiles
-layout(constant_id = 14) const uint DC = 16; // column chunk of S and dP
-layout(constant_id = 15) const uint RK = 16; // row chunk of the dK/dV product
-layout(constant_id = 16) const uint RQ = 16; // row chunk of the dQ product
+layout(local_size_x = 128, local_size_x_id = FA_SPEC_BWD_THREADS) in; // NT
+layout(constant_id = FA_SPEC_BWD_BM) const uint BM = 64;  // query rows per tile
+layout(constant_id = FA_SPEC_BWD_BN) const uint BN = 32;  // keys per tile
+layout(constant_id = FA_SPEC_BWD_SX) const uint SX = 8;  // invocations along the keys of S
+layout(constant_id = FA_SPEC_BWD_KX) const uint KX = 16; // invocations along the head dim of dK/dV
+layout(constant_id = FA_SPEC_BWD_QX) const uint QX = 16; // invocations along the head dim of dQ
+layout(constant_id = FA_SPEC_BWD_DP) const uint DP = 64; // head dim padded to the dK/dV and dQ tiles
+layout(constant_id = FA_SPEC_BWD_DC) const uint DC = 16; // column chunk of S and dP
+layout(constant_id = FA_SPEC_BWD_RK) const uint RK = 16; // row chunk of the dK/dV product
+layout(constant_id = FA_SPEC_BWD_RQ) const uint RQ = 16; // row chunk of the dQ product
 // 17 is the forward's. ALIGN4: 4-element global loads (see above). UNROLL: steps per iteration
 // of the reduction loops, a power of 2 dividing DC / 4, RK and RQ (a tuning knob).
-layout(constant_id = 18) const bool ALIGN4 = false;
-layout(constant_id = 19) const uint UNROLL = 1;
+layout(constant_id = FA_SPEC_BWD_ALIGN4) const bool ALIGN4 = false;
+layout(constant_id = FA_SPEC_BWD_UNROLL) const uint UNROLL = 1;
 
 TENSOR4(0, q_buf)
 TENSOR4(1, k_buf)

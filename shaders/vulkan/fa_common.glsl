@@ -12,6 +12,7 @@
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 #include "fa_params.glsl"
+#include "fa_spec_ids.h"
 
 #if defined(DTYPE_F32)
 #define STORE_T float
@@ -159,13 +160,13 @@ uvec2 f32_to_raw4(vec4 x)
         }                                                                                      \
     }
 
-// Specialization constants (set per pipeline by the host; defaults are only placeholders).
-// 0, 4 and 22 are common; the backward's are 1..3, 10..16, 18 and 19 (fa_backward.glsl), the
-// forward's 5..9, 17, 20 and 21 (attn_fwd.comp).
+// Specialization constants (set per pipeline by the host; defaults are only placeholders; IDs in
+// fa_spec_ids.h). The common ones here; the backward's in fa_backward.glsl, the forward's in
+// attn_fwd.comp, the matrix shaders' in fa_matrix.glsl.
 #ifdef FA_FIXED_D // a compile-time head dim (the matrix catalogue, matrix_shaders.cmake)
 const uint D = FA_FIXED_D;
 #else
-layout(constant_id = 0) const uint D = 64;     // head dim, a multiple of 8 up to 256
+layout(constant_id = FA_SPEC_HEAD_DIM) const uint D = 64;     // head dim, a multiple of 8 up to 256
 #endif
-layout(constant_id = 4) const bool CAUSAL = false;
-layout(constant_id = 22) const uint GQA = 1;   // query heads per key/value head
+layout(constant_id = FA_SPEC_CAUSAL) const bool CAUSAL = false;
+layout(constant_id = FA_SPEC_GQA) const uint GQA = 1;   // query heads per key/value head

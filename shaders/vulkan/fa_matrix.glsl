@@ -1,5 +1,5 @@
 // Shared by the cooperative-matrix shaders (attn_*_cm.comp): the matrix types, the tiling
-// constants the host's planner chose (backends/vulkan/vk_matrix_plan.c; IDs in fa_matrix_ids.h)
+// constants the host's planner chose (backends/vulkan/vk_matrix_plan.c; IDs in fa_spec_ids.h)
 // and the helpers that move tiles between global memory, shared memory and the matrices.
 //
 // Every matrix product runs on subgroup-scope cooperative matrices of the device's shape
@@ -26,7 +26,6 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_GOOGLE_include_directive : require
 #include "fa_common.glsl"
-#include "fa_matrix_ids.h"
 
 // FA_CM_FIXED: the tiling as compile-time constants (with FA_FIXED_D, the catalogue's modules,
 // which spirv-opt then unrolls; see backends/vulkan/matrix_shaders.cmake).

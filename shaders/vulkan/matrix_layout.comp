@@ -6,7 +6,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_GOOGLE_include_directive : require
-#include "fa_matrix_ids.h"
+#include "fa_spec_ids.h"
 
 layout(constant_id = FA_SPEC_CM_M) const uint CM_M = 16;
 layout(constant_id = FA_SPEC_CM_N) const uint CM_N = 16;
