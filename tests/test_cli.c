@@ -48,6 +48,18 @@ Test(cli, library_failures_exit_1)
         cr_assert_eq(run_cli("run --backend cuda --seq 16"), 1);
 }
 
+/* A backend named on the command line that cannot run here fails the run instead of reporting
+ * every case skipped; `--backend all` keeps listing it as skipped. */
+Test(cli, conformance_of_an_unavailable_named_backend_fails)
+{
+    fa_backend_info info;
+    fa_backend_query(FA_BACKEND_CUDA, &info);
+    cr_assert_eq(run_cli("conformance --backend cuda --quick --limit 1"), info.available ? 0 : 1);
+    cr_assert_eq(run_cli("conformance --backend cuda,cpu --quick --limit 1"),
+                 info.available ? 0 : 1);
+    cr_assert_eq(run_cli("conformance --backend cpu --quick --limit 1"), 0);
+}
+
 Test(cli, a_small_checked_run_succeeds)
 {
     cr_assert_eq(run_cli("run --backend cpu --seq 96 --heads 2 --head-dim 32 --check"), 0);

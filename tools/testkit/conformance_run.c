@@ -303,6 +303,17 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
     }
     fprintf(opt.out, "%lld passed, %lld failed, %lld skipped\n", (long long)sum.passed,
             (long long)sum.failed, (long long)sum.skipped);
+    /* A backend the caller named (not "all") that could not run is a failure, not a skip: a
+     * run that tested nothing must not pass. */
+    const bool named =
+        opt.backend_mask || (opt.backend > FA_BACKEND_AUTO && opt.backend < FA_BACKEND_COUNT);
+    bool named_missing = false;
+    for (int b = 0; named && b < n_list; b++)
+        if (!run.backends[b].available) {
+            fprintf(opt.out, "conformance: %s was named but is unavailable: %s\n",
+                    run.backends[b].name, run.backends[b].reason);
+            named_missing = true;
+        }
     fflush(opt.out);
     if (totals)
         *totals = sum;
@@ -310,5 +321,5 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
         free(run.backends[b].results);
     free(run.backends);
     free(run.cases);
-    return sum.failed == 0 && files_ok ? 0 : 1;
+    return sum.failed == 0 && files_ok && !named_missing ? 0 : 1;
 }
