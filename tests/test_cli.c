@@ -2,7 +2,9 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "fa_testkit.h"
 #include "flashattn.h"
@@ -92,4 +94,29 @@ Test(cli, conformance_shards_partition_the_matrix)
                  (long long)total);
     cr_assert_eq(run_cli("conformance --backend cpu --shard 3/3"), 2);
     cr_assert_eq(run_cli("conformance --backend cpu --shard 1"), 2);
+}
+
+/* The JUnit report carries the counts (errors too) and each suite's properties. */
+Test(cli, conformance_junit_has_counts_and_properties)
+{
+    char path[] = "/tmp/fa_junit_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    char args[256];
+    snprintf(args, sizeof args, "conformance --backend cpu --quick --limit 2 --junit %s", path);
+    cr_assert_eq(run_cli(args), 0);
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    remove(path);
+    cr_expect(strstr(text, "<testsuite name=\"conformance.cpu\" tests=\"2\" failures=\"0\" "
+                           "errors=\"0\" skipped=\"0\""),
+              "%s", text);
+    cr_expect(strstr(text, "<property name=\"library\" value=\""), "%s", text);
+    cr_expect(strstr(text, "<property name=\"device\" value=\""), "%s", text);
+    cr_expect(strstr(text, "<testcase classname=\"conformance.cpu\""), "%s", text);
 }

@@ -370,6 +370,7 @@ static bool call_ok(fa_context *ctx, const char *what, fa_status st, tk_result *
         return false;
     }
     fail(r, "%s: %s: %s", what, fa_status_name(st), fa_context_last_error(ctx));
+    r->error = true;
     return false;
 }
 

@@ -174,33 +174,58 @@ static void xml_text(FILE *f, const char *s)
     }
 }
 
+/* One <property> of a testsuite's <properties>. */
+static void junit_property(FILE *f, const char *name, const char *value)
+{
+    fprintf(f, "      <property name=\"%s\" value=\"", name);
+    xml_text(f, value);
+    fprintf(f, "\"/>\n");
+}
+
+/* JUnit XML: one testsuite per backend with its library version, device and driver, run mode
+ * and seed as properties; a wrong result is a <failure> (its text names the worst element), a
+ * call that returned an error status an <error>, a case the backend cannot run <skipped>. */
 bool tk_write_junit(const tk_run *run, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return false;
-    int64_t passed = 0, failed = 0, skipped = 0;
+    int64_t passed = 0, failed = 0, skipped = 0, errors = 0;
     for (int b = 0; b < run->n_backends; b++) {
         passed += run->backends[b].passed;
         failed += run->backends[b].failed;
         skipped += run->backends[b].skipped;
+        for (int64_t c = 0; c < run->n_cases; c++)
+            errors +=
+                run->backends[b].results[c].outcome == TK_FAIL && run->backends[b].results[c].error;
     }
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(f,
             "<testsuites name=\"flashattn conformance\" tests=\"%lld\" failures=\"%lld\" "
-            "skipped=\"%lld\" time=\"%.3f\">\n",
-            (long long)(passed + failed + skipped), (long long)failed, (long long)skipped,
-            run->seconds);
+            "errors=\"%lld\" skipped=\"%lld\" time=\"%.3f\">\n",
+            (long long)(passed + failed + skipped), (long long)(failed - errors), (long long)errors,
+            (long long)skipped, run->seconds);
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)run->opt->seed);
     for (int b = 0; b < run->n_backends; b++) {
         const tk_backend_run *br = &run->backends[b];
         double t = 0;
-        for (int64_t c = 0; c < run->n_cases; c++)
+        int64_t suite_errors = 0;
+        for (int64_t c = 0; c < run->n_cases; c++) {
             t += br->results[c].seconds;
+            suite_errors += br->results[c].outcome == TK_FAIL && br->results[c].error;
+        }
         fprintf(f,
                 "  <testsuite name=\"conformance.%s\" tests=\"%lld\" failures=\"%lld\" "
-                "skipped=\"%lld\" time=\"%.3f\">\n",
-                br->name, (long long)run->n_cases, (long long)br->failed, (long long)br->skipped,
-                t);
+                "errors=\"%lld\" skipped=\"%lld\" time=\"%.3f\">\n    <properties>\n",
+                br->name, (long long)run->n_cases, (long long)(br->failed - suite_errors),
+                (long long)suite_errors, (long long)br->skipped, t);
+        junit_property(f, "library", fa_version_string());
+        junit_property(f, "backend", br->name);
+        junit_property(f, "device", br->available ? br->device : br->reason);
+        junit_property(f, "matrix", run->opt->full ? "full" : "quick");
+        junit_property(f, "seed", seed);
+        fprintf(f, "    </properties>\n");
         for (int64_t c = 0; c < run->n_cases; c++) {
             const tk_result *r = &br->results[c];
             fprintf(f, "    <testcase classname=\"conformance.%s\" name=\"", br->name);
@@ -210,9 +235,16 @@ bool tk_write_junit(const tk_run *run, const char *path)
                 fprintf(f, "/>\n");
                 continue;
             }
-            fprintf(f, ">\n      <%s message=\"", r->outcome == TK_FAIL ? "failure" : "skipped");
+            const char *tag = r->outcome == TK_SKIP ? "skipped" : r->error ? "error" : "failure";
+            fprintf(f, ">\n      <%s message=\"", tag);
             xml_text(f, r->detail);
-            fprintf(f, "\"/>\n    </testcase>\n");
+            if (r->outcome == TK_SKIP) {
+                fprintf(f, "\"/>\n    </testcase>\n");
+                continue;
+            }
+            fprintf(f, "\">");
+            xml_text(f, r->detail);
+            fprintf(f, "</%s>\n    </testcase>\n", tag);
         }
         fprintf(f, "  </testsuite>\n");
     }

@@ -87,6 +87,7 @@ static bool backend_open(const fa_conformance_options *opt, tk_backend_run *br, 
     if (st != FA_OK) {
         *ctx = NULL;
         ctx_failure->outcome = TK_FAIL;
+        ctx_failure->error = true;
         snprintf(ctx_failure->detail, sizeof ctx_failure->detail, "fa_context_create: %s: %s",
                  fa_status_name(st), fa_last_create_error());
         snprintf(br->device, sizeof br->device, "(no context)");
@@ -94,6 +95,7 @@ static bool backend_open(const fa_conformance_options *opt, tk_backend_run *br, 
     }
     if (fa_context_backend(*ctx) != br->backend) {
         ctx_failure->outcome = TK_FAIL;
+        ctx_failure->error = true;
         snprintf(ctx_failure->detail, sizeof ctx_failure->detail,
                  "fa_context_create gave a %s context for %s",
                  fa_backend_name(fa_context_backend(*ctx)), br->name);

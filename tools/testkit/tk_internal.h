@@ -149,6 +149,8 @@ typedef enum tk_outcome { TK_PASS = 0, TK_FAIL, TK_SKIP } tk_outcome;
 
 typedef struct tk_result {
     tk_outcome outcome;
+    bool error;   /* a failure because a call returned an error status (JUnit <error>), not a
+                   * wrong result */
     double ratio; /* worst error / tolerance over the checked outputs; 0 when nothing compared */
     double err_o, tol_o, err_lse, err_dq, tol_dq, err_dk, tol_dk, err_dv, tol_dv;
     bool sampled;
