@@ -120,3 +120,37 @@ Test(cli, conformance_junit_has_counts_and_properties)
     cr_expect(strstr(text, "<property name=\"device\" value=\""), "%s", text);
     cr_expect(strstr(text, "<testcase classname=\"conformance.cpu\""), "%s", text);
 }
+
+/* run --backward --check compares the gradients too: gradients that are all zero on random
+ * inputs must fail it (a_small_checked_run_succeeds has the library's own pass it). */
+Test(cli, the_gradient_check_fails_wrong_gradients)
+{
+    const fa_ref_problem p = {.dtype = FA_DTYPE_F32,
+                              .batch = 1,
+                              .seq_q = 37,
+                              .seq_k = 45,
+                              .heads_q = 2,
+                              .heads_kv = 1,
+                              .head_dim = 16,
+                              .scale = 0.25f,
+                              .causal = true};
+    const size_t nq = 37 * 2 * 16, nk = 45 * 1 * 16;
+    float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4), *d_o = malloc(nq * 4);
+    float *dq = calloc(nq, 4), *dk = calloc(nk, 4), *dv = calloc(nk, 4);
+    cr_assert(q && k && v && d_o && dq && dk && dv);
+    fa_testkit_fill_random(q, FA_DTYPE_F32, nq, 1);
+    fa_testkit_fill_random(k, FA_DTYPE_F32, nk, 2);
+    fa_testkit_fill_random(v, FA_DTYPE_F32, nk, 3);
+    fa_testkit_fill_random(d_o, FA_DTYPE_F32, nq, 4);
+    fa_grad_check g;
+    cr_assert(fa_testkit_check_backward_rows(&p, q, k, v, d_o, dq, dk, dv, 5, &g));
+    cr_expect(!g.pass && g.rows_checked > 0 && g.key_rows_checked > 0);
+    cr_expect(g.err_dq > g.tol_dq && g.err_dk > g.tol_dk && g.err_dv > g.tol_dv);
+    free(q);
+    free(k);
+    free(v);
+    free(d_o);
+    free(dq);
+    free(dk);
+    free(dv);
+}

@@ -31,7 +31,9 @@ static const char usage[] =
     "  --dtype T        f32, f16 or bf16 (default f16; f32 on the CPU backend)\n"
     "  --causal         causal mask, aligned bottom-right\n"
     "  --backward       time the backward pass (one forward supplies O and LSE first)\n"
-    "  --check          compare 64 sampled rows of O and LSE with a float64 reference;\n"
+    "  --check          compare 64 sampled rows of O and LSE with a float64 reference (with\n"
+    "                   --backward also dQ on sampled query rows and dK, dV on sampled key\n"
+    "                   rows, as the conformance matrix samples them);\n"
     "                   exit 1 when they do not pass\n"
     "  --repeat N       timed runs, median reported (default 3)\n"
     "  --warmup N       untimed runs first (default 1)\n"
@@ -92,6 +94,47 @@ static int parse_options(int argc, char **argv, run_options *o)
     if (!o->seq_k_seen)
         o->seq_k = o->seq;
     return CLI_CONTINUE;
+}
+
+/* Reads a buffer of `bytes` back into a new host array (NULL when out of memory or the read
+ * fails; *st says which). */
+static void *read_back(fa_buffer *buf, size_t bytes, fa_status *st)
+{
+    if (*st != FA_OK)
+        return NULL;
+    void *host = malloc(bytes ? bytes : 1);
+    if (!host)
+        *st = FA_ERROR_OUT_OF_HOST_MEMORY;
+    else if ((*st = fa_buffer_read(buf, 0, host, bytes)) != FA_OK) {
+        free(host);
+        host = NULL;
+    }
+    return host;
+}
+
+/* Reads q, k, v, d_o, dq, dk and dv back and checks the gradients on sampled rows. */
+static fa_status check_grads(cli_attn *a, const fa_ref_problem *p, uint64_t seed,
+                             fa_grad_check *out, char *detail, size_t detail_size)
+{
+    size_t elem = fa_dtype_size(a->shape.dtype);
+    size_t q_bytes = a->q_elems * elem, kv_bytes = a->kv_elems * elem;
+    fa_status st = FA_OK;
+    void *q = read_back(a->q, q_bytes, &st), *k = read_back(a->k, kv_bytes, &st);
+    void *v = read_back(a->v, kv_bytes, &st), *d_o = read_back(a->d_o, q_bytes, &st);
+    void *dq = read_back(a->d_q, q_bytes, &st), *dk = read_back(a->d_k, kv_bytes, &st);
+    void *dv = read_back(a->d_v, kv_bytes, &st);
+    if (st == FA_OK && !fa_testkit_check_backward_rows(p, q, k, v, d_o, dq, dk, dv, seed, out))
+        st = FA_ERROR_OUT_OF_HOST_MEMORY;
+    if (st == FA_ERROR_OUT_OF_HOST_MEMORY)
+        snprintf(detail, detail_size, "cannot allocate host memory to check the gradients");
+    free(q);
+    free(k);
+    free(v);
+    free(d_o);
+    free(dq);
+    free(dk);
+    free(dv);
+    return st;
 }
 
 /* Reads q, k, v, o and lse back and checks CHECK_ROWS sampled rows. */
@@ -155,6 +198,8 @@ typedef struct run_result {
     fa_memory_stats memory;
     bool checked;
     fa_row_check check;
+    bool grads_checked; /* with --backward */
+    fa_grad_check grads;
     double load; /* 1-minute load average before the run; < 0 unknown */
 } run_result;
 
@@ -208,6 +253,14 @@ static void print_text(const run_options *o, const run_result *r)
                "%.3g), LSE max rel err %.3g%s: %s\n",
                c->rows_checked, c->max_err_o, c->baseline_err_o, c->max_err_lse,
                c->non_finite ? ", NON-FINITE values" : "", c->pass ? "PASS" : "FAIL");
+    }
+    if (r->grads_checked) {
+        const fa_grad_check *g = &r->grads;
+        printf("          gradients on %" PRId64 " query and %" PRId64 " key rows: dQ max abs err "
+               "%.3g (allowed %.3g), dK %.3g (%.3g), dV %.3g (%.3g)%s: %s\n",
+               g->rows_checked, g->key_rows_checked, g->err_dq, g->tol_dq, g->err_dk, g->tol_dk,
+               g->err_dv, g->tol_dv, g->non_finite ? ", NON-FINITE values" : "",
+               g->pass ? "PASS" : "FAIL");
     }
 }
 
@@ -265,6 +318,20 @@ static void print_json(const run_options *o, const run_result *r)
         cli_json_number(stdout, c->max_err_lse);
         printf(", \"non_finite\": %s, \"pass\": %s}", c->non_finite ? "true" : "false",
                c->pass ? "true" : "false");
+    }
+    if (r->grads_checked) {
+        const fa_grad_check *g = &r->grads;
+        printf(", \"grad_check\": {\"rows\": %" PRId64 ", \"key_rows\": %" PRId64, g->rows_checked,
+               g->key_rows_checked);
+        const double v[6] = {g->err_dq, g->tol_dq, g->err_dk, g->tol_dk, g->err_dv, g->tol_dv};
+        static const char *const names[6] = {"err_dq", "tol_dq", "err_dk",
+                                             "tol_dk", "err_dv", "tol_dv"};
+        for (int i = 0; i < 6; i++) {
+            printf(", \"%s\": ", names[i]);
+            cli_json_number(stdout, v[i]);
+        }
+        printf(", \"non_finite\": %s, \"pass\": %s}", g->non_finite ? "true" : "false",
+               g->pass ? "true" : "false");
     }
     printf("}\n");
 }
@@ -324,6 +391,25 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
             return rc;
         }
         r->checked = true;
+        if (o->backward) {
+            const cli_attn_shape *s = &a.shape;
+            const fa_ref_problem p = {.dtype = s->dtype,
+                                      .batch = s->batch,
+                                      .seq_q = s->seq_q,
+                                      .seq_k = s->seq_k,
+                                      .heads_q = s->heads_q,
+                                      .heads_kv = s->heads_kv,
+                                      .head_dim = s->head_dim,
+                                      .scale = a.desc.scale,
+                                      .causal = s->causal};
+            st = check_grads(&a, &p, (uint64_t)o->seed + 200, &r->grads, detail, sizeof detail);
+            if (st != FA_OK) {
+                int rc = detail[0] ? cli_fail_detail(st, detail) : cli_fail(ctx, st);
+                cli_attn_destroy(&a);
+                return rc;
+            }
+            r->grads_checked = true;
+        }
     }
     cli_attn_destroy(&a);
 
@@ -337,6 +423,14 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
                 "LSE max rel err %.3g (allowed 1e-3)%s\n",
                 r->check.max_err_o, r->check.baseline_err_o, r->check.max_err_lse,
                 r->check.non_finite ? ", non-finite values" : "");
+        return CLI_EXIT_FAILURE;
+    }
+    if (r->grads_checked && !r->grads.pass) {
+        fprintf(stderr,
+                "flashattn: check failed: dQ max abs err %.3g (allowed %.3g), dK %.3g (%.3g), "
+                "dV %.3g (%.3g)%s\n",
+                r->grads.err_dq, r->grads.tol_dq, r->grads.err_dk, r->grads.tol_dk, r->grads.err_dv,
+                r->grads.tol_dv, r->grads.non_finite ? ", non-finite values" : "");
         return CLI_EXIT_FAILURE;
     }
     return CLI_EXIT_OK;

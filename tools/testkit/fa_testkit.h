@@ -48,6 +48,22 @@ void fa_testkit_check_forward_rows(const fa_ref_problem *p, const void *q, const
                                    const void *v, const void *o, const float *lse, int64_t n_rows,
                                    uint64_t seed, fa_row_check *out);
 
+typedef struct fa_grad_check {
+    int64_t rows_checked, key_rows_checked;
+    double err_dq, tol_dq, err_dk, tol_dk, err_dv, tol_dv; /* max abs error and its tolerance */
+    bool non_finite; /* any NaN/Inf in dQ, dK or dV where the reference is finite */
+    bool pass;       /* each err <= its tol (3 x the baseline's + 1e-5) and !non_finite */
+} fa_grad_check;
+
+/* Checks a backward result (dq, dk, dv for upstream gradient d_o, all packed BSHD host arrays in
+ * p->dtype) as the conformance matrix does for large problems: dQ on sampled query rows, dK and
+ * dV on sampled key rows of one random (batch, KV head), against a float64 reference and a
+ * same-precision baseline. Cost O(G * Sq * Sk * D) for the key rows (G: query heads per KV
+ * head). False, with out zeroed, when host memory runs out. */
+bool fa_testkit_check_backward_rows(const fa_ref_problem *p, const void *q, const void *k,
+                                    const void *v, const void *d_o, const void *dq, const void *dk,
+                                    const void *dv, uint64_t seed, fa_grad_check *out);
+
 /* ---- tolerances ------------------------------------------------------------------------------ */
 
 #define FA_TESTKIT_ABS_SLACK 1e-5 /* added to k * baseline error */

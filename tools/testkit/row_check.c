@@ -1,5 +1,6 @@
 /* Checking a forward result on sampled query rows, for problems too large for the full
- * reference: each sampled row costs O(Sk * D) for the reference and the same for the baseline. */
+ * reference: each sampled row costs O(Sk * D) for the reference and the same for the baseline;
+ * and a backward result on sampled query and key rows (the conformance matrix's sampling). */
 #include "tk_internal.h"
 
 #include <math.h>
@@ -71,4 +72,68 @@ done:
     free(base);
     free(of);
     tk_data_free(&t);
+}
+
+/* Max abs error of n gathered values of `got` (indices at[r] + d of rows r) against ref. */
+static double gathered_err(const void *got, fa_dtype dtype, const int64_t *at, int64_t rows,
+                           int64_t D, const double *ref, bool *non_finite)
+{
+    double err = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        double x[256];
+        for (int64_t d = 0; d < D; d++)
+            x[d] = fa_testkit_load(got, dtype, (size_t)(at[r] + d));
+        double e = tk_max_abs_err(x, ref + r * D, D, non_finite);
+        if (!(e <= err))
+            err = e;
+    }
+    return err;
+}
+
+bool fa_testkit_check_backward_rows(const fa_ref_problem *p, const void *q, const void *k,
+                                    const void *v, const void *d_o, const void *dq, const void *dk,
+                                    const void *dv, uint64_t seed, fa_grad_check *out)
+{
+    memset(out, 0, sizeof *out);
+    tk_data t;
+    if (p->head_dim > 256 || !tk_data_init(&t, p, q, k, v, d_o))
+        return false;
+    tk_expect e;
+    if (!tk_expect_compute(&t, true, true, seed, &e)) {
+        tk_data_free(&t);
+        return false;
+    }
+    const int64_t D = t.D;
+    int64_t *at_q = malloc((size_t)(e.n_rows ? e.n_rows : 1) * sizeof *at_q);
+    int64_t *at_k = malloc((size_t)(e.n_krows ? e.n_krows : 1) * sizeof *at_k);
+    bool ok = at_q && at_k;
+    for (int64_t r = 0; ok && r < e.n_rows; r++) {
+        int64_t b, h, i;
+        tk_row_split(&t, e.rows[r], &b, &h, &i);
+        at_q[r] = tk_q_index(&t, b, i, h);
+    }
+    for (int64_t r = 0; ok && r < e.n_krows; r++) {
+        int64_t b, hk, j;
+        tk_krow_split(&t, e.krows[r], &b, &hk, &j);
+        at_k[r] = tk_k_index(&t, b, j, hk);
+    }
+    if (ok) {
+        const double k3 = FA_TESTKIT_K_BACKWARD, slack = FA_TESTKIT_ABS_SLACK;
+        bool nf = false;
+        out->rows_checked = e.n_rows;
+        out->key_rows_checked = e.n_krows;
+        out->err_dq = gathered_err(dq, p->dtype, at_q, e.n_rows, D, e.dq, &out->non_finite);
+        out->err_dk = gathered_err(dk, p->dtype, at_k, e.n_krows, D, e.dk, &out->non_finite);
+        out->err_dv = gathered_err(dv, p->dtype, at_k, e.n_krows, D, e.dv, &out->non_finite);
+        out->tol_dq = k3 * tk_max_abs_err(e.bdq, e.dq, e.n_rows * D, &nf) + slack;
+        out->tol_dk = k3 * tk_max_abs_err(e.bdk, e.dk, e.n_krows * D, &nf) + slack;
+        out->tol_dv = k3 * tk_max_abs_err(e.bdv, e.dv, e.n_krows * D, &nf) + slack;
+        out->pass = !out->non_finite && out->err_dq <= out->tol_dq && out->err_dk <= out->tol_dk &&
+                    out->err_dv <= out->tol_dv;
+    }
+    free(at_q);
+    free(at_k);
+    tk_expect_free(&e);
+    tk_data_free(&t);
+    return ok;
 }
