@@ -9,10 +9,10 @@ static fa_status dispatch(fa_context *ctx, const fa_attention_call *call, bool b
         if (st != FA_OK)
             return st;
     }
-    fa_status st = backward ? be->backward(ctx, call) : be->forward(ctx, call);
-    if (st == FA_ERROR_DEVICE_LOST)
-        ctx->lost = true;
-    return st;
+    fa_status st = fa_backend_enter(ctx);
+    if (st != FA_OK)
+        return st;
+    return fa_backend_leave(ctx, backward ? be->backward(ctx, call) : be->forward(ctx, call));
 }
 
 /* Nothing to write: no batch, no heads, or (forward only) no queries. A backward with queries

@@ -37,7 +37,9 @@ fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, fa_buffe
     fa_buffer *buf = calloc(1, sizeof *buf);
     if (!buf)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate a buffer record");
-    fa_status st = ctx->backend->buffer_alloc(ctx, desc->size, &buf->handle);
+    fa_status st = fa_backend_enter(ctx);
+    if (st == FA_OK)
+        st = fa_backend_leave(ctx, ctx->backend->buffer_alloc(ctx, desc->size, &buf->handle));
     if (st != FA_OK) {
         free(buf);
         return st;
@@ -45,7 +47,10 @@ fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, fa_buffe
     buf->ctx = ctx;
     buf->size = desc->size;
     if (desc->data && desc->size) {
-        st = ctx->backend->buffer_write(ctx, buf->handle, 0, desc->data, desc->size);
+        st = fa_backend_enter(ctx);
+        if (st == FA_OK)
+            st = fa_backend_leave(
+                ctx, ctx->backend->buffer_write(ctx, buf->handle, 0, desc->data, desc->size));
         if (st != FA_OK) {
             ctx->backend->buffer_free(ctx, buf->handle);
             free(buf);
@@ -74,7 +79,10 @@ fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t b
     fa_buffer *buf = calloc(1, sizeof *buf);
     if (!buf)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate a buffer record");
-    fa_status st = ctx->backend->buffer_wrap(ctx, device_pointer, bytes, &buf->handle);
+    fa_status st = fa_backend_enter(ctx);
+    if (st == FA_OK)
+        st = fa_backend_leave(ctx,
+                              ctx->backend->buffer_wrap(ctx, device_pointer, bytes, &buf->handle));
     if (st != FA_OK) {
         free(buf);
         return st;
@@ -91,8 +99,8 @@ void fa_buffer_destroy(fa_buffer *buf)
     if (!buf)
         return;
     fa_context *ctx = buf->ctx;
-    if (!ctx->lost)
-        ctx->backend->synchronize(ctx);
+    if (!ctx->lost && fa_backend_enter(ctx) == FA_OK)
+        fa_backend_leave(ctx, ctx->backend->synchronize(ctx));
     ctx->backend->buffer_free(ctx, buf->handle);
     if (buf->prev)
         buf->prev->next = buf->next;
@@ -128,15 +136,21 @@ static fa_status check_range(const fa_buffer *buf, size_t offset, const void *ho
 fa_status fa_buffer_write(fa_buffer *buf, size_t offset, const void *src, size_t size)
 {
     fa_status st = check_range(buf, offset, src, size, "fa_buffer_write");
+    if (st == FA_OK && size)
+        st = fa_backend_enter(buf->ctx);
     if (st != FA_OK || size == 0)
         return st;
-    return buf->ctx->backend->buffer_write(buf->ctx, buf->handle, offset, src, size);
+    return fa_backend_leave(
+        buf->ctx, buf->ctx->backend->buffer_write(buf->ctx, buf->handle, offset, src, size));
 }
 
 fa_status fa_buffer_read(fa_buffer *buf, size_t offset, void *dst, size_t size)
 {
     fa_status st = check_range(buf, offset, dst, size, "fa_buffer_read");
+    if (st == FA_OK && size)
+        st = fa_backend_enter(buf->ctx);
     if (st != FA_OK || size == 0)
         return st;
-    return buf->ctx->backend->buffer_read(buf->ctx, buf->handle, offset, dst, size);
+    return fa_backend_leave(
+        buf->ctx, buf->ctx->backend->buffer_read(buf->ctx, buf->handle, offset, dst, size));
 }

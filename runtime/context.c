@@ -129,6 +129,8 @@ fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
     ctx->log_level = desc->log_level;
     ctx->cpu_threads = desc->cpu_threads > 0 ? desc->cpu_threads : 0;
     ctx->cuda_stream = backend == FA_BACKEND_CUDA ? desc->cuda_stream : NULL;
+    const char *inject = getenv("FA_TEST_DEVICE_LOSS");
+    ctx->inject_loss_at = inject ? strtol(inject, NULL, 10) : 0;
     fa_device_query(backend, device, &ctx->device_info);
 
     fa_status st = ctx->backend->context_init(ctx, device);
@@ -145,12 +147,32 @@ fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
     return FA_OK;
 }
 
+fa_status fa_backend_enter(fa_context *ctx)
+{
+    if (ctx->inject_loss_at > 0 && ++ctx->backend_calls == ctx->inject_loss_at) {
+        /* A lost device runs nothing more; this one is alive, so its queued work is finished
+         * first, or freeing buffers without waiting (as after a real loss) would race it. */
+        ctx->backend->synchronize(ctx);
+        return fa_backend_leave(ctx, fa_fail(ctx, FA_ERROR_DEVICE_LOST,
+                                             "%s: device loss injected (FA_TEST_DEVICE_LOSS=%ld)",
+                                             ctx->backend->name, ctx->inject_loss_at));
+    }
+    return FA_OK;
+}
+
+fa_status fa_backend_leave(fa_context *ctx, fa_status status)
+{
+    if (status == FA_ERROR_DEVICE_LOST)
+        ctx->lost = true;
+    return status;
+}
+
 void fa_context_destroy(fa_context *ctx)
 {
     if (!ctx)
         return;
-    if (!ctx->lost)
-        ctx->backend->synchronize(ctx);
+    if (!ctx->lost && fa_backend_enter(ctx) == FA_OK)
+        fa_backend_leave(ctx, ctx->backend->synchronize(ctx));
     while (ctx->buffers)
         fa_buffer_destroy(ctx->buffers);
     ctx->backend->context_release(ctx);
@@ -176,7 +198,8 @@ fa_status fa_context_synchronize(fa_context *ctx)
         return FA_ERROR_NULL_POINTER;
     if (ctx->lost)
         return fa_fail(ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
-    return ctx->backend->synchronize(ctx);
+    fa_status st = fa_backend_enter(ctx);
+    return st != FA_OK ? st : fa_backend_leave(ctx, ctx->backend->synchronize(ctx));
 }
 
 fa_status fa_context_memory(const fa_context *ctx, fa_memory_stats *out)

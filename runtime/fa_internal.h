@@ -31,6 +31,9 @@ struct fa_context {
     int cpu_threads;
     void *cuda_stream; /* from fa_context_desc: the CUDA backend issues work there when set */
     bool lost;         /* set after a device loss: every later call fails with ERROR_CONTEXT_LOST */
+    /* FA_TEST_DEVICE_LOSS=N (read once, at creation; for tests): the N-th backend call of the
+     * context reports FA_ERROR_DEVICE_LOST instead of running. 0: off. */
+    long inject_loss_at, backend_calls;
     fa_buffer *buffers;
     fa_memory_stats memory;
     char last_error[1024];
@@ -40,6 +43,12 @@ struct fa_context {
  * level, and returns `status`, so failures read `return fa_fail(ctx, FA_ERROR_X, "...", ...)`. */
 fa_status fa_fail(fa_context *ctx, fa_status status, const char *fmt, ...) FA_PRINTF(3, 4);
 void fa_log(const fa_context *ctx, fa_log_level level, const char *fmt, ...) FA_PRINTF(3, 4);
+/* Every call into the backend after context_init goes between these two: fa_backend_enter
+ * returns FA_OK to go on (or the injected device loss of FA_TEST_DEVICE_LOSS), fa_backend_leave
+ * passes the backend's status through and is the one place that latches a device loss, so that
+ * every later call fails with FA_ERROR_CONTEXT_LOST whichever backend lost its device. */
+fa_status fa_backend_enter(fa_context *ctx);
+fa_status fa_backend_leave(fa_context *ctx, fa_status status);
 /* Backends report scratch memory they allocate (+) and free (-). */
 void fa_workspace_track(fa_context *ctx, int64_t delta_bytes);
 

@@ -125,9 +125,7 @@ fa_status fa_cuda_fail(fa_context *ctx, CUresult result, const char *what)
     default:
         break;
     }
-    if (status == FA_ERROR_DEVICE_LOST)
-        ctx->lost = true;
-    return fa_fail(ctx, status, "cuda: %s: %s", what, text);
+    return fa_fail(ctx, status, "cuda: %s: %s", what, text); /* a loss: the runtime latches it */
 }
 
 fa_status fa_cuda_enter(fa_context *ctx)

@@ -1,7 +1,10 @@
 /* flashattn status codes: one X-macro table generates the enum, the names and the messages.
  * Zero is success; failures are negative and grouped by tens:
  *   -1..-19 invalid argument, -20..-29 unsupported, -30..-39 backend unavailable,
- *   -40..-49 out of memory, -50..-59 device error. */
+ *   -40..-49 out of memory, -50..-59 device error.
+ * Device loss, on every backend alike: the call that meets it returns FA_ERROR_DEVICE_LOST, and
+ * every later call on the context and its buffers returns FA_ERROR_CONTEXT_LOST without touching
+ * the device; fa_buffer_destroy and fa_context_destroy still free everything. */
 #ifndef FLASHATTN_STATUS_H
 #define FLASHATTN_STATUS_H
 
