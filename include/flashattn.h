@@ -140,7 +140,9 @@ typedef struct fa_context_desc {
 /** Opens a context on one device. `desc` may be NULL for defaults. On failure *out is NULL and
  * the status says why; fa_last_create_error() holds the sentence. */
 FA_API fa_status fa_context_create(const fa_context_desc *desc, fa_context **out);
-/** Waits for pending work, frees every buffer still alive in the context, then the context. */
+/** Waits for pending work, frees every buffer still alive in the context, then the context.
+ * NULL is ignored. As with free(), the context and all of its buffers are invalid afterwards:
+ * destroying, reading or passing any of them again is undefined behaviour (a use after free). */
 FA_API void fa_context_destroy(fa_context *ctx);
 /** The backend the context runs on (never AUTO). */
 FA_API fa_backend fa_context_backend(const fa_context *ctx);
@@ -180,7 +182,9 @@ FA_API fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, f
  * past the end of its allocation. */
 FA_API fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t bytes,
                                      fa_buffer **out);
-/** Frees a buffer after the work that uses it has finished. NULL is ignored. */
+/** Frees a buffer after the work that uses it has finished. NULL is ignored. As with free(), the
+ * buffer is invalid afterwards; it must be destroyed before its context, or left to
+ * fa_context_destroy (destroying it after its context is a use after free). */
 FA_API void fa_buffer_destroy(fa_buffer *buf);
 FA_API size_t fa_buffer_size(const fa_buffer *buf);
 /** Copies `size` bytes from host `src` to the buffer at byte `offset`. */
