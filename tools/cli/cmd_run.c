@@ -96,6 +96,21 @@ static int parse_options(int argc, char **argv, run_options *o)
     return CLI_CONTINUE;
 }
 
+/* The problem of `a` as the float64 reference takes it. */
+static fa_ref_problem ref_problem(const cli_attn *a)
+{
+    const cli_attn_shape *s = &a->shape;
+    return (fa_ref_problem){.dtype = s->dtype,
+                            .batch = s->batch,
+                            .seq_q = s->seq_q,
+                            .seq_k = s->seq_k,
+                            .heads_q = s->heads_q,
+                            .heads_kv = s->heads_kv,
+                            .head_dim = s->head_dim,
+                            .scale = a->desc.scale,
+                            .causal = s->causal};
+}
+
 /* Reads a buffer of `bytes` back into a new host array (NULL when out of memory or the read
  * fails; *st says which). */
 static void *read_back(fa_buffer *buf, size_t bytes, fa_status *st)
@@ -113,8 +128,8 @@ static void *read_back(fa_buffer *buf, size_t bytes, fa_status *st)
 }
 
 /* Reads q, k, v, d_o, dq, dk and dv back and checks the gradients on sampled rows. */
-static fa_status check_grads(cli_attn *a, const fa_ref_problem *p, uint64_t seed,
-                             fa_grad_check *out, char *detail, size_t detail_size)
+static fa_status check_grads(cli_attn *a, uint64_t seed, fa_grad_check *out, char *detail,
+                             size_t detail_size)
 {
     size_t elem = fa_dtype_size(a->shape.dtype);
     size_t q_bytes = a->q_elems * elem, kv_bytes = a->kv_elems * elem;
@@ -123,7 +138,8 @@ static fa_status check_grads(cli_attn *a, const fa_ref_problem *p, uint64_t seed
     void *v = read_back(a->v, kv_bytes, &st), *d_o = read_back(a->d_o, q_bytes, &st);
     void *dq = read_back(a->d_q, q_bytes, &st), *dk = read_back(a->d_k, kv_bytes, &st);
     void *dv = read_back(a->d_v, kv_bytes, &st);
-    if (st == FA_OK && !fa_testkit_check_backward_rows(p, q, k, v, d_o, dq, dk, dv, seed, out))
+    const fa_ref_problem p = ref_problem(a);
+    if (st == FA_OK && !fa_testkit_check_backward_rows(&p, q, k, v, d_o, dq, dk, dv, seed, out))
         st = FA_ERROR_OUT_OF_HOST_MEMORY;
     if (st == FA_ERROR_OUT_OF_HOST_MEMORY)
         snprintf(detail, detail_size, "cannot allocate host memory to check the gradients");
@@ -141,37 +157,17 @@ static fa_status check_grads(cli_attn *a, const fa_ref_problem *p, uint64_t seed
 static fa_status check_rows(cli_attn *a, uint64_t seed, fa_row_check *out, char *detail,
                             size_t detail_size)
 {
-    const cli_attn_shape *s = &a->shape;
-    size_t elem = fa_dtype_size(s->dtype);
+    size_t elem = fa_dtype_size(a->shape.dtype);
     size_t q_bytes = a->q_elems * elem, kv_bytes = a->kv_elems * elem;
-    void *q = malloc(q_bytes), *k = malloc(kv_bytes), *v = malloc(kv_bytes), *o = malloc(q_bytes);
-    float *lse = malloc(a->lse_elems * sizeof(float));
     fa_status st = FA_OK;
-    if (!q || !k || !v || !o || !lse) {
-        snprintf(detail, detail_size, "cannot allocate host memory to read the result back");
-        st = FA_ERROR_OUT_OF_HOST_MEMORY;
-    }
-    if (st == FA_OK)
-        st = fa_buffer_read(a->q, 0, q, q_bytes);
-    if (st == FA_OK)
-        st = fa_buffer_read(a->k, 0, k, kv_bytes);
-    if (st == FA_OK)
-        st = fa_buffer_read(a->v, 0, v, kv_bytes);
-    if (st == FA_OK)
-        st = fa_buffer_read(a->o, 0, o, q_bytes);
-    if (st == FA_OK)
-        st = fa_buffer_read(a->lse, 0, lse, a->lse_elems * sizeof(float));
+    void *q = read_back(a->q, q_bytes, &st), *k = read_back(a->k, kv_bytes, &st);
+    void *v = read_back(a->v, kv_bytes, &st), *o = read_back(a->o, q_bytes, &st);
+    float *lse = read_back(a->lse, a->lse_elems * sizeof(float), &st);
     if (st == FA_OK) {
-        const fa_ref_problem p = {.dtype = s->dtype,
-                                  .batch = s->batch,
-                                  .seq_q = s->seq_q,
-                                  .seq_k = s->seq_k,
-                                  .heads_q = s->heads_q,
-                                  .heads_kv = s->heads_kv,
-                                  .head_dim = s->head_dim,
-                                  .scale = a->desc.scale,
-                                  .causal = s->causal};
+        const fa_ref_problem p = ref_problem(a);
         fa_testkit_check_forward_rows(&p, q, k, v, o, lse, CHECK_ROWS, seed, out);
+    } else if (st == FA_ERROR_OUT_OF_HOST_MEMORY) {
+        snprintf(detail, detail_size, "cannot allocate host memory to read the result back");
     }
     free(q);
     free(k);
@@ -392,17 +388,7 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
         }
         r->checked = true;
         if (o->backward) {
-            const cli_attn_shape *s = &a.shape;
-            const fa_ref_problem p = {.dtype = s->dtype,
-                                      .batch = s->batch,
-                                      .seq_q = s->seq_q,
-                                      .seq_k = s->seq_k,
-                                      .heads_q = s->heads_q,
-                                      .heads_kv = s->heads_kv,
-                                      .head_dim = s->head_dim,
-                                      .scale = a.desc.scale,
-                                      .causal = s->causal};
-            st = check_grads(&a, &p, (uint64_t)o->seed + 200, &r->grads, detail, sizeof detail);
+            st = check_grads(&a, (uint64_t)o->seed + 200, &r->grads, detail, sizeof detail);
             if (st != FA_OK) {
                 int rc = detail[0] ? cli_fail_detail(st, detail) : cli_fail(ctx, st);
                 cli_attn_destroy(&a);
