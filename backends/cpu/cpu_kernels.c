@@ -11,6 +11,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FA_CPU_X86_SETS 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -33,8 +34,12 @@
 
 #if FA_CPU_X86_SETS
 /* ---- AVX2 + FMA ---------------------------------------------------------------------------- */
+#if defined(__clang__) /* Clang ignores GCC's target pragma */
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 #define CK_NAME(x) fa_cpu_##x##_avx2
 #define CK_F16_VEC(d, s)                                                                           \
     _mm256_storeu_ps((d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s))))
@@ -53,11 +58,19 @@
 #undef CK_VFMA
 #undef CK_FMAF
 #undef CK_F16_VEC
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 /* ---- AVX-512F -------------------------------------------------------------------------------- */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma,prefer-vector-width=512")
+#endif
 #define CK_NAME(x) fa_cpu_##x##_avx512
 #define CK_F16_VEC(d, s)                                                                           \
     _mm512_storeu_ps((d), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s))))
@@ -76,7 +89,20 @@
 #undef CK_VFMA
 #undef CK_FMAF
 #undef CK_F16_VEC
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
+#endif
+
+#if FA_CPU_X86_SETS
+/* F16C from CPUID (Clang's __builtin_cpu_supports does not know it). */
+static bool has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
 #endif
 
 const fa_cpu_kernels *fa_cpu_kernels_select(void)
@@ -85,8 +111,7 @@ const fa_cpu_kernels *fa_cpu_kernels_select(void)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f"))
         return &fa_cpu_kernels_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
         return &fa_cpu_kernels_avx2;
 #endif
     return &fa_cpu_kernels_generic;

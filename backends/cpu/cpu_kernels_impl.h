@@ -104,7 +104,8 @@ static void CK_NAME(gemm)(int m, int n, int k, const float *a, int64_t a_row, in
 
 /* exp2 that vectorizes: 2^x = 2^n * 2^f with n = round(x), |f| <= 1/2, and 2^f by its degree-7
  * Taylor polynomial (truncation error 4e-9 relative, below half an ulp). Inputs are clamped to
- * [-127, 127]; n = -127 builds the scale 0.0, so x <= -127 (and -inf) gives exactly 0. */
+ * [-127, 127]; n = -127 builds the scale 0.0, so x <= -127 (and -inf) gives exactly 0; NaN stays
+ * NaN. */
 static inline float CK_NAME(exp2)(float x)
 {
     x = x < -127.0f ? -127.0f : x;
@@ -119,7 +120,8 @@ static inline float CK_NAME(exp2)(float x)
     p = CK_FMAF(p, f, 2.4022650695910071e-01f);
     p = CK_FMAF(p, f, 6.9314718055994531e-01f);
     p = CK_FMAF(p, f, 1.0f);
-    int32_t e = (int32_t)n + 127;
+    /* a NaN x gives a NaN p: the scale is then any number, but its conversion must be defined */
+    int32_t e = (int32_t)(n == n ? n : 0.0f) + 127;
     return p * fa_bits_f32((uint32_t)e << 23);
 }
 

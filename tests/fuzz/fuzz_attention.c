@@ -1,0 +1,80 @@
+/* libFuzzer harness over argument validation and tensor descriptions: each input describes the
+ * tensors (buffer, byte offset, dtype, shape, strides) and options of one forward or backward
+ * call on the CPU backend, over four host buffers. Whatever the bytes, the library must answer
+ * with a status and never read or write outside the buffers (AddressSanitizer watches), nor
+ * touch the inputs. Built and run by tools/fuzz.sh. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flashattn.h"
+
+enum { BUFFERS = 4, BUFFER_BYTES = 1 << 14, TENSORS = 9, TENSOR_BYTES = 1 + 2 + 1 + 4 + 8 };
+
+static fa_context *ctx;
+static fa_buffer *buffers[BUFFERS];
+static unsigned char inputs[BUFFER_BYTES]; /* the buffers' first content */
+
+static void setup(void)
+{
+    if (fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .cpu_threads = 1}, &ctx))
+        abort();
+    for (size_t i = 0; i < sizeof inputs; i++)
+        inputs[i] = (unsigned char)(i * 37 + 11) & 0x3f; /* small finite values in every dtype */
+    for (int b = 0; b < BUFFERS; b++)
+        if (fa_buffer_create(ctx, &(fa_buffer_desc){BUFFER_BYTES, inputs}, &buffers[b]))
+            abort();
+}
+
+/* One tensor from TENSOR_BYTES bytes: buffer, offset, dtype, shape (small, so that valid calls
+ * stay cheap; the head dim byte-sized, so that invalid ones are common), strides (signed, may be
+ * zero: packed). */
+static fa_tensor tensor(const uint8_t *d)
+{
+    fa_tensor t = {.buffer = d[0] % 5 == 4 ? NULL : buffers[d[0] % 5 % BUFFERS]};
+    t.offset = (uint64_t)(d[1] | d[2] << 8);
+    t.dtype = (fa_dtype)(d[3] % 5);
+    t.shape[0] = d[4] % 4;
+    t.shape[1] = d[5] % 24;
+    t.shape[2] = d[6] % 6;
+    t.shape[3] = d[7];
+    for (int i = 0; i < 4; i++)
+        t.stride[i] = (int16_t)(d[8 + 2 * i] | d[9 + 2 * i] << 8);
+    return t;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!ctx)
+        setup();
+    if (size < 4 + TENSORS * TENSOR_BYTES)
+        return 0;
+    fa_attention_desc desc = {.causal = data[0] & 1, .deterministic = data[0] & 2};
+    uint32_t scale_bits = (uint32_t)(data[1] | data[2] << 8) << 16;
+    memcpy(&desc.scale, &scale_bits, sizeof desc.scale); /* any float, NaN and inf included */
+    const bool backward = data[3] & 1, with_lse = data[3] & 2;
+    fa_tensor t[TENSORS];
+    for (int i = 0; i < TENSORS; i++)
+        t[i] = tensor(data + 4 + i * TENSOR_BYTES);
+    /* q, k, v, o, lse, then d_o, d_q, d_k, d_v. Buffer 0 as it is before the call: */
+    static unsigned char before[BUFFER_BYTES], now[BUFFER_BYTES];
+    if (fa_buffer_read(buffers[0], 0, before, sizeof before) != FA_OK)
+        abort();
+    if (backward)
+        fa_attention_backward(ctx, &desc, &t[0], &t[1], &t[2], &t[3], &t[5], &t[4], &t[6], &t[7],
+                              &t[8]);
+    else
+        fa_attention_forward(ctx, &desc, &t[0], &t[1], &t[2], &t[3], with_lse ? &t[4] : NULL);
+    fa_context_synchronize(ctx);
+    /* the call may write its outputs; where none of them is in buffer 0, it must leave buffer 0
+     * as it was (inputs are never written) */
+    bool output_in_0 = false;
+    for (int i = 3; i < TENSORS; i++)
+        output_in_0 |= t[i].buffer == buffers[0] && (i == 3 || i == 4 || i >= 6);
+    if (!output_in_0 && fa_buffer_read(buffers[0], 0, now, sizeof now) == FA_OK &&
+        memcmp(now, before, sizeof now) != 0)
+        abort();
+    return 0;
+}
