@@ -74,18 +74,27 @@ done:
     tk_data_free(&t);
 }
 
-/* Max abs error of n gathered values of `got` (indices at[r] + d of rows r) against ref. */
-static double gathered_err(const void *got, fa_dtype dtype, const int64_t *at, int64_t rows,
-                           int64_t D, const double *ref, bool *non_finite)
+/* Max abs error, against ref, of the dq (or, with keys, dk or dv) rows e->rows (e->krows) of a
+ * packed BSHD result `got`. */
+static double rows_err(const tk_data *t, const tk_expect *e, bool keys, const void *got,
+                       const double *ref, bool *non_finite)
 {
-    double err = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        double x[256];
+    const int64_t n = keys ? e->n_krows : e->n_rows, D = t->D;
+    double err = 0, x[256];
+    for (int64_t r = 0; r < n; r++) {
+        int64_t b, h, i, at;
+        if (keys) {
+            tk_krow_split(t, e->krows[r], &b, &h, &i);
+            at = tk_k_index(t, b, i, h);
+        } else {
+            tk_row_split(t, e->rows[r], &b, &h, &i);
+            at = tk_q_index(t, b, i, h);
+        }
         for (int64_t d = 0; d < D; d++)
-            x[d] = fa_testkit_load(got, dtype, (size_t)(at[r] + d));
-        double e = tk_max_abs_err(x, ref + r * D, D, non_finite);
-        if (!(e <= err))
-            err = e;
+            x[d] = fa_testkit_load(got, t->p.dtype, (size_t)(at + d));
+        double row = tk_max_abs_err(x, ref + r * D, D, non_finite);
+        if (!(row <= err))
+            err = row;
     }
     return err;
 }
@@ -104,36 +113,19 @@ bool fa_testkit_check_backward_rows(const fa_ref_problem *p, const void *q, cons
         return false;
     }
     const int64_t D = t.D;
-    int64_t *at_q = malloc((size_t)(e.n_rows ? e.n_rows : 1) * sizeof *at_q);
-    int64_t *at_k = malloc((size_t)(e.n_krows ? e.n_krows : 1) * sizeof *at_k);
-    bool ok = at_q && at_k;
-    for (int64_t r = 0; ok && r < e.n_rows; r++) {
-        int64_t b, h, i;
-        tk_row_split(&t, e.rows[r], &b, &h, &i);
-        at_q[r] = tk_q_index(&t, b, i, h);
-    }
-    for (int64_t r = 0; ok && r < e.n_krows; r++) {
-        int64_t b, hk, j;
-        tk_krow_split(&t, e.krows[r], &b, &hk, &j);
-        at_k[r] = tk_k_index(&t, b, j, hk);
-    }
-    if (ok) {
-        const double k3 = FA_TESTKIT_K_BACKWARD, slack = FA_TESTKIT_ABS_SLACK;
-        bool nf = false;
-        out->rows_checked = e.n_rows;
-        out->key_rows_checked = e.n_krows;
-        out->err_dq = gathered_err(dq, p->dtype, at_q, e.n_rows, D, e.dq, &out->non_finite);
-        out->err_dk = gathered_err(dk, p->dtype, at_k, e.n_krows, D, e.dk, &out->non_finite);
-        out->err_dv = gathered_err(dv, p->dtype, at_k, e.n_krows, D, e.dv, &out->non_finite);
-        out->tol_dq = k3 * tk_max_abs_err(e.bdq, e.dq, e.n_rows * D, &nf) + slack;
-        out->tol_dk = k3 * tk_max_abs_err(e.bdk, e.dk, e.n_krows * D, &nf) + slack;
-        out->tol_dv = k3 * tk_max_abs_err(e.bdv, e.dv, e.n_krows * D, &nf) + slack;
-        out->pass = !out->non_finite && out->err_dq <= out->tol_dq && out->err_dk <= out->tol_dk &&
-                    out->err_dv <= out->tol_dv;
-    }
-    free(at_q);
-    free(at_k);
+    const double k3 = FA_TESTKIT_K_BACKWARD, slack = FA_TESTKIT_ABS_SLACK;
+    bool nf = false;
+    out->rows_checked = e.n_rows;
+    out->key_rows_checked = e.n_krows;
+    out->err_dq = rows_err(&t, &e, false, dq, e.dq, &out->non_finite);
+    out->err_dk = rows_err(&t, &e, true, dk, e.dk, &out->non_finite);
+    out->err_dv = rows_err(&t, &e, true, dv, e.dv, &out->non_finite);
+    out->tol_dq = k3 * tk_max_abs_err(e.bdq, e.dq, e.n_rows * D, &nf) + slack;
+    out->tol_dk = k3 * tk_max_abs_err(e.bdk, e.dk, e.n_krows * D, &nf) + slack;
+    out->tol_dv = k3 * tk_max_abs_err(e.bdv, e.dv, e.n_krows * D, &nf) + slack;
+    out->pass = !out->non_finite && out->err_dq <= out->tol_dq && out->err_dk <= out->tol_dk &&
+                out->err_dv <= out->tol_dv;
     tk_expect_free(&e);
     tk_data_free(&t);
-    return ok;
+    return true;
 }
