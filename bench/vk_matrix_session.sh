@@ -10,7 +10,8 @@
 #
 # probe: a short call for one kernel change: devices, the pipeline statistics, conformance
 # --quick's f16 cases, and D=128 N=16k (and N=512) with the probed layout, without it
-# (FA_VULKAN_MATRIX_LAYOUT=0), with each TILES and with the modules of each folder in SPV_DIRS
+# (FA_VULKAN_MATRIX_LAYOUT=0), with its row form only (=rows: no register conversion of P and
+# dS), with each TILES and with the modules of each folder in SPV_DIRS
 # (FA_VULKAN_SPV_DIR: shader variants built beside the library), beside CUDA's.
 #
 # BUILD_DIR holds `flashattn` and libflashattn.so; bench/gpu_env.sh sets up the drivers.
@@ -31,6 +32,7 @@ if [ "$what" = probe ]; then
         --report "$out/conf_quick_f16.md"
     step n16k 90 "$tool" "${row[@]}"
     step n16k_no_layout 90 env FA_VULKAN_MATRIX_LAYOUT=0 "$tool" "${row[@]}"
+    step n16k_rows_only 90 env FA_VULKAN_MATRIX_LAYOUT=rows "$tool" "${row[@]}"
     for tiles in "$@"; do
         step "n16k_$tiles" 90 env FA_VULKAN_MATRIX_FWD_TILES="$tiles" \
             FA_VULKAN_MATRIX_BWD_TILES="$tiles" "$tool" "${row[@]}"

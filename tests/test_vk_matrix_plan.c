@@ -395,7 +395,7 @@ Test(vk_matrix_layout, one_row_per_lane)
 /* Forms the register reductions cannot use, or a read-back that is not the matrix. */
 Test(vk_matrix_layout, refuses_what_it_cannot_reduce)
 {
-    fa_vk_matrix_layout f = {1, 1, 1, 1};
+    fa_vk_matrix_layout f = {1, 1, 1, 1, 1};
     /* Two lanes swap one element: a row's lanes are no longer closed under the xor. */
     probed p = nvidia_16x16();
     const uint32_t tmp = p.index[0 * 8 + 2];
@@ -433,7 +433,7 @@ Test(vk_matrix_layout, refuses_what_it_cannot_reduce)
 Test(vk_matrix_layout, catalogue_layout_only_where_probed)
 {
     static const fa_vk_matrix_tiling catalogue[] = {
-        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 4, 1, 32, {8, 2, 1, 3}},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 4, 1, 32, {8, 2, 1, 3, 0}},
         {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 4, 1, 32, {0}},
     };
     fa_vk_matrix_caps caps = *caps_of("nvidia");
@@ -444,10 +444,10 @@ Test(vk_matrix_layout, catalogue_layout_only_where_probed)
     cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
     cr_assert_eq(p.layout.elements, 0, "no probe: the generic row pass");
     assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 35840);
-    caps.layouts[0] = (fa_vk_matrix_layout){8, 0, 3, 15}; /* another layout */
+    caps.layouts[0] = (fa_vk_matrix_layout){8, 0, 3, 15, 0}; /* another layout */
     cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
     cr_assert_eq(p.layout.elements, 0);
-    caps.layouts[0] = (fa_vk_matrix_layout){8, 2, 1, 3};
+    caps.layouts[0] = (fa_vk_matrix_layout){8, 2, 1, 3, 0};
     cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
     cr_assert_eq(p.layout.lane_xor, 3);
     /* K and V tiles 2 x 32 x 136 x 2, P 4 x 16 x 40 x 2, the index matrix 16 x 16 x 4. */
@@ -459,4 +459,97 @@ Test(vk_matrix_layout, catalogue_layout_only_where_probed)
     caps.tiling_count = 1;
     cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_DQ, &caps, 128, NULL, &p, why, sizeof why));
     cr_assert_eq(p.layout.elements, 0);
+}
+
+/* The A matrix of m x k a probe reads back (a_index[lane * len + e] = r * k + c) in the order of
+ * NVIDIA's mma.sync fragments: lane 4 g + t holds (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1),
+ * then the same at columns + 8. */
+static probed nvidia_a_16x16(void)
+{
+    probed p = {.sg = 32, .len = 8, .m = 16, .n = 16};
+    for (uint32_t l = 0; l < 32; l++)
+        for (uint32_t e = 0; e < 8; e++) {
+            const uint32_t r = l / 4 + 8 * ((e >> 1) & 1), c = 2 * (l % 4) + (e & 1) + 8 * (e >> 2);
+            p.index[l * 8 + e] = r * 16 + c;
+        }
+    return p;
+}
+
+static uint32_t a_from_c(const probed *c, const probed *a)
+{
+    return fa_vk_matrix_a_from_c(c->index, c->len, a->index, a->len, c->len, c->sg, c->m, c->n,
+                                 a->n);
+}
+
+/* A result turns into an A operand in registers where every lane holds the same elements of
+ * both, in one order for all lanes. */
+Test(vk_matrix_layout, a_from_c_is_the_lane_uniform_permutation)
+{
+    const probed c = nvidia_16x16(), a = nvidia_a_16x16();
+    cr_assert_eq(a_from_c(&c, &a), 0x76325410u, "0x%x", a_from_c(&c, &a));
+    cr_assert_eq(a_from_c(&c, &c), 0x76543210u, "the same layout: the identity");
+    /* One lane holds its elements in another order: no single permutation. */
+    probed b = a;
+    const uint32_t tmp = b.index[5 * 8 + 0];
+    b.index[5 * 8 + 0] = b.index[5 * 8 + 1];
+    b.index[5 * 8 + 1] = tmp;
+    cr_assert_eq(a_from_c(&c, &b), 0u);
+    /* Elements held by other lanes (RDNA3-like A: a lane per row against a lane per column). */
+    probed rows = {.sg = 32, .len = 8, .m = 16, .n = 16};
+    for (uint32_t l = 0; l < 32; l++)
+        for (uint32_t e = 0; e < 8; e++)
+            rows.index[l * 8 + e] = (l % 16) * 16 + 2 * e + l / 16;
+    cr_assert_eq(a_from_c(&c, &rows), 0u);
+    /* N != K, counts that differ, more than 8 elements, an index past the matrix. */
+    cr_assert_eq(fa_vk_matrix_a_from_c(c.index, 8, a.index, 8, 8, 32, 16, 16, 8), 0u);
+    cr_assert_eq(fa_vk_matrix_a_from_c(c.index, 8, a.index, 4, 8, 32, 16, 16, 16), 0u);
+    cr_assert_eq(fa_vk_matrix_a_from_c(c.index, 16, a.index, 16, 16, 16, 16, 16, 16), 0u);
+    b = a;
+    b.index[0] = 256;
+    cr_assert_eq(a_from_c(&c, &b), 0u);
+}
+
+/* A catalogue tiling compiled with an A permutation serves only where the probe found that
+ * permutation; without P (and dS) in shared memory it needs less of it, and the backward
+ * kernels take it too (they need no row form). */
+Test(vk_matrix_layout, catalogue_a_permutation_only_where_probed)
+{
+    static const fa_vk_matrix_tiling catalogue[] = {
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 8, 1, 32, {8, 2, 1, 3, 0x76325410u}},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 8, 1, 32, {8, 2, 1, 3, 0}},
+        {FA_VK_MATRIX_DKDV, 128, {16, 16, 16}, 32, 4, 1, 32, {0, 0, 0, 0, 0x76325410u}},
+        {FA_VK_MATRIX_DKDV, 128, {16, 16, 16}, 32, 4, 1, 32, {0}},
+        {FA_VK_MATRIX_DQ, 128, {16, 16, 16}, 32, 4, 1, 32, {0, 0, 0, 0, 0x76325410u}},
+        {FA_VK_MATRIX_DQ, 128, {16, 16, 16}, 32, 4, 1, 32, {0}},
+    };
+    fa_vk_matrix_caps caps = *caps_of("nvidia");
+    caps.tilings = catalogue;
+    caps.tiling_count = sizeof catalogue / sizeof catalogue[0];
+    fa_vk_matrix_plan p;
+    char why[160];
+    /* The row form alone: the tiling that keeps P in shared memory. */
+    caps.layouts[0] = (fa_vk_matrix_layout){8, 2, 1, 3, 0};
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.a_from_c, 0u);
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 8, 1, 32, 17408 + 10240 + 1024);
+    /* Another permutation: the same. */
+    caps.layouts[0].a_from_c = 0x76543210u;
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.a_from_c, 0u);
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_DQ, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.a_from_c, 0u);
+    /* The probed one: K and V tiles and the index matrix only; the backward takes it too. */
+    caps.layouts[0].a_from_c = 0x76325410u;
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.a_from_c, 0x76325410u);
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 8, 1, 32, 17408 + 1024);
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_DKDV, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.a_from_c, 0x76325410u);
+    cr_assert_eq(p.layout.elements, 0u);
+    /* Q and dO tiles, LSE and Delta as 16 x 32 f32 each, the index matrix. */
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 17408 + 4096 + 1024);
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_DQ, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.a_from_c, 0x76325410u);
+    /* K and V tiles, the rows' LSE and Delta as 4 x 16 x 16 f32 each, the index matrix. */
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 17408 + 8192 + 1024);
 }

@@ -149,19 +149,23 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # SPIR-V holds no array of cooperative matrices: NVIDIA's driver keeps such arrays in local
 # memory, which halved the speed of the generic modules on the H200 (docs/PERF.md). The generic
 # modules above serve every other tiling. One entry per line: M N K SG NSG TM BN, then
-# optionally the accumulator layout a forward module is compiled for (elements per lane, slot
-# shift, slot bits, lane xor mask: fa_vk_matrix_layout in vk_matrix_plan.h), which the planner
-# takes only on a device whose probed layout is the same (the forward's row reductions then run
-# in registers), and optionally the largest head dim to compile it for. The first entry: NVIDIA's 16x16 accumulators on 32 lanes as its driver (580)
-# lays them out: lane 4 g + t holds row g in elements 0-3 and row g + 8 in elements 4-7. Eight
-# subgroups (128 rows) per workgroup halve the K and V loads per product against four: measured
-# on the H200 in docs/PERF.md. The last entry is Mesa lavapipe's 8x8 accumulator (a lane per
-# column), so that CI's vulkan_matrix_lavapipe test runs the register row reductions too (head
-# dims up to 64: larger ones take spirv-opt about 10 s each).
+# optionally the layout the modules are compiled for (fa_vk_matrix_layout in vk_matrix_plan.h),
+# which the planner takes only on a device whose probe found the same: the accumulator's row
+# form (elements per lane, slot shift, slot bits, lane xor mask; the forward's row reductions
+# then run in registers) and the A permutation (a_from_c, 0: none; P and dS then become A
+# operands in registers, in the forward and, for a nonzero one, the backward), and optionally
+# the largest head dim to compile for.
+# The first entry: NVIDIA's 16x16 accumulators on 32 lanes as its driver (580) lays them out:
+# lane 4 g + t holds row g in elements 0-3 and row g + 8 in elements 4-7, and its A matrices the
+# same elements with the middle pairs swapped. Eight subgroups (128 rows) per workgroup halve the
+# K and V loads per product against four: measured on the H200 in docs/PERF.md. The last entry
+# is Mesa lavapipe's 8x8 accumulator (a lane per column; its A matrices hold the same elements
+# in the same order), so that CI's vulkan_matrix_lavapipe test runs the register row reductions
+# and conversions too (head dims up to 64: larger ones take spirv-opt about 10 s each).
 set(FA_VK_CM_TILINGS
-  "16 16 16 32 8 1 32 8 2 1 3;16 16 16 32 8 1 32;16 16 16 32 4 1 32;8 8 8 8 4 2 32 8 0 3 7 64"
+  "16 16 16 32 8 1 32 8 2 1 3 0x76325410;16 16 16 32 8 1 32 8 2 1 3;16 16 16 32 8 1 32;16 16 16 32 4 1 32;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64"
   CACHE STRING
-  "Cooperative-matrix tilings compiled ahead per head dim (M N K SG NSG TM BN [E SHIFT BITS XOR [DMAX]]; ';' between)")
+  "Cooperative-matrix tilings compiled ahead per head dim (M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX]]]; ';' between)")
 set(fa_cat_symbols)
 set(fa_cat_names)
 set(fa_cat_rows)
@@ -195,10 +199,20 @@ if(fa_cm_opt)
     set(lay 0 0 0 0)
     set(lay_name "")
     set(lay_defs "")
+    set(a_from_c 0)
+    set(a_defs "")
     set(tmax 256)
+    if(tn EQUAL 13)
+      list(GET t 12 tmax)
+      math(EXPR tn "12")
+    endif()
     if(tn EQUAL 12)
-      list(GET t 11 tmax)
+      list(GET t 11 a_from_c)
       math(EXPR tn "11")
+      if(NOT a_from_c MATCHES "^(0|0x[0-7]+)$")
+        message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}': A_FROM_C '${a_from_c}' is neither 0 "
+          "nor a hex permutation (0x...); the 12th number became A_FROM_C, DMAX is the 13th")
+      endif()
     endif()
     if(tn EQUAL 11)
       list(SUBLIST t 7 4 lay)
@@ -211,11 +225,29 @@ if(fa_cm_opt)
       set(lay_defs -DFA_CM_LAYOUT_E=${le} -DFA_CM_LAYOUT_SHIFT=${ls} -DFA_CM_LAYOUT_BITS=${lb}
                    -DFA_CM_LAYOUT_XOR=${lx})
       set(kinds FA_VK_MATRIX_FWD) # only the forward reduces rows
+      if(NOT a_from_c STREQUAL "0")
+        set(a_defs -DFA_CM_A_FROM_C=${a_from_c} -DFA_CM_A_ELEMENTS=${le})
+        string(APPEND lay_name "_a${a_from_c}")
+        list(APPEND kinds FA_VK_MATRIX_DKDV FA_VK_MATRIX_DQ) # they need only the permutation
+      endif()
     elseif(NOT tn EQUAL 7)
-      message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}' has ${tn} numbers, not 7, 11 or 12")
+      message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}' has ${tn} numbers, not 7, 11, 12 or 13")
     endif()
-    list(JOIN lay ", " lay_row)
     foreach(kind IN LISTS kinds)
+      # The backward modules take the A permutation alone (no row form).
+      if(kind STREQUAL "FA_VK_MATRIX_FWD")
+        set(kind_defs ${lay_defs} ${a_defs})
+        set(lay_row "${lay};${a_from_c}")
+        set(kind_name "${lay_name}")
+      else()
+        set(kind_defs ${a_defs})
+        set(lay_row "0;0;0;0;${a_from_c}")
+        set(kind_name "")
+        if(a_defs)
+          set(kind_name "_a${a_from_c}")
+        endif()
+      endif()
+      list(JOIN lay_row ", " lay_row)
       set(src ${fa_vk_shader_dir}/${fa_cat_src_${kind}}.comp)
       set(dmax ${fa_cat_dmax_${kind}})
       if(tmax LESS dmax)
@@ -226,14 +258,14 @@ if(fa_cm_opt)
         if(NOT rn EQUAL 0)
           continue()
         endif()
-        set(name ${fa_cat_src_${kind}}_${m}x${n}x${k}_sg${sg}x${nsg}_tm${tm}_bn${bn}${lay_name}_d${d})
+        set(name ${fa_cat_src_${kind}}_${m}x${n}x${k}_sg${sg}x${nsg}_tm${tm}_bn${bn}${kind_name}_d${d})
         set(spv ${fa_vk_out}/cat_${name}.spv)
         add_custom_command(OUTPUT ${spv}
           COMMAND ${fa_cm_glslang} -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16
                   -I${fa_vk_shader_dir} -DFA_FIXED_D=${d} -DFA_CM_FIXED -DFA_CM_FIXED_M=${m}
                   -DFA_CM_FIXED_N=${n} -DFA_CM_FIXED_K=${k} -DFA_CM_FIXED_SG=${sg}
                   -DFA_CM_FIXED_NSG=${nsg} -DFA_CM_FIXED_TM=${tm} -DFA_CM_FIXED_BN=${bn}
-                  ${lay_defs} -o ${spv}.raw ${src}
+                  ${kind_defs} -o ${spv}.raw ${src}
           COMMAND ${fa_cm_opt} --target-env=vulkan1.3 --loop-unroll -O ${spv}.raw -o ${spv}
           COMMAND ${fa_cm_val} --target-env vulkan1.3 ${spv}
           DEPENDS ${src} ${fa_cm_headers}
@@ -263,7 +295,7 @@ foreach(sym IN LISTS fa_cat_symbols)
 endforeach()
 list(LENGTH fa_cat_symbols fa_cat_count)
 if(fa_cat_count EQUAL 0)
-  set(fa_cat_rows "    {FA_VK_MATRIX_FWD, 0, {0, 0, 0}, 0, 0, 0, 0, {0, 0, 0, 0}},\n")
+  set(fa_cat_rows "    {FA_VK_MATRIX_FWD, 0, {0, 0, 0}, 0, 0, 0, 0, {0, 0, 0, 0, 0}},\n")
   set(fa_cat_name_rows "    \"\",\n")
   set(fa_cat_code "    NULL,\n")
   set(fa_cat_size "    NULL,\n")

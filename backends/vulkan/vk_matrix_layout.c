@@ -1,8 +1,10 @@
-/* The accumulator layout probe: which lane of a subgroup holds which element of a cooperative
- * matrix is the driver's choice, so the library asks the device. For each shape that a
- * catalogue module was compiled for a layout of, one dispatch of shaders/vulkan/matrix_layout.comp
- * reads back where each element lands, and fa_vk_matrix_layout_classify (vk_matrix_plan.c)
- * says whether it has the form the register row reductions need. Runs once per context. */
+/* The layout probe: which lane of a subgroup holds which element of a cooperative matrix is the
+ * driver's choice, so the library asks the device. For each shape that a catalogue module was
+ * compiled for a layout of, one dispatch of shaders/vulkan/matrix_layout.comp reads back where
+ * each element of an accumulator and of an A matrix lands; fa_vk_matrix_layout_classify
+ * (vk_matrix_plan.c) says whether the accumulator has the form the register row reductions
+ * need, and fa_vk_matrix_a_from_c whether an accumulator turns into an A matrix in registers.
+ * Runs once per context. */
 #include "vk_internal.h"
 #include "vk_matrix_catalogue.h"
 
@@ -16,7 +18,7 @@ static bool wanted(const fa_vk_matrix_shape *shape, uint32_t sg)
 {
     for (uint32_t i = 0; i < fa_vk_catalogue_count; i++) {
         const fa_vk_matrix_tiling *t = &fa_vk_catalogue_tilings[i];
-        if (t->layout.elements && t->subgroup == sg && t->shape.m == shape->m &&
+        if ((t->layout.elements || t->layout.a_from_c) && t->subgroup == sg && t->shape.m == shape->m &&
             t->shape.n == shape->n && t->shape.k == shape->k)
             return true;
     }
@@ -28,7 +30,7 @@ static fa_status probe_shape(fa_context *ctx, const fa_vk_matrix_shape *shape, u
                              fa_vk_matrix_layout *out)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    const size_t words = 1 + (size_t)sg * MAX_E;
+    const size_t words = 2 + 2 * (size_t)sg * MAX_E;
     uint32_t *host = calloc(words, sizeof *host);
     if (!host)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: layout probe");
@@ -52,14 +54,20 @@ static fa_status probe_shape(fa_context *ctx, const fa_vk_matrix_shape *shape, u
         s = fa_vk_submit(ctx, true);
     if (s == FA_OK)
         s = fa_vk_buffer_read(ctx, &buf, 0, host, words * sizeof *host);
-    if (s == FA_OK)
-        fa_vk_matrix_layout_classify(host + 1, MAX_E, sg, host[0], shape->m, shape->n, out);
-    if (s == FA_OK)
+    if (s == FA_OK) {
+        const uint32_t *c_index = host + 2, *a_index = host + 2 + (size_t)sg * MAX_E;
+        fa_vk_matrix_layout_classify(c_index, MAX_E, sg, host[0], shape->m, shape->n, out);
+        out->a_from_c = fa_vk_matrix_a_from_c(c_index, host[0], a_index, host[1], MAX_E, sg,
+                                              shape->m, shape->n, shape->k);
         fa_log(ctx, FA_LOG_INFO,
-               "vulkan: %ux%u accumulator on %u lanes: %u elements per lane, %s (%u.%u.%u.%u)",
+               "vulkan: %ux%u accumulator on %u lanes: %u elements per lane, %s (%u.%u.%u.%u); "
+               "%ux%u A matrix: %u elements per lane, %s (0x%x)",
                shape->m, shape->n, sg, host[0],
                out->elements ? "row slots known" : "no usable row form", out->elements,
-               out->slot_shift, out->slot_bits, out->lane_xor);
+               out->slot_shift, out->slot_bits, out->lane_xor, shape->m, shape->k, host[1],
+               out->a_from_c ? "the accumulator's elements" : "no register conversion",
+               out->a_from_c);
+    }
     fa_vk_buffer_destroy(st, &buf);
     free(host);
     return s;
@@ -70,11 +78,12 @@ void fa_vk_matrix_layout_probe(fa_context *ctx)
     fa_vk_state *st = fa_vk_state_of(ctx);
     fa_vk_matrix_caps *caps = &st->matrix_caps;
     const uint32_t sg = caps->subgroup_preferred;
-    /* FA_VULKAN_MATRIX_LAYOUT=0: no probe, so the forward keeps the generic row pass (for
-     * comparing the two). */
+    /* For comparisons: FA_VULKAN_MATRIX_LAYOUT=0: no probe, so the forward keeps the generic
+     * row pass; =rows: the row form only, so P and dS keep going through shared memory. */
     const char *env = getenv("FA_VULKAN_MATRIX_LAYOUT");
     if (env && !strcmp(env, "0"))
         return;
+    const bool rows_only = env && !strcmp(env, "rows");
     for (uint32_t i = 0; i < caps->shape_count && i < FA_VK_MATRIX_MAX_SHAPES; i++) {
         caps->layouts[i] = (fa_vk_matrix_layout){0};
         if (!wanted(&caps->shapes[i], sg))
@@ -84,5 +93,7 @@ void fa_vk_matrix_layout_probe(fa_context *ctx)
             fa_log(ctx, FA_LOG_WARN, "vulkan: layout probe of %ux%u failed (%s); generic row pass",
                    caps->shapes[i].m, caps->shapes[i].n, fa_context_last_error(ctx));
         }
+        if (rows_only)
+            caps->layouts[i].a_from_c = 0;
     }
 }

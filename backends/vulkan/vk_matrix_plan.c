@@ -30,20 +30,22 @@ uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matri
     const uint64_t f32_block = 4u * rm * (bn + 4u);      /* one rm x bn f32 scratch, padded */
     const uint64_t f16_block = 2u * rm * (bn + 8u);      /* one rm x bn f16 scratch, padded */
     const uint64_t index = 4u * p->shape.m * p->shape.n; /* the index matrix */
+    /* P, dS and dS^T skip shared memory where they turn into A operands in registers. */
+    const uint64_t a_block = p->layout.a_from_c ? 0u : f16_block;
     uint64_t per_subgroup = 0, shared = tiles;
     switch (kernel) {
     case FA_VK_MATRIX_FWD:
         if (p->layout.elements) /* P; the index matrix */
-            per_subgroup = f16_block, shared += index;
+            per_subgroup = a_block, shared += index;
         else /* S; P; the row factors as an rm x n matrix */
             per_subgroup = f32_block + f16_block + 4u * rm * p->shape.n;
         break;
     case FA_VK_MATRIX_DQ: /* dS; the rows' LSE and Delta as rm x n matrices; the index matrix */
-        per_subgroup = f16_block + 8u * rm * p->shape.n;
+        per_subgroup = a_block + 8u * rm * p->shape.n;
         shared += index;
         break;
     case FA_VK_MATRIX_DKDV: /* P^T and dS^T; the tile's LSE and Delta as m x bn; the index */
-        per_subgroup = 2u * f16_block;
+        per_subgroup = 2u * a_block;
         shared += 8u * p->shape.m * bn + index;
         break;
     default:
@@ -162,10 +164,48 @@ bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32
     return true;
 }
 
-static bool same_layout(fa_vk_matrix_layout a, fa_vk_matrix_layout b)
+uint32_t fa_vk_matrix_a_from_c(const uint32_t *c_index, uint32_t c_len, const uint32_t *a_index,
+                               uint32_t a_len, uint32_t stride, uint32_t sg, uint32_t m,
+                               uint32_t n, uint32_t k)
 {
-    return a.elements == b.elements && a.slot_shift == b.slot_shift && a.slot_bits == b.slot_bits &&
-           a.lane_xor == b.lane_xor;
+    if (n != k || !c_len || c_len != a_len || c_len > 8u || c_len > stride || !sg ||
+        (uint64_t)sg * c_len != (uint64_t)m * n)
+        return 0;
+    uint32_t code = 0;
+    for (uint32_t i = 0; i < a_len; i++) {
+        /* The accumulator element of lane 0 with A element i's row and column... */
+        uint32_t from = c_len;
+        for (uint32_t e = 0; e < c_len && from == c_len; e++)
+            if (c_index[e] == a_index[i])
+                from = e;
+        if (from == c_len)
+            return 0;
+        /* ...is that element in every lane (r * k + c = r * n + c, as n = k). */
+        for (uint32_t l = 1; l < sg; l++)
+            if (c_index[(size_t)l * stride + from] != a_index[(size_t)l * stride + i] ||
+                a_index[(size_t)l * stride + i] >= m * k)
+                return 0;
+        if (a_index[i] >= m * k)
+            return 0;
+        code |= from << (4u * i);
+    }
+    /* Each accumulator element feeds one A element (an A matrix that repeats one is not a
+     * matrix of this shape). */
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < a_len; i++)
+        used |= 1u << ((code >> (4u * i)) & 15u);
+    return used == (1u << c_len) - 1u ? code : 0;
+}
+
+/* Whether the probed layout `have` serves a module compiled for `want`: the row form where the
+ * module reduces rows, the A permutation where it turns results into A operands in registers. */
+static bool layout_serves(fa_vk_matrix_layout want, fa_vk_matrix_layout have)
+{
+    if (want.elements &&
+        (want.elements != have.elements || want.slot_shift != have.slot_shift ||
+         want.slot_bits != have.slot_bits || want.lane_xor != have.lane_xor))
+        return false;
+    return !want.a_from_c || want.a_from_c == have.a_from_c;
 }
 
 /* The tiling `t` (subgroup, tm, subgroups, bn set) with the first of the device's shapes (only
@@ -179,7 +219,7 @@ static bool first_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps,
         if (shape && (s.m != shape->m || s.n != shape->n || s.k != shape->k))
             continue;
         t.shape = s;
-        if (t.layout.elements && !same_layout(t.layout, caps->layouts[i]))
+        if (!layout_serves(t.layout, caps->layouts[i]))
             continue;
         if (plan_valid(kernel, caps, d, &t)) {
             *plan = t;
@@ -191,7 +231,7 @@ static bool first_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps,
 
 /* The first of the tilings compiled ahead for this kernel and head dim, at the subgroup size
  * the device runs (with `only`: only those with a layout and only's tm, subgroups and bn), that
- * fits one of its shapes, into *plan. Only the forward reduces rows: a tiling with a layout
+ * fits one of its shapes, into *plan. Only the forward reduces rows: a tiling with a row form
  * serves no other kernel. */
 static bool catalogue_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
                           const fa_vk_matrix_plan *only, fa_vk_matrix_plan *plan)
@@ -202,8 +242,8 @@ static bool catalogue_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *c
         if (c->kernel != kernel || c->d != d || c->subgroup != sg ||
             (c->layout.elements && kernel != FA_VK_MATRIX_FWD))
             continue;
-        if (only && (!c->layout.elements || c->tm != only->tm || c->subgroups != only->subgroups ||
-                     c->bn != only->bn))
+        if (only && ((!c->layout.elements && !c->layout.a_from_c) || c->tm != only->tm ||
+                     c->subgroups != only->subgroups || c->bn != only->bn))
             continue;
         const fa_vk_matrix_plan p = {.subgroup = sg,
                                      .tm = c->tm,

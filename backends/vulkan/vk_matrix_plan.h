@@ -28,9 +28,14 @@ typedef enum fa_vk_matrix_kernel {
  * shaders/vulkan/fa_matrix.glsl): each lane holds `elements`; element e is in the lane's row
  * slot (e >> slot_shift) % 2^slot_bits, one row per slot; the lanes that hold the same rows
  * differ only in the bits of lane_xor and together hold every element of those rows.
- * elements = 0: unknown, or not of this form. */
+ * elements = 0: unknown, or not of this form.
+ * a_from_c: where N = K, each lane holds the same elements of an M x K A matrix as of the
+ * accumulator, A's element i being the accumulator's element (a_from_c >> 4 i) & 15 in every
+ * lane, so that a product's result turns into the next product's A operand in registers
+ * (FA_CM_A_FROM_C); 0: unknown, or no such permutation (it then goes through shared memory). */
 typedef struct fa_vk_matrix_layout {
     uint32_t elements, slot_shift, slot_bits, lane_xor;
+    uint32_t a_from_c;
 } fa_vk_matrix_layout;
 
 /* One kernel's tiling at one head dim, as compiled ahead of time (vk_matrix_catalogue.h), and
@@ -83,6 +88,16 @@ uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matri
  * matrix's, each once, or not of fa_vk_matrix_layout's form. */
 bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32_t sg, uint32_t len,
                                   uint32_t m, uint32_t n, fa_vk_matrix_layout *out);
+
+/* The a_from_c of fa_vk_matrix_layout from what a probe read back of an m x n accumulator
+ * (c_index, c_len elements per lane, as for fa_vk_matrix_layout_classify) and of an m x k A
+ * matrix (a_index[lane * stride + e] = r * k + c, a_len per lane): the permutation, the same in
+ * every lane, that maps each A element to the accumulator element of the same row and column
+ * in the same lane; 0 when n != k, the counts differ or exceed 8, or no such permutation
+ * exists. */
+uint32_t fa_vk_matrix_a_from_c(const uint32_t *c_index, uint32_t c_len, const uint32_t *a_index,
+                               uint32_t a_len, uint32_t stride, uint32_t sg, uint32_t m,
+                               uint32_t n, uint32_t k);
 
 /* The plan for `kernel` at head dim d: the override "tm,subgroups,bn" (a tuning knob; NULL or
  * empty = none), as a catalogue tiling with a layout where one matches, else with the first of

@@ -387,11 +387,11 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     if (is_matrix_kernel(kernel))
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u M=%u N=%u K=%u SG=%u NSG=%u "
-               "TM=%u BN=%u layout=%u.%u.%u.%u%s, %s module",
+               "TM=%u BN=%u layout=%u.%u.%u.%u a=0x%x%s, %s module",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
                spec->cm_m, spec->cm_n, spec->cm_k, spec->cm_sg, spec->cm_nsg, spec->cm_tm,
                spec->cm_bn, spec->cm_layout.elements, spec->cm_layout.slot_shift,
-               spec->cm_layout.slot_bits, spec->cm_layout.lane_xor,
+               spec->cm_layout.slot_bits, spec->cm_layout.lane_xor, spec->cm_layout.a_from_c,
                require_size ? " (subgroup size required)" : "", cat >= 0 ? "catalogue" : "generic");
     else if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,

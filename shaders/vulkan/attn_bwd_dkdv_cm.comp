@@ -7,7 +7,9 @@
 
 TENSOR8(6, g1_buf) // dV
 
-shared uint pts[NSG * RM * LDP]; // P^T, f16 pairs
+#ifndef FA_CM_A_FROM_C
+shared uint pts[NSG * RM * LDP]; // P^T, f16 pairs (else A matrices in registers)
+#endif
 shared float lse_c[CM_M * BN];   // the query tile's LSE2 and Delta, CM_M repeated rows
 shared float dl_c[CM_M * BN];
 
@@ -113,12 +115,17 @@ void main()
                     dp[i][e] = p * (dp[i][e] - dm[e]);
                 }
         }
+#ifdef FA_CM_A_FROM_C
+        PRODUCT_ACC_REG(dv, s, vt)  // dV += P^T dO
+        PRODUCT_ACC_REG(dk, dp, kt) // dK += dS^T Q
+#else
         TO_SCRATCH_F16(s, pts, p_off)
         TO_SCRATCH_F16(dp, dss, p_off)
         subgroup_sync();
         PRODUCT_ACC(dv, pts, p_off, vt) // dV += P^T dO
         PRODUCT_ACC(dk, dss, p_off, kt) // dK += dS^T Q
         subgroup_sync(); // P^T and dS^T are read before the next step rewrites them
+#endif
     }
 
     UNSTAGE_ROWS(dk, pc.scale, g0_buf, pc.g0_off + b * pc.g0_sb + hk * pc.g0_sh + n0 * pc.g0_ss,

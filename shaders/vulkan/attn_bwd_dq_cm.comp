@@ -86,10 +86,14 @@ void main()
                     s[i][e] = p * (dp[i][e] - dm[e]);
                 }
         }
+#ifdef FA_CM_A_FROM_C
+        PRODUCT_ACC_REG(dq, s, kt) // dQ += dS K
+#else
         TO_SCRATCH_F16(s, dss, p_off)
         subgroup_sync();
         PRODUCT_ACC(dq, dss, p_off, kt) // dQ += dS K
         subgroup_sync(); // dS is read before the next tile rewrites it
+#endif
     }
 
     const uint o_base = pc.g0_off + b * pc.g0_sb + h * pc.g0_sh + q0 * pc.g0_ss;

@@ -16,8 +16,9 @@
 // - otherwise through the subgroup's f32 scratch: S stored, a row pass over row segments, the
 //   factors alpha and 1 / l as repeated-row matrices.
 // Shared memory: the K and V tiles (BN x D f16 each; they also stage Q and O), P (RM x BN f16
-// per subgroup), and for the scratch form S (RM x BN f32) and the row factors (RM x CM_N f32)
-// per subgroup, or for the layout form the index matrix.
+// per subgroup, unless it turns into A matrices in registers: FA_CM_A_FROM_C), and for the
+// scratch form S (RM x BN f32) and the row factors (RM x CM_N f32) per subgroup, or for the
+// layout form the index matrix.
 #extension GL_GOOGLE_include_directive : require
 #include "fa_matrix.glsl"
 
@@ -83,7 +84,9 @@ FA_FWD_PARAMS
 
 shared uvec4 kt[BN * LDT];
 shared uvec4 vt[BN * LDT];
+#if !defined(FA_CM_LAYOUT_E) || !defined(FA_CM_A_FROM_C)
 shared uint ps[NSG * RM * LDP]; // P, f16 pairs
+#endif
 #ifdef FA_CM_LAYOUT_E
 shared float cm_idx[CM_M * CM_N];
 #else
@@ -195,8 +198,14 @@ void main()
                 [[unroll]] for (uint e = 0; e < CE; e++)
                     o[t * DN + d][e] *= alpha[t * NSLOT + slot_of(e)];
         }
+#ifdef FA_CM_A_FROM_C
+        PRODUCT_ACC_REG(o, s, vt) // O += P V
+#else
         TO_SCRATCH_F16(s, ps, p_off)
         subgroup_sync();
+        PRODUCT_ACC(o, ps, p_off, vt) // O += P V
+        subgroup_sync(); // P is read before the next tile rewrites it
+#endif
 #else
         PRODUCT_ROWS_T(qa, kt, sc, s_off) // S = Q K^T
         subgroup_sync();
@@ -234,9 +243,9 @@ void main()
         }
         subgroup_sync();
         SCALE_ROWS(o, DN, rv, f_off)
-#endif
         PRODUCT_ACC(o, ps, p_off, vt) // O += P V
-        subgroup_sync(); // P (and the row factors) are read before the next tile rewrites them
+        subgroup_sync(); // P and the row factors are read before the next tile rewrites them
+#endif
     }
 
     // 1 / l per row (0 for a row that saw no key: O = 0, LSE = -inf, never NaN), and the LSE.

@@ -30,5 +30,7 @@ FA_BWD_PARAMS
 
 shared uvec4 kt[BN * LDT]; // Q (dK/dV) or K (dQ); also stages the register operands
 shared uvec4 vt[BN * LDT]; // dO (dK/dV) or V (dQ)
-shared uint dss[NSG * RM * LDP]; // dS or dS^T, f16 pairs
+#ifndef FA_CM_A_FROM_C
+shared uint dss[NSG * RM * LDP]; // dS or dS^T, f16 pairs (else A matrices in registers)
+#endif
 shared float cm_idx[CM_M * CM_N];

@@ -10,8 +10,9 @@
 //   or columns loaded from shared memory (matrices of one type share their mapping), and an
 //   element's row and column, where a mask needs them, from the index matrix cm_idx
 //   (CM_IDX_LOAD), whose element (r, c) holds r * CM_N + c;
-// - a result that feeds another product (P, dS) goes to shared memory as f16 and comes back as
-//   an A matrix (KHR matrices cannot change use in registers);
+// - a result that feeds another product (P, dS) becomes an A matrix: in registers where the
+//   host has probed that a lane holds the same elements of both (FA_CM_A_FROM_C, ACC_TO_A), else
+//   through shared memory as f16 (KHR matrices have no conversion between uses);
 // - a row reduction (the forward's row maxima and sums) needs to know which lanes share a row:
 //   where the host has probed the accumulators' layout (vk_matrix_layout.c) and the module was
 //   compiled for it (FA_CM_LAYOUT_*), lanes reduce their own elements and then across the lanes
@@ -83,6 +84,31 @@ float group_sum(float x)
             x += subgroupShuffleXor(x, o);
     return x;
 }
+#endif
+
+#ifdef FA_CM_A_FROM_C
+// The accumulator c_ (CM_M x CM_N) as the A matrix a_ (CM_M x CM_K, CM_K = CM_N) of the next
+// product, in registers: a lane holds the same FA_CM_A_ELEMENTS elements of both, A's element
+// e being the accumulator's element (FA_CM_A_FROM_C >> 4 e) & 15 (probed by the host:
+// vk_matrix_layout.c; the constant indices let spirv-opt keep both in registers).
+#define ACC_TO_A(a_, c_)                                                                       \
+    [[unroll]] for (uint e_ = 0; e_ < FA_CM_A_ELEMENTS; e_++)                                  \
+        a_[e_] = float16_t(c_[(uint(FA_CM_A_FROM_C) >> (4u * e_)) & 15u]);
+
+// acc_[t * DN + d] += A B, where A is the RM x BN result cs_[t * BNN + k] (turned into A
+// matrices in registers) and B the BN x D tile tile_ (row-major).
+#define PRODUCT_ACC_REG(acc_, cs_, tile_)                                                      \
+    [[unroll]] for (uint k_ = 0; k_ < BNN; k_++) {                                             \
+        MAT_A a_[TM];                                                                          \
+        [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                            \
+            ACC_TO_A(a_[t_], cs_[t_ * BNN + k_])                                               \
+        [[unroll]] for (uint d_ = 0; d_ < DN; d_++) {                                          \
+            MAT_B b_;                                                                          \
+            coopMatLoad(b_, tile_, k_ * CM_K * LDT + d_ * (CM_N / 8u), LDT, ROW_MAJOR);        \
+            [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                        \
+                acc_[t_ * DN + d_] = coopMatMulAdd(a_[t_], b_, acc_[t_ * DN + d_]);            \
+        }                                                                                      \
+    }
 #endif
 
 // Lengths of the matrix arrays: operands over the head dim, accumulators over it, a step's
