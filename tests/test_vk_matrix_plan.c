@@ -452,13 +452,19 @@ Test(vk_matrix_layout, catalogue_layout_only_where_probed)
     cr_assert_eq(p.layout.lane_xor, 3);
     /* K and V tiles 2 x 32 x 136 x 2, P 4 x 16 x 40 x 2, the index matrix 16 x 16 x 4. */
     assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 17408 + 5120 + 1024);
-    /* The backward kernels never take a layout tiling. */
-    fa_vk_matrix_tiling dq = catalogue[0];
-    dq.kernel = FA_VK_MATRIX_DQ;
-    caps.tilings = &dq;
+    /* The dK/dV pass (no per-row values) never takes a row-form tiling... */
+    fa_vk_matrix_tiling bwd = catalogue[0];
+    bwd.kernel = FA_VK_MATRIX_DKDV;
+    caps.tilings = &bwd;
     caps.tiling_count = 1;
-    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_DQ, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_DKDV, &caps, 128, NULL, &p, why, sizeof why));
     cr_assert_eq(p.layout.elements, 0);
+    /* ...the dQ pass does, and keeps its rows' LSE and Delta in registers: K and V tiles, dS
+     * 4 x 16 x 40 x 2, the index matrix. */
+    bwd.kernel = FA_VK_MATRIX_DQ;
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_DQ, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.layout.lane_xor, 3);
+    assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 17408 + 5120 + 1024);
 }
 
 /* The A matrix of m x k a probe reads back (a_index[lane * len + e] = r * k + c) in the order of

@@ -152,20 +152,23 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # optionally the layout the modules are compiled for (fa_vk_matrix_layout in vk_matrix_plan.h),
 # which the planner takes only on a device whose probe found the same: the accumulator's row
 # form (elements per lane, slot shift, slot bits, lane xor mask; the forward's row reductions
-# then run in registers) and the A permutation (a_from_c, 0: none; P and dS then become A
-# operands in registers, in the forward and, for a nonzero one, the backward), and optionally
-# the largest head dim to compile for.
-# The first entry: NVIDIA's 16x16 accumulators on 32 lanes as its driver (580) lays them out:
+# then run in registers, and with a permutation the dQ pass keeps its rows' LSE and Delta there)
+# and the A permutation (a_from_c, 0: none; P and dS then become A operands in registers, in
+# the forward and, for a nonzero one, the backward), and optionally the head dims to compile
+# for (DMAX, or DMIN-DMAX).
+# The first entries: NVIDIA's 16x16 accumulators on 32 lanes as its driver (580) lays them out:
 # lane 4 g + t holds row g in elements 0-3 and row g + 8 in elements 4-7, and its A matrices the
-# same elements with the middle pairs swapped. Eight subgroups (128 rows) per workgroup halve the
-# K and V loads per product against four: measured on the H200 in docs/PERF.md. The last entry
+# same elements in the same order. Eight subgroups (128 rows) per workgroup halve the K and V
+# loads per product against four; without P in shared memory 64-key steps fit in 48 KiB, and
+# were faster at head dim 128 but slower at 64 on the H200 (docs/PERF.md). The row form without the permutation serves
+# FA_VULKAN_MATRIX_LAYOUT=rows, for comparisons. The last entry
 # is Mesa lavapipe's 8x8 accumulator (a lane per column; its A matrices hold the same elements
 # in the same order), so that CI's vulkan_matrix_lavapipe test runs the register row reductions
 # and conversions too (head dims up to 64: larger ones take spirv-opt about 10 s each).
 set(FA_VK_CM_TILINGS
-  "16 16 16 32 8 1 32 8 2 1 3 0x76325410;16 16 16 32 8 1 32 8 2 1 3;16 16 16 32 8 1 32;16 16 16 32 4 1 32;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64"
+  "16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3;16 16 16 32 8 1 32;16 16 16 32 4 1 32;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64"
   CACHE STRING
-  "Cooperative-matrix tilings compiled ahead per head dim (M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX]]]; ';' between)")
+  "Cooperative-matrix tilings compiled ahead per head dim (M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]]; ';' between)")
 set(fa_cat_symbols)
 set(fa_cat_names)
 set(fa_cat_rows)
@@ -201,10 +204,15 @@ if(fa_cm_opt)
     set(lay_defs "")
     set(a_from_c 0)
     set(a_defs "")
+    set(tmin ${k})
     set(tmax 256)
     if(tn EQUAL 13)
       list(GET t 12 tmax)
       math(EXPR tn "12")
+      if(tmax MATCHES "^([0-9]+)-([0-9]+)$")
+        set(tmin ${CMAKE_MATCH_1})
+        set(tmax ${CMAKE_MATCH_2})
+      endif()
     endif()
     if(tn EQUAL 12)
       list(GET t 11 a_from_c)
@@ -228,14 +236,15 @@ if(fa_cm_opt)
       if(NOT a_from_c STREQUAL "0")
         set(a_defs -DFA_CM_A_FROM_C=${a_from_c} -DFA_CM_A_ELEMENTS=${le})
         string(APPEND lay_name "_a${a_from_c}")
-        list(APPEND kinds FA_VK_MATRIX_DKDV FA_VK_MATRIX_DQ) # they need only the permutation
+        list(APPEND kinds FA_VK_MATRIX_DKDV FA_VK_MATRIX_DQ)
       endif()
     elseif(NOT tn EQUAL 7)
       message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}' has ${tn} numbers, not 7, 11, 12 or 13")
     endif()
     foreach(kind IN LISTS kinds)
-      # The backward modules take the A permutation alone (no row form).
-      if(kind STREQUAL "FA_VK_MATRIX_FWD")
+      # The forward and the dQ pass (rows: queries) take the row form and the A permutation; the
+      # dK/dV pass (rows: keys, no per-row value) the permutation alone.
+      if(NOT kind STREQUAL "FA_VK_MATRIX_DKDV")
         set(kind_defs ${lay_defs} ${a_defs})
         set(lay_row "${lay};${a_from_c}")
         set(kind_name "${lay_name}")
@@ -255,7 +264,7 @@ if(fa_cm_opt)
       endif()
       foreach(d RANGE ${k} ${dmax} ${k})
         math(EXPR rn "${d} % ${n}")
-        if(NOT rn EQUAL 0)
+        if(NOT rn EQUAL 0 OR d LESS tmin)
           continue()
         endif()
         set(name ${fa_cat_src_${kind}}_${m}x${n}x${k}_sg${sg}x${nsg}_tm${tm}_bn${bn}${kind_name}_d${d})

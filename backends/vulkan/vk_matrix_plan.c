@@ -40,8 +40,9 @@ uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matri
         else /* S; P; the row factors as an rm x n matrix */
             per_subgroup = f32_block + f16_block + 4u * rm * p->shape.n;
         break;
-    case FA_VK_MATRIX_DQ: /* dS; the rows' LSE and Delta as rm x n matrices; the index matrix */
-        per_subgroup = a_block + 8u * rm * p->shape.n;
+    case FA_VK_MATRIX_DQ: /* dS; the rows' LSE and Delta as rm x n matrices (in registers
+                             where the row form is known); the index matrix */
+        per_subgroup = a_block + (p->layout.elements ? 0u : 8u * rm * p->shape.n);
         shared += index;
         break;
     case FA_VK_MATRIX_DKDV: /* P^T and dS^T; the tile's LSE and Delta as m x bn; the index */
@@ -231,8 +232,8 @@ static bool first_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps,
 
 /* The first of the tilings compiled ahead for this kernel and head dim, at the subgroup size
  * the device runs (with `only`: only those with a layout and only's tm, subgroups and bn), that
- * fits one of its shapes, into *plan. Only the forward reduces rows: a tiling with a row form
- * serves no other kernel. */
+ * fits one of its shapes, into *plan. The dK/dV pass has no per-row values: a tiling with a row
+ * form serves only the forward and dQ. */
 static bool catalogue_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
                           const fa_vk_matrix_plan *only, fa_vk_matrix_plan *plan)
 {
@@ -240,7 +241,7 @@ static bool catalogue_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *c
     for (uint32_t t = 0; caps->tilings && t < caps->tiling_count; t++) {
         const fa_vk_matrix_tiling *c = &caps->tilings[t];
         if (c->kernel != kernel || c->d != d || c->subgroup != sg ||
-            (c->layout.elements && kernel != FA_VK_MATRIX_FWD))
+            (c->layout.elements && kernel == FA_VK_MATRIX_DKDV))
             continue;
         if (only && ((!c->layout.elements && !c->layout.a_from_c) || c->tm != only->tm ||
                      c->subgroups != only->subgroups || c->bn != only->bn))

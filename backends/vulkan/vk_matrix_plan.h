@@ -23,9 +23,9 @@ typedef enum fa_vk_matrix_kernel {
     FA_VK_MATRIX_KERNEL_COUNT
 } fa_vk_matrix_kernel;
 
-/* Where a device keeps the elements of an M x N f32 accumulator (the forward's row reductions
- * run on them in registers when a catalogue module was compiled for it; FA_CM_LAYOUT_* in
- * shaders/vulkan/fa_matrix.glsl): each lane holds `elements`; element e is in the lane's row
+/* Where a device keeps the elements of an M x N f32 accumulator (the forward's row reductions,
+ * and the dQ pass's per-row LSE and Delta, run on them in registers when a catalogue module was
+ * compiled for it; FA_CM_LAYOUT_* in shaders/vulkan/fa_matrix.glsl): each lane holds `elements`; element e is in the lane's row
  * slot (e >> slot_shift) % 2^slot_bits, one row per slot; the lanes that hold the same rows
  * differ only in the bits of lane_xor and together hold every element of those rows.
  * elements = 0: unknown, or not of this form.
@@ -103,8 +103,8 @@ uint32_t fa_vk_matrix_a_from_c(const uint32_t *c_index, uint32_t c_len, const ui
  * empty = none), as a catalogue tiling with a layout where one matches, else with the first of
  * the device's shapes it fits; else the first of caps->tilings for this kernel and head dim that
  * the device can run and fits; else the first of the preferred tilings that fits, over the
- * shapes in the device's order. A tiling with a layout serves only the forward, and only at a
- * shape whose probed layout (caps->layouts) is the same. False, with the reason in `why`, when
+ * shapes in the device's order. A tiling with a layout serves only at a shape whose probed
+ * layout (caps->layouts) serves it, and one with a row form not the dK/dV pass. False, with the reason in `why`, when
  * none fits (the caller then uses the scalar shaders). */
 bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
                               const char *override_tiles, fa_vk_matrix_plan *plan, char *why,

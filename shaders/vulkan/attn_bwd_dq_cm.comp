@@ -1,10 +1,15 @@
 #version 450
 // Backward, pass 3 on cooperative matrices: dQ for one query tile (see fa_backward_cm.glsl).
+// Where the module was compiled for the accumulators' row form (FA_CM_LAYOUT_*), each lane keeps
+// its rows' LSE2 and Delta in registers; otherwise they come as matrices of repeated columns
+// from shared memory.
 #extension GL_GOOGLE_include_directive : require
 #include "fa_backward_cm.glsl"
 
+#ifndef FA_CM_LAYOUT_E
 shared float lse_r[NSG * RM * CM_N]; // LSE2 and Delta of each subgroup's rows, repeated columns
 shared float dl_r[NSG * RM * CM_N];
+#endif
 
 void main()
 {
@@ -24,15 +29,31 @@ void main()
     // Made visible by STAGE_ROWS_A's barriers. Rows past the end get LSE2 = -inf: P = 0.
     CM_IDX_INIT(cm_idx)
     const uint w0 = (b * heads_q + h) * pc.seq_q + q0 + r0;
+#ifndef FA_CM_LAYOUT_E
     for (uint i = lane; i < RM * CM_N; i += SG) {
         const uint r = i / CM_N;
         lse_r[f_off + i] = r0 + r < rows ? ws[w0 + r] : NEG_INF;
         dl_r[f_off + i] = r0 + r < rows ? ws[pc.delta_off + w0 + r] : 0.0;
     }
+#endif
     MAT_A qa[LEN_AD];
     MAT_A ga[LEN_AD]; // one declarator per line: glslang 13 loses the use of the second
     STAGE_ROWS_A(qa, q_buf, q_base, pc.q_ss, rows, r0)
     STAGE_ROWS_A(ga, do_buf, g_base, pc.do_ss, rows, r0)
+#ifdef FA_CM_LAYOUT_E
+    // The accumulators' row form is known: each lane keeps the LSE2 and Delta of its row slots.
+    float lse_s[TM * NSLOT], dl_s[TM * NSLOT];
+    {
+        MAT_C ix;
+        CM_IDX_LOAD(ix, cm_idx);
+        [[unroll]] for (uint t = 0; t < TM; t++)
+            [[unroll]] for (uint k = 0; k < NSLOT; k++) {
+                const uint r = t * CM_M + uint(ix[k << SLOT_SHIFT]) / CM_N; // the slot's row
+                lse_s[t * NSLOT + k] = r0 + r < rows ? ws[w0 + r] : NEG_INF;
+                dl_s[t * NSLOT + k] = r0 + r < rows ? ws[pc.delta_off + w0 + r] : 0.0;
+            }
+    }
+#endif
 
     uint n_end = pc.seq_k;
     if (CAUSAL)
@@ -69,22 +90,33 @@ void main()
         if (edge)
             CM_IDX_LOAD(ix, cm_idx);
         [[unroll]] for (uint t = 0; t < TM; t++) {
+#ifdef FA_CM_LAYOUT_E
+#define LM_(e_) lse_s[t * NSLOT + slot_of(e_)]
+#define DM_(e_) dl_s[t * NSLOT + slot_of(e_)]
+            [[unroll]] for (uint j = 0; j < BNN; j++)
+                [[unroll]] for (uint e = 0; e < CE; e++) {
+#else
             MAT_C lm;
             MAT_C dm; // one declarator per line (glslang 13)
             coopMatLoad(lm, lse_r, f_off + t * CM_M * CM_N, CM_N, ROW_MAJOR);
             coopMatLoad(dm, dl_r, f_off + t * CM_M * CM_N, CM_N, ROW_MAJOR);
+#define LM_(e_) lm[e_]
+#define DM_(e_) dm[e_]
             [[unroll]] for (uint j = 0; j < BNN; j++)
                 for (uint e = 0; e < lm.length(); e++) {
+#endif
                     const uint i = t * BNN + j;
-                    float p = lm[e] == NEG_INF ? 0.0 : exp2(s[i][e] * pc.scale_log2 - lm[e]);
+                    float p = LM_(e) == NEG_INF ? 0.0 : exp2(s[i][e] * pc.scale_log2 - LM_(e));
                     if (edge) {
                         const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
                         const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
                         if (c >= keys || (CAUSAL && int(c) > lim))
                             p = 0.0;
                     }
-                    s[i][e] = p * (dp[i][e] - dm[e]);
+                    s[i][e] = p * (dp[i][e] - DM_(e));
                 }
+#undef LM_
+#undef DM_
         }
 #ifdef FA_CM_A_FROM_C
         PRODUCT_ACC_REG(dq, s, kt) // dQ += dS K

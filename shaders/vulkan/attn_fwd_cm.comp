@@ -108,15 +108,22 @@ void main()
     const uint q_base = pc.q_off + b * pc.q_sb + h * pc.q_sh + q0 * pc.q_ss;
     const uint p_off = sg * RM * LDP;
 
+    uint n_end = pc.seq_k;
+    if (CAUSAL)
+        n_end = uint(clamp(int(q0 + rows) + diag, 0, int(pc.seq_k)));
+    // The first K and V tiles are fetched while Q is staged (short sequences have few steps to
+    // hide the first loads behind).
+    uvec4 next_k[FPT];
+    uvec4 next_v[FPT];
+    if (n_end > 0u) {
+        TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, pc.seq_k))
+        TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, pc.seq_k))
+    }
 #ifdef FA_CM_LAYOUT_E
     CM_IDX_INIT(cm_idx) // made visible by STAGE_ROWS_A's barriers
 #endif
     MAT_A qa[LEN_AD];
     STAGE_ROWS_A(qa, q_buf, q_base, pc.q_ss, rows, r0)
-
-    uint n_end = pc.seq_k;
-    if (CAUSAL)
-        n_end = uint(clamp(int(q0 + rows) + diag, 0, int(pc.seq_k)));
 
     MAT_C o[LEN_CD];
     [[unroll]] for (uint i = 0; i < TM * DN; i++)
@@ -133,12 +140,6 @@ void main()
         l_part[i] = 0.0;
     }
 
-    uvec4 next_k[FPT];
-    uvec4 next_v[FPT];
-    if (n_end > 0u) {
-        TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, pc.seq_k))
-        TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, pc.seq_k))
-    }
     for (uint n0 = 0; n0 < n_end; n0 += BN) {
         const uint keys = min(BN, pc.seq_k - n0);
         barrier(); // every subgroup is done with the previous K and V
