@@ -6,12 +6,13 @@
 //     looping over the query tiles of BN of every query head of the GQA group. Per query tile:
 //     S^T = K Q^T and dP^T = V dO^T; on their elements P^T = exp2(S^T scale log2e - LSE2) and
 //     dS^T = P^T (dP^T - Delta), with the query tile's LSE2 and Delta as matrices of repeated
-//     rows; both to f16 scratch; then dV += P^T dO and dK += dS^T Q. K and V stay in registers
-//     as A matrices.
+//     rows; both become A matrices (in registers with FA_CM_A_FROM_C, else through f16
+//     scratch); then dV += P^T dO and dK += dS^T Q. K and V stay in registers as A matrices.
 //   dQ: one workgroup per (query tile of BM, query head, batch), NSG subgroups of RM queries,
 //     looping over key tiles of BN: S = Q K^T, dP = dO V^T; P and dS = P (dP - Delta) on their
-//     elements (LSE2 and Delta of the subgroup's rows as matrices of repeated columns); dS to
-//     f16 scratch; dQ += dS K. Q and dO stay in registers as A matrices.
+//     elements (LSE2 and Delta of the subgroup's rows in registers per row slot where the row
+//     form is known, else as matrices of repeated columns); dS becomes an A matrix as above;
+//     dQ += dS K. Q and dO stay in registers as A matrices.
 // No row reductions: every step works on the accumulators' own elements (fa_matrix.glsl), with
 // the index matrix where a causal diagonal or the end of the keys crosses the tile. The
 // columns' tensors (Q and dO, or K and V) are BN x D f16 tiles in shared memory. dK and dQ are
