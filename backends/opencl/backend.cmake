@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The OpenCL backend: host code in backends/opencl, OpenCL C kernels in shaders/opencl embedded
 # as C strings. Only the headers are needed at build time (Debian opencl-headers); the ICD
 # loader is opened at run time.
@@ -20,11 +21,17 @@ foreach(kernel IN ITEMS common forward backward)
     ${CMAKE_CURRENT_SOURCE_DIR}/shaders/opencl/fa_${kernel}.cl TEXT)
   list(APPEND FA_OPENCL_GENERATED ${generated})
 endforeach()
+# The option names, shared with the host (which includes it from shaders/opencl) and prepended
+# to every program's source.
+set(generated ${CMAKE_CURRENT_BINARY_DIR}/opencl/fa_opencl_options_h.c)
+fa_embed(${generated} fa_opencl_options_h ${CMAKE_CURRENT_SOURCE_DIR}/shaders/opencl/fa_cl_options.h
+  TEXT)
+list(APPEND FA_OPENCL_GENERATED ${generated})
 file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/opencl)
 
 file(GLOB FA_OPENCL_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.c)
 set_property(SOURCE ${FA_OPENCL_SOURCES} APPEND PROPERTY INCLUDE_DIRECTORIES
-  ${FA_OPENCL_INCLUDE_DIR} ${CMAKE_CURRENT_LIST_DIR})
+  ${FA_OPENCL_INCLUDE_DIR} ${CMAKE_CURRENT_LIST_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/shaders/opencl)
 list(APPEND FA_BACKEND_SOURCES ${FA_OPENCL_SOURCES} ${FA_OPENCL_GENERATED})
 list(APPEND FA_BACKEND_DEFINES FA_WITH_OPENCL)
 string(APPEND FA_BACKEND_SUMMARY " opencl")

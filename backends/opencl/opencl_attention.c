@@ -1,7 +1,9 @@
+// SPDX-License-Identifier: MIT
 /* Attention launches: choosing tile sizes from the device's local memory and work-group limits,
  * building the matching program, and enqueueing the forward and backward kernels (in order,
  * asynchronously). The kernels and their tiling are described in shaders/opencl/. */
 #include "fa_bwd_tiling.h"
+#include "fa_cl_options.h"
 #include "fa_fwd_tiling.h"
 #include "opencl_backend.h"
 
@@ -29,8 +31,59 @@ static int unroll_loops(const fa_cl_device *dev)
 
 static int dtype_code(fa_dtype dtype)
 {
-    return dtype == FA_DTYPE_F32 ? 1 : dtype == FA_DTYPE_F16 ? 2 : 3;
+    return dtype == FA_DTYPE_F32   ? FA_CL_DTYPE_F32
+           : dtype == FA_DTYPE_F16 ? FA_CL_DTYPE_F16
+                                   : FA_CL_DTYPE_BF16;
 }
+
+/* The values of a program's -D options (shaders/opencl/fa_cl_options.h names them). */
+typedef struct fa_cl_options {
+#define FIELD_(name_, field_) int field_;
+    FA_CL_COMMON_OPTIONS(FIELD_) FA_CL_FWD_OPTIONS(FIELD_) FA_CL_BWD_OPTIONS(FIELD_)
+#undef FIELD_
+} fa_cl_options;
+
+/* Appends " -DNAME=value" to out (of size bytes, at least 1) where it fits. */
+static void append_option(char *out, size_t size, const char *name, int value)
+{
+    const size_t used = strlen(out);
+    snprintf(out + used, size - used, " -D%s=%d", name, value);
+}
+
+/* The options common to both programs, from the call and the device, into *o. */
+static void common_options(const fa_cl_device *dev, const fa_attention_call *call, int nt, int bm,
+                           int bn, fa_cl_options *o)
+{
+    o->dtype = dtype_code(call->dtype);
+    o->d = (int)call->head_dim;
+    o->nt = nt;
+    o->bm = bm;
+    o->bn = bn;
+    o->causal = call->causal ? 1 : 0;
+    o->gqa = (int)(call->heads_q / call->heads_kv);
+    o->unroll_loops = unroll_loops(dev);
+}
+
+/* The build options: `prefix`, every option of the program's lists, then the tuning knob
+ * FA_OPENCL_BUILD_OPTIONS. */
+#define APPEND_(name_, field_) append_option(options, size, #name_, o.field_);
+static void write_options(char *options, size_t size, const char *prefix, const fa_cl_options o,
+                          bool backward)
+{
+    snprintf(options, size, "%s", prefix);
+    FA_CL_COMMON_OPTIONS(APPEND_)
+    if (backward) {
+        FA_CL_BWD_OPTIONS(APPEND_)
+    } else {
+        FA_CL_FWD_OPTIONS(APPEND_)
+    }
+    const char *extra = getenv("FA_OPENCL_BUILD_OPTIONS"); /* for tuning */
+    if (extra) {
+        const size_t used = strlen(options);
+        snprintf(options + used, size - used, " %.255s", extra);
+    }
+}
+#undef APPEND_
 
 /* Picks a tiling for work-groups of at most max_wg into *tiles and writes the build options of
  * its program; false when none fits. Returns the tiling's work-items in *nt. */
@@ -77,13 +130,9 @@ static bool forward_plan(const fa_cl_device *dev, const fa_attention_call *call,
     fa_fwd_tiling *t = tiles;
     if (!tiles_select(dev, (int)call->head_dim, max_wg, t))
         return false;
-    const char *extra = getenv("FA_OPENCL_BUILD_OPTIONS"); /* for tuning */
-    snprintf(options, size,
-             "-cl-std=CL1.2 -DFA_DTYPE=%d -DFA_D=%d -DFA_NT=%d -DFA_BM=%d -DFA_BN=%d "
-             "-DFA_S_TX=%d -DFA_O_TX=%d -DFA_CAUSAL=%d -DFA_GQA=%d -DFA_UNROLL_LOOPS=%d %.255s",
-             dtype_code(call->dtype), (int)call->head_dim, t->nt, t->bm, t->bn, t->s_tx, t->o_tx,
-             call->causal ? 1 : 0, (int)(call->heads_q / call->heads_kv), unroll_loops(dev),
-             extra ? extra : "");
+    fa_cl_options o = {.s_tx = t->s_tx, .o_tx = t->o_tx};
+    common_options(dev, call, t->nt, t->bm, t->bn, &o);
+    write_options(options, size, "-cl-std=CL1.2", o, false);
     *nt = t->nt;
     return true;
 }
@@ -128,18 +177,20 @@ static bool backward_plan(const fa_cl_device *dev, const fa_attention_call *call
     fa_bwd_tiling *t = tiles;
     if (!bwd_tiles_select(dev, (int)call->head_dim, max_wg, t))
         return false;
-    const char *extra = getenv("FA_OPENCL_BUILD_OPTIONS"); /* for tuning */
-    char regs[40] = "";
-    int cap = bwd_register_cap(dev, t->nt, extra);
+    char prefix[64] = "-cl-std=CL1.2";
+    const int cap = bwd_register_cap(dev, t->nt, getenv("FA_OPENCL_BUILD_OPTIONS"));
     if (cap)
-        snprintf(regs, sizeof regs, " -cl-nv-maxrregcount=%d", cap);
-    snprintf(options, size,
-             "-cl-std=CL1.2%s -DFA_DTYPE=%d -DFA_D=%d -DFA_NT=%d -DFA_BM=%d -DFA_BN=%d "
-             "-DFA_SX=%d -DFA_KX=%d -DFA_QX=%d -DFA_DP=%d -DFA_DC=%d -DFA_RK=%d -DFA_RQ=%d "
-             "-DFA_ALIGN4=%d -DFA_CAUSAL=%d -DFA_GQA=%d -DFA_UNROLL_LOOPS=%d %.255s",
-             regs, dtype_code(call->dtype), (int)call->head_dim, t->nt, t->bm, t->bn, t->sx, t->kx,
-             t->qx, t->dp, t->dc, t->rk, t->rq, bwd_aligned4(call) ? 1 : 0, call->causal ? 1 : 0,
-             (int)(call->heads_q / call->heads_kv), unroll_loops(dev), extra ? extra : "");
+        snprintf(prefix, sizeof prefix, "-cl-std=CL1.2 -cl-nv-maxrregcount=%d", cap);
+    fa_cl_options o = {.sx = t->sx,
+                       .kx = t->kx,
+                       .qx = t->qx,
+                       .dp = t->dp,
+                       .dc = t->dc,
+                       .rk = t->rk,
+                       .rq = t->rq,
+                       .align4 = bwd_aligned4(call) ? 1 : 0};
+    common_options(dev, call, t->nt, t->bm, t->bn, &o);
+    write_options(options, size, prefix, o, true);
     *nt = t->nt;
     return true;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The OpenCL backend's interface table: contexts (one in-order queue on one device), buffers
  * (cl_mem), synchronization, and the mapping of CL error codes to statuses. */
 #include "opencl_backend.h"

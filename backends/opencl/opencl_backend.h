@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The OpenCL backend: what its files share. Device listing (opencl_device.c), programs and
  * their caches (opencl_program.c), contexts and buffers (opencl_backend.c), attention launches
  * (opencl_attention.c). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Finding OpenCL platforms and devices once per process, and describing each as fa_device_info. */
 #include "opencl_backend.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Opening the OpenCL ICD loader into fa_cl, and naming error codes. */
 #include "opencl_loader.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The OpenCL ICD loader opened at run time: a table of typed function pointers (the volk/cuew
  * pattern), so that nothing links libOpenCL, and the names of OpenCL error codes. */
 #ifndef FA_OPENCL_LOADER_H

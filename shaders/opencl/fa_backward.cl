@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Backward, in three deterministic passes (no atomics):
  *   fa_backward_delta: Delta[b, h, i] = sum_d dO * O, one work-item per query row;
  *   fa_backward_dkdv: one work-group per (key tile of FA_BN, key/value head, batch), looping
@@ -18,8 +19,8 @@
  * register tiles of the products over query rows (dkdv) or keys (dq) give each work-item rows
  * in groups of 4 (read as one float4 of P or dS, which are stored with that index contiguous)
  * and float4 groups of the head dim, FA_KX / FA_QX work-items along it; FA_DP is the head dim
- * padded to that tile (zero columns). Extra -D options: FA_DC, FA_DP, FA_RK, FA_RQ, FA_SX,
- * FA_KX, FA_QX, and FA_ALIGN4 (see fa_bwd_load4). */
+ * padded to that tile (zero columns). Extra -D options: FA_CL_BWD_OPTIONS (fa_cl_options.h). */
+FA_CL_BWD_OPTIONS(FA_CL_REQUIRE)
 
 /* Unrolling of the reduction loops (over columns in S and dP, over rows in dV/dK and dQ): each
  * step is already 32 to 64 independent FMAs per work-item, and more unrolling buys load latency
@@ -79,9 +80,9 @@ __kernel void fa_backward_delta(__global const fa_st *o, long o_off, long o_sb, 
  * (offsets and strides of q, k, v and dO are), which allows one wide load instead of four. */
 inline float4 fa_bwd_load4(__global const fa_st *p, long i)
 {
-#if FA_ALIGN4 && FA_DTYPE == 1
+#if FA_ALIGN4 && FA_DTYPE == FA_CL_DTYPE_F32
     return *(__global const float4 *)(p + i);
-#elif FA_ALIGN4 && FA_DTYPE == 2
+#elif FA_ALIGN4 && FA_DTYPE == FA_CL_DTYPE_F16
     return vloada_half4(0, (__global const half *)(p + i));
 #elif FA_ALIGN4
     return as_float4(convert_uint4(*(__global const ushort4 *)(p + i)) << 16);
@@ -92,9 +93,9 @@ inline float4 fa_bwd_load4(__global const fa_st *p, long i)
 
 inline void fa_bwd_store4(__global fa_st *p, long i, float4 v)
 {
-#if FA_DTYPE == 1
+#if FA_DTYPE == FA_CL_DTYPE_F32
     vstore4(v, 0, p + i);
-#elif FA_DTYPE == 2
+#elif FA_DTYPE == FA_CL_DTYPE_F16
     vstore_half4_rte(v, 0, (__global half *)(p + i));
 #else
     vstore4((ushort4)(fa_f32_to_bf16(v.x), fa_f32_to_bf16(v.y), fa_f32_to_bf16(v.z),

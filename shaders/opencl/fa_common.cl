@@ -1,11 +1,9 @@
-/* flashattn OpenCL C 1.2: what every kernel shares. Built with -D options from
- * backends/opencl/opencl_attention.c:
- *   FA_DTYPE 1 f32, 2 f16, 3 bf16 (storage type of q, k, v, o and the gradients);
- *   FA_D head dim (a multiple of 8); FA_NT work-items per work-group; FA_BM query rows and
- *   FA_BN keys per tile; FA_CAUSAL 0/1; FA_GQA query heads per key/value head;
- *   the register-tile options of each kernel are described in fa_forward.cl / fa_backward.cl.
+// SPDX-License-Identifier: MIT
+/* flashattn OpenCL C 1.2: what every kernel shares. Built after fa_cl_options.h, with the -D
+ * options it lists, from backends/opencl/opencl_attention.c.
  * Tiles live in __local memory as f32, converted once when loaded; every sum is f32.
  * f16 goes through vload_half/vstore_half (no cl_khr_fp16), bf16 through bit conversion. */
+FA_CL_COMMON_OPTIONS(FA_CL_REQUIRE)
 
 /* Full unrolling of the register-tile loops: what GPU compilers need to keep the tiles in
  * registers. CPU implementations (PoCL) compile much faster without the hint. */
@@ -18,12 +16,12 @@
 #define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
 
-#if FA_DTYPE == 1
+#if FA_DTYPE == FA_CL_DTYPE_F32
 typedef float fa_st;
-#elif FA_DTYPE == 2 || FA_DTYPE == 3
+#elif FA_DTYPE == FA_CL_DTYPE_F16 || FA_DTYPE == FA_CL_DTYPE_BF16
 typedef ushort fa_st;
 #else
-#error "FA_DTYPE must be 1 (f32), 2 (f16) or 3 (bf16)"
+#error "FA_DTYPE must be one of FA_CL_DTYPE_*"
 #endif
 
 /* Padded row lengths of local tiles, in floats: rows stay 16-byte aligned for vload4 and
@@ -41,9 +39,9 @@ inline ushort fa_f32_to_bf16(float f)
 
 inline float4 fa_load4(__global const fa_st *p, long i)
 {
-#if FA_DTYPE == 1
+#if FA_DTYPE == FA_CL_DTYPE_F32
     return vload4(0, p + i);
-#elif FA_DTYPE == 2
+#elif FA_DTYPE == FA_CL_DTYPE_F16
     return vload_half4(0, (__global const half *)(p + i));
 #else
     return as_float4(convert_uint4(vload4(0, p + i)) << 16);
@@ -52,9 +50,9 @@ inline float4 fa_load4(__global const fa_st *p, long i)
 
 inline void fa_store(__global fa_st *p, long i, float v)
 {
-#if FA_DTYPE == 1
+#if FA_DTYPE == FA_CL_DTYPE_F32
     p[i] = v;
-#elif FA_DTYPE == 2
+#elif FA_DTYPE == FA_CL_DTYPE_F16
     vstore_half_rte(v, 0, (__global half *)(p + i));
 #else
     p[i] = fa_f32_to_bf16(v);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Forward: one work-group per (query tile of FA_BM rows, query head, batch).
  *
  * Local memory (f32): the query tile qs (BM x D) for the group's life; one key/value tile kv
@@ -19,6 +20,7 @@
  *
  * The local tiles are declared as float4 arrays: NVIDIA's OpenCL compiler splits vload4 from a
  * __local float pointer into four scalar loads, but keeps float4 element accesses whole. */
+FA_CL_FWD_OPTIONS(FA_CL_REQUIRE)
 
 #define S_TY (FA_NT / FA_S_TX)
 #define S_TM (FA_BM / S_TY)
@@ -46,7 +48,7 @@
 /* Tiles travel global -> registers -> local: a tile's loads are issued one phase before it is
  * stored to local memory, so their latency hides behind the products in between. In registers
  * they keep their storage format (raw bits for f16/bf16). */
-#if FA_DTYPE == 1
+#if FA_DTYPE == FA_CL_DTYPE_F32
 typedef float4 fa_raw4;
 #else
 typedef ushort4 fa_raw4;
@@ -62,9 +64,9 @@ inline fa_raw4 raw_load4(__global const fa_st *p, long i, bool aligned)
 
 inline float4 raw_to_f32(fa_raw4 u)
 {
-#if FA_DTYPE == 1
+#if FA_DTYPE == FA_CL_DTYPE_F32
     return u;
-#elif FA_DTYPE == 2
+#elif FA_DTYPE == FA_CL_DTYPE_F16
     return vload_half4(0, (const half *)&u);
 #else
     return as_float4(convert_uint4(u) << 16);
