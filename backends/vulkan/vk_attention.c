@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Attention on Vulkan: tile sizes chosen from the device's shared memory and workgroup limits,
  * the limits a call must fit (checked before any work is issued), and the recording of the
  * forward pass and of the three backward passes (Delta, dK/dV, dQ) into one submission each. */

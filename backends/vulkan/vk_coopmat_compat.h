@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* VK_KHR_cooperative_matrix for Vulkan headers older than 1.3.255 (Debian 12 ships 1.3.239):
  * the few types and constants the backend uses, declared only when the headers lack them, so
  * that the same code builds against old and new headers. Values from the Vulkan registry. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A context's device: the VkDevice with its own volk function table and compute queue, the one
  * command buffer and fence through which every call is submitted, and the pipeline cache kept
  * on disk between runs. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The Vulkan loader, opened at run time through volk; the one VkInstance of the process (with
  * the Khronos validation layer when FA_VULKAN_VALIDATION=1); the physical device list; and the
  * mapping of VkResult values and validation messages to statuses. */

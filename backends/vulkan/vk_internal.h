@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What the Vulkan backend's files share: the per-process instance and device list, the
  * per-context state, and the helpers each file provides. Not installed. */
 #ifndef FA_VK_INTERNAL_H

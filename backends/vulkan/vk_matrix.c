@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What the cooperative-matrix path can do on one device (VK_KHR_cooperative_matrix): its
  * f16 x f16 -> f32 subgroup shapes, the limits the tile planner (vk_matrix_plan.c) needs, the
  * features the matrix shaders declare, and a sentence saying whether f16 runs on it and why. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The cooperative-matrix kernels compiled ahead of time, one per (kernel, tiling, head dim) of
  * FA_VK_CM_TILINGS (backends/vulkan/matrix_shaders.cmake generates the table). Not installed. */
 #ifndef FA_VK_MATRIX_CATALOGUE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The layout probe: which lane of a subgroup holds which element of a cooperative matrix is the
  * driver's choice, so the library asks the device. For each shape that a catalogue module was
  * compiled for a layout of, one dispatch of shaders/vulkan/matrix_layout.comp reads back where
@@ -18,8 +19,8 @@ static bool wanted(const fa_vk_matrix_shape *shape, uint32_t sg)
 {
     for (uint32_t i = 0; i < fa_vk_catalogue_count; i++) {
         const fa_vk_matrix_tiling *t = &fa_vk_catalogue_tilings[i];
-        if ((t->layout.elements || t->layout.a_from_c) && t->subgroup == sg && t->shape.m == shape->m &&
-            t->shape.n == shape->n && t->shape.k == shape->k)
+        if ((t->layout.elements || t->layout.a_from_c) && t->subgroup == sg &&
+            t->shape.m == shape->m && t->shape.n == shape->n && t->shape.k == shape->k)
             return true;
     }
     return false;

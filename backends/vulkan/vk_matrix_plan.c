@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The cooperative-matrix tile planner (see vk_matrix_plan.h). The shared-memory expressions
  * mirror the declarations of shaders/vulkan/attn_fwd_cm.comp and fa_backward_cm.glsl. */
 #include "vk_matrix_plan.h"
@@ -166,8 +167,8 @@ bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32
 }
 
 uint32_t fa_vk_matrix_a_from_c(const uint32_t *c_index, uint32_t c_len, const uint32_t *a_index,
-                               uint32_t a_len, uint32_t stride, uint32_t sg, uint32_t m,
-                               uint32_t n, uint32_t k)
+                               uint32_t a_len, uint32_t stride, uint32_t sg, uint32_t m, uint32_t n,
+                               uint32_t k)
 {
     if (n != k || !c_len || c_len != a_len || c_len > 8u || c_len > stride || !sg ||
         (uint64_t)sg * c_len != (uint64_t)m * n)
@@ -202,9 +203,8 @@ uint32_t fa_vk_matrix_a_from_c(const uint32_t *c_index, uint32_t c_len, const ui
  * module reduces rows, the A permutation where it turns results into A operands in registers. */
 static bool layout_serves(fa_vk_matrix_layout want, fa_vk_matrix_layout have)
 {
-    if (want.elements &&
-        (want.elements != have.elements || want.slot_shift != have.slot_shift ||
-         want.slot_bits != have.slot_bits || want.lane_xor != have.lane_xor))
+    if (want.elements && (want.elements != have.elements || want.slot_shift != have.slot_shift ||
+                          want.slot_bits != have.slot_bits || want.lane_xor != have.lane_xor))
         return false;
     return !want.a_from_c || want.a_from_c == have.a_from_c;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The tile planner of the cooperative-matrix shaders (shaders/vulkan/attn_*_cm.comp): a pure
  * function of the device's matrix shapes and limits, the head dim and a tuning override, with no
  * driver call, so that it is unit-tested on property sets of GPUs that are not here
@@ -25,10 +26,11 @@ typedef enum fa_vk_matrix_kernel {
 
 /* Where a device keeps the elements of an M x N f32 accumulator (the forward's row reductions,
  * and the dQ pass's per-row LSE and Delta, run on them in registers when a catalogue module was
- * compiled for it; FA_CM_LAYOUT_* in shaders/vulkan/fa_matrix.glsl): each lane holds `elements`; element e is in the lane's row
- * slot (e >> slot_shift) % 2^slot_bits, one row per slot; the lanes that hold the same rows
- * differ only in the bits of lane_xor and together hold every element of those rows.
- * elements = 0: unknown, or not of this form.
+ * compiled for it; FA_CM_LAYOUT_* in shaders/vulkan/fa_matrix.glsl): each lane holds
+ * `elements`; element e is in the lane's row slot (e >> slot_shift) % 2^slot_bits, one row per
+ * slot; the lanes that hold the same rows differ only in the bits of lane_xor and together hold
+ * every element of those rows. elements = 0: unknown, or not of this form.
+ *
  * a_from_c: where N = K, each lane holds the same elements of an M x K A matrix as of the
  * accumulator, A's element i being the accumulator's element (a_from_c >> 4 i) & 15 in every
  * lane, so that a product's result turns into the next product's A operand in registers
@@ -96,16 +98,16 @@ bool fa_vk_matrix_layout_classify(const uint32_t *index, uint32_t stride, uint32
  * in the same lane; 0 when n != k, the counts differ or exceed 8, or no such permutation
  * exists. */
 uint32_t fa_vk_matrix_a_from_c(const uint32_t *c_index, uint32_t c_len, const uint32_t *a_index,
-                               uint32_t a_len, uint32_t stride, uint32_t sg, uint32_t m,
-                               uint32_t n, uint32_t k);
+                               uint32_t a_len, uint32_t stride, uint32_t sg, uint32_t m, uint32_t n,
+                               uint32_t k);
 
 /* The plan for `kernel` at head dim d: the override "tm,subgroups,bn" (a tuning knob; NULL or
  * empty = none), as a catalogue tiling with a layout where one matches, else with the first of
  * the device's shapes it fits; else the first of caps->tilings for this kernel and head dim that
  * the device can run and fits; else the first of the preferred tilings that fits, over the
  * shapes in the device's order. A tiling with a layout serves only at a shape whose probed
- * layout (caps->layouts) serves it, and one with a row form not the dK/dV pass. False, with the reason in `why`, when
- * none fits (the caller then uses the scalar shaders). */
+ * layout (caps->layouts) serves it, and one with a row form not the dK/dV pass. False, with the
+ * reason in `why`, when none fits (the caller then uses the scalar shaders). */
 bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
                               const char *override_tiles, fa_vk_matrix_plan *plan, char *why,
                               size_t why_size);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Buffers: device-local storage buffers for tensors and the workspace, and one host-visible
  * staging buffer per context through which writes and reads pass in chunks. */
 #include "vk_internal.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Shader modules (the SPIR-V embedded at build time, one per kernel and storage variant),
  * pipeline layouts, and compute pipelines specialized per (head dim, tile sizes, causal), built
  * on first use through the context's pipeline cache and kept for the context's life. */

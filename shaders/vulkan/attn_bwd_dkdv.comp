@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // Backward, pass 2: dK and dV for one key tile of BN keys of one KV head, one workgroup per
 // (key tile, KV head, batch), looping over the query tiles of BM rows of the query heads that

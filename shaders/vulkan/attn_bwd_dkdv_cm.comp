@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // Backward, pass 2 on cooperative matrices: dK and dV for one key tile of one KV head (see
 // fa_backward_cm.glsl). Causal: query tiles before the first query that sees one of the

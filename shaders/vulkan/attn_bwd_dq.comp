@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // Backward, pass 3: dQ for one query tile of BM rows, one workgroup per (query tile, query head,
 // batch), looping over the key tiles of BN (causal: none past the tile's last visible key). Per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // Backward, pass 3 on cooperative matrices: dQ for one query tile (see fa_backward_cm.glsl).
 // Where the module was compiled for the accumulators' row form (FA_CM_LAYOUT_*), each lane keeps

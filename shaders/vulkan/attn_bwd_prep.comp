@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // Backward, pass 1: Delta_i = sum_d dO[i,d] * O[i,d], and the LSE copied in log2 units, both into
 // the workspace packed as (batch, heads_q, seq_q) f32, so the two later passes read them with one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // Forward: O = softmax(scale Q K^T [causal]) V and LSE, one workgroup per (query tile of BM rows,
 // query head, batch), NT invocations. BM, BN, NT, the register-tile splits S_TX, O_TX and the

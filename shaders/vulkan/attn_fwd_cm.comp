@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // Forward on cooperative matrices (f16): O = softmax(scale Q K^T [causal]) V and LSE, one
 // workgroup per (query tile of BM rows, query head, batch), NSG subgroups of RM query rows each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The dK/dV and dQ passes of the backward (attn_bwd_dkdv.comp, attn_bwd_dq.comp include this;
 // Delta and the LSE in log2 units come from attn_bwd_prep.comp through the workspace). The same
 // design as shaders/opencl/fa_backward.cl; the host chooses the tiling (runtime/bwd_tiling.c, via

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The dK/dV and dQ passes of the backward on cooperative matrices (attn_bwd_dkdv_cm.comp and
 // attn_bwd_dq_cm.comp include this; Delta and the LSE in log2 units come from attn_bwd_prep.comp
 // through the workspace, as for the scalar passes, whose push constants and bindings these

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by every flashattn compute shader: the storage dtype layer and the common
 // specialization constants.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the cooperative-matrix shaders (attn_*_cm.comp): the matrix types, the tiling
 // constants the host's planner chose (backends/vulkan/vk_matrix_plan.c; IDs in fa_spec_ids.h)
 // and the helpers that move tiles between global memory, shared memory and the matrices.
@@ -102,12 +103,7 @@ float group_sum(float x)
         MAT_A a_[TM];                                                                          \
         [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                            \
             ACC_TO_A(a_[t_], cs_[t_ * BNN + k_])                                               \
-        [[unroll]] for (uint d_ = 0; d_ < DN; d_++) {                                          \
-            MAT_B b_;                                                                          \
-            coopMatLoad(b_, tile_, k_ * CM_K * LDT + d_ * (CM_N / 8u), LDT, ROW_MAJOR);        \
-            [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                        \
-                acc_[t_ * DN + d_] = coopMatMulAdd(a_[t_], b_, acc_[t_ * DN + d_]);            \
-        }                                                                                      \
+        MULADD_TILE_ROWS(acc_, a_, tile_, k_)                                                  \
     }
 #endif
 
@@ -273,10 +269,15 @@ void subgroup_sync()
         [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                            \
             coopMatLoad(a_[t_], ps_, (ps_off_) + t_ * CM_M * LDP + k_ * (CM_K / 2u), LDP,      \
                         ROW_MAJOR);                                                            \
-        [[unroll]] for (uint d_ = 0; d_ < DN; d_++) {                                          \
-            MAT_B b_;                                                                          \
-            coopMatLoad(b_, tile_, k_ * CM_K * LDT + d_ * (CM_N / 8u), LDT, ROW_MAJOR);        \
-            [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                        \
-                acc_[t_ * DN + d_] = coopMatMulAdd(a_[t_], b_, acc_[t_ * DN + d_]);            \
-        }                                                                                      \
+        MULADD_TILE_ROWS(acc_, a_, tile_, k_)                                                  \
+    }
+
+// acc_[t * DN + d] += a_[t] B for t < TM, where B is rows [k_ CM_K, (k_ + 1) CM_K) of the BN x D
+// tile tile_ (row-major).
+#define MULADD_TILE_ROWS(acc_, a_, tile_, k_)                                                  \
+    [[unroll]] for (uint d_ = 0; d_ < DN; d_++) {                                              \
+        MAT_B b_;                                                                              \
+        coopMatLoad(b_, tile_, k_ * CM_K * LDT + d_ * (CM_N / 8u), LDT, ROW_MAJOR);            \
+        [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                            \
+            acc_[t_ * DN + d_] = coopMatMulAdd(a_[t_], b_, acc_[t_ * DN + d_]);                \
     }

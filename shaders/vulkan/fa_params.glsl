@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The push constants of the forward (FA_FWD_PARAMS) and of the backward's dK/dV and dQ passes
 // (FA_BWD_PARAMS), shared by the scalar and the cooperative-matrix shaders; the host fills them
 // in backends/vulkan/vk_attention.c. Offsets and strides in elements: every index of a valid call

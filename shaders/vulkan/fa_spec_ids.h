@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Specialization-constant IDs of every Vulkan compute shader, included by the GLSL and by the host
  * (backends/vulkan/vk_pipeline.c), so that each ID is written once. The host passes a value for
  * every ID (0 keeps a shader's default); each shader declares only its own. */

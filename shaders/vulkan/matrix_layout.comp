@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // The layout probe (backends/vulkan/vk_matrix_layout.c): one subgroup loads a CM_M x CM_N f32
 // accumulator whose element (r, c) is r * CM_N + c, and a CM_M x CM_K f16 A matrix whose element
