@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* flashattn: exact FlashAttention (tiled online softmax, forward and backward) behind one C API,
  * on CUDA, Vulkan, OpenCL and the CPU. The library links no GPU runtime: each backend opens its
  * driver at run time and reports itself unavailable, with the reason, where it cannot.
@@ -6,7 +7,12 @@
  *   fa_context_create(&(fa_context_desc){ .backend = FA_BACKEND_CPU }, &ctx);
  * and new fields never break them. Every call returns an fa_status; on failure the context keeps
  * a sentence with the detail (which argument, which limit, the native error code), read by
- * fa_context_last_error(). The library never prints unless a log callback is set, never exits. */
+ * fa_context_last_error(). The library never prints unless a log callback is set, never exits.
+ *
+ * Threads: a context, and the buffers made from it, are used by one thread at a time (the
+ * caller serialises); separate contexts may run in separate threads at once. The queries that
+ * take no context (fa_backend_query, fa_device_query, fa_status_name, ...) may be called from
+ * any thread. */
 #ifndef FLASHATTN_H
 #define FLASHATTN_H
 
@@ -231,8 +237,9 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
  *   scale  0 -> 1/sqrt(head_dim);
  *   causal off; when on, aligned bottom-right: query i sees keys j <= i + seq_k - seq_q;
  *   deterministic off; when on, the backward gives bitwise-identical results run to run. Off, the
- *   CUDA backend's tensor-core backward (f16/bf16, head dim <= 128) sums dQ with float atomics,
- *   faster but not repeatable in the last bits; every other backward is deterministic anyway. */
+ *   CUDA backend's tensor-core backward (f16/bf16; head dims up to 256 on compute capability 8.0
+ *   and 9.0, up to 64 on 8.6 and 8.9: docs/CUDA_KERNELS.md) sums dQ with float atomics, faster
+ *   but not repeatable in the last bits; every other backward is deterministic anyway. */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;

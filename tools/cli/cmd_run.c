@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `flashattn run`: one attention problem, timed, with its memory beside a standard attention's,
  * and optionally checked against a float64 reference on sampled rows. */
 #include <inttypes.h>
@@ -20,7 +21,8 @@ static const char usage[] =
     "Runs one attention call on random inputs and reports its time, TFLOP/s and memory.\n"
     "\n"
     "  --backend NAME   auto (default), cuda, vulkan, opencl or cpu\n"
-    "  --device N       device index within --backend (AUTO: set FA_DEVICE instead)\n"
+    "  --device N       device index within --backend (default: its first GPU, else device 0;\n"
+    "                   AUTO: set FA_DEVICE instead)\n"
     "  --batch N        batch size (default 1)\n"
     "  --heads N        query heads (default 8)\n"
     "  --kv-heads N     key/value heads (default: --heads; fewer is grouped-query attention)\n"
@@ -441,6 +443,9 @@ int fa_cmd_run(int argc, char **argv)
                                "environment)");
 
     fa_context *ctx = NULL;
+    /* A named backend without --device: its first GPU (PoCL is often OpenCL's device 0). */
+    if (!o.device_seen && backend != FA_BACKEND_AUTO)
+        o.device = fa_testkit_default_device(backend);
     fa_status st = fa_context_create(&(fa_context_desc){.backend = backend,
                                                         .device = (int)o.device,
                                                         .cpu_threads = (int)o.threads},

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The conformance runner: every selected backend on every generated case. The inputs and the
  * float64 reference of a case are computed once and shared by every backend. */
 #include "tk_internal.h"
@@ -6,19 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The device a backend is tested on: the one asked for, else its first GPU, else device 0
- * (a machine with PoCL beside a GPU driver lists the CPU device first). */
-static int pick_device(const fa_conformance_options *opt, fa_backend backend, int count)
+int fa_testkit_default_device(fa_backend backend)
 {
-    if (opt->device_given)
-        return opt->device;
-    for (int i = 0; i < count; i++) {
+    fa_backend_info info;
+    if (fa_backend_query(backend, &info) != FA_OK)
+        return 0;
+    for (int i = 0; i < info.device_count; i++) {
         fa_device_info dev;
         if (fa_device_query(backend, i, &dev) == FA_OK &&
             (dev.kind == FA_DEVICE_KIND_DISCRETE_GPU || dev.kind == FA_DEVICE_KIND_INTEGRATED_GPU))
             return i;
     }
     return 0;
+}
+
+/* The device a backend is tested on: the one asked for, else its default. */
+static int pick_device(const fa_conformance_options *opt, fa_backend backend)
+{
+    return opt->device_given ? opt->device : fa_testkit_default_device(backend);
 }
 
 /* Whether `name` contains one of the '|'-separated parts of `filter`. */
@@ -82,7 +88,7 @@ static bool backend_open(const fa_conformance_options *opt, tk_backend_run *br, 
     }
     br->available = true;
     /* the backend named explicitly: FA_BACKEND / FA_DEVICE do not apply */
-    const int device = pick_device(opt, br->backend, info.device_count);
+    const int device = pick_device(opt, br->backend);
     st = fa_context_create(&(fa_context_desc){.backend = br->backend, .device = device}, ctx);
     if (st != FA_OK) {
         *ctx = NULL;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* flashattn test kit: a float64 reference of attention (forward and backward), a same-precision
  * naive baseline that measures what the dtype itself costs, deterministic random inputs, row
  * checks for large problems, and the conformance runner behind `flashattn conformance`.
@@ -155,6 +156,9 @@ typedef struct fa_conformance_totals {
 /** Runs the conformance suite. Returns 0 when nothing failed, 1 otherwise, writes totals if not
  * NULL. */
 int fa_conformance_run(const fa_conformance_options *opt, fa_conformance_totals *totals);
+/* The device a tool uses on an explicitly named backend when none is given: its first GPU, else
+ * device 0 (a machine with PoCL beside a GPU driver lists the CPU device first). */
+int fa_testkit_default_device(fa_backend backend);
 /** The number of cases a run generates, edge cases included (no filter, no limit). */
 int64_t fa_conformance_case_count(bool full);
 
