@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """flashattn against PyTorch's scaled_dot_product_attention, in one process on the same tensors.
 
 Run it on a CUDA machine with PyTorch and a built libflashattn:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The conformance matrix split over N processes on one machine (`conformance --shard I/N`), so
 # that the float64 reference, the data generation and the program builds use every core while
 # the GPU runs each shard's cases in turn. Each shard writes OUTDIR/shard-I.{md,log}; the last

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A small ctypes binding of libflashattn (include/flashattn.h), for bench/compare_torch.py.
 
 The structs below mirror the header field by field (x86-64 / aarch64 LP64 layout, which ctypes

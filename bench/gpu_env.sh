@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the GPU session scripts (gpu_session.sh, vk_matrix_session.sh) with $build (the
 # folder of `flashattn` and libflashattn.so) and $out (the log folder) set: unpacks the loaders'
 # Debian packages in ./.gl (Vulkan, OpenCL, libglvnd, which NVIDIA's Vulkan driver needs),

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # One pass over the GPU backends on a GPU machine, for a session with little device time:
 # devices, conformance on each GPU backend's GPU device, CUDA under compute-sanitizer, the bench
 # on each GPU backend, and PyTorch SDPA on the same grid. Logs go to $OUT (or ./gpu-session).

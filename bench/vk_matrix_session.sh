@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The Vulkan backend's cooperative-matrix path on a GPU machine, in one device call: devices,
 # conformance (--quick under the validation layer, then the f16 and bf16 cases of --full: the
 # filter 'f16' matches both), the driver's pipeline statistics (registers, spills), the bench

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fa_embed(<output.c> <symbol> <input> [TEXT])
 # Generates at build time a C file defining
 #   const unsigned char <symbol>[];  const size_t <symbol>_size;

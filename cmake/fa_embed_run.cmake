@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Script mode half of fa_embed(): turns INPUT into a C array named SYMBOL in OUTPUT.
 file(READ ${INPUT} hex HEX)
 if(TEXT)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The smallest complete use of flashattn: a causal f32 attention forward on the automatically
  * chosen backend, checked against a direct computation of the first query row. */
 #include <flashattn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The attention entry points: validate, skip empty work, ask the backend. */
 #include "fa_validate.h"
 

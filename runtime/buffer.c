@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Device buffers: a runtime record around each backend allocation, listed in its context so
  * that a context's destruction frees what the caller left. */
 #include "fa_internal.h"

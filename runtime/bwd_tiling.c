@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Choosing the backward tiling of the OpenCL and Vulkan kernels (see fa_bwd_tiling.h). */
 #include "fa_bwd_tiling.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The on-disk cache folder shared by the backends. */
 #include "fa_cache.h"
 

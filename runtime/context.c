@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Contexts: choosing a backend and device, opening it, and tearing it down. */
 #include "fa_internal.h"
 

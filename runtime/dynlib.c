@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Run-time loading of driver libraries (libcuda, the Vulkan loader, the OpenCL ICD loader). */
 #include "fa_dynlib.h"
 

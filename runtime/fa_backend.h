@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The one interface every backend implements. The runtime validates each call and resolves
  * defaults before a backend sees it, so backends may assume valid, non-empty input. */
 #ifndef FA_BACKEND_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The backward tiling that the OpenCL and Vulkan kernels share (shaders/opencl/fa_backward.cl and
  * shaders/vulkan/fa_backward.glsl implement the same design): query tiles of bm rows, key tiles
  * of bn keys, nt work-items; sx work-items along the keys of the S tile, kx and qx along the head

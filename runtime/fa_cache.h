@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Where backends keep what they compile (Vulkan pipeline caches, OpenCL binaries). */
 #ifndef FA_CACHE_H
 #define FA_CACHE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Opening shared libraries at run time, so that no backend links a GPU runtime. */
 #ifndef FA_DYNLIB_H
 #define FA_DYNLIB_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The forward tiling that the OpenCL and Vulkan kernels share (shaders/opencl/fa_forward.cl and
  * shaders/vulkan/attn_fwd.comp implement the same design): a query tile of bm rows, key/value
  * tiles of bn keys, nt work-items, and two register tiles with contiguous rows per work-item:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* f16 and bf16 <-> f32 conversions by bit manipulation, round to nearest even, NaN kept NaN.
  * Header-only so that kernels can inline them into vectorized loops. */
 #ifndef FA_HALF_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What the runtime shares with backends: the context and buffer objects, error and log helpers,
  * workspace accounting. Not installed. */
 #ifndef FA_INTERNAL_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Validation of attention calls (runtime/validate.c). */
 #ifndef FA_VALIDATE_H
 #define FA_VALIDATE_H

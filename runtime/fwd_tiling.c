@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Choosing the forward tiling of the OpenCL and Vulkan kernels (see fa_fwd_tiling.h). */
 #include "fa_fwd_tiling.h"
 

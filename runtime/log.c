@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Last-error sentences and the optional log callback. The library never prints by itself. */
 #include "fa_internal.h"
 

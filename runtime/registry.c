@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The backend registry: the one place that knows which backends were built. Each backend is
  * probed (driver loaded, devices counted) once per process, on first use. */
 #include "fa_internal.h"

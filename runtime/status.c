@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Names and sentences for statuses, dtypes, backends, and the library version. */
 #include "fa_internal.h"
 

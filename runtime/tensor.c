@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Convenience constructors for the two common memory layouts and the LSE. */
 #include "fa_internal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Validation of attention calls: every check runs here, once, before a backend sees the call, and
  * each failure names the argument and the limit. The result is a resolved fa_attention_call. */
 #include "fa_validate.h"

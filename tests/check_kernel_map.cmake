@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Fails when docs/CUDA_KERNELS.md is not what cuda_kernel_map prints now (MAP: the program, DOC:
 # the document, OUT: where the fresh output goes).
 execute_process(COMMAND ${MAP} OUTPUT_FILE ${OUT} RESULT_VARIABLE rc)

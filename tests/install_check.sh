@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs the build into a scratch prefix, then builds and runs a consumer through the CMake
 # package (shared and static) and through pkg-config.
 set -eu

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Every host allocation of the runtime and the CPU backend failing in turn: the call that meets it
  * returns FA_ERROR_OUT_OF_HOST_MEMORY, the context stays usable or is cleanly absent, and nothing
  * leaks (the ASan preset's leak checker runs over this suite). The library's objects are linked

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The same API contract on every backend that is available here (the CPU always; lavapipe, PoCL
  * or a GPU where present): buffers round-trip at offsets, limits give named statuses, work is
  * finished by synchronize, and memory is accounted. Numerics are the conformance runner's job. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Buffers: creation, host copies, bounds, ownership and memory accounting. */
 #include <criterion/criterion.h>
 #include <string.h>

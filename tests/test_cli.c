@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The flashattn tool's exit codes: 0 success, 1 failure, 2 bad arguments. */
 #include <criterion/criterion.h>
 #include <stdio.h>

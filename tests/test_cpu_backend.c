@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CPU backend against the float64 reference, with the pass rule of the conformance runner
  * (max error within k times the same-precision baseline's, plus 1e-5), on shapes chosen to hit
  * partial tiles, GQA, causal alignment and every dtype. */

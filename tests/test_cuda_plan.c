@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA kernel planner (backends/cuda/cuda_plan.c) on the capability sets of sm_80, sm_86,
  * sm_89 and sm_90, none of which is needed here: every plan must only launch kernels that exist
  * for the architecture, fit its shared memory and cover the problem, and the documented choices

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A device loss latches the context on every backend: with FA_TEST_DEVICE_LOSS=N the N-th call
  * into the backend reports FA_ERROR_DEVICE_LOST, and every later call must fail with
  * FA_ERROR_CONTEXT_LOST; destroying the context afterwards still frees everything (the ASan

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Backend and device listing, and the choice of backend for a context. */
 #include <criterion/criterion.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The status table, names, version and enum helpers. */
 #include <criterion/criterion.h>
 #include <stdio.h>

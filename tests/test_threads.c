@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Separate contexts in separate threads: each gets the same answer as a lone run. */
 #include <criterion/criterion.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The scalar tilings that the Vulkan and OpenCL kernels share (runtime/fwd_tiling.c,
  * runtime/bwd_tiling.c), on the property sets of devices that are not here: every head dim the
  * runtime admits must get a tiling that fits the device's local memory and work-group limit and

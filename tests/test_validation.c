@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Every bad attention call gets its exact status and touches nothing. */
 #include <criterion/criterion.h>
 #include <math.h>

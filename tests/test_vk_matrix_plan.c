@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The cooperative-matrix tile planner (backends/vulkan/vk_matrix_plan.c) on the property sets of
  * GPUs that are not here: every plan it returns must be one the shaders can run within the
  * device's limits, some are checked to the byte, and each refusal says why. */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Builds the libFuzzer harnesses of tests/fuzz (clang with -fsanitize=fuzzer, AddressSanitizer
 # and UBSan; the runtime and the CPU backend only, compiled in) into BUILD_DIR and runs each for
 # SECONDS from its corpus (tests/fuzz/corpus/<name>; new finds go to BUILD_DIR, the corpus in the

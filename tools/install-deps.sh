@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs, on Debian or Ubuntu, the packages flashattn needs to build and test that are missing.
 # Runs apt-get through sudo when not root. Safe to run again.
 set -eu

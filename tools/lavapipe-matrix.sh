@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Debian unstable's lavapipe (Mesa >= 25) lists VK_KHR_cooperative_matrix (f16 8x8x8, subgroup 8),
 # which Debian 12's Mesa 22.3 lacks: with it the Vulkan matrix shaders run on a CPU-only machine.
 # It needs unstable's glibc, so nothing is installed system-wide: the packages are unpacked into a

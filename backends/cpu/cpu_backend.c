@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CPU backend's interface: one always-present device (this machine), buffers in 64-byte
  * aligned host memory, and synchronous forward and backward calls run with OpenMP. */
 #ifndef _GNU_SOURCE

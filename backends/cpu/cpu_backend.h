@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CPU backend: its interface table (referenced by runtime/registry.c) and the entry points
  * its files share. */
 #ifndef FA_CPU_BACKEND_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Backward attention on the CPU, FlashAttention-2 style: scores are recomputed from Q, K and the
  * forward's LSE, every gradient element is written by exactly one thread (no atomics, results
  * independent of the thread count), and extra memory is one slice per thread plus Delta.

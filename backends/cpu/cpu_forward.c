@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Forward attention on the CPU: FlashAttention's tiled online softmax.
  *
  * OpenMP threads share out (batch, query head, 128-query tile) work items, longest first when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Compiles cpu_kernels_impl.h once per instruction set and picks one at run time. On x86-64
  * with GCC or Clang: AVX-512 (8 x 32 micro-kernel), AVX2 + FMA + F16C (6 x 16), and a baseline
  * (3 x 16 on SSE2). Elsewhere only the baseline, written so the compiler vectorizes it. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CPU backend's compute kernels on f32 tiles, compiled once per instruction set
  * (cpu_kernels.c) and chosen at run time, so the library runs on any x86-64 and uses AVX-512
  * where the machine has it.

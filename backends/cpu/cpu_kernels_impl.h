@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The body of one kernel set, included by cpu_kernels.c once per instruction set with:
  *   CK_NAME(x)      a name with the set's suffix
  *   CK_VW           floats per native vector (16 AVX-512, 8 AVX2, 4 otherwise)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tile loads and stores between tensors and f32 scratch, and the scratch allocator. */
 #include "cpu_tiles.h"
 

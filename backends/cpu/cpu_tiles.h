@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Moving tiles between the caller's tensors (any dtype, any strides) and f32 scratch, and the
  * per-call scratch itself. Element (b, s, h, d) of a view is at
  * ((T *)buffer)[offset + b * stride_b + s * stride_s + h * stride_h + d]. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The CUDA backend: host code in C (it opens libcuda at run time and needs no toolkit headers),
 # kernels in shaders/cuda compiled by nvcc into one fatbin (SASS for sm_80, sm_86, sm_89, sm_90,
 # PTX for compute_90) and a second for sm_90a (the Hopper kernels), both embedded in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Forward and backward on CUDA: the planner (cuda_plan.c) picks the kernels of a call and this
  * file launches them on the context's stream with the parameter block, after sizing the
  * backward's workspace. */

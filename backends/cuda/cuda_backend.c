@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA backend's interface: the driver opened at run time, devices listed once, each
  * context working in its device's primary context (so pointers of other CUDA users in the
  * process stay valid there) on a stream of its own, with the kernels loaded from the fatbin

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What the CUDA backend's files share: the per-context state, error mapping, and the kernels
  * looked up from the embedded fatbins (the catalogue and the planner: cuda_plan.h). */
 #ifndef FA_CUDA_BACKEND_H

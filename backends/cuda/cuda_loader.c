@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Loading the CUDA driver at run time: the library names to try, each symbol into the table,
  * cuInit. Failures become a reason string, never an abort. */
 #include "cuda_loader.h"

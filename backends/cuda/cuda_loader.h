@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA driver API, opened at run time from libcuda.so.1 into one table of typed function
  * pointers (as cuew does), so that the library links no CUDA library and builds without the
  * toolkit's headers. Only the few types, constants and entry points the backend uses are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA kernel choice (see cuda_plan.h). f16/bf16 with 16-byte aligned rows take the
  * tensor-core kernels where their shared memory fits the device: the forward up to head dim 256
  * (kernels for 32, 64, 96, 128 and 256; on compute capability 9.0 the wgmma kernels for 64 and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA backend's kernel choice as a pure function: plan(device capabilities, call) ->
  * launches + workspace, with no driver call, so that which kernel serves which call on sm_80,
  * sm_86, sm_89 and sm_90 is unit-tested on a machine without a GPU (tests/test_cuda_plan.c).

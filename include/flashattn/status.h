@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* flashattn status codes: one X-macro table generates the enum, the names and the messages.
  * Zero is success; failures are negative and grouped by tens:
  *   -1..-19 invalid argument, -20..-29 unsupported, -30..-39 backend unavailable,

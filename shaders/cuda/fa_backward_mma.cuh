@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The deterministic tensor-core backward for f16 and bf16, head dim 64 or 128 (smaller ones
 // padded): no atomics, so results are bitwise reproducible run to run; S and dP are recomputed
 // in a separate dQ kernel (7 GEMM-equivalents; the atomic backward, v4 or wgmma, needs 5).

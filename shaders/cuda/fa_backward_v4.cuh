@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Backward v4, the default (atomic-dQ) backward for f16 and bf16 at head dim 32, 64, 96 and 128
 // (the head dim padded up to the next with zeros), and at 256 for head dims 129-256: one
 // kernel produces dK, dV and (through an f32 accumulator and red.global.add) dQ, with

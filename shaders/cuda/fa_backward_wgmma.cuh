@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Backward for sm_90a with warpgroup MMA (wgmma), f16 and bf16 at head dims 64 and 128 (smaller
 // head dims padded with zeros up to them): the algorithm and results of backward v4
 // (fa_backward_v4.cuh: dK, dV in registers, dQ through red.global.add into the f32 accumulator

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers shared by every flashattn CUDA kernel: dtype conversion, strided addressing, exp2, and
 // the PTX wrappers (cp.async, ldmatrix, mma.sync) of the tensor-core paths.
 #pragma once

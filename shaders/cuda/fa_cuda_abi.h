@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The one parameter block every CUDA kernel of flashattn takes by value, shared by the host code
  * (C11, backends/cuda) and the kernels (CUDA C++), so both sides agree on its layout. Pointers
  * already include each view's offset; strides are in elements; head_dim stride is 1. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Every CUDA kernel of flashattn, named once. Included by the kernels' translation units (which
  * instantiate each row: fa_kernels.cu, fa_kernels_sm90.cu) and by the host (which numbers the
  * rows, looks their names up in the fatbin and plans launches from their family and tiling:

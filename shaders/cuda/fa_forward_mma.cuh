@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tensor-core forward, FlashAttention-2 style, for f16 and bf16 with head dim 32, 64, 96, 128
 // or 256 (other head dims run padded up to the next one, the padding loaded as zeros).
 //

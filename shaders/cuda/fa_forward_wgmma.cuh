@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Hopper forward (sm_90a): the same exact online softmax as fa_forward_mma.cuh, with both
 // products on warpgroup MMA (wgmma) instead of mma.sync, for f16 and bf16 at head dim 64 or 128
 // (smaller head dims padded up with zeros).

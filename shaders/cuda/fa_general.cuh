@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The general kernels: every dtype (f32, f16, bf16), every head dim (multiple of 8 up to 256),
 // any strides and alignment, on CUDA cores with f32 arithmetic. They serve what the tensor-core
 // kernels do not (f32, unaligned views, head dims over 128) and the backward.

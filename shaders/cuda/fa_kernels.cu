@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every flashattn CUDA kernel of FA_CUDA_CATALOGUE (fa_cuda_catalogue.h: names, families,
 // tilings), instantiated in one unit into one fatbin (SASS for sm_80, sm_86, sm_89, sm_90, PTX
 // for newer). The host looks kernels up by their unmangled names.

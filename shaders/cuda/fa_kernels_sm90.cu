@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Hopper (sm_90a) kernels of FA_CUDA_CATALOGUE_SM90 (fa_cuda_catalogue.h), compiled into
 // their own fatbin that the host loads beside the main one on compute capability 9.0 only
 // (wgmma exists there alone).

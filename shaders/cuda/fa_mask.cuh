@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which keys a query sees, shared by every kernel. Causal attention is aligned bottom-right:
 // query i sees key j iff j <= i + causal_offset (causal_offset = seq_k - seq_q), so a block of
 // query rows stops at the last key its last row sees, and a block of keys starts at the first

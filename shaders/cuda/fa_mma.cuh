@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the tensor-core (mma.sync) kernels: the ldmatrix and mma.sync wrappers, the XOR
 // swizzle of shared tiles and its k-step addressing, and the warp-level tile loads, stores and
 // products built on them.

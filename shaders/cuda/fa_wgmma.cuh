@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // PTX wrappers of the Hopper (sm_90a) paths: warpgroup MMA (wgmma) with shared-memory
 // descriptors, mbarriers, named barriers and register reallocation between warpgroups.
 // Used by the forward and backward of fa_kernels_sm90.cu alone: wgmma exists on sm_90a only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness over argument validation and tensor descriptions: each input describes the
  * tensors (buffer, byte offset, dtype, shape, strides) and options of one forward or backward
  * call on the CPU backend, over four host buffers. Whatever the bytes, the library must answer

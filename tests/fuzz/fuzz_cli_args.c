@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness over the CLI's option parser (tools/cli/cli_args.c): an input is up to 16
  * NUL-separated arguments, parsed against a table with every kind of option the commands use,
  * then as a backend and a dtype name. Whatever the bytes, the parser must answer CLI_CONTINUE, 0

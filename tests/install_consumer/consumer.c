@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Links against an installed flashattn and runs one tiny attention on the CPU backend. */
 #include <flashattn.h>
 #include <stdio.h>

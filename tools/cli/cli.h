@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The `flashattn` command-line tool: one entry point per command. Each takes the command's own
  * argv (argv[0] is the command name) and returns the process exit code. */
 #ifndef FA_CLI_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The shared option parser: see cli_args.h. */
 #include "cli_args.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A small option parser shared by the commands: each command lists its options in a table, and
  * one call parses argv against it. "--name value" and "--name=value" are both accepted. An
  * unknown option or a bad value prints a sentence and the usage on stderr (exit 2); --help

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* One attention problem on a device: see cli_attn.h. */
 #include "cli_attn.h"
 

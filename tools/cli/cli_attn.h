@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* One attention problem on a device, as `run` and `bench` use it: random inputs in packed BSHD
  * buffers, outputs (and gradients) beside them, and a timed loop over the forward or backward
  * call. */

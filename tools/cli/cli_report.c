@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Failure lines and JSON scalars: see cli_report.h. */
 #include "cli_report.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What the commands print beyond their tables: failures in one format, and JSON strings. */
 #ifndef FA_CLI_REPORT_H
 #define FA_CLI_REPORT_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Timing and resident-memory probes: see cli_timer.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli_timer.h"

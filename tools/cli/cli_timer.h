@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Wall-clock timing and the process's memory, for honest "how long" and "how much extra". */
 #ifndef FA_CLI_TIMER_H
 #define FA_CLI_TIMER_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `flashattn conformance`: every backend against the float64 reference on generated cases.
  * The runner lives in the test kit (fa_conformance_run); this file is its command line. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `flashattn devices`: every backend, built or not, available or not and why; every device of
  * the available ones; and the backend AUTO picks. */
 #include <inttypes.h>

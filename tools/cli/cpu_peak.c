@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The FMA peak loop: see cpu_peak.h. Each kernel keeps CHAINS independent accumulators
  * acc = acc * b + c in registers, more than FMA latency x FMA ports, so the loop is bound by FMA
  * throughput alone; b < 1 keeps the values finite and away from denormals. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* This machine's single-precision FMA peak, measured: the yardstick for the CPU backend's
  * "fraction of peak". */
 #ifndef FA_CPU_PEAK_H

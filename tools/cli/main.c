@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `flashattn`: the command-line face of the library. Dispatches to one command per file. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Prints docs/CUDA_KERNELS.md: which CUDA kernel serves which call on which architecture, from
  * the catalogue (shaders/cuda/fa_cuda_catalogue.h) through the planner (backends/cuda/
  * cuda_plan.c), so that the map cannot drift from the code (the test cuda_kernel_map_current

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The same-precision baseline: what an ordinary, non-flash implementation computes when every
  * matrix it materialises is stored in the dtype and every product accumulates in f32:
  *   S = Q K^T (f32 accumulation, rounded), P = softmax(scale * S) in f32 then rounded,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The conformance cases, generated from one table of axes.
  *
  * --full takes the full product of the axes. --quick (the default) takes an all-pairs covering

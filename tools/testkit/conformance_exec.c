@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* One conformance case on one backend, through the public API only.
  *
  * Every tensor gets its own buffer: TK_OFFSET bytes of guard, the tensor (packed BSHD or BHSD),

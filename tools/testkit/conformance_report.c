@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The conformance results as text: the tables on stdout, and the Markdown, JUnit XML and JSON
  * files. */
 #include "tk_internal.h"

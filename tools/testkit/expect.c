@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What a backend's outputs are compared with: reference and baseline values on a set of rows.
  *
  * Small problems (B * Hq * Sq * Sk * D <= TK_FULL_WORK_LIMIT) get every row: O, LSE and dQ of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The float64 reference: attention computed in double from the inputs as their dtype holds them.
  *
  * It works one query row at a time: the row's scores against every visible key are materialised

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Checking a forward result on sampled query rows, for problems too large for the full
  * reference: each sampled row costs O(Sk * D) for the reference and the same for the baseline;
  * and a backward result on sampled query and key rows (the conformance matrix's sampling). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What the test kit's files share: a problem with its inputs converted once to double and to f32,
  * the row-level reference and baseline kernels, and the conformance case and result records.
  * Not part of the test kit's public surface (fa_testkit.h). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Element access, rounding, deterministic random numbers, and the conversion of a problem's
  * inputs to double and float that the reference and the baseline read. */
 #include "tk_internal.h"
