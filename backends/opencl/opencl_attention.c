@@ -64,11 +64,11 @@ static void common_options(const fa_cl_device *dev, const fa_attention_call *cal
     o->unroll_loops = unroll_loops(dev);
 }
 
-/* The build options: `prefix`, every option of the program's lists, then the tuning knob
- * FA_OPENCL_BUILD_OPTIONS. */
+/* The build options: `prefix`, every option of the program's lists, then `extra` (the tuning
+ * knob FA_OPENCL_BUILD_OPTIONS, or NULL). */
 #define APPEND_(name_, field_) append_option(options, size, #name_, o.field_);
 static void write_options(char *options, size_t size, const char *prefix, const fa_cl_options o,
-                          bool backward)
+                          bool backward, const char *extra)
 {
     snprintf(options, size, "%s", prefix);
     FA_CL_COMMON_OPTIONS(APPEND_)
@@ -77,7 +77,6 @@ static void write_options(char *options, size_t size, const char *prefix, const 
     } else {
         FA_CL_FWD_OPTIONS(APPEND_)
     }
-    const char *extra = getenv("FA_OPENCL_BUILD_OPTIONS"); /* for tuning */
     if (extra) {
         const size_t used = strlen(options);
         snprintf(options + used, size - used, " %.255s", extra);
@@ -132,7 +131,7 @@ static bool forward_plan(const fa_cl_device *dev, const fa_attention_call *call,
         return false;
     fa_cl_options o = {.s_tx = t->s_tx, .o_tx = t->o_tx};
     common_options(dev, call, t->nt, t->bm, t->bn, &o);
-    write_options(options, size, "-cl-std=CL1.2", o, false);
+    write_options(options, size, "-cl-std=CL1.2", o, false, getenv("FA_OPENCL_BUILD_OPTIONS"));
     *nt = t->nt;
     return true;
 }
@@ -178,7 +177,8 @@ static bool backward_plan(const fa_cl_device *dev, const fa_attention_call *call
     if (!bwd_tiles_select(dev, (int)call->head_dim, max_wg, t))
         return false;
     char prefix[64] = "-cl-std=CL1.2";
-    const int cap = bwd_register_cap(dev, t->nt, getenv("FA_OPENCL_BUILD_OPTIONS"));
+    const char *extra = getenv("FA_OPENCL_BUILD_OPTIONS"); /* for tuning */
+    const int cap = bwd_register_cap(dev, t->nt, extra);
     if (cap)
         snprintf(prefix, sizeof prefix, "-cl-std=CL1.2 -cl-nv-maxrregcount=%d", cap);
     fa_cl_options o = {.sx = t->sx,
@@ -190,7 +190,7 @@ static bool backward_plan(const fa_cl_device *dev, const fa_attention_call *call
                        .rq = t->rq,
                        .align4 = bwd_aligned4(call) ? 1 : 0};
     common_options(dev, call, t->nt, t->bm, t->bn, &o);
-    write_options(options, size, prefix, o, true);
+    write_options(options, size, prefix, o, true, extra);
     *nt = t->nt;
     return true;
 }

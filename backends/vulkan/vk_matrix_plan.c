@@ -183,12 +183,10 @@ uint32_t fa_vk_matrix_a_from_c(const uint32_t *c_index, uint32_t c_len, const ui
         if (from == c_len)
             return 0;
         /* ...is that element in every lane (r * k + c = r * n + c, as n = k). */
-        for (uint32_t l = 1; l < sg; l++)
+        for (uint32_t l = 0; l < sg; l++)
             if (c_index[(size_t)l * stride + from] != a_index[(size_t)l * stride + i] ||
                 a_index[(size_t)l * stride + i] >= m * k)
                 return 0;
-        if (a_index[i] >= m * k)
-            return 0;
         code |= from << (4u * i);
     }
     /* Each accumulator element feeds one A element (an A matrix that repeats one is not a

@@ -15,32 +15,32 @@
 /* Every program: dtype, head dim (a multiple of 8), work-items per work-group, query rows and
  * keys per tile, causal 0/1, query heads per key/value head, full unrolling of the register-tile
  * loops 0/1. */
-#define FA_CL_COMMON_OPTIONS(X)                                                                \
-    X(FA_DTYPE, dtype)                                                                         \
-    X(FA_D, d)                                                                                 \
-    X(FA_NT, nt)                                                                               \
-    X(FA_BM, bm)                                                                               \
-    X(FA_BN, bn)                                                                               \
-    X(FA_CAUSAL, causal)                                                                       \
-    X(FA_GQA, gqa)                                                                             \
+#define FA_CL_COMMON_OPTIONS(X)                                                                    \
+    X(FA_DTYPE, dtype)                                                                             \
+    X(FA_D, d)                                                                                     \
+    X(FA_NT, nt)                                                                                   \
+    X(FA_BM, bm)                                                                                   \
+    X(FA_BN, bn)                                                                                   \
+    X(FA_CAUSAL, causal)                                                                           \
+    X(FA_GQA, gqa)                                                                                 \
     X(FA_UNROLL_LOOPS, unroll_loops)
 
 /* The forward's register tiles (fa_forward.cl): work-items along the keys of S and along the
  * column groups of O. */
-#define FA_CL_FWD_OPTIONS(X)                                                                   \
-    X(FA_S_TX, s_tx)                                                                           \
+#define FA_CL_FWD_OPTIONS(X)                                                                       \
+    X(FA_S_TX, s_tx)                                                                               \
     X(FA_O_TX, o_tx)
 
 /* The backward's tiling (fa_backward.cl, runtime/fa_bwd_tiling.h) and FA_ALIGN4: q, k, v and dO
  * start and stride at multiples of 4 elements. */
-#define FA_CL_BWD_OPTIONS(X)                                                                   \
-    X(FA_SX, sx)                                                                               \
-    X(FA_KX, kx)                                                                               \
-    X(FA_QX, qx)                                                                               \
-    X(FA_DP, dp)                                                                               \
-    X(FA_DC, dc)                                                                               \
-    X(FA_RK, rk)                                                                               \
-    X(FA_RQ, rq)                                                                               \
+#define FA_CL_BWD_OPTIONS(X)                                                                       \
+    X(FA_SX, sx)                                                                                   \
+    X(FA_KX, kx)                                                                                   \
+    X(FA_QX, qx)                                                                                   \
+    X(FA_DP, dp)                                                                                   \
+    X(FA_DC, dc)                                                                                   \
+    X(FA_RK, rk)                                                                                   \
+    X(FA_RQ, rq)                                                                                   \
     X(FA_ALIGN4, align4)
 
 /* In a kernel: an enumerator per option, which does not compile where the option is unset. */
