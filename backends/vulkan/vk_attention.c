@@ -173,6 +173,22 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
                        (unsigned long long)(gx > gk ? gx : gk), (long long)call->heads_q,
                        (long long)call->batch, ph->max_group_count[0], ph->max_group_count[1],
                        ph->max_group_count[2]);
+    /* llvmpipe stops a shader after 65,535 loop iterations, leaving long rows short of their
+     * keys (measured on lavapipe, f32 at head dim 256: forward wrong from 8k keys, backward
+     * from 8k; f16 at 128: forward from 24k): refused with a margin rather than answered
+     * wrongly. */
+    const uint64_t longest =
+        (uint64_t)(backward && call->seq_q > call->seq_k ? call->seq_q : call->seq_k);
+    const uint64_t loop_cap = backward ? (uint64_t)1 << 20 : (uint64_t)3 << 19;
+    if (ph->loop_limit && longest * (uint64_t)call->head_dim > loop_cap)
+        return fa_fail(
+            ctx, FA_ERROR_TOO_LARGE,
+            "vulkan: %s stops every shader after 65,535 loop iterations, which a %s "
+            "over %llu %s at head dim %lld could reach (at most %llu); use the CPU "
+            "backend for it",
+            ph->info.name, backward ? "backward" : "forward", (unsigned long long)longest,
+            backward && call->seq_q > call->seq_k ? "queries" : "keys", (long long)call->head_dim,
+            (unsigned long long)(loop_cap / (uint64_t)call->head_dim));
     /* Shaders index with 32-bit unsigned math: every index must stay below 2^32 (it does for
      * any buffer within maxStorageBufferRange; this guards the invariant, never wraps). */
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k, D = call->head_dim;

@@ -323,6 +323,8 @@ static void describe(fa_vk_physical *p)
         d->kind = FA_DEVICE_KIND_OTHER;
         break;
     }
+    p->loop_limit = has_driver_props ? driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE
+                                     : strstr(props.deviceName, "llvmpipe") != NULL;
     if (has_driver_props)
         snprintf(d->driver, sizeof d->driver, "%.31s %.31s", driver.driverName, driver.driverInfo);
     else

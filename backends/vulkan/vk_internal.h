@@ -29,6 +29,10 @@ typedef struct fa_vk_physical {
     bool executable_props;     /* VK_KHR_pipeline_executable_properties */
     bool size_control;         /* subgroupSizeControl for compute: pipelines may require a size */
     bool full_subgroups;       /* computeFullSubgroups */
+    /* Mesa's llvmpipe (lavapipe) ends a shader invocation after 65,535 loop iterations in all,
+     * silently (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): vk_attention.c refuses the calls whose
+     * key or query loops could reach it. */
+    bool loop_limit;
     /* The cooperative-matrix path (VK_KHR_cooperative_matrix): usable when matrix_supported;
      * matrix_note says why not, or which shape and subgroup size it runs at. */
     bool matrix_supported;
