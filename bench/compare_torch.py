@@ -7,6 +7,7 @@ Run it on a CUDA machine with PyTorch and a built libflashattn:
     python3 bench/compare_torch.py --quick                 # seqlen 512 and 2k, checked
     python3 bench/compare_torch.py --json out.json --png out.png
     python3 bench/compare_torch.py --dtype bf16 --sdpa flash --lib build/libflashattn.so
+    python3 bench/compare_torch.py --decode                # one-token decoding, GB/s
 
 libflashattn is loaded with ctypes (bench/flashattn_ctypes.py); its CUDA context issues work on
 PyTorch's stream, and PyTorch's tensors are used in place (fa_buffer_wrap_cuda). q, k, v are
@@ -299,6 +300,90 @@ def run_point(ctx, args, dtype_name, B, H, S, D, causal, backward, sdpa_names, c
         w.release()  # flashattn forgets the memory before PyTorch may free it
 
 
+# ---- decoding -----------------------------------------------------------------------------------
+
+DECODE_SHAPES = [(1, 4096), (1, 32768), (1, 131072), (16, 4096), (16, 32768), (64, 4096)]
+DECODE_HQ, DECODE_HKV, DECODE_D = 32, 8, 128
+
+
+def run_decode(ctx, args, names):
+    """One query token against caches of DECODE_SHAPES (f16, GQA 32:8, D=128): GB/s of K and V
+    read by flashattn and by each SDPA kernel (enable_gqa), O checked against float64 by the
+    rule of the main grid (at most 2x SDPA's error + 1e-5). Returns (rows, failed)."""
+    rows, failed = [], False
+    tdtype = torch.float16
+    print(f"\ndecoding: f16, one query token, {DECODE_HQ} query heads on {DECODE_HKV} KV heads, "
+          f"D={DECODE_D}; GB/s of K and V read (then flashattn / each)")
+    print(f"{'batch':>5} {'cache':>7} {'flashattn':>10} " + " ".join(f"{n:>9}" for n in names) +
+          " " + " ".join(f"{'fa/' + n:>10}" for n in names) + "  O err / SDPA's")
+    for B, Sk in DECODE_SHAPES:
+        torch.manual_seed(args.seed)
+        q = torch.randn(B, 1, DECODE_HQ, DECODE_D, device="cuda", dtype=tdtype)
+        k, v = (torch.randn(B, Sk, DECODE_HKV, DECODE_D, device="cuda", dtype=tdtype)
+                for _ in range(2))
+        o = torch.empty_like(q)
+        lse = torch.empty(B, DECODE_HQ, 1, device="cuda", dtype=torch.float32)
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+        gbytes = 2.0 * B * Sk * DECODE_HKV * DECODE_D * 2 / 1e9
+        row = dict(batch=B, seq_k=Sk, heads=DECODE_HQ, kv_heads=DECODE_HKV, head_dim=DECODE_D,
+                   sdpa={})
+        w = Wrapped(ctx)
+        try:
+            desc = fa.AttentionDesc(scale=0.0, causal=False, num_splits=args.splits)
+            tq, tk, tv, to, tlse = w.bshd(q), w.bshd(k), w.bshd(v), w.bshd(o), w.lse(lse)
+            try:
+                ms = cuda_time(lambda: ctx.forward(desc, tq, tk, tv, to, tlse),
+                               warmup=args.warmup, repeat=args.repeat)[0]
+                row["flashattn"] = gbytes / (ms * 1e-3)
+            except fa.FaError as e:
+                row["flashattn"], row["error"] = None, str(e)
+                failed = True
+            sdpa_out = None
+            for name in names:
+                res, why = try_sdpa(name, lambda: cuda_time(
+                    lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True),
+                    warmup=args.warmup, repeat=args.repeat))
+                row["sdpa"][name] = gbytes / (res[0] * 1e-3) if res else why
+                if res and sdpa_out is None:
+                    sdpa_out = res[1].detach().transpose(1, 2)
+            if row["flashattn"] is not None and sdpa_out is not None:
+                g = DECODE_HQ // DECODE_HKV  # float64 reference, every head
+                K64 = k.double().repeat_interleave(g, dim=2).permute(0, 2, 3, 1)
+                V64 = v.double().repeat_interleave(g, dim=2).transpose(1, 2)
+                s = torch.matmul(q.double().transpose(1, 2), K64) / math.sqrt(DECODE_D)
+                ref = torch.matmul(torch.softmax(s, dim=-1), V64).transpose(1, 2)
+                ours = (o.double() - ref).abs().max().item()
+                theirs = (sdpa_out.double() - ref).abs().max().item()
+                lse_ref = torch.logsumexp(s, dim=-1)[..., 0]
+                lse_err = ((lse.double()[..., 0] - lse_ref).abs() /
+                           lse_ref.abs().clamp_min(1.0)).max().item()
+                ok = ours <= K_FORWARD * theirs + ABS_SLACK and lse_err <= LSE_REL and \
+                    bool(torch.isfinite(o).all())
+                row["check"] = dict(pass_=ok, err=ours, sdpa_err=theirs, lse_rel=lse_err)
+                failed |= not ok
+            del sdpa_out
+        finally:
+            w.release()
+        ours = row.get("flashattn")
+        cells = [f"{row['sdpa'][n]:>9.1f}" if isinstance(row["sdpa"][n], float) else
+                 f"{'n/a':>9}" for n in names]
+        ratios = [f"{ours / row['sdpa'][n]:>10.2f}" if ours and
+                  isinstance(row["sdpa"][n], float) else f"{'-':>10}" for n in names]
+        chk = row.get("check")
+        note = (f"  {chk['err']:.2e} / {chk['sdpa_err']:.2e} "
+                f"{'pass' if chk['pass_'] else 'FAIL'}") if chk else \
+            ("  " + row.get("error", "")) if ours is None else ""
+        print(f"{B:>5} {Sk:>7} " + (f"{ours:>10.1f}" if ours else f"{'FAIL':>10}") + " " +
+              " ".join(cells) + " " + " ".join(ratios) + note)
+        for n in names:
+            if not isinstance(row["sdpa"][n], float):
+                print(f"      {n}: {row['sdpa'][n]}")
+        rows.append(row)
+        del q, k, v, o, lse, qt, kt, vt
+        torch.cuda.empty_cache()
+    return rows, failed
+
+
 def finish_row(row):
     """Adds TF/s and ratios to a row from run_point."""
     f = flops(row["batch"], row["heads"], row["seqlen"], row["head_dim"], row["causal"],
@@ -416,6 +501,10 @@ def main():
     ap.add_argument("--json", help="write the rows as JSON")
     ap.add_argument("--png", help="write a TF/s plot (needs matplotlib)")
     ap.add_argument("--csv", help="write the rows as CSV")
+    ap.add_argument("--decode", action="store_true",
+                    help="the decoding rows instead (one query token, GQA 32:8, D=128, f16)")
+    ap.add_argument("--splits", type=int, default=0,
+                    help="fa_attention_desc.num_splits of the decoding rows (0: flashattn's)")
     args = ap.parse_args()
     names = [n.strip() for n in args.sdpa.split(",") if n.strip()]
     if not names or any(n not in SDPA_NAMES for n in names):
@@ -444,6 +533,14 @@ def main():
               f"{torch.backends.cudnn.version()}) on {gpu}; check {'on' if check else 'off'}\n")
         print("TF/s of flashattn and of each SDPA kernel, then flashattn's TF/s over each; check:"
               " worst error ratio flashattn / SDPA baseline (limit 2 for O, 3 for gradients)")
+        if args.decode:
+            rows, failed = run_decode(ctx, args, names)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump({"flashattn": fa.version(lib), "torch": torch.__version__,
+                               "device": gpu, "sdpa": names, "failed": failed,
+                               "decode": rows}, f, indent=1)
+            return 1 if failed else 0
         print(header(names))
         points = [(dt, c, d, s) for dt in dtypes for c in (False, True) for d in HEAD_DIMS
                   for s in seqlens]

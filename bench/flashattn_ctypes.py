@@ -13,7 +13,7 @@ import ctypes.util
 import math
 import os
 import sys
-from ctypes import (POINTER, Structure, byref, c_bool, c_char, c_char_p, c_float, c_int,
+from ctypes import (POINTER, Structure, byref, c_bool, c_char, c_char_p, c_float, c_int, c_int32,
                     c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 
 # enums of flashattn.h (C enums are int-sized)
@@ -43,7 +43,8 @@ class Tensor(Structure):
 
 
 class AttentionDesc(Structure):
-    _fields_ = [("scale", c_float), ("causal", c_bool), ("deterministic", c_bool)]
+    _fields_ = [("scale", c_float), ("causal", c_bool), ("deterministic", c_bool),
+                ("num_splits", c_int32)]
 
 
 class DeviceInfo(Structure):
@@ -57,7 +58,7 @@ class DeviceInfo(Structure):
                 ("kernels", c_char * 128)]
 
 
-STRUCT_SIZES = {ContextDesc: 40, BufferDesc: 16, Tensor: 88, AttentionDesc: 8, DeviceInfo: 480}
+STRUCT_SIZES = {ContextDesc: 40, BufferDesc: 16, Tensor: 88, AttentionDesc: 12, DeviceInfo: 480}
 
 
 class FaError(RuntimeError):

@@ -239,11 +239,17 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
  *   deterministic off; when on, the backward gives bitwise-identical results run to run. Off, the
  *   CUDA backend's tensor-core backward (f16/bf16; head dims up to 256 on compute capability 8.0
  *   and 9.0, up to 64 on 8.6 and 8.9: docs/CUDA_KERNELS.md) sums dQ with float atomics, faster
- *   but not repeatable in the last bits; every other backward is deterministic anyway. */
+ *   but not repeatable in the last bits; every other backward is deterministic anyway;
+ *   num_splits 0: the backend decides; n from 1 to 256 asks the forward's split-key path
+ *   (decoding: few query rows per KV head, many keys) for n chunks of keys, each attended in
+ *   parallel and then merged exactly by their LSEs (fewer where there are fewer keys); 1 turns
+ *   splitting off. Backends and calls without that path ignore it (docs/CUDA_KERNELS.md says
+ *   where it runs). */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;
     bool deterministic;
+    int32_t num_splits;
 } fa_attention_desc;
 
 /** O = softmax(scale * Q K^T [masked]) V and LSE = logsumexp of each row (natural log, f32).

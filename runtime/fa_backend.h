@@ -23,6 +23,7 @@ typedef struct fa_attention_call {
     float scale;        /* resolved: never 0 */
     bool causal;        /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
     bool deterministic; /* backward: bitwise-identical results run to run */
+    int32_t num_splits; /* forward: 0 or the key chunks asked for (<= FA_MAX_SPLITS): fa_split.h */
     bool has_lse;
     fa_view q, k, v, o, lse;
     fa_view d_o, d_q, d_k, d_v; /* backward only */

@@ -3,6 +3,8 @@
  * each failure names the argument and the limit. The result is a resolved fa_attention_call. */
 #include "fa_validate.h"
 
+#include "fa_split.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -300,6 +302,9 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                                roles[i].name, roles[j].name);
     }
 
+    if (desc->num_splits < 0 || desc->num_splits > FA_MAX_SPLITS)
+        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT, "num_splits %d is not in [0, %d]",
+                       (int)desc->num_splits, FA_MAX_SPLITS);
     float scale = desc->scale != 0.0f ? desc->scale : 1.0f / sqrtf((float)head_dim);
     if (!isfinite(scale))
         return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT, "scale %g is not finite", desc->scale);
@@ -314,5 +319,6 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     call->scale = scale;
     call->causal = desc->causal;
     call->deterministic = desc->deterministic;
+    call->num_splits = desc->num_splits;
     return FA_OK;
 }

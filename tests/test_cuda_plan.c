@@ -48,10 +48,11 @@ static fa_cuda_family family_of(const fa_cuda_launch *l)
     return fa_cuda_kernels[l->kernel].family;
 }
 
+/* CUDA-core kernels: any dtype (the split-key ones only on aligned rows, checked apart). */
 static bool is_general(fa_cuda_family f)
 {
     return f == FA_CUDA_FWD_GEN || f == FA_CUDA_BWD_DKDV_GEN || f == FA_CUDA_BWD_DQ_GEN ||
-           f == FA_CUDA_BWD_DELTA;
+           f == FA_CUDA_BWD_DELTA || f == FA_CUDA_FWD_SPLIT || f == FA_CUDA_FWD_MERGE;
 }
 
 static bool is_sm90a(fa_cuda_kernel k)
@@ -96,7 +97,46 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
     case FA_CUDA_BWD_WGMMA:
         *rows = FA_BWD_WGMMA_KEYS(k->d), *length = pb->seq_k;
         break;
+    case FA_CUDA_FWD_SPLIT: /* grid.x: key chunks (check_split) */
+    case FA_CUDA_FWD_MERGE:
+        *rows = 0;
+        break;
     }
+}
+
+/* A split-key forward plan: the chunks cover the keys with none empty, one block per KV head
+ * and chunk of packed rows, the merge (and its workspace) exactly when there are several. */
+static void check_split(const char *where, const fa_cuda_problem *pb, const fa_cuda_plan *plan)
+{
+    const int64_t rows = pb->seq_q * (pb->heads_q / pb->heads_kv);
+    cr_expect(pb->aligned && rows <= FA_DEC_MAX_ROWS, "%s", where);
+    cr_expect(plan->splits >= 1 && plan->splits <= FA_DEC_MAX_SPLITS, "%s: %d", where,
+              plan->splits);
+    cr_expect(plan->split_keys > 0 && plan->split_keys % 64 == 0, "%s", where);
+    const int64_t keys = pb->seq_k > 0 ? pb->seq_k : 1;
+    cr_expect((int64_t)plan->splits * plan->split_keys >= keys &&
+                  (int64_t)(plan->splits - 1) * plan->split_keys < keys,
+              "%s: %d chunks of %d keys for %lld", where, plan->splits, plan->split_keys,
+              (long long)pb->seq_k);
+    const fa_cuda_launch *l = &plan->launches[0];
+    cr_expect_eq(l->grid[0], (unsigned)plan->splits, "%s", where);
+    cr_expect_eq(l->grid[1], (unsigned)(pb->heads_kv * ((rows + FA_DEC_ROWS - 1) / FA_DEC_ROWS)),
+                 "%s", where);
+    const size_t out_rows = (size_t)(pb->batch * pb->heads_q * pb->seq_q);
+    if (plan->splits == 1) {
+        cr_expect_eq(plan->count, 1, "%s", where);
+        cr_expect_eq(plan->workspace_bytes, 0, "%s", where);
+        return;
+    }
+    cr_expect_eq(plan->count, 2, "%s", where);
+    cr_expect_eq(family_of(&plan->launches[1]), FA_CUDA_FWD_MERGE, "%s", where);
+    cr_expect((size_t)plan->launches[1].grid[0] * FA_DEC_WARPS >= out_rows, "%s", where);
+    const size_t part_rows = (size_t)plan->splits * out_rows;
+    cr_expect(plan->part_lse_offset % 256 == 0 &&
+                  plan->part_lse_offset >= part_rows * (size_t)pb->head_dim * sizeof(float),
+              "%s", where);
+    cr_expect_eq(plan->workspace_bytes, plan->part_lse_offset + part_rows * sizeof(float), "%s",
+                 where);
 }
 
 /* Every property a plan must have, whatever it chose. */
@@ -124,16 +164,25 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
         }
         cr_expect(k->d >= (uint32_t)pb->head_dim, "%s: %s serves head dim %u < %lld", where,
                   k->name, k->d, (long long)pb->head_dim);
+        if (k->family == FA_CUDA_FWD_SPLIT || k->family == FA_CUDA_FWD_MERGE)
+            continue; /* check_split */
         cr_expect_eq(l->grid[2], (unsigned)pb->batch, "%s: %s", where, k->name);
         cr_expect(l->grid[1] == (unsigned)pb->heads_q || l->grid[1] == (unsigned)pb->heads_kv,
                   "%s: %s", where, k->name);
         int64_t rows, length;
         coverage(l, pb, &rows, &length);
-        cr_expect((int64_t)l->grid[0] * rows >= length && (int64_t)(l->grid[0] - 1) * rows < length,
+        cr_expect(length == 0 ? l->grid[0] == 0
+                              : (int64_t)l->grid[0] * rows >= length &&
+                                    (int64_t)(l->grid[0] - 1) * rows < length,
                   "%s: %s grid %u x %lld rows for %lld", where, k->name, l->grid[0],
                   (long long)rows, (long long)length);
         cr_expect(l->what && l->what[0], "%s", where);
     }
+    if (!backward && family_of(&plan->launches[0]) == FA_CUDA_FWD_SPLIT) {
+        check_split(where, pb, plan);
+        return;
+    }
+    cr_expect_eq(plan->splits, 0, "%s", where);
     if (!backward) {
         cr_expect_eq(plan->count, 1, "%s", where);
         cr_expect_eq(plan->workspace_bytes, 0, "%s", where);
@@ -170,7 +219,8 @@ Test(cuda_plan, every_architecture_dtype_and_head_dim_gets_a_valid_plan)
     /* the head dims the runtime admits: multiples of 8 from 8 to 256 */
     const int64_t dims[] = {8,   16,  24,  32,  40,  48,  64,  72,  80,  96,
                             104, 112, 128, 136, 160, 192, 200, 224, 248, 256};
-    const int64_t seqs[][2] = {{1, 1}, {7, 300}, {513, 1000}, {4096, 4096}, {1000, 64}};
+    const int64_t seqs[][2] = {{1, 1},     {7, 300},  {513, 1000}, {4096, 4096}, {1000, 64},
+                               {1, 70000}, {4, 4096}, {1, 0},      {2, 100000}};
     int plans = 0;
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         for (size_t t = 0; t < 3; t++)
@@ -194,7 +244,7 @@ Test(cuda_plan, every_architecture_dtype_and_head_dim_gets_a_valid_plan)
                         check_plan(where, &archs[a].caps, &pb, &plan, true);
                         plans += 2;
                     }
-    cr_expect_gt(plans, 6000);
+    cr_expect_gt(plans, 10000);
 }
 
 static fa_cuda_kernel fwd_kernel(fa_cuda_caps caps, fa_dtype dtype, int64_t d)
@@ -241,6 +291,71 @@ Test(cuda_plan, forward_choices)
     fa_cuda_caps general = SM90;
     general.force_general = true;
     cr_expect_eq(fwd_kernel(general, FA_DTYPE_BF16, 256), FA_CUDA_K_FWD_GEN_BF16_32);
+}
+
+static fa_cuda_plan decode_plan(fa_cuda_caps caps, int64_t batch, int64_t seq_q, int64_t seq_k,
+                                int32_t num_splits)
+{
+    fa_cuda_problem pb = {.dtype = FA_DTYPE_F16,
+                          .batch = batch,
+                          .seq_q = seq_q,
+                          .seq_k = seq_k,
+                          .heads_q = 32,
+                          .heads_kv = 8,
+                          .head_dim = 128,
+                          .num_splits = num_splits,
+                          .aligned = true};
+    fa_cuda_plan plan;
+    fa_cuda_plan_forward(&caps, &pb, &plan);
+    check_split("decode", &pb, &plan);
+    return plan;
+}
+
+Test(cuda_plan, decoding_splits_the_keys_to_fill_the_device)
+{
+    fa_cuda_caps h200 = SM90;
+    h200.sm_count = 132;
+    /* one sequence, 8 KV heads: as many chunks as fill 132 SMs 2 blocks deep, 256 keys or more
+     * each */
+    fa_cuda_plan plan = decode_plan(h200, 1, 1, 32768, 0);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F16_D128);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_FWD_MERGE_F16);
+    cr_expect_eq(plan.splits, 32);
+    cr_expect_eq(plan.split_keys, 1024);
+    /* more sequences, fewer chunks; enough work items: none */
+    cr_expect_eq(decode_plan(h200, 16, 1, 32768, 0).splits, 8); /* chunks of 4096 keys at most */
+    cr_expect_eq(decode_plan(h200, 64, 1, 4096, 0).splits, 1);
+    cr_expect_eq(decode_plan(h200, 256, 1, 4096, 0).splits, 1);
+    /* short caches: no chunk under 256 keys */
+    cr_expect_eq(decode_plan(h200, 1, 1, 1000, 0).splits, 3);
+    cr_expect_eq(decode_plan(h200, 1, 1, 100, 0).splits, 1);
+    /* four queries of four heads: 16 packed rows, four blocks per KV head */
+    plan = decode_plan(h200, 1, 4, 32768, 0);
+    cr_expect_eq(plan.launches[0].grid[1], 32);
+    /* asked for: as many as there are 64-key quanta, at most 256 */
+    cr_expect_eq(decode_plan(h200, 1, 1, 32768, 1).splits, 1);
+    cr_expect_eq(decode_plan(h200, 1, 1, 32768, 7).splits, 7);
+    cr_expect_eq(decode_plan(h200, 1, 1, 100, 7).splits, 2);
+    cr_expect_eq(decode_plan(h200, 1, 1, 1 << 20, 256).splits, 256);
+    /* 8 queries of 4 heads (32 rows), an unaligned view, FA_CUDA_KERNELS=general: not this path */
+    fa_cuda_problem pb = problem(FA_DTYPE_F16, 128, false);
+    pb.seq_q = 8;
+    fa_cuda_plan_forward(&h200, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_WGMMA_F16_D128);
+    pb.seq_q = 1;
+    pb.aligned = false;
+    fa_cuda_plan_forward(&h200, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_GEN_F16_16);
+    h200.force_general = true;
+    pb.aligned = true;
+    fa_cuda_plan_forward(&h200, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_GEN_F16_16);
+    /* f32 and head dims above 128 take it too */
+    h200.force_general = false;
+    pb = problem(FA_DTYPE_F32, 200, false);
+    pb.seq_q = 1;
+    fa_cuda_plan_forward(&h200, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F32_D256);
 }
 
 /* The kernels of a backward plan after Delta, as a list to compare. */
@@ -346,6 +461,11 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
                     fa_cuda_plan_backward(&archs[a], &pb, &plan);
+                    for (unsigned i = 0; i < plan.count; i++)
+                        chosen[plan.launches[i].kernel] = true;
+                    pb.seq_q = 1; /* decoding, in 4 chunks */
+                    pb.num_splits = 4;
+                    fa_cuda_plan_forward(&archs[a], &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
                 }

@@ -253,6 +253,17 @@ Test(validation, scale_must_be_finite)
            FA_ERROR_INVALID_ARGUMENT);
 }
 
+Test(validation, num_splits_from_0_to_256)
+{
+    EXPECT(fa_attention_forward(ctx, &(fa_attention_desc){.num_splits = -1}, &q, &k, &v, &o, &lse),
+           FA_ERROR_INVALID_ARGUMENT);
+    EXPECT(fa_attention_forward(ctx, &(fa_attention_desc){.num_splits = 257}, &q, &k, &v, &o, &lse),
+           FA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(
+        fa_attention_forward(ctx, &(fa_attention_desc){.num_splits = 256}, &q, &k, &v, &o, &lse),
+        FA_OK, "%s", fa_context_last_error(ctx));
+}
+
 Test(validation, empty_batch_or_queries_is_a_no_op)
 {
     fa_tensor q0 = q, o0 = o, l0 = lse;

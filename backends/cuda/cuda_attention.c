@@ -110,6 +110,7 @@ static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_p
         .heads_kv = call->heads_kv,
         .head_dim = call->head_dim,
         .deterministic = call->deterministic,
+        .num_splits = call->num_splits,
         .aligned = views_aligned(p, backward, fa_dtype_size(call->dtype)),
     };
 }
@@ -137,24 +138,10 @@ fa_status fa_cuda_check_call(fa_context *ctx, const fa_attention_call *call, boo
     return FA_OK;
 }
 
-fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
-{
-    fa_cuda_state *st = ctx->backend_state;
-    fa_cuda_params p = params_of(call, false);
-    const fa_cuda_problem pb = problem_of(call, &p, false);
-    fa_cuda_plan plan;
-    fa_cuda_plan_forward(&st->caps, &pb, &plan);
-    fa_status status = fa_cuda_enter(ctx);
-    if (status != FA_OK)
-        return status;
-    status = run_plan(ctx, &plan, &p);
-    fa_cuda_leave(ctx);
-    return status;
-}
-
-/* Grows the backward's scratch to `bytes` (waiting for work that may still use the old one).
- * With `may_fail`, running out of memory returns FA_ERROR_OUT_OF_DEVICE_MEMORY without recording
- * an error, for a caller that has a smaller plan. */
+/* Grows the scratch (the backward's, the split-key forward's) to `bytes` (waiting for work that may
+ * still use the old one). With `may_fail`, running out of memory returns
+ * FA_ERROR_OUT_OF_DEVICE_MEMORY without recording an error, for a caller that has a smaller plan.
+ */
 static fa_status ensure_workspace(fa_context *ctx, size_t bytes, bool may_fail)
 {
     fa_cuda_state *st = ctx->backend_state;
@@ -175,12 +162,46 @@ static fa_status ensure_workspace(fa_context *ctx, size_t bytes, bool may_fail)
         if (may_fail && r == CUDA_ERROR_OUT_OF_MEMORY)
             return FA_ERROR_OUT_OF_DEVICE_MEMORY;
         char what[96];
-        snprintf(what, sizeof what, "cuMemAlloc of %zu bytes of backward workspace", bytes);
+        snprintf(what, sizeof what, "cuMemAlloc of %zu bytes of workspace", bytes);
         return fa_cuda_fail(ctx, r, what);
     }
     st->workspace_bytes = bytes;
     fa_workspace_track(ctx, (int64_t)bytes);
     return FA_OK;
+}
+
+fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    fa_cuda_params p = params_of(call, false);
+    fa_cuda_problem pb = problem_of(call, &p, false);
+    fa_cuda_plan plan;
+    fa_cuda_plan_forward(&st->caps, &pb, &plan);
+    fa_status status = fa_cuda_enter(ctx);
+    if (status != FA_OK)
+        return status;
+    if (plan.splits > 1) {
+        status = ensure_workspace(ctx, plan.workspace_bytes, true);
+        if (status == FA_ERROR_OUT_OF_DEVICE_MEMORY) {
+            fa_log(ctx, FA_LOG_WARN,
+                   "cuda: no device memory for the split-key forward's %zu-byte workspace; "
+                   "running it unsplit",
+                   plan.workspace_bytes);
+            pb.num_splits = 1;
+            fa_cuda_plan_forward(&st->caps, &pb, &plan);
+            status = FA_OK;
+        }
+    }
+    p.splits = plan.splits;
+    p.split_keys = plan.split_keys;
+    if (plan.splits > 1) {
+        p.part_o = st->workspace;
+        p.part_lse = st->workspace + plan.part_lse_offset;
+    }
+    if (status == FA_OK)
+        status = run_plan(ctx, &plan, &p);
+    fa_cuda_leave(ctx);
+    return status;
 }
 
 fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)

@@ -257,6 +257,7 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     fa_cuda_caps *caps = &st->caps;
     caps->cc_major = info->api_major;
     caps->cc_minor = info->api_minor;
+    caps->sm_count = (int)info->compute_units;
     caps->smem_optin = (int)info->shared_memory_bytes;
     const char *force = getenv("FA_CUDA_KERNELS");
     caps->force_general = force && strcmp(force, "general") == 0;

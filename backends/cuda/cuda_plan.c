@@ -17,6 +17,10 @@
  */
 #include "cuda_plan.h"
 
+#include "../../runtime/fa_split.h"
+
+_Static_assert(FA_DEC_MAX_SPLITS == FA_MAX_SPLITS, "the merge kernel holds every chunk's weight");
+
 const fa_cuda_kernel_info fa_cuda_kernels[FA_CUDA_K_COUNT] = {
 #define FA_CUDA_DTYPE_F32 FA_DTYPE_F32
 #define FA_CUDA_DTYPE_F16 FA_DTYPE_F16
@@ -74,9 +78,49 @@ static void add(fa_cuda_plan *plan, fa_cuda_kernel kernel, unsigned gx, int64_t 
             (fa_cuda_launch){kernel, {gx, (unsigned)gy, (unsigned)gz}, threads, smem, what};
 }
 
+/* The split-key forward's head dim: 64, 128 or 256 (2, 4 or 8 elements a lane). */
+static uint32_t split_dim(int64_t head_dim)
+{
+    return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
+}
+
+/* Decoding (at most FA_DEC_MAX_ROWS query rows per KV head, 16-byte aligned rows): the
+ * split-key forward, and the merge where the keys are cut into several chunks. The chunk count
+ * aims at one wave of the two blocks an SM holds (about 224 registers a thread at head dim
+ * 128), or chunks of at most 4096 keys (fa_split.h); on the H200 that measured best of 5-128
+ * chunks at B=1 and 16 (docs/PERF.md). */
+static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
+{
+    const int64_t rows = pb->seq_q * (pb->heads_q / pb->heads_kv);
+    const int64_t chunks = (rows + FA_DEC_ROWS - 1) / FA_DEC_ROWS;
+    if (caps->force_general || !pb->aligned || rows > FA_DEC_MAX_ROWS ||
+        pb->heads_kv * chunks > 65535)
+        return false;
+    const fa_split sp =
+        fa_split_choose(pb->batch * pb->heads_kv * chunks, pb->seq_k,
+                        (uint32_t)(caps->sm_count > 0 ? caps->sm_count : 1), 2, pb->num_splits);
+    plan->splits = sp.splits;
+    plan->split_keys = (int)sp.keys_per_split;
+    add(plan, find(FA_CUDA_FWD_SPLIT, pb->dtype, split_dim(pb->head_dim), 0), (unsigned)sp.splits,
+        pb->heads_kv * chunks, pb->batch, FA_DEC_THREADS, 0, "launching the split-key forward");
+    if (sp.splits > 1) {
+        const size_t out_rows = (size_t)(pb->batch * pb->heads_q * pb->seq_q);
+        const size_t part_rows = (size_t)sp.splits * out_rows;
+        plan->part_lse_offset =
+            (part_rows * (size_t)pb->head_dim * sizeof(float) + 255) / 256 * 256;
+        plan->workspace_bytes = plan->part_lse_offset + part_rows * sizeof(float);
+        add(plan, find(FA_CUDA_FWD_MERGE, pb->dtype, 256, 0),
+            blocks((int64_t)out_rows, FA_DEC_WARPS), 1, 1, FA_DEC_THREADS, 0,
+            "launching the split-key merge");
+    }
+    return true;
+}
+
 void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
 {
     *plan = (fa_cuda_plan){0};
+    if (plan_split(caps, pb, plan))
+        return;
     const uint32_t d = mma_dim(pb->head_dim);
     /* head dim 256: 128-row blocks (8 warps) where a 64-row block would be alone on an SM (two
      * do not fit the opt-in limit, as on sm_80) and a 128-row one fits, unless

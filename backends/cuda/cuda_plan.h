@@ -35,6 +35,8 @@ typedef enum fa_cuda_family {
     FA_CUDA_BWD_DQ_MMA,
     FA_CUDA_BWD_DQ_CONVERT,
     FA_CUDA_BWD_WGMMA,
+    FA_CUDA_FWD_SPLIT,
+    FA_CUDA_FWD_MERGE,
 } fa_cuda_family;
 
 /* One catalogue row. */
@@ -51,6 +53,7 @@ extern const fa_cuda_kernel_info fa_cuda_kernels[FA_CUDA_K_COUNT];
  * variables, read once per context by cuda_backend.c). */
 typedef struct fa_cuda_caps {
     int cc_major, cc_minor;
+    int sm_count;   /* multiprocessors (the split-key forward's chunk count) */
     int smem_optin; /* bytes of shared memory a block may opt in to */
     /* the sm_90a kernels are loaded and serve the forward / the backward */
     bool wgmma_fwd, wgmma_bwd;
@@ -66,6 +69,7 @@ typedef struct fa_cuda_problem {
     fa_dtype dtype;
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
     bool deterministic; /* backward: no atomics */
+    int32_t num_splits; /* forward: fa_attention_desc.num_splits (0: the planner chooses) */
     bool aligned;       /* every view's rows start on 16 bytes (what cp.async needs) */
 } fa_cuda_problem;
 
@@ -79,12 +83,15 @@ typedef struct fa_cuda_launch {
 
 /* Launches in order on one stream. The backward's workspace holds Delta (one float per query
  * row) and, when atomic_dq, the f32 dQ accumulator at accum_offset (accum_elems floats), which
- * must be zeroed before the first launch. */
+ * must be zeroed before the first launch. The split-key forward's (splits > 1) holds the chunks'
+ * O at 0 and their LSE at part_lse_offset. */
 typedef struct fa_cuda_plan {
     fa_cuda_launch launches[FA_CUDA_MAX_LAUNCHES];
     unsigned count;
     bool atomic_dq;
     size_t workspace_bytes, accum_offset, accum_elems;
+    int splits, split_keys; /* the split-key forward: key chunks (0: another forward) */
+    size_t part_lse_offset;
 } fa_cuda_plan;
 
 void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan);

@@ -14,6 +14,11 @@ typedef struct fa_cuda_params {
     fa_cuda_tensor q, k, v, o, lse, d_o, d_q, d_k, d_v;
     unsigned long long delta;    /* f32 (batch, heads_q, seq_q) workspace: rowsum(dO * O) */
     unsigned long long dq_accum; /* f32 (batch, heads_q, seq_q, head_dim) workspace, or 0 */
+    /* The split-key forward's workspace: each chunk's normalised O, f32 (splits, batch, heads_q,
+     * seq_q, head_dim), and LSE, f32 natural log (splits, batch, heads_q, seq_q). */
+    unsigned long long part_o, part_lse;
+    int splits;     /* key chunks (1: the split kernel writes O and LSE itself) */
+    int split_keys; /* keys per chunk */
     int batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
     int group;         /* heads_q / heads_kv */
     int causal;        /* bottom-right aligned: query i sees key j iff j <= i + causal_offset */
@@ -58,6 +63,17 @@ typedef struct fa_cuda_params {
 #define FA_FWD_MMA_MT(d) ((d) > 128 ? 1 : 2) /* 16-row m-tiles per warp */
 #define FA_FWD_MMA_THREADS(d, bq) ((bq) / (16 * FA_FWD_MMA_MT(d)) * 32)
 #define FA_FWD_MMA_SMEM(d, bq) (((bq) + 4 * FA_FWD_MMA_BK(d)) * (d)*2)
+
+/* The split-key forward for decoding (shaders/cuda/fa_decode.cuh): blocks of FA_DEC_WARPS warps,
+ * each for one key chunk and FA_DEC_ROWS packed query rows (query heads of one KV head x
+ * queries); the merge takes one warp per output row and at most FA_DEC_MAX_SPLITS chunks
+ * (runtime/fa_split.h's FA_MAX_SPLITS). The planner takes it where a KV head has at most
+ * FA_DEC_MAX_ROWS packed rows. */
+#define FA_DEC_WARPS 4
+#define FA_DEC_THREADS (32 * FA_DEC_WARPS)
+#define FA_DEC_ROWS 4
+#define FA_DEC_MAX_ROWS 16
+#define FA_DEC_MAX_SPLITS 256
 
 /* The general (CUDA-core) kernels of shaders/cuda/fa_general.cuh: threads per block, query rows
  * per block, keys per shared tile. */

@@ -23,7 +23,10 @@
  *                 rows per tile, P2 keys per block
  *   BWD_DKDV_MMA  tensor-core dK, dV;  BWD_DQ_MMA  tensor-core dQ (the deterministic backward)
  *   BWD_DQ_CONVERT  dQ = scale * the f32 accumulator, in dQ's dtype and layout
- *   BWD_WGMMA     Hopper dK, dV, dQ by atomics (wgmma, sm_90a only) */
+ *   BWD_WGMMA     Hopper dK, dV, dQ by atomics (wgmma, sm_90a only)
+ *   FWD_SPLIT     split-key forward for decoding (CUDA cores), head dims up to D, D / 32
+ *                 elements a lane
+ *   FWD_MERGE     merges the split-key forward's chunks into O and LSE */
 #ifndef FA_CUDA_CATALOGUE_H
 #define FA_CUDA_CATALOGUE_H
 
@@ -104,7 +107,19 @@
     X(BWD_DQ_MMA_BF16_D64, fa_bwd_dq_mma_bf16_d64, BWD_DQ_MMA, BF16, 64, 0, 0)                     \
     X(BWD_DQ_MMA_BF16_D128, fa_bwd_dq_mma_bf16_d128, BWD_DQ_MMA, BF16, 128, 0, 0)                  \
     X(BWD_DQ_CONVERT_F16, fa_bwd_dq_convert_f16, BWD_DQ_CONVERT, F16, 256, 0, 0)                   \
-    X(BWD_DQ_CONVERT_BF16, fa_bwd_dq_convert_bf16, BWD_DQ_CONVERT, BF16, 256, 0, 0)
+    X(BWD_DQ_CONVERT_BF16, fa_bwd_dq_convert_bf16, BWD_DQ_CONVERT, BF16, 256, 0, 0)                \
+    X(FWD_SPLIT_F32_D64, fa_fwd_split_f32_d64, FWD_SPLIT, F32, 64, 0, 0)                           \
+    X(FWD_SPLIT_F32_D128, fa_fwd_split_f32_d128, FWD_SPLIT, F32, 128, 0, 0)                        \
+    X(FWD_SPLIT_F32_D256, fa_fwd_split_f32_d256, FWD_SPLIT, F32, 256, 0, 0)                        \
+    X(FWD_SPLIT_F16_D64, fa_fwd_split_f16_d64, FWD_SPLIT, F16, 64, 0, 0)                           \
+    X(FWD_SPLIT_F16_D128, fa_fwd_split_f16_d128, FWD_SPLIT, F16, 128, 0, 0)                        \
+    X(FWD_SPLIT_F16_D256, fa_fwd_split_f16_d256, FWD_SPLIT, F16, 256, 0, 0)                        \
+    X(FWD_SPLIT_BF16_D64, fa_fwd_split_bf16_d64, FWD_SPLIT, BF16, 64, 0, 0)                        \
+    X(FWD_SPLIT_BF16_D128, fa_fwd_split_bf16_d128, FWD_SPLIT, BF16, 128, 0, 0)                     \
+    X(FWD_SPLIT_BF16_D256, fa_fwd_split_bf16_d256, FWD_SPLIT, BF16, 256, 0, 0)                     \
+    X(FWD_MERGE_F32, fa_fwd_merge_f32, FWD_MERGE, F32, 256, 0, 0)                                  \
+    X(FWD_MERGE_F16, fa_fwd_merge_f16, FWD_MERGE, F16, 256, 0, 0)                                  \
+    X(FWD_MERGE_BF16, fa_fwd_merge_bf16, FWD_MERGE, BF16, 256, 0, 0)
 
 /* Compiled for sm_90a alone (wgmma, setmaxnreg), into a second fatbin the host loads on compute
  * capability 9.0: fa_kernels_sm90.cu. */

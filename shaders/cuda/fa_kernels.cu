@@ -5,6 +5,7 @@
 #include "fa_backward_mma.cuh"
 #include "fa_backward_v4.cuh"
 #include "fa_cuda_catalogue.h"
+#include "fa_decode.cuh"
 #include "fa_forward_mma.cuh"
 #include "fa_general.cuh"
 
@@ -49,6 +50,17 @@
 #define FA_INSTANTIATE_BWD_DKDV_MMA(name, T, D, P1, P2)                                            \
     FA_INSTANTIATE_MMA_(name, fa_bwd_dkdv_mma, T, D)
 #define FA_INSTANTIATE_BWD_DQ_MMA(name, T, D, P1, P2) FA_INSTANTIATE_MMA_(name, fa_bwd_dq_mma, T, D)
+
+#define FA_INSTANTIATE_FWD_SPLIT(name, T, D, P1, P2)                                               \
+    extern "C" __global__ void __launch_bounds__(FA_DEC_THREADS) name(fa_cuda_params p)            \
+    {                                                                                              \
+        fa_decode_split<T, (D) / 32>(p);                                                           \
+    }
+#define FA_INSTANTIATE_FWD_MERGE(name, T, D, P1, P2)                                               \
+    extern "C" __global__ void __launch_bounds__(FA_DEC_THREADS) name(fa_cuda_params p)            \
+    {                                                                                              \
+        fa_decode_merge<T>(p);                                                                     \
+    }
 
 #define FA_INSTANTIATE_(id, name, family, dtype, d, p1, p2)                                        \
     FA_INSTANTIATE_##family(name, FA_T_##dtype, d, p1, p2)

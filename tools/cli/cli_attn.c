@@ -52,6 +52,7 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
         .scale = shape->head_dim > 0 ? 1.0f / sqrtf((float)shape->head_dim) : 0.0f,
         .causal = shape->causal,
         .deterministic = shape->deterministic,
+        .num_splits = shape->num_splits,
     };
 
     const cli_attn_shape *s = shape;
@@ -180,6 +181,12 @@ double cli_attn_flops(const cli_attn_shape *s, bool backward)
     if (s->causal)
         f *= 0.5;
     return backward ? 2.5 * f : f;
+}
+
+double cli_attn_kv_bytes(const cli_attn_shape *s)
+{
+    return 2.0 * (double)s->batch * (double)s->seq_k * (double)s->heads_kv * (double)s->head_dim *
+           (double)fa_dtype_size(s->dtype);
 }
 
 uint64_t cli_attn_score_bytes(const cli_attn_shape *s)

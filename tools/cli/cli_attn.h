@@ -16,6 +16,7 @@ typedef struct cli_attn_shape {
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
     bool causal;
     bool deterministic; /* fa_attention_desc.deterministic */
+    int32_t num_splits; /* fa_attention_desc.num_splits */
 } cli_attn_shape;
 
 typedef struct cli_attn {
@@ -45,6 +46,8 @@ int cli_attn_fail(const cli_attn *a, fa_status status);
 
 /** FlashAttention's FLOP count: forward 4*B*H*Sq*Sk*D, halved when causal; backward 2.5x. */
 double cli_attn_flops(const cli_attn_shape *s, bool backward);
+/** The bytes of K and V a forward reads at least once: 2*B*Sk*Hkv*D*element size. */
+double cli_attn_kv_bytes(const cli_attn_shape *s);
 /** What a standard attention's f32 score matrix takes: B*H*Sq*Sk*4 bytes (saturating). */
 uint64_t cli_attn_score_bytes(const cli_attn_shape *s);
 

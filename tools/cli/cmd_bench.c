@@ -45,6 +45,11 @@ static const char usage[] =
     "  --json FILE      also write the results as JSON\n"
     "  --csv FILE       also write the results as CSV\n"
     "  --log LEVEL      the library's messages up to LEVEL (error, warn, info, debug) on stderr\n"
+    "  --decode         the decoding grid instead: one query token, batch 1, 16 and 64, cache\n"
+    "                   length 4k, 32k and 128k, 32 query heads on 8 KV heads and 8 on 8, head\n"
+    "                   dim 64 and 128, forward only, in GB/s of K and V read (rows whose K\n"
+    "                   and V would take over half the device's memory are skipped)\n"
+    "  --splits N       fa_attention_desc.num_splits for every row (0: the backend chooses)\n"
     "\n"
     "Each row: warm-up calls for at least 0.3 s, then timed calls (each ending with\n"
     "fa_context_synchronize) until 1 s or N runs; the median is reported. When the first two\n"
@@ -54,6 +59,8 @@ static const char usage[] =
 
 typedef struct bench_row {
     int64_t seqlen, head_dim, batch, heads;
+    int64_t seq_k, heads_kv; /* the decoding grid's */
+    double gbps;             /* of K and V read (forward) */
     bool causal, backward;
     fa_dtype dtype;
     double ms, tflops, peak_fraction; /* peak_fraction < 0: not measured */
@@ -65,7 +72,8 @@ typedef struct bench_options {
     const char *backend_name, *dtype_name, *json_path, *csv_path;
     const char *causal_name, *log_name;
     int64_t device, repeat, threads, seqlen, head_dim; /* seqlen, head_dim: 0 = all */
-    bool quick, device_seen, deterministic;
+    int64_t splits;
+    bool quick, device_seen, deterministic, decode;
 } bench_options;
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"}; /* fa_log_level */
@@ -117,6 +125,8 @@ static void bench_point(fa_context *ctx, const cli_attn_shape *shape, bool with_
                          .head_dim = shape->head_dim,
                          .batch = shape->batch,
                          .heads = shape->heads_q,
+                         .seq_k = shape->seq_k,
+                         .heads_kv = shape->heads_kv,
                          .causal = shape->causal,
                          .backward = dir == 1,
                          .dtype = shape->dtype,
@@ -133,6 +143,8 @@ static void bench_point(fa_context *ctx, const cli_attn_shape *shape, bool with_
         double flop = cli_attn_flops(shape, r->backward);
         r->ms = 1e3 * t.median_s;
         r->tflops = t.median_s > 0 ? flop / t.median_s * 1e-12 : 0.0;
+        r->gbps =
+            t.median_s > 0 && !r->backward ? cli_attn_kv_bytes(shape) / t.median_s * 1e-9 : 0.0;
         r->runs = t.timed_runs;
         if (peak_gflops > 0)
             r->peak_fraction = r->tflops * 1e3 / peak_gflops;
@@ -142,17 +154,18 @@ static void bench_point(fa_context *ctx, const cli_attn_shape *shape, bool with_
 
 static void write_csv(FILE *f, const bench_row *rows, size_t n)
 {
-    fprintf(f, "seqlen,head_dim,batch,heads,causal,direction,dtype,ms,tflops,peak_fraction,"
-               "runs,status\n");
+    fprintf(f, "seqlen,seq_k,head_dim,batch,heads,kv_heads,causal,direction,dtype,ms,tflops,"
+               "kv_gbps,peak_fraction,runs,status\n");
     for (size_t i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        fprintf(f, "%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%s,%s,", r->seqlen,
-                r->head_dim, r->batch, r->heads, r->causal ? 1 : 0, r->backward ? "bwd" : "fwd",
-                fa_dtype_name(r->dtype));
+        fprintf(f,
+                "%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%s,%s,",
+                r->seqlen, r->seq_k, r->head_dim, r->batch, r->heads, r->heads_kv,
+                r->causal ? 1 : 0, r->backward ? "bwd" : "fwd", fa_dtype_name(r->dtype));
         if (r->status == FA_OK)
-            fprintf(f, "%.6g,%.6g,", r->ms, r->tflops);
+            fprintf(f, "%.6g,%.6g,%.6g,", r->ms, r->tflops, r->gbps);
         else
-            fprintf(f, ",,");
+            fprintf(f, ",,,");
         if (r->peak_fraction >= 0)
             fprintf(f, "%.4f", r->peak_fraction);
         fprintf(f, ",%d,%s\n", r->runs, fa_status_name(r->status));
@@ -180,9 +193,10 @@ static void write_json(FILE *f, fa_backend backend, const fa_device_info *dev, c
     for (size_t i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         fprintf(f,
-                "%s\n  {\"seqlen\": %" PRId64 ", \"head_dim\": %" PRId64 ", \"batch\": %" PRId64
-                ", \"heads\": %" PRId64 ", \"causal\": %s, \"direction\": \"%s\", \"dtype\": ",
-                i ? "," : "", r->seqlen, r->head_dim, r->batch, r->heads,
+                "%s\n  {\"seqlen\": %" PRId64 ", \"seq_k\": %" PRId64 ", \"head_dim\": %" PRId64
+                ", \"batch\": %" PRId64 ", \"heads\": %" PRId64 ", \"kv_heads\": %" PRId64
+                ", \"causal\": %s, \"direction\": \"%s\", \"dtype\": ",
+                i ? "," : "", r->seqlen, r->seq_k, r->head_dim, r->batch, r->heads, r->heads_kv,
                 r->causal ? "true" : "false", r->backward ? "bwd" : "fwd");
         cli_json_string(f, fa_dtype_name(r->dtype));
         fprintf(f, ", \"status\": ");
@@ -193,6 +207,10 @@ static void write_json(FILE *f, fa_backend backend, const fa_device_info *dev, c
             fprintf(f, ", \"tflops\": ");
             cli_json_number(f, r->tflops);
             fprintf(f, ", \"runs\": %d", r->runs);
+            if (!r->backward) {
+                fprintf(f, ", \"kv_gbps\": ");
+                cli_json_number(f, r->gbps);
+            }
         }
         if (r->peak_fraction >= 0) {
             fprintf(f, ", \"peak_fraction\": ");
@@ -266,7 +284,8 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                               .heads_kv = HIDDEN / head_dim,
                                               .head_dim = head_dim,
                                               .causal = causal != 0,
-                                              .deterministic = o->deterministic};
+                                              .deterministic = o->deterministic,
+                                              .num_splits = (int32_t)o->splits};
                 fprintf(stderr, "[%zu/%zu] seqlen %" PRId64 ", head dim %" PRId64 "%s\n", ++point,
                         points, seqlen, head_dim, causal ? ", causal" : "");
                 bench_point(ctx, &shape, true, o, peak.gflops, &rows[n]);
@@ -306,6 +325,65 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
     return failures ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
+/* The decoding grid (--decode): one query token against a cache, forward only, in GB/s. */
+static int run_decode_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FILE *json_file,
+                           FILE *csv_file)
+{
+    static const int64_t batches[] = {1, 16, 64}, caches[] = {4096, 32768, 131072};
+    static const int64_t heads[][2] = {{32, 8}, {8, 8}}, dims[] = {64, 128};
+    enum { N_ROWS = 3 * 3 * 2 * 2 };
+    fa_backend backend = fa_context_backend(ctx);
+    fa_device_info dev;
+    fa_status st = fa_context_device(ctx, &dev);
+    if (st != FA_OK)
+        return cli_fail(ctx, st);
+    printf("flashattn %s bench --decode: %s, device %d: %s, %s\n\n", fa_version_string(),
+           fa_backend_name(backend), dev.index, dev.name, fa_dtype_name(dtype));
+    printf("%5s %7s %4s %8s %11s %9s %9s\n", "batch", "cache", "D", "heads", "ms", "GB/s",
+           "TFLOP/s");
+    bench_row rows[N_ROWS];
+    size_t n = 0;
+    int failures = 0;
+    for (size_t d = 0; d < 2; d++)
+        for (size_t h = 0; h < 2; h++)
+            for (size_t b = 0; b < 3; b++)
+                for (size_t c = 0; c < 3; c++) {
+                    const cli_attn_shape shape = {.dtype = dtype,
+                                                  .batch = batches[b],
+                                                  .seq_q = 1,
+                                                  .seq_k = caches[c],
+                                                  .heads_q = heads[h][0],
+                                                  .heads_kv = heads[h][1],
+                                                  .head_dim = dims[d],
+                                                  .num_splits = (int32_t)o->splits};
+                    if ((o->head_dim && dims[d] != o->head_dim) ||
+                        (o->seqlen && caches[c] != o->seqlen))
+                        continue;
+                    printf("%5" PRId64 " %7" PRId64 " %4" PRId64 " %4" PRId64 ":%-3" PRId64 " ",
+                           shape.batch, shape.seq_k, shape.head_dim, shape.heads_q, shape.heads_kv);
+                    if (dev.memory_bytes && cli_attn_kv_bytes(&shape) > 0.5 * dev.memory_bytes) {
+                        printf("%11s  skipped: K and V take %.1f GB\n", "-",
+                               cli_attn_kv_bytes(&shape) * 1e-9);
+                        continue;
+                    }
+                    fflush(stdout);
+                    bench_point(ctx, &shape, false, o, 0, &rows[n]);
+                    const bench_row *r = &rows[n++];
+                    if (r->status != FA_OK) {
+                        failures++;
+                        printf("%11s  %s\n", "-", fa_status_name(r->status));
+                    } else {
+                        printf("%11.4f %9.1f %9.4f\n", r->ms, r->gbps, r->tflops);
+                    }
+                    fflush(stdout);
+                }
+    if (csv_file)
+        write_csv(csv_file, rows, n);
+    if (json_file)
+        write_json(json_file, backend, &dev, NULL, cli_load_average(), rows, n);
+    return failures ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
 int fa_cmd_bench(int argc, char **argv)
 {
     bench_options o = {.repeat = 10};
@@ -323,6 +401,8 @@ int fa_cmd_bench(int argc, char **argv)
         {"--causal", CLI_OPT_STRING, &o.causal_name, 0, 0, NULL},
         {"--deterministic", CLI_OPT_FLAG, &o.deterministic, 0, 0, NULL},
         {"--log", CLI_OPT_STRING, &o.log_name, 0, 0, NULL},
+        {"--decode", CLI_OPT_FLAG, &o.decode, 0, 0, NULL},
+        {"--splits", CLI_OPT_INT, &o.splits, 0, 256, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
     if (rc != CLI_CONTINUE)
@@ -372,7 +452,8 @@ int fa_cmd_bench(int argc, char **argv)
     } else {
         if (dtype == FA_DTYPE_INVALID)
             dtype = fa_context_backend(ctx) == FA_BACKEND_CPU ? FA_DTYPE_F32 : FA_DTYPE_F16;
-        rc = run_grid(ctx, &o, dtype, json_file, csv_file);
+        rc = o.decode ? run_decode_grid(ctx, &o, dtype, json_file, csv_file)
+                      : run_grid(ctx, &o, dtype, json_file, csv_file);
         fa_context_destroy(ctx);
     }
     if (json_file && fclose(json_file) != 0)

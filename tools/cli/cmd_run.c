@@ -32,6 +32,8 @@ static const char usage[] =
     "  --head-dim N     head dimension (default 128)\n"
     "  --dtype T        f32, f16 or bf16 (default f16; f32 on the CPU backend)\n"
     "  --causal         causal mask, aligned bottom-right\n"
+    "  --splits N       fa_attention_desc.num_splits: key chunks of the split-key forward\n"
+    "                   (decoding; 0, the default: the backend chooses; 1: none)\n"
     "  --backward       time the backward pass (one forward supplies O and LSE first)\n"
     "  --check          compare 64 sampled rows of O and LSE with a float64 reference (with\n"
     "                   --backward also dQ on sampled query rows and dK, dV on sampled key\n"
@@ -47,7 +49,8 @@ static const char usage[] =
     "own: it is the first warm-up run. When neither --repeat nor --warmup is given and that\n"
     "call takes more than 2 s, it is the measurement and nothing more is run (1 timed run,\n"
     "0 warm-up), so that large problems cost one call.\n"
-    "TFLOP/s counts 4*B*H*Sq*Sk*D per forward, half of that when causal, 2.5x for backward.\n"
+    "TFLOP/s counts 4*B*H*Sq*Sk*D per forward, half of that when causal, 2.5x for backward;\n"
+    "GB/s (forward) counts K and V read once, 2*B*Sk*Hkv*D*element size: what bounds decoding.\n"
     "Memory: the library's workspace peak (device memory beyond inputs and outputs) beside\n"
     "the B*H*Sq*Sk*4 bytes a standard attention's score matrix takes; on the CPU backend also\n"
     "the process's peak resident growth over the first call, measured by the OS.\n";
@@ -55,7 +58,7 @@ static const char usage[] =
 typedef struct run_options {
     const char *backend_name, *dtype_name;
     int64_t device, batch, heads, kv_heads, seq, seq_q, seq_k, head_dim;
-    int64_t repeat, warmup, threads, seed;
+    int64_t repeat, warmup, threads, seed, splits;
     bool causal, backward, check, json;
     bool device_seen, kv_heads_seen, seq_q_seen, seq_k_seen, repeat_seen, warmup_seen;
 } run_options;
@@ -78,6 +81,7 @@ static int parse_options(int argc, char **argv, run_options *o)
         {"--head-dim", CLI_OPT_INT, &o->head_dim, 1, 1 << 20, NULL},
         {"--dtype", CLI_OPT_STRING, &o->dtype_name, 0, 0, NULL},
         {"--causal", CLI_OPT_FLAG, &o->causal, 0, 0, NULL},
+        {"--splits", CLI_OPT_INT, &o->splits, 0, 256, NULL},
         {"--backward", CLI_OPT_FLAG, &o->backward, 0, 0, NULL},
         {"--check", CLI_OPT_FLAG, &o->check, 0, 0, NULL},
         {"--repeat", CLI_OPT_INT, &o->repeat, 1, 1000, &o->repeat_seen},
@@ -221,6 +225,9 @@ static void print_text(const run_options *o, const run_result *r)
     printf("          first call %.3f ms, fastest %.3f ms\n", 1e3 * t->first_s, 1e3 * t->min_s);
     printf("rate      %.4f TFLOP/s  (%.4g TFLOP per call)\n",
            t->median_s > 0 ? r->flop / t->median_s * 1e-12 : 0.0, r->flop * 1e-12);
+    if (!o->backward)
+        printf("          %.1f GB/s of K and V read\n",
+               t->median_s > 0 ? cli_attn_kv_bytes(s) / t->median_s * 1e-9 : 0.0);
     printf("memory    workspace peak ");
     print_bytes(r->memory.workspace_peak_bytes);
     printf(" beyond inputs/outputs (");
@@ -293,6 +300,10 @@ static void print_json(const run_options *o, const run_result *r)
     cli_json_number(stdout, r->flop);
     printf(", \"tflops\": ");
     cli_json_number(stdout, t->median_s > 0 ? r->flop / t->median_s * 1e-12 : 0.0);
+    if (!o->backward) {
+        printf(", \"kv_gbps\": ");
+        cli_json_number(stdout, t->median_s > 0 ? cli_attn_kv_bytes(s) / t->median_s * 1e-9 : 0.0);
+    }
     printf(", \"workspace_peak_bytes\": %" PRIu64 ", \"buffer_peak_bytes\": %" PRIu64
            ", \"score_matrix_bytes\": %" PRIu64,
            r->memory.workspace_peak_bytes, r->memory.buffer_peak_bytes, cli_attn_score_bytes(s));
@@ -348,7 +359,8 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
                                 .heads_q = o->heads,
                                 .heads_kv = o->kv_heads,
                                 .head_dim = o->head_dim,
-                                .causal = o->causal};
+                                .causal = o->causal,
+                                .num_splits = (int32_t)o->splits};
 
     r->load = cli_load_average();
     cli_attn a;

@@ -73,7 +73,48 @@ static const char *family_names[] = {
     [FA_CUDA_BWD_DQ_MMA] = "deterministic backward: dQ, mma.sync",
     [FA_CUDA_BWD_DQ_CONVERT] = "backward: dQ from the f32 accumulator",
     [FA_CUDA_BWD_WGMMA] = "backward: dK, dV, atomic dQ, wgmma (sm_90a)",
+    [FA_CUDA_FWD_SPLIT] = "forward, split keys (decoding), CUDA cores",
+    [FA_CUDA_FWD_MERGE] = "forward: merge of the split keys",
 };
+
+/* Decoding rows: f16, head dim 128, 32 query heads on 8 KV heads, one query token (and one
+ * with 16). */
+static void decode_table(const column *cols, size_t ncols)
+{
+    static const struct {
+        int64_t batch, seq_q, seq_k;
+    } shapes[] = {{1, 1, 32768}, {16, 1, 32768}, {64, 1, 4096},
+                  {1, 1, 1024},  {4, 4, 32768},  {1, 16, 32768}};
+    printf("\n### Forward, decoding (f16, head dim 128, 32 query heads on 8 KV heads)\n\n"
+           "| batch, queries, keys |");
+    for (size_t c = 0; c < ncols; c++)
+        printf(" %s |", cols[c].name);
+    printf("\n| --- |");
+    for (size_t c = 0; c < ncols; c++)
+        printf(" --- |");
+    printf("\n");
+    for (size_t r = 0; r < sizeof shapes / sizeof shapes[0]; r++) {
+        printf("| %lld, %lld, %lld", (long long)shapes[r].batch, (long long)shapes[r].seq_q,
+               (long long)shapes[r].seq_k);
+        for (size_t c = 0; c < ncols; c++) {
+            const fa_cuda_problem pb = {.dtype = FA_DTYPE_F16,
+                                        .batch = shapes[r].batch,
+                                        .seq_q = shapes[r].seq_q,
+                                        .seq_k = shapes[r].seq_k,
+                                        .heads_q = 32,
+                                        .heads_kv = 8,
+                                        .head_dim = 128,
+                                        .aligned = true};
+            fa_cuda_plan plan;
+            fa_cuda_plan_forward(&cols[c].caps, &pb, &plan);
+            cell(&plan, false);
+            if (plan.splits)
+                printf(" (%d chunk%s of %d keys)", plan.splits, plan.splits == 1 ? "" : "s",
+                       plan.split_keys);
+        }
+        printf(" |\n");
+    }
+}
 
 int main(void)
 {
@@ -83,10 +124,12 @@ int main(void)
                       {"sm_90 (227 KiB)", base},
                       {"sm_90 without sm_90a", base}};
     const int smem[4] = {166912, 101376, 232448, 232448};
+    const int sms[4] = {108, 84, 132, 132}; /* A100, RTX 3090 / 4090-class, H100 / H200 */
     for (int c = 0; c < 4; c++) {
         cols[c].caps.cc_major = c >= 2 ? 9 : 8;
         cols[c].caps.cc_minor = c == 1 ? 6 : 0;
         cols[c].caps.smem_optin = smem[c];
+        cols[c].caps.sm_count = sms[c];
         cols[c].caps.wgmma_fwd = cols[c].caps.wgmma_bwd = c == 2;
     }
     printf(
@@ -95,7 +138,8 @@ int main(void)
         "(`shaders/cuda/fa_cuda_catalogue.h`) through the planner (`backends/cuda/cuda_plan.c`);\n"
         "do not edit: `build/cuda_kernel_map > docs/CUDA_KERNELS.md` regenerates it, and the test\n"
         "`cuda_kernel_map_current` fails when it is stale.\n\n"
-        "Columns: compute capability and the shared memory a block may opt in to. The tables show\n"
+        "Columns: compute capability and the shared memory a block may opt in to (and, for the\n"
+        "decoding table, the multiprocessors: 108, 84, 132, 132). The tables show\n"
         "f16 with 16-byte aligned rows; bf16 takes the same kernels in bf16. f32 inputs, "
         "unaligned\n"
         "views and `FA_CUDA_KERNELS=general` take the CUDA-core kernels (`fa_*_gen_*`). Every\n"
@@ -103,6 +147,7 @@ int main(void)
         "README)\n"
         "change some choices; the defaults are shown.\n");
     table("Forward", cols, 4, FA_DTYPE_F16, false, false);
+    decode_table(cols, 4);
     table("Backward", cols, 4, FA_DTYPE_F16, true, false);
     table("Backward, deterministic", cols, 4, FA_DTYPE_F16, true, true);
     printf("\n## The catalogue\n\n| kernel | family | dtype | head dim | P1 | P2 |\n"
@@ -117,6 +162,8 @@ int main(void)
     }
     printf(
         "\nP1, P2: the forward's query rows per block; backward v4's query rows per tile and keys\n"
-        "per block.\n");
+        "per block. The split-key forward serves calls with at most 16 query rows per KV head\n"
+        "(queries x query heads per KV head) and 16-byte aligned rows, any dtype; the chunk count\n"
+        "is runtime/split.c's (fa_attention_desc.num_splits overrides it).\n");
     return 0;
 }

@@ -6,7 +6,8 @@
  * least one case. It is built greedily and deterministically (AETG-style): each new case is the
  * best of a few candidates, each filling the axes in a different fixed order with the value
  * that covers the most pairs not yet covered. Batch and head counts follow from the sequence
- * lengths and head dim, so large cases stay affordable. Fixed edge cases follow the table. */
+ * lengths and head dim, so large cases stay affordable. Fixed edge cases and decoding cases
+ * follow the table. */
 #include "tk_internal.h"
 
 #include <stdio.h>
@@ -257,6 +258,59 @@ static tk_case case_from_edge(const edge_spec *s)
     return c;
 }
 
+/* ---- decoding cases ---- */
+
+/* Few query rows per KV head and many keys: the split-key forward where a backend has one
+ * (CUDA), else its ordinary forward. "splitkv=N" asks for N chunks (fa_attention_desc.num_splits;
+ * fewer where there are fewer 64-key quanta), "decode" lets the backend choose. Caches over 16k
+ * keys are --full only, as in the table: Mesa's llvmpipe (lavapipe, CI's Vulkan device) stops
+ * every shader after 65,535 loop iterations in all, which cuts such rows short. */
+typedef struct decode_spec {
+    fa_dtype dtype;
+    int64_t batch, sq, sk, hq, hkv, d;
+    bool causal;
+    int32_t splits;
+    const char *extra;
+} decode_spec;
+
+static const decode_spec decodes[] = {
+    {FA_DTYPE_F16, 2, 1, 4097, 8, 2, 128, false, 0, " decode"},
+    {FA_DTYPE_BF16, 1, 1, 32768, 8, 2, 128, true, 0, " decode"},
+    {FA_DTYPE_F32, 2, 1, 1000, 4, 1, 64, false, 0, " decode"},
+    {FA_DTYPE_F16, 3, 4, 2000, 8, 2, 64, true, 0, " decode"},   /* 16 rows per KV head */
+    {FA_DTYPE_F16, 1, 16, 5000, 8, 2, 128, true, 0, " decode"}, /* 64: the ordinary forward */
+    {FA_DTYPE_F16, 2, 1, 1, 8, 2, 128, false, 0, " decode"},
+    {FA_DTYPE_F16, 2, 1, 4097, 8, 8, 200, false, 0, " decode"},
+    {FA_DTYPE_BF16, 1, 2, 3000, 4, 4, 40, true, 0, " decode"},
+    {FA_DTYPE_F16, 2, 1, 4097, 8, 2, 128, false, 1, " splitkv=1"},
+    {FA_DTYPE_F16, 2, 1, 4097, 8, 2, 128, true, 3, " splitkv=3"},
+    {FA_DTYPE_BF16, 1, 1, 100, 8, 2, 64, false, 256, " splitkv=256"},
+    {FA_DTYPE_F32, 2, 4, 700, 8, 2, 128, true, 7, " splitkv=7"},
+    {FA_DTYPE_F16, 1, 1, 65536, 4, 1, 128, false, 256, " splitkv=256"},
+    {FA_DTYPE_F16, 2, 3, 300, 8, 2, 256, true, 5, " splitkv=5"},
+    {FA_DTYPE_F16, 2, 4, 2, 4, 1, 64, true, 2, " splitkv=2 edge:no-key-rows"},
+    {FA_DTYPE_BF16, 1, 1, 16000, 16, 16, 96, false, 64, " splitkv=64"},
+};
+
+static tk_case case_from_decode(const decode_spec *s)
+{
+    tk_case c;
+    memset(&c, 0, sizeof c);
+    c.p = (fa_ref_problem){.dtype = s->dtype,
+                           .batch = s->batch,
+                           .seq_q = s->sq,
+                           .seq_k = s->sk,
+                           .heads_q = s->hq,
+                           .heads_kv = s->hkv,
+                           .head_dim = s->d,
+                           .causal = s->causal};
+    c.heads = heads_kind(s->hq, s->hkv);
+    c.num_splits = s->splits;
+    c.edge = true;
+    name_case(&c, s->extra);
+    return c;
+}
+
 int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
 {
     axes a = table_axes(full);
@@ -269,8 +323,10 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     } else {
         n_table = covering_array(&a, &rows);
     }
-    int64_t n_edges = (int64_t)(sizeof edges / sizeof edges[0]);
-    tk_case *cases = malloc((size_t)(n_table + n_edges) * sizeof *cases);
+    const int64_t n_edges = (int64_t)(sizeof edges / sizeof edges[0]);
+    const int64_t n_decodes = (int64_t)(sizeof decodes / sizeof decodes[0]);
+    tk_case *cases = malloc((size_t)(n_table + n_edges + n_decodes) * sizeof *cases);
+    int64_t n = n_table + n_edges;
     if (!cases) {
         free(rows);
         *out = NULL;
@@ -291,7 +347,9 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     }
     for (int64_t e = 0; e < n_edges; e++)
         cases[n_table + e] = case_from_edge(&edges[e]);
-    int64_t n = n_table + n_edges;
+    for (int64_t e = 0; e < n_decodes; e++)
+        if (full || decodes[e].sk <= 16384)
+            cases[n++] = case_from_decode(&decodes[e]);
     for (int64_t c = 0; c < n; c++) {
         uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)c;
         cases[c].seed = fa_testkit_splitmix64(&s);

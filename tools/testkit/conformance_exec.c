@@ -408,8 +408,10 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
     bool ok = true;
     for (int x = 0; ok && x < n_bufs; x++)
         ok = tbuf_create(ctx, &tb[x], data[x], r);
-    const fa_attention_desc desc = {
-        .scale = p->scale, .causal = p->causal, .deterministic = c->deterministic};
+    const fa_attention_desc desc = {.scale = p->scale,
+                                    .causal = p->causal,
+                                    .deterministic = c->deterministic,
+                                    .num_splits = c->num_splits};
     unsigned char *o_after_fwd = NULL, *lse_after_fwd = NULL;
 
     if (ok)

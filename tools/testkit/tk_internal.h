@@ -136,6 +136,7 @@ typedef struct tk_case {
     bool noop; /* B = 0, or Sq = 0 (and Sk = 0 for a backward): success, nothing written */
     bool edge; /* a fixed edge case, not from the table */
     bool deterministic;
+    int32_t num_splits; /* fa_attention_desc.num_splits (the split-key forward's cases) */
     uint64_t seed;
 } tk_case;
 

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: MIT
+// The split-key forward for decoding (flash-decoding): few query rows per KV head, many keys.
+// Memory-bound, so CUDA cores, not tensor cores.
+//
+// fa_decode_split: one block per (key chunk, KV head x chunk of FA_DEC_ROWS packed rows,
+// batch). A packed row is (query i, query head h of the KV head's group), heads fastest, so
+// that every K and V row the block reads serves all of its group's heads (GQA packing). Each
+// warp takes every FA_DEC_WARPS-th step of 32 keys of the chunk:
+// - S: lane j scores key j against the block's rows (its K row read whole, 16 bytes a load,
+//   with its slices of the step's V rows requested at the same time; Q from shared memory,
+//   pre-scaled into the log2 domain);
+// - online softmax per row: the warp's maximum by shuffles, P into shared memory;
+// - O += P V: lane j holds head-dim elements [EPL j, EPL j + EPL) of every row, V rows read
+//   whole by the warp.
+// The warps' partial results are merged through shared memory; with one chunk the block writes
+// O and LSE, else its chunk's normalised O (f32) and LSE to the workspace for fa_decode_merge.
+//
+// fa_decode_merge: one warp per output row: O = sum_s w_s O_s / sum_s w_s with
+// w_s = exp(LSE_s - max LSE), LSE = max + log(sum_s w_s); a row no chunk saw gets O = 0 and
+// LSE = -inf.
+#pragma once
+
+#include "fa_common.cuh"
+
+// Raw storage of BYTES bytes of a row, loaded with 4-, 8- or 16-byte loads, so that a lane can
+// have many rows in flight before it converts any.
+template <int BYTES> struct fa_raw {
+    uint4 v[BYTES / 16];
+};
+template <> struct fa_raw<4> {
+    unsigned v;
+};
+template <> struct fa_raw<8> {
+    uint2 v;
+};
+
+// BYTES at p (aligned to the smaller of BYTES and 16).
+template <int BYTES> __device__ __forceinline__ void fa_ld_raw(const void *p, fa_raw<BYTES> &r)
+{
+    if constexpr (BYTES == 4) {
+        r.v = __ldg(reinterpret_cast<const unsigned *>(p));
+    } else if constexpr (BYTES == 8) {
+        r.v = __ldg(reinterpret_cast<const uint2 *>(p));
+    } else {
+#pragma unroll
+        for (int i = 0; i < BYTES / 16; i++)
+            r.v[i] = __ldg(reinterpret_cast<const uint4 *>(p) + i);
+    }
+}
+
+// The N elements of T in r as floats.
+template <typename T, int N, int BYTES>
+__device__ __forceinline__ void fa_raw_floats(const fa_raw<BYTES> &r, float *out)
+{
+    static_assert(N * (int)sizeof(T) == BYTES, "fa_raw_floats: N elements fill the raw bytes");
+    const T *t = reinterpret_cast<const T *>(&r);
+#pragma unroll
+    for (int j = 0; j < N; j++)
+        out[j] = fa_to_float<T>(t[j]);
+}
+
+__device__ __forceinline__ float fa_warp_max(float x)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+    return x;
+}
+
+__device__ __forceinline__ float fa_warp_sum(float x)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+// EPL head-dim elements per lane: head dims up to 32 EPL (EPL = 2, 4 or 8). Each step of 32
+// keys issues the lane's K row and its slices of up to VR V rows before using any of them, so
+// that a warp has up to 16 KiB in flight.
+template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_params &p)
+{
+    constexpr int R = FA_DEC_ROWS, W = FA_DEC_WARPS, DMAX = 32 * EPL;
+    static_assert(R == 4, "P is read as one float4 per key");
+    constexpr int KB = 256; // K bytes per piece: 16 loads
+    constexpr int KPIECES = (DMAX * (int)sizeof(T) + KB - 1) / KB;
+    constexpr int KE = KB / (int)sizeof(T);         // K elements per piece
+    constexpr int EU = 16 / (int)sizeof(T);         // elements per 16-byte load
+    constexpr int VB = EPL * (int)sizeof(T);        // V bytes per lane and row
+    constexpr int VR = VB <= 8 ? 32 : 256 / VB;     // V rows in flight (64 registers)
+    __shared__ __align__(16) float q_s[R][DMAX];    // Q * scale * log2(e)
+    __shared__ __align__(16) float p_s[W][32][R];   // P of the warp's current 32 keys
+    __shared__ __align__(16) float o_s[W][R][DMAX]; // the warps' partial O
+    __shared__ float m_s[W][R], l_s[W][R];
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int split = blockIdx.x, b = blockIdx.z;
+    const int rows = p.group * p.seq_q; // packed rows of one KV head
+    const int row_chunks = (rows + R - 1) / R;
+    const int hk = blockIdx.y / row_chunks, r0 = blockIdx.y % row_chunks * R;
+    const int D = p.head_dim;
+
+    for (int x = threadIdx.x; x < R * DMAX; x += W * 32) {
+        const int r = x / DMAX, d = x % DMAX, pr = r0 + r;
+        float q = 0.f;
+        if (pr < rows && d < D) {
+            const int i = pr / p.group, h = hk * p.group + pr % p.group;
+            q = fa_to_float<T>(((const T *)p.q.ptr)[fa_at(p.q, b, i, h) + d]) * p.scale_log2;
+        }
+        q_s[r][d] = q;
+    }
+
+    // This chunk's keys; each row's last visible key (-1: a row past the end sees none).
+    const int k0 = split * p.split_keys;
+    int k1 = min(p.seq_k, k0 + p.split_keys);
+    int last[R];
+    int last_max = -1;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int pr = r0 + r;
+        last[r] = pr >= rows ? -1 : p.causal ? pr / p.group + p.causal_offset : k1 - 1;
+        last_max = max(last_max, last[r]);
+    }
+    k1 = min(k1, last_max + 1);
+    __syncthreads();
+
+    float m[R], l[R], o[R][EPL];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.f;
+#pragma unroll
+        for (int e = 0; e < EPL; e++)
+            o[r][e] = 0.f;
+    }
+    const T *kb = (const T *)p.k.ptr + fa_at(p.k, b, 0, hk);
+    const T *vb = (const T *)p.v.ptr + fa_at(p.v, b, 0, hk);
+    const int d0 = lane * EPL;
+    const bool has_d = d0 < D;
+
+    for (int n0 = k0 + warp * 32; n0 < k1; n0 += W * 32) {
+        const int key = n0 + lane, nk = min(32, k1 - n0);
+        const T *kr = kb + (long long)key * p.k.stride_s;
+        const T *vr = vb + (long long)n0 * p.v.stride_s + d0;
+        // Everything of the first K piece and V batch is requested before any is used.
+        fa_raw<KB> kraw;
+        fa_raw<VB> vraw[VR];
+        if (key < k1)
+            fa_ld_raw<KB>(kr, kraw);
+#pragma unroll
+        for (int j = 0; j < VR; j++)
+            if (has_d && j < nk)
+                fa_ld_raw<VB>(vr + (long long)j * p.v.stride_s, vraw[j]);
+
+        float s[R];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            s[r] = 0.f;
+#pragma unroll
+        for (int c = 0; c < KPIECES; c++) {
+            if (c > 0 && key < k1 && c * KE < D)
+                fa_ld_raw<KB>(kr + c * KE, kraw);
+            if (key < k1 && c * KE < D) {
+#pragma unroll
+                for (int u = 0; u < KB / 16; u++) {
+                    const int d = c * KE + u * EU;
+                    if (d < D) {
+                        float kf[EU];
+                        fa_raw_floats<T, EU, 16>(*reinterpret_cast<const fa_raw<16> *>(&kraw.v[u]),
+                                                 kf);
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+#pragma unroll
+                            for (int f = 0; f < EU; f += 4) {
+                                const float4 qv = *reinterpret_cast<const float4 *>(&q_s[r][d + f]);
+                                s[r] += qv.x * kf[f] + qv.y * kf[f + 1] + qv.z * kf[f + 2] +
+                                        qv.w * kf[f + 3];
+                            }
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float x = key < k1 && key <= last[r] ? s[r] : -INFINITY;
+            const float m_new = fmaxf(m[r], fa_warp_max(x));
+            // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled.
+            const float alpha = m_new == -INFINITY ? 1.f : fa_exp2(m[r] - m_new);
+            const float pv = m_new == -INFINITY ? 0.f : fa_exp2(x - m_new);
+            l[r] = l[r] * alpha + pv;
+            m[r] = m_new;
+#pragma unroll
+            for (int e = 0; e < EPL; e++)
+                o[r][e] *= alpha;
+            p_s[warp][lane][r] = pv;
+        }
+        __syncwarp();
+        if (has_d) {
+#pragma unroll
+            for (int j0 = 0; j0 < 32; j0 += VR) {
+                if (j0 > 0)
+#pragma unroll
+                    for (int j = 0; j < VR; j++)
+                        if (j0 + j < nk)
+                            fa_ld_raw<VB>(vr + (long long)(j0 + j) * p.v.stride_s, vraw[j]);
+#pragma unroll
+                for (int j = 0; j < VR; j++) {
+                    if (j0 + j < nk) {
+                        float vf[EPL];
+                        fa_raw_floats<T, EPL, VB>(vraw[j], vf);
+                        const float4 pj = *reinterpret_cast<const float4 *>(&p_s[warp][j0 + j][0]);
+                        const float pr[R] = {pj.x, pj.y, pj.z, pj.w};
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+#pragma unroll
+                            for (int e = 0; e < EPL; e++)
+                                o[r][e] += pr[r] * vf[e];
+                    }
+                }
+            }
+        }
+        __syncwarp(); // P is read before the next step rewrites it
+    }
+
+    // Merge the warps.
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const float lr = fa_warp_sum(l[r]);
+        if (lane == 0) {
+            m_s[warp][r] = m[r];
+            l_s[warp][r] = lr;
+        }
+        if (has_d)
+#pragma unroll
+            for (int e = 0; e < EPL; e++)
+                o_s[warp][r][d0 + e] = o[r][e];
+    }
+    __syncthreads();
+    for (int x = threadIdx.x; x < R * DMAX; x += W * 32) {
+        const int r = x / DMAX, d = x % DMAX, pr = r0 + r;
+        if (pr >= rows || d >= D)
+            continue;
+        float mx = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < W; w++)
+            mx = fmaxf(mx, m_s[w][r]);
+        float sum = 0.f, acc = 0.f;
+        if (mx != -INFINITY)
+#pragma unroll
+            for (int w = 0; w < W; w++) {
+                const float f = fa_exp2(m_s[w][r] - mx);
+                sum += f * l_s[w][r];
+                acc += f * o_s[w][r][d];
+            }
+        const float out = sum > 0.f ? acc / sum : 0.f;
+        const float lse = sum > 0.f ? (mx + log2f(sum)) * FA_LN2 : -INFINITY;
+        const int i = pr / p.group, h = hk * p.group + pr % p.group;
+        if (p.splits == 1) {
+            ((T *)p.o.ptr)[fa_at(p.o, b, i, h) + d] = fa_from_float<T>(out);
+            if (d == 0 && p.has_lse)
+                ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = lse;
+        } else {
+            const long long row = (((long long)split * p.batch + b) * p.heads_q + h) * p.seq_q + i;
+            ((float *)p.part_o)[row * D + d] = out;
+            if (d == 0)
+                ((float *)p.part_lse)[row] = lse;
+        }
+    }
+}
+
+// One warp per (batch, query head, query) row; FA_DEC_WARPS rows per block.
+template <typename T> __device__ void fa_decode_merge(const fa_cuda_params &p)
+{
+    constexpr int W = FA_DEC_WARPS;
+    __shared__ float w_s[W][FA_DEC_MAX_SPLITS]; // each chunk's weight exp(LSE_s - max)
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const long long rows = (long long)p.batch * p.heads_q * p.seq_q;
+    const long long row = (long long)blockIdx.x * W + warp;
+    if (row >= rows)
+        return;
+    const int i = (int)(row % p.seq_q), h = (int)(row / p.seq_q % p.heads_q);
+    const int b = (int)(row / p.seq_q / p.heads_q);
+    const float *lse = (const float *)p.part_lse;
+    const float *part = (const float *)p.part_o;
+    float mx = -INFINITY;
+    for (int s = lane; s < p.splits; s += 32)
+        mx = fmaxf(mx, lse[s * rows + row]);
+    mx = fa_warp_max(mx);
+    float sum = 0.f;
+    for (int s = lane; s < p.splits; s += 32) {
+        const float w = mx == -INFINITY ? 0.f : fa_exp2((lse[s * rows + row] - mx) * FA_LOG2E);
+        w_s[warp][s] = w;
+        sum += w;
+    }
+    sum = fa_warp_sum(sum);
+    __syncwarp();
+    for (int d = lane; d < p.head_dim; d += 32) {
+        float acc = 0.f;
+        for (int s = 0; s < p.splits; s++)
+            acc += w_s[warp][s] * part[(s * rows + row) * p.head_dim + d];
+        ((T *)p.o.ptr)[fa_at(p.o, b, i, h) + d] = fa_from_float<T>(sum > 0.f ? acc / sum : 0.f);
+    }
+    if (lane == 0 && p.has_lse)
+        ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+}
