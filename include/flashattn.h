@@ -243,8 +243,8 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
  *   num_splits 0: the backend decides; n from 1 to 256 asks the forward's split-key path
  *   (decoding: few query rows per KV head, many keys) for n chunks of keys, each attended in
  *   parallel and then merged exactly by their LSEs (fewer where there are fewer keys); 1 turns
- *   splitting off. Backends and calls without that path ignore it (docs/CUDA_KERNELS.md says
- *   where it runs). */
+ *   splitting off. The CUDA backend (docs/CUDA_KERNELS.md says which calls) and the CPU
+ *   backend (calls of one query tile) have that path; Vulkan and OpenCL ignore it. */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;

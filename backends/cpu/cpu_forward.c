@@ -9,12 +9,19 @@
  * alpha O + P V. Keys past the diagonal are never loaded. At the end O / sum is rounded to the
  * dtype and LSE = (max + log2 sum) ln 2. Extra memory: one slice per thread (Q^T, O, K, V, S^T: 224
  * KiB at head_dim 128). Working on S^T (keys x queries) lets the softmax vectorize across queries
- * and lets K and V be used as loaded, untransposed; P V reads P^T in place. */
+ * and lets K and V be used as loaded, untransposed; P V reads P^T in place.
+ *
+ * Decoding (all queries of a KV head's query heads fit one tile): a work item is (batch, KV
+ * head) with those rows packed together, so each K and V tile is loaded once for the group.
+ * Where the items are fewer than the threads, or fa_attention_desc.num_splits asks, the keys are
+ * cut into chunks (runtime/split.c) whose normalised O and LSE go to a shared scratch and are
+ * merged exactly by their LSEs at the end. */
 #include <math.h>
 #include <omp.h>
 
 #include "cpu_backend.h"
 #include "cpu_tiles.h"
+#include "fa_split.h"
 
 #define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
@@ -52,42 +59,69 @@ static forward_scratch forward_scratch_carve(float *slice, int64_t dim, size_t *
     return w;
 }
 
-/* Sets S^T[j][i] = -inf where key k0 + j is after query q0 + i's diagonal (off = Sk - Sq). */
-static void mask_causal_cols(float *s_t, int nk, int nq, int64_t k0, int64_t q0, int64_t off)
+/* The query rows of one work item: row r is query qi[r] of query head qh[r]. A query tile of
+ * one head (qi = q0 + r), or, decoding, every query of every query head of one KV head packed
+ * together (GQA packing: the heads then share each K and V tile loaded). */
+typedef struct row_map {
+    int n;
+    int64_t qi[BQ], qh[BQ];
+} row_map;
+
+/* Sets S^T[j][r] = -inf where key k0 + j is after row r's diagonal (query qi[r] sees keys up to
+ * qi[r] + off). */
+static void mask_causal_cols(float *s_t, int nk, const row_map *rm, int64_t k0, int64_t off)
 {
-    for (int j = 0; j < nk; j++) {
-        int64_t first_visible = k0 + j - q0 - off; /* queries i >= this see key j */
-        int end = first_visible < 0 ? 0 : first_visible > nq ? nq : (int)first_visible;
-        for (int i = 0; i < end; i++)
-            s_t[j * BQ + i] = -INFINITY;
+    for (int r = 0; r < rm->n; r++) {
+        const int64_t first_hidden = rm->qi[r] + off + 1 - k0;
+        for (int64_t j = first_hidden < 0 ? 0 : first_hidden; j < nk; j++)
+            s_t[j * BQ + r] = -INFINITY;
     }
 }
 
-static void forward_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, forward_scratch *w,
-                         int64_t b, int64_t h, int64_t q0)
+/* Where a work item's results go: O and the LSE, or (a chunk of split keys) its normalised O,
+ * f32 (rows x D, row stride D), and LSE at part_o / part_lse + the rows' output index. */
+typedef struct forward_out {
+    float *part_o, *part_lse; /* NULL: write O and LSE */
+} forward_out;
+
+/* The output row index of (b, query i, query head h) in a chunk's partial results. */
+static int64_t out_row(const fa_attention_call *c, int64_t b, int64_t i, int64_t h)
+{
+    return (b * c->heads_q + h) * c->seq_q + i;
+}
+
+/* Attends rows rm of batch b (KV head hk) to keys [k_begin, k_end). */
+static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c, forward_scratch *w,
+                         int64_t b, int64_t hk, const row_map *rm, int64_t k_begin, int64_t k_end,
+                         forward_out out)
 {
     const int dim = (int)c->head_dim;
     const int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
-    const int nq = (int)(c->seq_q - q0 < BQ ? c->seq_q - q0 : BQ);
-    const int64_t hk = h / (c->heads_q / c->heads_kv);
+    const int nq = rm->n;
     const int64_t off = c->seq_k - c->seq_q;
 
-    fa_cpu_tile qt = {&c->q, c->dtype, b, q0, h, nq, dim};
-    fa_cpu_load_cols(kern, &qt, c->scale * FA_LOG2E, w->q_t, BQ, w->row);
-    for (int i = 0; i < nq; i++) {
-        w->m[i] = -INFINITY;
-        w->l[i] = 0.0f;
+    for (int r = 0; r < nq; r++) {
+        fa_cpu_tile qt = {&c->q, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim};
+        fa_cpu_load_cols(kern, &qt, c->scale * FA_LOG2E, w->q_t + r, BQ, w->row);
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
     }
     for (int64_t i = 0; i < nq * dp; i++)
         w->o[i] = 0.0f;
 
-    /* keys this tile's last query can see: j < q0 + nq + off when causal */
-    int64_t k_end = c->seq_k;
-    if (c->causal && q0 + nq + off < k_end)
-        k_end = q0 + nq + off < 0 ? 0 : q0 + nq + off;
+    /* keys the rows can see: j <= qi + off when causal */
+    int64_t last = -1;
+    for (int r = 0; r < nq; r++)
+        last = rm->qi[r] > last ? rm->qi[r] : last;
+    if (c->causal && last + off + 1 < k_end)
+        k_end = last + off + 1;
     const int n_pad = (int)fa_cpu_round_up(nq, FA_CPU_PAD);
+    if (n_pad > nq) /* the padding columns of Q^T: zeros, not a previous item's rows */
+        for (int d = 0; d < dim; d++)
+            for (int r = nq; r < n_pad; r++)
+                w->q_t[d * BQ + r] = 0.0f;
 
-    for (int64_t k0 = 0; k0 < k_end; k0 += BK) {
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
         const int nk = (int)(k_end - k0 < BK ? k_end - k0 : BK);
         fa_cpu_tile kt = {&c->k, c->dtype, b, k0, hk, nk, dim};
         fa_cpu_tile vt = {&c->v, c->dtype, b, k0, hk, nk, dim};
@@ -95,22 +129,58 @@ static void forward_tile(const fa_cpu_kernels *kern, const fa_attention_call *c,
         fa_cpu_load_rows(kern, &vt, 1.0f, w->v, dp);
 
         kern->gemm(nk, n_pad, dim, w->k, dim, 1, w->q_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
-        if (c->causal && k0 + nk - 1 > q0 + off)
-            mask_causal_cols(w->s, nk, nq, k0, q0, off);
+        if (c->causal && k0 + nk - 1 > rm->qi[0] + off)
+            mask_causal_cols(w->s, nk, rm, k0, off);
         kern->softmax_cols(w->s, nk, nq, BQ, w->m, w->l, w->alpha);
         /* O = alpha O + P V, reading P = (P^T)^T in place */
         kern->gemm(nq, (int)dp, nk, w->s, 1, BQ, w->v, dp, w->o, dp, FA_CPU_GEMM_RESCALE_ADD,
                    w->alpha);
     }
 
-    fa_cpu_tile ot = {&c->o, c->dtype, b, q0, h, nq, dim};
-    fa_cpu_store_rows_div(&ot, w->o, dp, w->l, w->row);
-    if (c->has_lse) {
-        float *lse = c->lse.buffer;
-        for (int i = 0; i < nq; i++) {
-            float v = w->l[i] > 0.0f ? (w->m[i] + log2f(w->l[i])) * FA_LN2 : -INFINITY;
-            lse[fa_cpu_index(&c->lse, b, q0 + i, h)] = v;
+    for (int r = 0; r < nq; r++) {
+        const float lse = w->l[r] > 0.0f ? (w->m[r] + log2f(w->l[r])) * FA_LN2 : -INFINITY;
+        if (out.part_o) {
+            const int64_t row = out_row(c, b, rm->qi[r], rm->qh[r]);
+            const float inv = w->l[r] > 0.0f ? 1.0f / w->l[r] : 0.0f;
+            for (int d = 0; d < dim; d++)
+                out.part_o[row * dim + d] = w->o[r * dp + d] * inv;
+            out.part_lse[row] = lse;
+            continue;
         }
+        fa_cpu_tile ot = {&c->o, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim};
+        fa_cpu_store_rows_div(&ot, w->o + r * dp, dp, w->l + r, w->row);
+        if (c->has_lse)
+            ((float *)c->lse.buffer)[fa_cpu_index(&c->lse, b, rm->qi[r], rm->qh[r])] = lse;
+    }
+}
+
+/* O and LSE of every row from the chunks' partial results, exactly: weights exp(LSE_s - max). */
+static void merge_chunks(const fa_attention_call *c, int splits, const float *part_o,
+                         const float *part_lse, float *acc, float *row)
+{
+    const int64_t rows = c->batch * c->heads_q * c->seq_q;
+    const int dim = (int)c->head_dim;
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < rows; t++) {
+        const int64_t i = t % c->seq_q, h = t / c->seq_q % c->heads_q;
+        const int64_t b = t / c->seq_q / c->heads_q;
+        float mx = -INFINITY;
+        for (int sp = 0; sp < splits; sp++)
+            mx = fmaxf(mx, part_lse[sp * rows + t]);
+        float sum = 0.0f;
+        for (int d = 0; d < dim; d++)
+            acc[d] = 0.0f;
+        for (int sp = 0; sp < splits && mx != -INFINITY; sp++) {
+            const float wgt = expf(part_lse[sp * rows + t] - mx);
+            sum += wgt;
+            for (int d = 0; d < dim; d++)
+                acc[d] += wgt * part_o[(sp * rows + t) * dim + d];
+        }
+        fa_cpu_tile ot = {&c->o, c->dtype, b, i, h, 1, dim};
+        fa_cpu_store_rows_div(&ot, acc, dim, &sum, row);
+        if (c->has_lse)
+            ((float *)c->lse.buffer)[fa_cpu_index(&c->lse, b, i, h)] =
+                sum > 0.0f ? mx + logf(sum) : -INFINITY;
     }
 }
 
@@ -118,26 +188,67 @@ fa_status fa_cpu_forward(fa_context *ctx, const fa_attention_call *call)
 {
     const fa_cpu_kernels *kern = fa_cpu_kernels_select();
     const int threads = fa_cpu_threads(ctx);
+    const int64_t group = call->heads_q / call->heads_kv;
+    /* Decoding: all queries of a KV head's query heads in one tile. */
+    const bool packed = group > 1 && call->seq_q * group <= BQ;
+    const int64_t q_tiles = packed ? 1 : (call->seq_q + BQ - 1) / BQ;
+    const int64_t items = call->batch * (packed ? call->heads_kv : call->heads_q) * q_tiles;
+    /* Too few items for the threads (or chunks asked for): the keys in chunks, merged after. */
+    const fa_split sp =
+        call->seq_q * (packed ? group : 1) <= BQ && (items < threads || call->num_splits > 1)
+            ? fa_split_choose(items, call->seq_k, (uint32_t)threads, 1, call->num_splits)
+            : (fa_split){1, call->seq_k};
+    const int64_t out_rows = call->batch * call->heads_q * call->seq_q;
+    const size_t part_floats =
+        sp.splits > 1 ? (size_t)sp.splits * (size_t)out_rows * (size_t)(call->head_dim + 1) : 0;
     size_t slice_floats;
     forward_scratch_carve(NULL, call->head_dim, &slice_floats);
     fa_cpu_scratch scratch;
-    fa_status st = fa_cpu_scratch_alloc(ctx, &scratch, threads, slice_floats, 0, "forward");
+    fa_status st =
+        fa_cpu_scratch_alloc(ctx, &scratch, threads, slice_floats, part_floats, "forward");
     if (st != FA_OK)
         return st;
+    float *part_o = part_floats ? fa_cpu_scratch_slice(&scratch, threads) : NULL;
+    float *part_lse =
+        part_o ? part_o + (size_t)sp.splits * (size_t)out_rows * call->head_dim : NULL;
 
-    const int64_t q_tiles = (call->seq_q + BQ - 1) / BQ;
-    const int64_t items = call->batch * call->heads_q * q_tiles;
 #pragma omp parallel num_threads(threads)
     {
         forward_scratch w = forward_scratch_carve(
             fa_cpu_scratch_slice(&scratch, omp_get_thread_num()), call->head_dim, NULL);
+        row_map rm;
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t t = 0; t < items; t++) {
+        for (int64_t t = 0; t < items * sp.splits; t++) {
+            const int64_t chunk = t % sp.splits, item = t / sp.splits;
             /* last query tiles first: under a causal mask they are the longest */
-            int64_t qt = q_tiles - 1 - t % q_tiles;
-            int64_t bh = t / q_tiles;
-            forward_tile(kern, call, &w, bh / call->heads_q, bh % call->heads_q, qt * BQ);
+            const int64_t qt = q_tiles - 1 - item % q_tiles, bh = item / q_tiles;
+            const int64_t heads = packed ? call->heads_kv : call->heads_q;
+            const int64_t b = bh / heads, h = bh % heads;
+            const int64_t hk = packed ? h : h / group;
+            if (packed) {
+                rm.n = (int)(call->seq_q * group);
+                for (int r = 0; r < rm.n; r++) {
+                    rm.qi[r] = r / group;
+                    rm.qh[r] = h * group + r % group;
+                }
+            } else {
+                const int64_t q0 = qt * BQ;
+                rm.n = (int)(call->seq_q - q0 < BQ ? call->seq_q - q0 : BQ);
+                for (int r = 0; r < rm.n; r++) {
+                    rm.qi[r] = q0 + r;
+                    rm.qh[r] = h;
+                }
+            }
+            const int64_t k0 = chunk * sp.keys_per_split;
+            const int64_t k1 =
+                k0 + sp.keys_per_split < call->seq_k ? k0 + sp.keys_per_split : call->seq_k;
+            const forward_out out = {sp.splits > 1 ? part_o + chunk * out_rows * call->head_dim
+                                                   : NULL,
+                                     sp.splits > 1 ? part_lse + chunk * out_rows : NULL};
+            forward_rows(kern, call, &w, b, hk, &rm, k0, k1, out);
         }
+        if (sp.splits > 1) /* the implicit barrier of the loop above precedes the merge */
+            merge_chunks(call, sp.splits, part_o, part_lse, w.o, w.row);
     }
     fa_cpu_scratch_free(ctx, &scratch);
     return FA_OK;

@@ -48,7 +48,9 @@ static const char usage[] =
     "  --decode         the decoding grid instead: one query token, batch 1, 16 and 64, cache\n"
     "                   length 4k, 32k and 128k, 32 query heads on 8 KV heads and 8 on 8, head\n"
     "                   dim 64 and 128, forward only, in GB/s of K and V read (rows whose K\n"
-    "                   and V would take over half the device's memory are skipped)\n"
+    "                   and V would take over half the device's memory are skipped); on the\n"
+    "                   CPU backend the memory read rate is measured first, and each row shows\n"
+    "                   its fraction of it\n"
     "  --splits N       fa_attention_desc.num_splits for every row (0: the backend chooses)\n"
     "\n"
     "Each row: warm-up calls for at least 0.3 s, then timed calls (each ending with\n"
@@ -337,10 +339,17 @@ static int run_decode_grid(fa_context *ctx, const bench_options *o, fa_dtype dty
     fa_status st = fa_context_device(ctx, &dev);
     if (st != FA_OK)
         return cli_fail(ctx, st);
-    printf("flashattn %s bench --decode: %s, device %d: %s, %s\n\n", fa_version_string(),
+    printf("flashattn %s bench --decode: %s, device %d: %s, %s\n", fa_version_string(),
            fa_backend_name(backend), dev.index, dev.name, fa_dtype_name(dtype));
-    printf("%5s %7s %4s %8s %11s %9s %9s\n", "batch", "cache", "D", "heads", "ms", "GB/s",
-           "TFLOP/s");
+    const bool cpu = backend == FA_BACKEND_CPU;
+    double read_gbps = 0.0;
+    if (cpu) {
+        fprintf(stderr, "measuring the memory read rate...\n");
+        read_gbps = cpu_read_bandwidth();
+        printf("memory read rate (measured): %.1f GB/s\n", read_gbps);
+    }
+    printf("\n%5s %7s %4s %8s %11s %9s %9s%s\n", "batch", "cache", "D", "heads", "ms", "GB/s",
+           "TFLOP/s", cpu ? "  % of read rate" : "");
     bench_row rows[N_ROWS];
     size_t n = 0;
     int failures = 0;
@@ -373,7 +382,10 @@ static int run_decode_grid(fa_context *ctx, const bench_options *o, fa_dtype dty
                         failures++;
                         printf("%11s  %s\n", "-", fa_status_name(r->status));
                     } else {
-                        printf("%11.4f %9.1f %9.4f\n", r->ms, r->gbps, r->tflops);
+                        printf("%11.4f %9.1f %9.4f", r->ms, r->gbps, r->tflops);
+                        if (read_gbps > 0)
+                            printf("  %14.1f%%", 100.0 * r->gbps / read_gbps);
+                        printf("\n");
                     }
                     fflush(stdout);
                 }

@@ -10,6 +10,7 @@
 
 #if defined(_OPENMP)
 #include <omp.h>
+#include <stdlib.h>
 #endif
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -162,4 +163,39 @@ void cpu_peak_measure(double seconds, cpu_peak *out)
     }
     out->gflops = best * 1e-9;
     out->threads = threads;
+}
+
+double cpu_read_bandwidth(void)
+{
+    const size_t n = ((size_t)512 << 20) / sizeof(float);
+    float *a = malloc(n * sizeof(float));
+    if (!a)
+        return 0.0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (size_t i = 0; i < n; i++) /* first touch by the thread that reads it later */
+        a[i] = (float)(i & 7);
+    double best = 0.0;
+    volatile float sink = 0.0f;
+    for (int pass = 0; pass < 5; pass++) {
+        float total = 0.0f;
+        const double t0 = cli_now();
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(+ : total)
+#endif
+        for (size_t i = 0; i < n; i += 16) {
+            float part = 0.0f;
+            for (size_t j = 0; j < 16; j++)
+                part += a[i + j];
+            total += part;
+        }
+        const double t = cli_now() - t0;
+        sink = total;
+        if (t > 0 && (double)(n * sizeof(float)) / t > best)
+            best = (double)(n * sizeof(float)) / t;
+    }
+    (void)sink;
+    free(a);
+    return best * 1e-9;
 }
