@@ -170,6 +170,20 @@ static fa_status ensure_workspace(fa_context *ctx, size_t bytes, bool may_fail)
     return FA_OK;
 }
 
+/* The workspace of a plan that has a fallback: FA_OK with *short_of_memory set (after a warning
+ * naming what runs instead) when there is no device memory for it, so that the caller re-plans. */
+static fa_status workspace_or_fallback(fa_context *ctx, size_t bytes, const char *what,
+                                       const char *instead, bool *short_of_memory)
+{
+    fa_status status = ensure_workspace(ctx, bytes, true);
+    *short_of_memory = status == FA_ERROR_OUT_OF_DEVICE_MEMORY;
+    if (!*short_of_memory)
+        return status;
+    fa_log(ctx, FA_LOG_WARN, "cuda: no device memory for the %zu-byte %s; running %s instead",
+           bytes, what, instead);
+    return FA_OK;
+}
+
 fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
 {
     fa_cuda_state *st = ctx->backend_state;
@@ -180,17 +194,13 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;
-    if (plan.splits > 1) {
-        status = ensure_workspace(ctx, plan.workspace_bytes, true);
-        if (status == FA_ERROR_OUT_OF_DEVICE_MEMORY) {
-            fa_log(ctx, FA_LOG_WARN,
-                   "cuda: no device memory for the split-key forward's %zu-byte workspace; "
-                   "running it unsplit",
-                   plan.workspace_bytes);
-            pb.num_splits = 1;
-            fa_cuda_plan_forward(&st->caps, &pb, &plan);
-            status = FA_OK;
-        }
+    bool short_of_memory = false;
+    if (plan.splits > 1)
+        status = workspace_or_fallback(ctx, plan.workspace_bytes, "split-key workspace",
+                                       "one chunk", &short_of_memory);
+    if (short_of_memory) {
+        pb.num_splits = 1;
+        fa_cuda_plan_forward(&st->caps, &pb, &plan);
     }
     p.splits = plan.splits;
     p.split_keys = plan.split_keys;
@@ -214,17 +224,13 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;
-    if (plan.atomic_dq) {
-        status = ensure_workspace(ctx, plan.workspace_bytes, true);
-        if (status == FA_ERROR_OUT_OF_DEVICE_MEMORY) {
-            fa_log(ctx, FA_LOG_WARN,
-                   "cuda: no device memory for the %zu-byte dQ accumulator; running the "
-                   "deterministic backward instead",
-                   plan.accum_elems * sizeof(float));
-            pb.deterministic = true;
-            fa_cuda_plan_backward(&st->caps, &pb, &plan);
-            status = FA_OK;
-        }
+    bool short_of_memory = false;
+    if (plan.atomic_dq)
+        status = workspace_or_fallback(ctx, plan.workspace_bytes, "dQ accumulator",
+                                       "the deterministic backward", &short_of_memory);
+    if (short_of_memory) {
+        pb.deterministic = true;
+        fa_cuda_plan_backward(&st->caps, &pb, &plan);
     }
     if (status == FA_OK && !plan.atomic_dq)
         status = ensure_workspace(ctx, plan.workspace_bytes, false);

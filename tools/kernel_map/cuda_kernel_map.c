@@ -28,16 +28,22 @@ static void cell(const fa_cuda_plan *plan, bool backward)
                i + 1 < plan->count ? " +" : "");
 }
 
-static void table(const char *title, const column *cols, size_t ncols, fa_dtype dtype,
-                  bool backward, bool deterministic)
+/* A table's title and header row: `first` names the rows, then one column per architecture. */
+static void table_head(const char *title, const char *first, const column *cols, size_t ncols)
 {
-    printf("\n### %s\n\n| head dim |", title);
+    printf("\n### %s\n\n| %s |", title, first);
     for (size_t c = 0; c < ncols; c++)
         printf(" %s |", cols[c].name);
     printf("\n| --- |");
     for (size_t c = 0; c < ncols; c++)
         printf(" --- |");
     printf("\n");
+}
+
+static void table(const char *title, const column *cols, size_t ncols, fa_dtype dtype,
+                  bool backward, bool deterministic)
+{
+    table_head(title, "head dim", cols, ncols);
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         printf("| %s", rows[r].label);
         for (size_t c = 0; c < ncols; c++) {
@@ -85,14 +91,8 @@ static void decode_table(const column *cols, size_t ncols)
         int64_t batch, seq_q, seq_k;
     } shapes[] = {{1, 1, 32768}, {16, 1, 32768}, {64, 1, 4096},
                   {1, 1, 1024},  {4, 4, 32768},  {1, 16, 32768}};
-    printf("\n### Forward, decoding (f16, head dim 128, 32 query heads on 8 KV heads)\n\n"
-           "| batch, queries, keys |");
-    for (size_t c = 0; c < ncols; c++)
-        printf(" %s |", cols[c].name);
-    printf("\n| --- |");
-    for (size_t c = 0; c < ncols; c++)
-        printf(" --- |");
-    printf("\n");
+    table_head("Forward, decoding (f16, head dim 128, 32 query heads on 8 KV heads)",
+               "batch, queries, keys", cols, ncols);
     for (size_t r = 0; r < sizeof shapes / sizeof shapes[0]; r++) {
         printf("| %lld, %lld, %lld", (long long)shapes[r].batch, (long long)shapes[r].seq_q,
                (long long)shapes[r].seq_k);

@@ -213,26 +213,27 @@ typedef struct edge_spec {
     float scale;
     bool causal, backward, bhsd;
     const char *extra;
+    int32_t splits; /* fa_attention_desc.num_splits */
 } edge_spec;
 
 static const edge_spec edges[] = {
     /* no key at all: O = 0, LSE = -inf, dQ = 0 */
-    {FA_DTYPE_F32, 2, 5, 0, 2, 2, 64, 0, false, false, false, " edge:sk=0"},
-    {FA_DTYPE_F16, 2, 5, 0, 4, 1, 64, 0, true, true, true, " edge:sk=0"},
+    {FA_DTYPE_F32, 2, 5, 0, 2, 2, 64, 0, false, false, false, " edge:sk=0", 0},
+    {FA_DTYPE_F16, 2, 5, 0, 4, 1, 64, 0, true, true, true, " edge:sk=0", 0},
     /* nothing to do: success, outputs untouched (but a backward with Sq = 0 zeroes dK, dV) */
-    {FA_DTYPE_F16, 0, 9, 9, 2, 2, 64, 0, false, false, false, " edge:b=0"},
-    {FA_DTYPE_BF16, 0, 9, 9, 4, 1, 64, 0, true, true, true, " edge:b=0"},
-    {FA_DTYPE_F32, 2, 0, 9, 2, 2, 64, 0, false, false, true, " edge:sq=0"},
-    {FA_DTYPE_F16, 2, 0, 9, 4, 2, 32, 0, true, true, false, " edge:sq=0"},
+    {FA_DTYPE_F16, 0, 9, 9, 2, 2, 64, 0, false, false, false, " edge:b=0", 0},
+    {FA_DTYPE_BF16, 0, 9, 9, 4, 1, 64, 0, true, true, true, " edge:b=0", 0},
+    {FA_DTYPE_F32, 2, 0, 9, 2, 2, 64, 0, false, false, true, " edge:sq=0", 0},
+    {FA_DTYPE_F16, 2, 0, 9, 4, 2, 32, 0, true, true, false, " edge:sq=0", 0},
     /* causal with Sq > Sk: the first Sq - Sk rows see no key */
-    {FA_DTYPE_F16, 2, 40, 9, 2, 2, 64, 0, true, false, false, " edge:no-key-rows"},
-    {FA_DTYPE_BF16, 2, 40, 9, 8, 2, 64, 0, true, true, true, " edge:no-key-rows"},
-    {FA_DTYPE_F32, 1, 300, 1, 2, 1, 32, 0, true, true, false, " edge:no-key-rows"},
+    {FA_DTYPE_F16, 2, 40, 9, 2, 2, 64, 0, true, false, false, " edge:no-key-rows", 0},
+    {FA_DTYPE_BF16, 2, 40, 9, 8, 2, 64, 0, true, true, true, " edge:no-key-rows", 0},
+    {FA_DTYPE_F32, 1, 300, 1, 2, 1, 32, 0, true, true, false, " edge:no-key-rows", 0},
     /* a non-default scale */
-    {FA_DTYPE_F32, 2, 33, 65, 2, 2, 64, 0.3f, false, false, false, " edge:scale=0.3"},
-    {FA_DTYPE_BF16, 2, 33, 65, 4, 1, 128, 0.3f, true, true, true, " edge:scale=0.3"},
-    {FA_DTYPE_F16, 1, 64, 64, 2, 2, 64, 1.5f, false, true, false, " edge:scale=1.5"},
-    {FA_DTYPE_F32, 1, 31, 47, 3, 3, 32, -0.25f, true, false, true, " edge:scale=-0.25"},
+    {FA_DTYPE_F32, 2, 33, 65, 2, 2, 64, 0.3f, false, false, false, " edge:scale=0.3", 0},
+    {FA_DTYPE_BF16, 2, 33, 65, 4, 1, 128, 0.3f, true, true, true, " edge:scale=0.3", 0},
+    {FA_DTYPE_F16, 1, 64, 64, 2, 2, 64, 1.5f, false, true, false, " edge:scale=1.5", 0},
+    {FA_DTYPE_F32, 1, 31, 47, 3, 3, 32, -0.25f, true, false, true, " edge:scale=-0.25", 0},
 };
 
 static tk_case case_from_edge(const edge_spec *s)
@@ -253,6 +254,7 @@ static tk_case case_from_edge(const edge_spec *s)
     c.bhsd = s->bhsd;
     /* a backward with keys but no queries still overwrites dK and dV with zeros */
     c.noop = s->batch == 0 || (s->sq == 0 && (!s->backward || s->sk == 0));
+    c.num_splits = s->splits;
     c.edge = true;
     name_case(&c, s->extra);
     return c;
@@ -265,51 +267,26 @@ static tk_case case_from_edge(const edge_spec *s)
  * fewer where there are fewer 64-key quanta), "decode" lets the backend choose. Caches over 16k
  * keys are --full only, as in the table: Mesa's llvmpipe (lavapipe, CI's Vulkan device) stops
  * every shader after 65,535 loop iterations in all, which cuts such rows short. */
-typedef struct decode_spec {
-    fa_dtype dtype;
-    int64_t batch, sq, sk, hq, hkv, d;
-    bool causal;
-    int32_t splits;
-    const char *extra;
-} decode_spec;
-
-static const decode_spec decodes[] = {
-    {FA_DTYPE_F16, 2, 1, 4097, 8, 2, 128, false, 0, " decode"},
-    {FA_DTYPE_BF16, 1, 1, 32768, 8, 2, 128, true, 0, " decode"},
-    {FA_DTYPE_F32, 2, 1, 1000, 4, 1, 64, false, 0, " decode"},
-    {FA_DTYPE_F16, 3, 4, 2000, 8, 2, 64, true, 0, " decode"},   /* 16 rows per KV head */
-    {FA_DTYPE_F16, 1, 16, 5000, 8, 2, 128, true, 0, " decode"}, /* 64: the ordinary forward */
-    {FA_DTYPE_F16, 2, 1, 1, 8, 2, 128, false, 0, " decode"},
-    {FA_DTYPE_F16, 2, 1, 4097, 8, 8, 200, false, 0, " decode"},
-    {FA_DTYPE_BF16, 1, 2, 3000, 4, 4, 40, true, 0, " decode"},
-    {FA_DTYPE_F16, 2, 1, 4097, 8, 2, 128, false, 1, " splitkv=1"},
-    {FA_DTYPE_F16, 2, 1, 4097, 8, 2, 128, true, 3, " splitkv=3"},
-    {FA_DTYPE_BF16, 1, 1, 100, 8, 2, 64, false, 256, " splitkv=256"},
-    {FA_DTYPE_F32, 2, 4, 700, 8, 2, 128, true, 7, " splitkv=7"},
-    {FA_DTYPE_F16, 1, 1, 65536, 4, 1, 128, false, 256, " splitkv=256"},
-    {FA_DTYPE_F16, 2, 3, 300, 8, 2, 256, true, 5, " splitkv=5"},
-    {FA_DTYPE_F16, 2, 4, 2, 4, 1, 64, true, 2, " splitkv=2 edge:no-key-rows"},
-    {FA_DTYPE_BF16, 1, 1, 16000, 16, 16, 96, false, 64, " splitkv=64"},
+static const edge_spec decodes[] = {
+    {FA_DTYPE_F16, 2, 1, 4097, 8, 2, 128, 0, false, false, false, " decode", 0},
+    {FA_DTYPE_BF16, 1, 1, 32768, 8, 2, 128, 0, true, false, false, " decode", 0},
+    {FA_DTYPE_F32, 2, 1, 1000, 4, 1, 64, 0, false, false, false, " decode", 0},
+    {FA_DTYPE_F16, 3, 4, 2000, 8, 2, 64, 0, true, false, false, " decode",
+     0}, /* 16 rows per KV head */
+    {FA_DTYPE_F16, 1, 16, 5000, 8, 2, 128, 0, true, false, false, " decode",
+     0}, /* 64: the ordinary forward */
+    {FA_DTYPE_F16, 2, 1, 1, 8, 2, 128, 0, false, false, false, " decode", 0},
+    {FA_DTYPE_F16, 2, 1, 4097, 8, 8, 200, 0, false, false, false, " decode", 0},
+    {FA_DTYPE_BF16, 1, 2, 3000, 4, 4, 40, 0, true, false, false, " decode", 0},
+    {FA_DTYPE_F16, 2, 1, 4097, 8, 2, 128, 0, false, false, false, " splitkv=1", 1},
+    {FA_DTYPE_F16, 2, 1, 4097, 8, 2, 128, 0, true, false, false, " splitkv=3", 3},
+    {FA_DTYPE_BF16, 1, 1, 100, 8, 2, 64, 0, false, false, false, " splitkv=256", 256},
+    {FA_DTYPE_F32, 2, 4, 700, 8, 2, 128, 0, true, false, false, " splitkv=7", 7},
+    {FA_DTYPE_F16, 1, 1, 65536, 4, 1, 128, 0, false, false, false, " splitkv=256", 256},
+    {FA_DTYPE_F16, 2, 3, 300, 8, 2, 256, 0, true, false, false, " splitkv=5", 5},
+    {FA_DTYPE_F16, 2, 4, 2, 4, 1, 64, 0, true, false, false, " splitkv=2 edge:no-key-rows", 2},
+    {FA_DTYPE_BF16, 1, 1, 16000, 16, 16, 96, 0, false, false, false, " splitkv=64", 64},
 };
-
-static tk_case case_from_decode(const decode_spec *s)
-{
-    tk_case c;
-    memset(&c, 0, sizeof c);
-    c.p = (fa_ref_problem){.dtype = s->dtype,
-                           .batch = s->batch,
-                           .seq_q = s->sq,
-                           .seq_k = s->sk,
-                           .heads_q = s->hq,
-                           .heads_kv = s->hkv,
-                           .head_dim = s->d,
-                           .causal = s->causal};
-    c.heads = heads_kind(s->hq, s->hkv);
-    c.num_splits = s->splits;
-    c.edge = true;
-    name_case(&c, s->extra);
-    return c;
-}
 
 int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
 {
@@ -349,7 +326,7 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
         cases[n_table + e] = case_from_edge(&edges[e]);
     for (int64_t e = 0; e < n_decodes; e++)
         if (full || decodes[e].sk <= 16384)
-            cases[n++] = case_from_decode(&decodes[e]);
+            cases[n++] = case_from_edge(&decodes[e]);
     for (int64_t c = 0; c < n; c++) {
         uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)c;
         cases[c].seed = fa_testkit_splitmix64(&s);
