@@ -271,6 +271,19 @@ FA_API fa_status fa_attention_backward(fa_context *ctx, const fa_attention_desc 
                                        const fa_tensor *lse, const fa_tensor *d_q,
                                        const fa_tensor *d_k, const fa_tensor *d_v);
 
+/** Combines n (1 to 256) partial results of one attention over disjoint key ranges into the
+ * exact O and LSE: o_parts[i] and lse_parts[i] as fa_attention_forward wrote them for part i's
+ * keys (same queries, scale and dtype); O = sum_i w_i O_i / sum_i w_i with w_i = exp(LSE_i -
+ * max LSE), LSE = max + log(sum_i w_i); a row no part saw gets O = 0 and LSE = -inf. lse may
+ * be NULL. For context parallelism: each device attends its shard of the keys, the parts are
+ * brought to one context, merged. Exact for non-causal attention, and for a causal one where
+ * each part was computed with the whole call's mask on its keys (a causal call on a key range
+ * aligns to that range, not to the whole). Runs on the host: it reads the parts (waiting for
+ * pending work) and writes o and lse; outputs must not overlap any part. */
+FA_API fa_status fa_attention_merge(fa_context *ctx, int n, const fa_tensor *o_parts,
+                                    const fa_tensor *lse_parts, const fa_tensor *o,
+                                    const fa_tensor *lse);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,8 @@
 #include "fa_split.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct span {
@@ -321,4 +323,105 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     call->deterministic = desc->deterministic;
     call->num_splits = desc->num_splits;
     return FA_OK;
+}
+
+static fa_byte_view byte_view(const role *r)
+{
+    fa_byte_view v = {
+        (fa_buffer *)r->bytes.buffer, r->bytes.begin, r->bytes.end, {0}, r->tensor->dtype};
+    memcpy(v.stride, r->bytes.stride, sizeof v.stride);
+    return v;
+}
+
+void fa_merge_call_free(fa_merge_call *call)
+{
+    free(call->o_parts);
+    free(call->lse_parts);
+    call->o_parts = call->lse_parts = NULL;
+}
+
+fa_status fa_validate_merge(fa_context *ctx, int n, const fa_tensor *o_parts,
+                            const fa_tensor *lse_parts, const fa_tensor *o, const fa_tensor *lse,
+                            fa_merge_call *call)
+{
+    memset(call, 0, sizeof *call);
+    if (ctx->lost)
+        return fa_fail(ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
+    if (n < 1 || n > FA_MAX_SPLITS)
+        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT, "n is %d; from 1 to %d parts are merged", n,
+                       FA_MAX_SPLITS);
+    if (!o_parts || !lse_parts)
+        return fa_fail(ctx, FA_ERROR_NULL_POINTER, "%s is NULL", o_parts ? "lse_parts" : "o_parts");
+    const int count = 2 * n + 2;
+    role *roles = calloc((size_t)count, sizeof *roles);
+    fa_view *views = calloc((size_t)count, sizeof *views);
+    char(*labels)[24] = calloc((size_t)count, sizeof *labels);
+    call->o_parts = calloc((size_t)n, sizeof *call->o_parts);
+    call->lse_parts = calloc((size_t)n, sizeof *call->lse_parts);
+    fa_status st = FA_OK;
+    if (!roles || !views || !labels || !call->o_parts || !call->lse_parts) {
+        st = fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate the merge's %d views",
+                     count);
+        goto done;
+    }
+    /* roles: o, lse, then o_parts[i] and lse_parts[i] */
+    roles[0] = (role){"o", o, true, false, &views[0], {0}};
+    roles[1] = (role){"lse", lse, true, true, &views[1], {0}};
+    for (int i = 0; i < n; i++) {
+        snprintf(labels[2 + 2 * i], sizeof labels[0], "o_parts[%d]", i);
+        snprintf(labels[3 + 2 * i], sizeof labels[0], "lse_parts[%d]", i);
+        roles[2 + 2 * i] =
+            (role){labels[2 + 2 * i], &o_parts[i], false, false, &views[2 + 2 * i], {0}};
+        roles[3 + 2 * i] =
+            (role){labels[3 + 2 * i], &lse_parts[i], false, true, &views[3 + 2 * i], {0}};
+    }
+    for (int i = 0; i < count && st == FA_OK; i++)
+        if (i != 1 || lse)
+            st = resolve(ctx, &roles[i]);
+    for (int i = 2; i < count && st == FA_OK; i += 2) {
+        if (o_parts[(i - 2) / 2].dtype != o->dtype)
+            st = fa_fail(ctx, FA_ERROR_DTYPE_MISMATCH, "o_parts[%d].dtype is %s but o.dtype is %s",
+                         (i - 2) / 2, fa_dtype_name(o_parts[(i - 2) / 2].dtype),
+                         fa_dtype_name(o->dtype));
+        else
+            st = check_same(ctx, &roles[0], &roles[i]);
+        const fa_tensor *l = &lse_parts[(i - 2) / 2];
+        if (st == FA_OK && (l->shape[0] != o->shape[0] || l->shape[1] != o->shape[1] ||
+                            l->shape[2] != o->shape[2]))
+            st = fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                         "lse_parts[%d] has shape (%lld, %lld, %lld, 1); o has (%lld, %lld, "
+                         "%lld, D)",
+                         (i - 2) / 2, (long long)l->shape[0], (long long)l->shape[1],
+                         (long long)l->shape[2], (long long)o->shape[0], (long long)o->shape[1],
+                         (long long)o->shape[2]);
+    }
+    if (st == FA_OK && lse &&
+        (lse->shape[0] != o->shape[0] || lse->shape[1] != o->shape[1] ||
+         lse->shape[2] != o->shape[2]))
+        st = fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH, "lse's (batch, seq, heads) differ from o's");
+    for (int i = 0; i < 2 && st == FA_OK; i++)
+        for (int j = 0; j < count && st == FA_OK; j++)
+            if (j != i && roles[i].tensor && roles[j].tensor &&
+                overlap(&roles[i].bytes, &roles[j].bytes))
+                st = fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                             "%s overlaps %s in the same buffer; outputs must not overlap",
+                             roles[i].name, roles[j].name);
+    if (st == FA_OK) {
+        call->n = n;
+        memcpy(call->shape, o->shape, sizeof call->shape);
+        call->o = byte_view(&roles[0]);
+        if (lse)
+            call->lse = byte_view(&roles[1]);
+        for (int i = 0; i < n; i++) {
+            call->o_parts[i] = byte_view(&roles[2 + 2 * i]);
+            call->lse_parts[i] = byte_view(&roles[3 + 2 * i]);
+        }
+    }
+done:
+    free(roles);
+    free(views);
+    free(labels);
+    if (st != FA_OK)
+        fa_merge_call_free(call);
+    return st;
 }
