@@ -100,9 +100,14 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
     const int nq = rm->n;
     const int64_t off = c->seq_k - c->seq_q;
 
+    /* A few rows (decoding): Q row-major in q_t's space, scored with dots; else Q^T and GEMMs. */
+    const bool few = nq <= FA_CPU_DOT_ROWS;
     for (int r = 0; r < nq; r++) {
         fa_cpu_tile qt = {&c->q, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim};
-        fa_cpu_load_cols(kern, &qt, c->scale * FA_LOG2E, w->q_t + r, BQ, w->row);
+        if (few)
+            fa_cpu_load_rows(kern, &qt, c->scale * FA_LOG2E, w->q_t + r * dim, dim);
+        else
+            fa_cpu_load_cols(kern, &qt, c->scale * FA_LOG2E, w->q_t + r, BQ, w->row);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -116,7 +121,7 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
     if (c->causal && last + off + 1 < k_end)
         k_end = last + off + 1;
     const int n_pad = (int)fa_cpu_round_up(nq, FA_CPU_PAD);
-    if (n_pad > nq) /* the padding columns of Q^T: zeros, not a previous item's rows */
+    if (!few && n_pad > nq) /* the padding columns of Q^T: zeros, not a previous item's rows */
         for (int d = 0; d < dim; d++)
             for (int r = nq; r < n_pad; r++)
                 w->q_t[d * BQ + r] = 0.0f;
@@ -128,7 +133,10 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
         fa_cpu_load_rows(kern, &kt, 1.0f, w->k, dim);
         fa_cpu_load_rows(kern, &vt, 1.0f, w->v, dp);
 
-        kern->gemm(nk, n_pad, dim, w->k, dim, 1, w->q_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
+        if (few)
+            kern->dots(nk, nq, dim, w->k, dim, w->q_t, dim, w->s, BQ);
+        else
+            kern->gemm(nk, n_pad, dim, w->k, dim, 1, w->q_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
         if (c->causal && k0 + nk - 1 > rm->qi[0] + off)
             mask_causal_cols(w->s, nk, rm, k0, off);
         kern->softmax_cols(w->s, nk, nq, BQ, w->m, w->l, w->alpha);

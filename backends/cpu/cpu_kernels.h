@@ -15,7 +15,7 @@
 /* Tile sizes: 128 queries share each 64-key K/V tile that is loaded (halving the conversion and
  * memory traffic of 64), and a head_dim-256 step still fits a 2 MiB L2 (forward: about 420 KiB;
  * backward: about 1 MiB). */
-enum { FA_CPU_TILE_Q = 128, FA_CPU_TILE_K = 64, FA_CPU_PAD = 16 };
+enum { FA_CPU_TILE_Q = 128, FA_CPU_TILE_K = 64, FA_CPU_PAD = 16, FA_CPU_DOT_ROWS = 8 };
 
 typedef enum fa_cpu_gemm_mode {
     FA_CPU_GEMM_SET,         /* C = A B */
@@ -29,6 +29,11 @@ typedef struct fa_cpu_kernels {
      * read transposed; B and C are row-major with ldb, ldc. n is a multiple of FA_CPU_PAD. */
     void (*gemm)(int m, int n, int k, const float *a, int64_t a_row, int64_t a_col, const float *b,
                  int64_t ldb, float *c, int64_t ldc, fa_cpu_gemm_mode mode, const float *alpha);
+    /* s[j * lds + r] = sum_d k[j * ldk + d] q[r * ldq + d] for nk keys and nq (1 to
+     * FA_CPU_DOT_ROWS) query rows: decoding's scores, each K row read once for all the rows,
+     * where the GEMM would pad the rows to FA_CPU_PAD columns. */
+    void (*dots)(int nk, int nq, int dim, const float *k, int64_t ldk, const float *q, int64_t ldq,
+                 float *s, int64_t lds);
     /* dst[i] = scale * src[i] for n elements of `dtype` (f16 and bf16 converted exactly). */
     void (*load_row)(fa_dtype dtype, const void *src, int64_t n, float scale, float *dst);
     /* One online-softmax step on scores s (rows = keys, cols = queries, log2 units): per

@@ -217,10 +217,58 @@ static void CK_NAME(grad_scores)(const float *p, float *dp, int rows, int cols, 
     }
 }
 
+/* dots for a constant number of rows r, so that the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void
+CK_NAME(dots_rows)(const int r, int nk, int dim, const float *restrict k, int64_t ldk,
+                   const float *restrict q, int64_t ldq, float *restrict s, int64_t lds)
+{
+    for (int j = 0; j < nk; j++) {
+        const float *kj = k + j * ldk;
+        CK_NAME(vec) acc[FA_CPU_DOT_ROWS];
+        for (int i = 0; i < r; i++)
+            acc[i] = (CK_NAME(vec)){0};
+        int d = 0;
+        for (; d + CK_VW <= dim; d += CK_VW) {
+            const CK_NAME(vec) kv = *(const CK_NAME(vec_u) *)(kj + d);
+            for (int i = 0; i < r; i++)
+                acc[i] += kv * *(const CK_NAME(vec_u) *)(q + i * ldq + d);
+        }
+        for (int i = 0; i < r; i++) {
+            float t = 0.0f;
+            for (int l = 0; l < CK_VW; l++)
+                t += acc[i][l];
+            for (int e = d; e < dim; e++)
+                t = CK_FMAF(kj[e], q[i * ldq + e], t);
+            s[j * lds + i] = t;
+        }
+    }
+}
+
+static void CK_NAME(dots)(int nk, int nq, int dim, const float *k, int64_t ldk, const float *q,
+                          int64_t ldq, float *s, int64_t lds)
+{
+    switch (nq) {
+#define CK_DOTS_CASE(r)                                                                            \
+    case r:                                                                                        \
+        CK_NAME(dots_rows)(r, nk, dim, k, ldk, q, ldq, s, lds);                                    \
+        break;
+        CK_DOTS_CASE(1)
+        CK_DOTS_CASE(2)
+        CK_DOTS_CASE(3)
+        CK_DOTS_CASE(4)
+        CK_DOTS_CASE(5)
+        CK_DOTS_CASE(6)
+        CK_DOTS_CASE(7)
+        CK_DOTS_CASE(8)
+#undef CK_DOTS_CASE
+    }
+}
+
 static const fa_cpu_kernels CK_NAME(kernels) = {
     .name = CK_NAME_STRING,
     .gemm = CK_NAME(gemm),
     .load_row = CK_NAME(load_row),
+    .dots = CK_NAME(dots),
     .softmax_cols = CK_NAME(softmax_cols),
     .exp2_sub = CK_NAME(exp2_sub),
     .grad_scores = CK_NAME(grad_scores),
