@@ -385,20 +385,17 @@ fa_status fa_validate_merge(fa_context *ctx, int n, const fa_tensor *o_parts,
                          fa_dtype_name(o->dtype));
         else
             st = check_same(ctx, &roles[0], &roles[i]);
-        const fa_tensor *l = &lse_parts[(i - 2) / 2];
-        if (st == FA_OK && (l->shape[0] != o->shape[0] || l->shape[1] != o->shape[1] ||
-                            l->shape[2] != o->shape[2]))
+    }
+    for (int i = 1; i < count && st == FA_OK; i += 2) { /* lse, then each lse_parts[i] */
+        const fa_tensor *l = roles[i].tensor;
+        if (l && (l->shape[0] != o->shape[0] || l->shape[1] != o->shape[1] ||
+                  l->shape[2] != o->shape[2]))
             st = fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
-                         "lse_parts[%d] has shape (%lld, %lld, %lld, 1); o has (%lld, %lld, "
-                         "%lld, D)",
-                         (i - 2) / 2, (long long)l->shape[0], (long long)l->shape[1],
+                         "%s has shape (%lld, %lld, %lld, 1); o has (%lld, %lld, %lld, D)",
+                         roles[i].name, (long long)l->shape[0], (long long)l->shape[1],
                          (long long)l->shape[2], (long long)o->shape[0], (long long)o->shape[1],
                          (long long)o->shape[2]);
     }
-    if (st == FA_OK && lse &&
-        (lse->shape[0] != o->shape[0] || lse->shape[1] != o->shape[1] ||
-         lse->shape[2] != o->shape[2]))
-        st = fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH, "lse's (batch, seq, heads) differ from o's");
     for (int i = 0; i < 2 && st == FA_OK; i++)
         for (int j = 0; j < count && st == FA_OK; j++)
             if (j != i && roles[i].tensor && roles[j].tensor &&

@@ -265,8 +265,8 @@ static tk_case case_from_edge(const edge_spec *s)
 /* Few query rows per KV head and many keys: the split-key forward where a backend has one
  * (CUDA), else its ordinary forward. "splitkv=N" asks for N chunks (fa_attention_desc.num_splits;
  * fewer where there are fewer 64-key quanta), "decode" lets the backend choose. Caches over 16k
- * keys are --full only, as in the table: Mesa's llvmpipe (lavapipe, CI's Vulkan device) stops
- * every shader after 65,535 loop iterations in all, which cuts such rows short. */
+ * keys are --full only, as in the table (the quick matrix stays short, and on lavapipe, CI's
+ * Vulkan device, the backend refuses them anyway: llvmpipe's loop limit, vk_attention.c). */
 static const edge_spec decodes[] = {
     {FA_DTYPE_F16, 2, 1, 4097, 8, 2, 128, 0, false, false, false, " decode", 0},
     {FA_DTYPE_BF16, 1, 1, 32768, 8, 2, 128, 0, true, false, false, " decode", 0},
