@@ -82,7 +82,8 @@ fa_status fa_attention_merge(fa_context *ctx, int n, const fa_tensor *o_parts,
                 }
                 float sum = 0.0f;
                 for (int i = 0; i < n; i++) {
-                    w[i] = mx == -INFINITY ? 0.0f : expf(w[i] - mx);
+                    /* -inf parts weigh 0, NaN ones NaN (fmaxf skipped them) */
+                    w[i] = expf(w[i] - (mx == -INFINITY ? 0.0f : mx));
                     sum += w[i];
                 }
                 for (int64_t d = 0; d < D; d++) {
@@ -92,11 +93,11 @@ fa_status fa_attention_merge(fa_context *ctx, int n, const fa_tensor *o_parts,
                             acc +=
                                 w[i] * load(at(parts[2 * i], &c.o_parts[i], b, s, h, d), c.o.dtype);
                     store((unsigned char *)at(out, &c.o, b, s, h, d), c.o.dtype,
-                          sum > 0.0f ? acc / sum : 0.0f);
+                          sum != 0.0f ? acc / sum : 0.0f);
                 }
                 if (out_lse)
                     store((unsigned char *)at(out_lse, &c.lse, b, s, h, 0), FA_DTYPE_F32,
-                          sum > 0.0f ? mx + logf(sum) : -INFINITY);
+                          sum != 0.0f ? mx + logf(sum) : -INFINITY);
             }
     if (st == FA_OK && c.o.end > c.o.begin)
         st = fa_buffer_write(c.o.buffer, c.o.begin, out, (size_t)(c.o.end - c.o.begin));

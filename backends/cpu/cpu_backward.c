@@ -5,12 +5,12 @@
  *
  *  1. Delta[b][h][i] = sum_d dO * O (f32).
  *  2. dK, dV: work items are (batch, KV head, key tile of FA_CPU_TILE_K = 64). A thread holds
- *     K^T (scaled by scale * log2 e) and V^T for its keys and the dK, dV accumulators, and
- *     walks every query head of the GQA group and every query tile that can see the keys:
- *     S = Q K^T, P = exp2(S - LSE log2 e), dV += P^T dO, dP = dO V^T, dS = P (dP - Delta),
- *     dK += dS^T Q; finally dK *= scale.
+ *     K^T and V^T for its keys and the dK, dV accumulators, and walks every query head of the
+ *     GQA group and every query tile that can see the keys: S = Q K^T scale log2 e (scaled
+ *     after the product, as in the forward), P = exp2(S - LSE log2 e), dV += P^T dO, dP = dO V^T,
+ * dS = P (dP - Delta), dK += dS^T Q; finally dK *= scale.
  *  3. dQ: work items are (batch, query head, query tile of FA_CPU_TILE_Q = 128). A thread
- *     holds Q^T (scaled) and dO^T and walks the visible key tiles: S^T = K Q^T, P^T,
+ *     holds Q^T and dO^T and walks the visible key tiles: S^T = K Q^T, P^T,
  *     dP^T = V dO^T, dS^T, dQ += dS K; finally dQ *= scale.
  * dQ is the pass that recomputes S and dP a second time: 7 tile GEMMs per (query, key) tile
  * pair where the forward has 2, the price of needing neither atomics nor O(Sq x D) partials.
@@ -98,7 +98,7 @@ static void dkdv_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
 
     fa_cpu_tile kt = {&c->k, c->dtype, b, k0, hk, nk, dim};
     fa_cpu_tile vt = {&c->v, c->dtype, b, k0, hk, nk, dim};
-    fa_cpu_load_cols(kern, &kt, c->scale * FA_LOG2E, w->a_t, BK, w->row);
+    fa_cpu_load_cols(kern, &kt, 1.0f, w->a_t, BK, w->row);
     fa_cpu_load_cols(kern, &vt, 1.0f, w->b_t, BK, w->row);
     for (int64_t i = 0; i < nk * dp; i++) {
         w->acc1[i] = 0.0f;
@@ -118,6 +118,7 @@ static void dkdv_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
 
             /* S = Q K^T (queries x keys), masked after each query's diagonal, then P */
             kern->gemm(nq, n_pad, dim, w->x, dp, 1, w->a_t, BK, w->s, BK, FA_CPU_GEMM_SET, NULL);
+            fa_cpu_scale_tile(w->s, nq, nk, BK, c->scale * FA_LOG2E);
             if (c->causal && k0 + nk - 1 > q0 + off) {
                 for (int i = 0; i < nq; i++) {
                     int64_t first_hidden = q0 + i + off - k0 + 1;
@@ -152,7 +153,7 @@ static void dq_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, back
 
     fa_cpu_tile qt = {&c->q, c->dtype, b, q0, h, nq, dim};
     fa_cpu_tile dot = {&c->d_o, c->dtype, b, q0, h, nq, dim};
-    fa_cpu_load_cols(kern, &qt, c->scale * FA_LOG2E, w->a_t, BQ, w->row);
+    fa_cpu_load_cols(kern, &qt, 1.0f, w->a_t, BQ, w->row);
     fa_cpu_load_cols(kern, &dot, 1.0f, w->b_t, BQ, w->row);
     load_row_stats(c, delta, w, b, h, q0, nq);
     for (int64_t i = 0; i < nq * dp; i++)
@@ -170,6 +171,7 @@ static void dq_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, back
 
         /* S^T = K Q^T (keys x queries), masked before each query's diagonal, then P^T */
         kern->gemm(nk, n_pad, dim, w->x, dp, 1, w->a_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
+        fa_cpu_scale_tile(w->s, nk, nq, BQ, c->scale * FA_LOG2E);
         if (c->causal && k0 + nk - 1 > q0 + off) {
             for (int j = 0; j < nk; j++) {
                 int64_t first_visible = k0 + j - q0 - off;

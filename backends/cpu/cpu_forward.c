@@ -2,14 +2,14 @@
 /* Forward attention on the CPU: FlashAttention's tiled online softmax.
  *
  * OpenMP threads share out (batch, query head, 128-query tile) work items, longest first when
- * causal. A thread keeps its query tile transposed and pre-scaled by scale * log2(e)
- * (Q^T, D x 128) and an f32 accumulator O (128 x D) in its scratch, then streams the head's
- * 64-key K and V tiles: S^T = K Q^T (keys x queries, log2 units), masked on the diagonal when
- * causal, an online softmax step per query column (running max and sum, P = exp2(S - max)), and O =
- * alpha O + P V. Keys past the diagonal are never loaded. At the end O / sum is rounded to the
- * dtype and LSE = (max + log2 sum) ln 2. Extra memory: one slice per thread (Q^T, O, K, V, S^T: 224
- * KiB at head_dim 128). Working on S^T (keys x queries) lets the softmax vectorize across queries
- * and lets K and V be used as loaded, untransposed; P V reads P^T in place.
+ * causal. A thread keeps its query tile transposed (Q^T, D x 128) and an f32 accumulator O
+ * (128 x D) in its scratch, then streams the head's 64-key K and V tiles: S^T = K Q^T (keys x
+ * queries), scaled by scale * log2(e) after the product (fa_cpu_scale_tile), masked on the diagonal
+ * when causal, an online softmax step per query column (running max and sum, P = exp2(S - max)),
+ * and O = alpha O + P V. Keys past the diagonal are never loaded. At the end O / sum is rounded to
+ * the dtype and LSE = (max + log2 sum) ln 2. Extra memory: one slice per thread (Q^T, O, K, V, S^T:
+ * 224 KiB at head_dim 128). Working on S^T (keys x queries) lets the softmax vectorize across
+ * queries and lets K and V be used as loaded, untransposed; P V reads P^T in place.
  *
  * Decoding (all queries of a KV head's query heads fit one tile): a work item is (batch, KV
  * head) with those rows packed together, so each K and V tile is loaded once for the group.
@@ -105,9 +105,9 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
     for (int r = 0; r < nq; r++) {
         fa_cpu_tile qt = {&c->q, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim};
         if (few)
-            fa_cpu_load_rows(kern, &qt, c->scale * FA_LOG2E, w->q_t + r * dim, dim);
+            fa_cpu_load_rows(kern, &qt, 1.0f, w->q_t + r * dim, dim);
         else
-            fa_cpu_load_cols(kern, &qt, c->scale * FA_LOG2E, w->q_t + r, BQ, w->row);
+            fa_cpu_load_cols(kern, &qt, 1.0f, w->q_t + r, BQ, w->row);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -137,6 +137,7 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
             kern->dots(nk, nq, dim, w->k, dim, w->q_t, dim, w->s, BQ);
         else
             kern->gemm(nk, n_pad, dim, w->k, dim, 1, w->q_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
+        fa_cpu_scale_tile(w->s, nk, nq, BQ, c->scale * FA_LOG2E);
         if (c->causal && k0 + nk - 1 > rm->qi[0] + off)
             mask_causal_cols(w->s, nk, rm, k0, off);
         kern->softmax_cols(w->s, nk, nq, BQ, w->m, w->l, w->alpha);
@@ -146,10 +147,10 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
     }
 
     for (int r = 0; r < nq; r++) {
-        const float lse = w->l[r] > 0.0f ? (w->m[r] + log2f(w->l[r])) * FA_LN2 : -INFINITY;
+        const float lse = w->l[r] != 0.0f ? (w->m[r] + log2f(w->l[r])) * FA_LN2 : -INFINITY;
         if (out.part_o) {
             const int64_t row = out_row(c, b, rm->qi[r], rm->qh[r]);
-            const float inv = w->l[r] > 0.0f ? 1.0f / w->l[r] : 0.0f;
+            const float inv = w->l[r] != 0.0f ? 1.0f / w->l[r] : 0.0f;
             for (int d = 0; d < dim; d++)
                 out.part_o[row * dim + d] = w->o[r * dp + d] * inv;
             out.part_lse[row] = lse;
@@ -178,8 +179,9 @@ static void merge_chunks(const fa_attention_call *c, int splits, const float *pa
         float sum = 0.0f;
         for (int d = 0; d < dim; d++)
             acc[d] = 0.0f;
-        for (int sp = 0; sp < splits && mx != -INFINITY; sp++) {
-            const float wgt = expf(part_lse[sp * rows + t] - mx);
+        const float m_use = mx == -INFINITY ? 0.0f : mx; /* -inf parts weigh 0, NaN ones NaN */
+        for (int sp = 0; sp < splits; sp++) {
+            const float wgt = expf(part_lse[sp * rows + t] - m_use);
             sum += wgt;
             for (int d = 0; d < dim; d++)
                 acc[d] += wgt * part_o[(sp * rows + t) * dim + d];
@@ -188,7 +190,7 @@ static void merge_chunks(const fa_attention_call *c, int splits, const float *pa
         fa_cpu_store_rows_div(&ot, acc, dim, &sum, row);
         if (c->has_lse)
             ((float *)c->lse.buffer)[fa_cpu_index(&c->lse, b, i, h)] =
-                sum > 0.0f ? mx + logf(sum) : -INFINITY;
+                sum != 0.0f ? mx + logf(sum) : -INFINITY;
     }
 }
 

@@ -76,7 +76,7 @@ void fa_cpu_store_rows_div(const fa_cpu_tile *t, const float *src, int64_t ld, c
         const float *s = src + r * ld;
         float q = div[r];
         for (int d = 0; d < t->dim; d++)
-            row[d] = q > 0.0f ? s[d] / q : 0.0f;
+            row[d] = q != 0.0f ? s[d] / q : 0.0f;
         store_row(t->dtype, element_ptr(t, r), row, t->dim);
     }
 }

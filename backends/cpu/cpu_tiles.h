@@ -74,4 +74,15 @@ static inline float *fa_cpu_carve(fa_cpu_carver *c, int64_t floats)
 /* Number of OpenMP threads the context's calls use. */
 int fa_cpu_threads(const fa_context *ctx);
 
+/* Scales the first `cols` entries of each of `rows` rows (stride ld) by c. The kernels score raw Q
+ * K^T and scale the scores afterwards, forward and backward alike, so that the backward's P sees
+ * bit for bit the scores its forward's LSE came from (scaling an operand first rounds each
+ * element and, at large scores, costs more than the dtype). */
+static inline void fa_cpu_scale_tile(float *s, int rows, int cols, int64_t ld, float c)
+{
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++)
+            s[r * ld + j] *= c;
+}
+
 #endif

@@ -186,7 +186,8 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
             const float m_new = fmaxf(m[r], fa_warp_max(x));
             // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled.
             const float alpha = m_new == -INFINITY ? 1.f : fa_exp2(m[r] - m_new);
-            const float pv = m_new == -INFINITY ? 0.f : fa_exp2(x - m_new);
+            // a NaN score is NaN here even before any key was seen (fmaxf skipped it)
+            const float pv = fa_exp2(x - (m_new == -INFINITY ? 0.f : m_new));
             l[r] = l[r] * alpha + pv;
             m[r] = m_new;
 #pragma unroll
@@ -244,16 +245,17 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
 #pragma unroll
         for (int w = 0; w < W; w++)
             mx = fmaxf(mx, m_s[w][r]);
+        // mx = -inf: no warp saw a key (weights 0) or a NaN score (weights NaN)
+        const float m_use = mx == -INFINITY ? 0.f : mx;
         float sum = 0.f, acc = 0.f;
-        if (mx != -INFINITY)
 #pragma unroll
-            for (int w = 0; w < W; w++) {
-                const float f = fa_exp2(m_s[w][r] - mx);
-                sum += f * l_s[w][r];
-                acc += f * o_s[w][r][d];
-            }
-        const float out = sum > 0.f ? acc / sum : 0.f;
-        const float lse = sum > 0.f ? (mx + log2f(sum)) * FA_LN2 : -INFINITY;
+        for (int w = 0; w < W; w++) {
+            const float f = fa_exp2(m_s[w][r] - m_use);
+            sum += f * l_s[w][r];
+            acc += f * o_s[w][r][d];
+        }
+        const float out = sum != 0.f ? acc / sum : 0.f;
+        const float lse = sum != 0.f ? (mx + log2f(sum)) * FA_LN2 : -INFINITY;
         const int i = pr / p.group, h = hk * p.group + pr % p.group;
         if (p.splits == 1) {
             ((T *)p.o.ptr)[fa_at(p.o, b, i, h) + d] = fa_from_float<T>(out);
@@ -288,7 +290,7 @@ template <typename T> __device__ void fa_decode_merge(const fa_cuda_params &p)
     mx = fa_warp_max(mx);
     float sum = 0.f;
     for (int s = lane; s < p.splits; s += 32) {
-        const float w = mx == -INFINITY ? 0.f : fa_exp2((lse[s * rows + row] - mx) * FA_LOG2E);
+        const float w = fa_exp2((lse[s * rows + row] - (mx == -INFINITY ? 0.f : mx)) * FA_LOG2E);
         w_s[warp][s] = w;
         sum += w;
     }
@@ -298,8 +300,8 @@ template <typename T> __device__ void fa_decode_merge(const fa_cuda_params &p)
         float acc = 0.f;
         for (int s = 0; s < p.splits; s++)
             acc += w_s[warp][s] * part[(s * rows + row) * p.head_dim + d];
-        ((T *)p.o.ptr)[fa_at(p.o, b, i, h) + d] = fa_from_float<T>(sum > 0.f ? acc / sum : 0.f);
+        ((T *)p.o.ptr)[fa_at(p.o, b, i, h) + d] = fa_from_float<T>(sum != 0.f ? acc / sum : 0.f);
     }
     if (lane == 0 && p.has_lse)
-        ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+        ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = sum != 0.f ? mx + logf(sum) : -INFINITY;
 }

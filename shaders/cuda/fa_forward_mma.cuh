@@ -286,8 +286,8 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
                     for (int n = 0; n < BK / 8; n++)
 #pragma unroll
                         for (int r = 0; r < 2; r++) {
-                            const float p0 = fa_exp2(fmaf(s[mt][n][2 * r], c, -m_use[mt][r]));
-                            const float p1 = fa_exp2(fmaf(s[mt][n][2 * r + 1], c, -m_use[mt][r]));
+                            const float p0 = fa_exp2(__fmul_rn(s[mt][n][2 * r], c) - m_use[mt][r]);
+                            const float p1 = fa_exp2(__fmul_rn(s[mt][n][2 * r + 1], c) - m_use[mt][r]);
                             sum[mt][r] += p0 + p1;
                             const unsigned hi = fa_pack2<T>(p0, p1); // p0 in the low half
                             ph[mt][n / 2][(n & 1) * 2 + r] = hi;
@@ -340,8 +340,8 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
                 for (int mt = 0; mt < MT; mt++)
 #pragma unroll
                     for (int r = 0; r < 2; r++) {
-                        const float p0 = fa_exp2(fmaf(s[mt][n][2 * r], c, -m_use[mt][r]));
-                        const float p1 = fa_exp2(fmaf(s[mt][n][2 * r + 1], c, -m_use[mt][r]));
+                        const float p0 = fa_exp2(__fmul_rn(s[mt][n][2 * r], c) - m_use[mt][r]);
+                        const float p1 = fa_exp2(__fmul_rn(s[mt][n][2 * r + 1], c) - m_use[mt][r]);
                         sum[mt][r] += p0 + p1;
                         pf[mt][n / 2][(n & 1) * 2 + r] = fa_pack2<T>(p0, p1);
                     }
@@ -387,7 +387,7 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
         for (int r = 0; r < 2; r++) {
             l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 1);
             l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 2);
-            inv[r] = l[mt][r] > 0.f ? 1.f / l[mt][r] : 0.f;
+            inv[r] = l[mt][r] != 0.f ? 1.f / l[mt][r] : 0.f;
         }
         const int srow = warp * WR + 16 * mt + (lane >> 2);
 #pragma unroll
@@ -403,7 +403,7 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
                 const int gr = row_lo + 16 * mt + r * 8;
                 if (gr < p.seq_q)
                     L[gr * p.lse.stride_s] =
-                        l[mt][r] > 0.f ? (m[mt][r] + log2f(l[mt][r])) * FA_LN2 : -INFINITY;
+                        l[mt][r] != 0.f ? (m[mt][r] + log2f(l[mt][r])) * FA_LN2 : -INFINITY;
             }
         }
     }

@@ -213,8 +213,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         for (int n = 0; n < BK / 8; n++)
 #pragma unroll
             for (int r = 0; r < 2; r++) {
-                const float p0 = fa_exp2(fmaf(sc[4 * n + 2 * r], c, -m_use[r]));
-                const float p1 = fa_exp2(fmaf(sc[4 * n + 2 * r + 1], c, -m_use[r]));
+                const float p0 = fa_exp2(__fmul_rn(sc[4 * n + 2 * r], c) - m_use[r]);
+                const float p1 = fa_exp2(__fmul_rn(sc[4 * n + 2 * r + 1], c) - m_use[r]);
                 sum[r] += p0 + p1;
                 const unsigned hi = fa_pack2<T>(p0, p1);
                 ph[n / 2][(n & 1) * 2 + r] = hi;
@@ -311,7 +311,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     for (int r = 0; r < 2; r++) {
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-        inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
+        inv[r] = l[r] != 0.f ? 1.f / l[r] : 0.f;
     }
     const int srow = 64 * cw + 16 * wq + (lane >> 2);
 #pragma unroll
@@ -329,7 +329,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         for (int r = 0; r < 2; r++) {
             const int gr = row_lo + r * 8;
             if (gr < p.seq_q)
-                L[gr * p.lse.stride_s] = l[r] > 0.f ? (m[r] + log2f(l[r])) * FA_LN2 : -INFINITY;
+                L[gr * p.lse.stride_s] = l[r] != 0.f ? (m[r] + log2f(l[r])) * FA_LN2 : -INFINITY;
         }
     }
     fa_named_barrier(1 + cw, 128);

@@ -101,14 +101,14 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
     }
     if (!row_ok)
         return;
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const float inv = l != 0.f ? 1.f / l : 0.f;
     T *O = (T *)p.o.ptr + fa_at(p.o, b, i, h);
 #pragma unroll
     for (int t = 0; t < DPT; t++)
         if (t < nd)
             O[s + FA_GEN_SPLIT * t] = fa_from_float<T>(o[t] * inv);
     if (p.has_lse && s == 0)
-        ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = l > 0.f ? (m + log2f(l)) * FA_LN2 : -INFINITY;
+        ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = l != 0.f ? (m + log2f(l)) * FA_LN2 : -INFINITY;
 }
 
 // Delta = rowsum(dO * O) per query row, f32, into the (batch, heads_q, seq_q) workspace.

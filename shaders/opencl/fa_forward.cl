@@ -222,13 +222,15 @@ FA_UNROLL
             float m_new = m_run[i];
             for (int x = 0; x < FA_S_TX; x++)
                 m_new = fmax(m_new, red[x * FA_BM + sr + i]);
-            /* m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled */
+            /* m_new = -inf: no finite score so far, so nothing is rescaled and P = exp2(s):
+             * 0 for a masked score, NaN for a NaN one (fmax skipped it) */
             const bool none = m_new == -INFINITY;
             const float alpha = none ? 1.0f : exp2(m_run[i] - m_new);
+            const float m_use = none ? 0.0f : m_new;
             float sum = 0.0f;
 FA_UNROLL
             for (int j = 0; j < S_TN; j++) {
-                const float p = none ? 0.0f : exp2(s[i][j] - m_new);
+                const float p = exp2(s[i][j] - m_use);
                 pt[(sx + FA_S_TX * j) * LDPT + sr + i] = p;
                 sum += p;
             }
@@ -280,7 +282,7 @@ FA_UNROLL
             float l = 0.0f;
             for (int x = 0; x < FA_S_TX; x++)
                 l += red[x * FA_BM + r];
-            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+            const float inv = l != 0.0f ? 1.0f / l : 0.0f;
             const long row = obase + (long)(q0 + r) * o_ss;
 FA_UNROLL
             for (int g = 0; g < O_TG; g++) {
@@ -295,7 +297,7 @@ FA_UNROLL
             }
             if (has_lse && ox == 0)
                 lse[l_off + b * l_sb + h * l_sh + (long)(q0 + r) * l_ss] =
-                    l > 0.0f ? (m_s[r] + log2(l)) * FA_LN2 : -INFINITY;
+                    l != 0.0f ? (m_s[r] + log2(l)) * FA_LN2 : -INFINITY;
         }
     }
 }

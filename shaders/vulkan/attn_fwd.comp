@@ -432,12 +432,14 @@ void main()
             float m_new = m_run[i];
             for (uint x = 0; x < S_TX; x++)
                 m_new = max(m_new, red[x * BM + sr + i]);
-            // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled.
+            // m_new = -inf: no finite score so far, so nothing is rescaled and P = exp2(s): 0 for
+            // a masked score, NaN for a NaN one (max skipped it).
             const bool none = m_new == NEG_INF;
             const float alpha = none ? 1.0 : exp2(m_run[i] - m_new);
+            const float m_use = none ? 0.0 : m_new;
             float sum = 0.0;
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
-                const float p = none ? 0.0 : exp2(s[i * S_TN + j] - m_new);
+                const float p = exp2(s[i * S_TN + j] - m_use);
                 s[i * S_TN + j] = p;
                 sum += p;
             }
@@ -498,7 +500,7 @@ void main()
         float l = 0.0;
         for (uint x = 0; x < S_TX; x++)
             l += red[x * BM + r];
-        const float inv = l > 0.0 ? 1.0 / l : 0.0;
+        const float inv = l != 0.0 ? 1.0 / l : 0.0;
         const uint row = o_base + (q0 + r) * pc.o_ss;
         [[unroll]] for (uint g = 0; g < O_TG; g++)
             if (O_FULL || ox + O_TX * g < DG)
@@ -507,6 +509,6 @@ void main()
                         acc[(i * O_TG + g) * CW + w] * inv, o_vec)
         if (pc.has_lse != 0u && ox == 0u)
             lse_buf[pc.lse_off + b * pc.lse_sb + h * pc.lse_sh + (q0 + r) * pc.lse_ss] =
-                l > 0.0 ? (m_s[r] + log2(l)) * LN2 : NEG_INF;
+                l != 0.0 ? (m_s[r] + log2(l)) * LN2 : NEG_INF;
     }
 }

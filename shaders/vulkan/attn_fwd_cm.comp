@@ -191,7 +191,7 @@ void main()
                 [[unroll]] for (uint e = 0; e < CE; e++) {
                     const uint i = t * NSLOT + slot_of(e);
                     const float p =
-                        m_run[i] == NEG_INF ? 0.0 : exp2(s[t * BNN + j][e] - m_run[i]);
+                        exp2(s[t * BNN + j][e] - (m_run[i] == NEG_INF ? 0.0 : m_run[i]));
                     l_part[i] += p;
                     s[t * BNN + j][e] = p;
                 }
@@ -229,12 +229,14 @@ void main()
                 mx = max(mx, max(x[p].x, x[p].y));
             }
             const float m_new = max(m_run[i], row_max(mx));
-            // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled.
+            // m_new = -inf: no finite score so far, so nothing is rescaled and P = exp2(s): 0 for
+            // a masked score, NaN for a NaN one (max skipped it).
             const bool none = m_new == NEG_INF;
             const float alpha = none ? 1.0 : exp2(m_run[i] - m_new);
+            const float m_use = none ? 0.0 : m_new;
             float sum = 0.0;
             [[unroll]] for (uint p = 0; p < PPL; p++) {
-                const vec2 e = none ? vec2(0.0) : exp2(x[p] - m_new);
+                const vec2 e = exp2(x[p] - m_use);
                 sum += e.x + e.y;
                 ps[p_off + r * LDP + lane % LPR + LPR * p] = packHalf2x16(e);
             }
@@ -260,12 +262,12 @@ void main()
         [[unroll]] for (uint k = 0; k < NSLOT; k++) {
             const uint i = t * NSLOT + k;
             const float l = group_sum(l_part[i]);
-            inv[k] = l > 0.0 ? 1.0 / l : 0.0;
+            inv[k] = l != 0.0 ? 1.0 / l : 0.0;
             // The slot's row: that of its first element; one lane of the row writes the LSE.
             const uint r = r0 + t * CM_M + uint(ix[k << SLOT_SHIFT]) / CM_N;
             if (pc.has_lse != 0u && (lane & LANE_XOR) == 0u && r < rows)
                 lse_buf[lse_base + (q0 + r) * pc.lse_ss] =
-                    l > 0.0 ? (m_run[i] + log2(l)) * LN2 : NEG_INF;
+                    l != 0.0 ? (m_run[i] + log2(l)) * LN2 : NEG_INF;
         }
         [[unroll]] for (uint d = 0; d < DN; d++)
             [[unroll]] for (uint e = 0; e < CE; e++)
@@ -276,10 +278,10 @@ void main()
         const uint r = lane_row(lane, i);
         const float l = row_sum(l_part[i]);
         for (uint c = lane % LPR; c < CM_N; c += LPR)
-            rv[f_off + r * CM_N + c] = l > 0.0 ? 1.0 / l : 0.0;
+            rv[f_off + r * CM_N + c] = l != 0.0 ? 1.0 / l : 0.0;
         if (pc.has_lse != 0u && lane % LPR == 0u && r0 + r < rows)
             lse_buf[lse_base + (q0 + r0 + r) * pc.lse_ss] =
-                l > 0.0 ? (m_run[i] + log2(l)) * LN2 : NEG_INF;
+                l != 0.0 ? (m_run[i] + log2(l)) * LN2 : NEG_INF;
     }
     subgroup_sync();
     SCALE_ROWS(o, DN, rv, f_off)

@@ -10,11 +10,12 @@
  * follow the table. */
 #include "tk_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { AX_DTYPE, AX_DIM, AX_SEQ, AX_CAUSAL, AX_HEADS, AX_LAYOUT, AX_DIR, AX_COUNT };
+enum { AX_DTYPE, AX_DIM, AX_SEQ, AX_CAUSAL, AX_HEADS, AX_LAYOUT, AX_DIR, AX_LOGITS, AX_COUNT };
 
 static const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
 static const int dims_quick[] = {32, 40, 64, 96, 128, 256};
@@ -24,16 +25,20 @@ static const int seqs[][2] = {{1, 1},       {1, 513},   {7, 7},     {17, 113},
                               {2048, 2048}, {1, 16384}}; /* the last two: --full only */
 #define N_SEQ_QUICK 8
 #define N_SEQ_FULL 10
+/* Score magnitudes: Q and K scaled so that scores are ~logits x N(0, 1). */
+static const float logit_scales[] = {1.0f, 1e2f, 1e4f};
 
 typedef struct axes {
     int size[AX_COUNT];
     const int *dims;
 } axes;
 
+/* The full product holds logits 1 only; --full adds the quick array's cases with larger logits. */
 static axes table_axes(bool full)
 {
-    axes a = {{3, full ? 12 : 6, full ? N_SEQ_FULL : N_SEQ_QUICK, 2, TK_HEADS_KINDS, 2, 2},
-              full ? dims_full : dims_quick};
+    axes a = {
+        {3, full ? 12 : 6, full ? N_SEQ_FULL : N_SEQ_QUICK, 2, TK_HEADS_KINDS, 2, 2, full ? 1 : 3},
+        full ? dims_full : dims_quick};
     return a;
 }
 
@@ -64,10 +69,13 @@ static tk_heads_kind heads_kind(int64_t hq, int64_t hkv)
 static void name_case(tk_case *c, const char *extra)
 {
     const fa_ref_problem *p = &c->p;
-    snprintf(c->name, sizeof c->name, "%s %s d=%lld sq=%lld sk=%lld %s %s %s%s",
+    char logits[32] = "";
+    if (c->logits > 1.0f)
+        snprintf(logits, sizeof logits, " logits=1e%d", (int)lround(log10((double)c->logits)));
+    snprintf(c->name, sizeof c->name, "%s %s d=%lld sq=%lld sk=%lld %s %s %s%s%s",
              c->backward ? "bwd" : "fwd", fa_dtype_name(p->dtype), (long long)p->head_dim,
              (long long)p->seq_q, (long long)p->seq_k, p->causal ? "causal" : "noncausal",
-             tk_heads_name(c->heads), c->bhsd ? "bhsd" : "bshd", extra ? extra : "");
+             tk_heads_name(c->heads), c->bhsd ? "bhsd" : "bshd", logits, extra ? extra : "");
 }
 
 static tk_case case_from_values(const axes *a, const int *val)
@@ -83,6 +91,7 @@ static tk_case case_from_values(const axes *a, const int *val)
     pick_counts(c.p.seq_q, c.p.seq_k, c.p.head_dim, c.heads, &c.p);
     c.bhsd = val[AX_LAYOUT] != 0;
     c.backward = val[AX_DIR] != 0;
+    c.logits = logit_scales[val[AX_LOGITS]];
     name_case(&c, NULL);
     return c;
 }
@@ -216,6 +225,13 @@ typedef struct edge_spec {
     int32_t splits; /* fa_attention_desc.num_splits */
 } edge_spec;
 
+/* An edge case with large scores or a planted value. */
+typedef struct planted_spec {
+    edge_spec e;
+    float logits; /* 0: 1 */
+    tk_special special;
+} planted_spec;
+
 static const edge_spec edges[] = {
     /* no key at all: O = 0, LSE = -inf, dQ = 0 */
     {FA_DTYPE_F32, 2, 5, 0, 2, 2, 64, 0, false, false, false, " edge:sk=0", 0},
@@ -234,6 +250,70 @@ static const edge_spec edges[] = {
     {FA_DTYPE_BF16, 2, 33, 65, 4, 1, 128, 0.3f, true, true, true, " edge:scale=0.3", 0},
     {FA_DTYPE_F16, 1, 64, 64, 2, 2, 64, 1.5f, false, true, false, " edge:scale=1.5", 0},
     {FA_DTYPE_F32, 1, 31, 47, 3, 3, 32, -0.25f, true, false, true, " edge:scale=-0.25", 0},
+};
+
+/* Large scores (logits: the case's scores are ~logits x N(0, 1)), and one NaN or infinity
+ * planted in an input (batch 0, head 0): the rows whose scores it reaches
+ * get what IEEE arithmetic gives (a NaN score: NaN O and LSE), every other row stays exact.
+ * Under a causal mask a value in V (forward) or in any input (backward) can also reach, through
+ * a 0 x NaN or 0 x inf product, rows of the same tile that do not see it (flashattn.h): those are
+ * planted without a mask, where the reference's answer does not depend on the tiles. */
+static const planted_spec planted[] = {
+    /* scores of ~1e6 (f32 only: f16 and bf16 inputs have no such range at this scale) */
+    {{FA_DTYPE_F32, 1, 300, 300, 2, 2, 64, 0, false, true, false, " edge:large-logits", 0},
+     1e6f,
+     {0}},
+    {{FA_DTYPE_F32, 1, 200, 333, 4, 2, 128, 0, true, true, true, " edge:large-logits", 0},
+     1e6f,
+     {0}},
+    {{FA_DTYPE_F32, 2, 129, 129, 2, 1, 64, 0, true, false, false, " edge:large-logits", 0},
+     1e6f,
+     {0}},
+    {{FA_DTYPE_F32, 2, 70, 70, 2, 2, 64, 0, true, false, false, " special:k=nan", 0},
+     0,
+     {'k', NAN, 37, 5}},
+    {{FA_DTYPE_F16, 2, 70, 70, 2, 2, 64, 0, true, false, true, " special:q=+inf", 0},
+     0,
+     {'q', INFINITY, 3, 9}},
+    {{FA_DTYPE_BF16, 2, 70, 70, 4, 2, 64, 0, true, false, false, " special:k=-inf", 0},
+     0,
+     {'k', -INFINITY, 50, 0}},
+    {{FA_DTYPE_F32, 2, 200, 150, 2, 2, 128, 0, true, false, false, " special:q=nan", 0},
+     0,
+     {'q', NAN, 120, 127}},
+    {{FA_DTYPE_F16, 2, 70, 70, 2, 2, 64, 0, false, false, false, " special:v=nan", 0},
+     0,
+     {'v', NAN, 10, 7}},
+    {{FA_DTYPE_F32, 2, 70, 70, 2, 2, 64, 0, false, false, true, " special:v=+inf", 0},
+     0,
+     {'v', INFINITY, 69, 0}},
+    {{FA_DTYPE_BF16, 2, 70, 70, 2, 2, 64, 0, false, false, false, " special:q=-inf", 0},
+     0,
+     {'q', -INFINITY, 0, 3}},
+    {{FA_DTYPE_F32, 2, 70, 70, 2, 2, 64, 0, false, true, false, " special:do=nan", 0},
+     0,
+     {'o', NAN, 20, 3}},
+    {{FA_DTYPE_F16, 2, 70, 70, 4, 2, 64, 0, false, true, true, " special:v=nan", 0},
+     0,
+     {'v', NAN, 33, 63}},
+    {{FA_DTYPE_BF16, 2, 70, 70, 2, 2, 64, 0, false, true, false, " special:q=nan", 0},
+     0,
+     {'q', NAN, 65, 10}},
+    {{FA_DTYPE_F16, 2, 70, 70, 2, 2, 64, 0, false, true, false, " special:do=+inf", 0},
+     0,
+     {'o', INFINITY, 5, 1}},
+    {{FA_DTYPE_F32, 2, 70, 70, 2, 2, 128, 0, false, true, false, " special:k=nan", 0},
+     0,
+     {'k', NAN, 1, 100}},
+    {{FA_DTYPE_F32, 2, 70, 70, 2, 2, 64, 0, false, true, true, " special:v=-inf", 0},
+     0,
+     {'v', -INFINITY, 40, 2}},
+    {{FA_DTYPE_F16, 1, 9, 300, 8, 2, 128, 0, false, false, false, " special:k=nan decode", 0},
+     0,
+     {'k', NAN, 299, 17}},
+    {{FA_DTYPE_F16, 1, 1, 3000, 8, 2, 128, 0, false, false, false, " special:v=nan splitkv=5", 5},
+     0,
+     {'v', NAN, 1234, 64}},
 };
 
 static tk_case case_from_edge(const edge_spec *s)
@@ -302,10 +382,16 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     }
     const int64_t n_edges = (int64_t)(sizeof edges / sizeof edges[0]);
     const int64_t n_decodes = (int64_t)(sizeof decodes / sizeof decodes[0]);
-    tk_case *cases = malloc((size_t)(n_table + n_edges + n_decodes) * sizeof *cases);
-    int64_t n = n_table + n_edges;
+    const int64_t n_planted = (int64_t)(sizeof planted / sizeof planted[0]);
+    /* --full: the quick array's cases with logits above 1 follow the product */
+    int(*extra)[AX_COUNT] = NULL;
+    const axes quick = table_axes(false);
+    const int64_t n_extra = full ? covering_array(&quick, &extra) : 0;
+    tk_case *cases =
+        malloc((size_t)(n_table + n_extra + n_edges + n_planted + n_decodes) * sizeof *cases);
     if (!cases) {
         free(rows);
+        free(extra);
         *out = NULL;
         return 0;
     }
@@ -322,8 +408,19 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
         }
         cases[c] = case_from_values(&a, val);
     }
+    int64_t n = n_table;
+    for (int64_t c = 0; c < n_extra; c++)
+        if (extra[c][AX_LOGITS] != 0)
+            cases[n++] = case_from_values(&quick, extra[c]);
     for (int64_t e = 0; e < n_edges; e++)
-        cases[n_table + e] = case_from_edge(&edges[e]);
+        cases[n++] = case_from_edge(&edges[e]);
+    for (int64_t e = 0; e < n_planted; e++) {
+        cases[n] = case_from_edge(&planted[e].e);
+        cases[n].logits = planted[e].logits;
+        cases[n].special = planted[e].special;
+        name_case(&cases[n], planted[e].e.extra);
+        n++;
+    }
     for (int64_t e = 0; e < n_decodes; e++)
         if (full || decodes[e].sk <= 16384)
             cases[n++] = case_from_edge(&decodes[e]);
@@ -332,8 +429,38 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
         cases[c].seed = fa_testkit_splitmix64(&s);
     }
     free(rows);
+    free(extra);
     *out = cases;
     return n;
+}
+
+void tk_case_fill_inputs(const tk_case *c, const tk_inputs *in)
+{
+    const fa_ref_problem *p = &c->p;
+    const size_t nq = (size_t)(p->batch * p->seq_q * p->heads_q * p->head_dim);
+    const size_t nk = (size_t)(p->batch * p->seq_k * p->heads_kv * p->head_dim);
+    fa_testkit_fill_random(in->q, p->dtype, nq, c->seed + 1);
+    fa_testkit_fill_random(in->k, p->dtype, nk, c->seed + 2);
+    fa_testkit_fill_random(in->v, p->dtype, nk, c->seed + 3);
+    if (in->d_o)
+        fa_testkit_fill_random(in->d_o, p->dtype, nq, c->seed + 4);
+    if (c->logits > 1.0f) {
+        const double f = sqrt((double)c->logits);
+        for (size_t x = 0; x < nq; x++)
+            fa_testkit_store(in->q, p->dtype, x, f * fa_testkit_load(in->q, p->dtype, x));
+        for (size_t x = 0; x < nk; x++)
+            fa_testkit_store(in->k, p->dtype, x, f * fa_testkit_load(in->k, p->dtype, x));
+    }
+    const tk_special *sp = &c->special;
+    void *target = sp->tensor == 'q'   ? in->q
+                   : sp->tensor == 'k' ? in->k
+                   : sp->tensor == 'v' ? in->v
+                   : sp->tensor == 'o' ? in->d_o
+                                       : NULL;
+    const int64_t heads = sp->tensor == 'q' || sp->tensor == 'o' ? p->heads_q : p->heads_kv;
+    if (target) /* batch 0, head 0 */
+        fa_testkit_store(target, p->dtype, (size_t)(sp->s * heads * p->head_dim + sp->d),
+                         sp->value);
 }
 
 int64_t fa_conformance_case_count(bool full)

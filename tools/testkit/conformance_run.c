@@ -241,12 +241,9 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
             bool have_data = false, have_expect = false;
             bool ok = in.q && in.k && in.v && (!tc->backward || in.d_o);
             if (ok) {
-                fa_testkit_fill_random(in.q, p->dtype, nq, tc->seed + 1);
-                fa_testkit_fill_random(in.k, p->dtype, nk, tc->seed + 2);
-                fa_testkit_fill_random(in.v, p->dtype, nk, tc->seed + 3);
-                if (in.d_o)
-                    fa_testkit_fill_random(in.d_o, p->dtype, nq, tc->seed + 4);
+                tk_case_fill_inputs(tc, &in);
                 ok = have_data = tk_data_init(&t, p, in.q, in.k, in.v, in.d_o);
+                t.two_orders = tc->logits > 1.0f;
             }
             double ref_start = tk_now();
             if (ok && !tc->noop)

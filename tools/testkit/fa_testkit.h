@@ -105,15 +105,17 @@ void fa_ref64_backward(const fa_ref_problem *p, const void *q, const void *k, co
 
 /* ---- same-precision baseline ----------------------------------------------------------------- */
 
-/** What an ordinary non-flash implementation computes in p->dtype: S = QK^T with f32 accumulation
- * rounded to the dtype, softmax in f32, P rounded to the dtype, O = PV with f32 accumulation
- * rounded to the dtype. Outputs in p->dtype (packed BSHD), lse f32 (B,Hq,Sq) or NULL. */
+/** What an ordinary non-flash implementation computes in p->dtype: S = scale QK^T with f32
+ * accumulation rounded to the dtype, softmax in f32, P rounded to the dtype, O = PV with f32
+ * accumulation rounded to the dtype. Outputs in p->dtype (packed BSHD), lse f32 (B,Hq,Sq) or
+ * NULL. */
 void fa_baseline_forward(const fa_ref_problem *p, const void *q, const void *k, const void *v,
                          void *o, float *lse);
-/** The baseline backward: dP = dO V^T f32 acc rounded; D = rowsum(P * dP) in f32 (the softmax
- * backward of an ordinary implementation); dS = P * (dP - D) in f32 rounded; dV = P^T dO, dK =
- * scale * dS^T Q, dQ = scale * dS K with f32 accumulation, rounded. Outputs in p->dtype packed
- * BSHD. */
+/** The baseline backward: FlashAttention's backward done plainly from what its interface hands
+ * it, an exact forward's O rounded to the dtype and LSE rounded to f32. In f32: S = scale QK^T,
+ * P = exp(S - LSE), Delta = rowsum(dO * O), dS = P (dO V^T - Delta); P and dS rounded to the
+ * dtype where they enter dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K (f32 accumulation,
+ * rounded). Outputs in p->dtype packed BSHD. */
 void fa_baseline_backward(const fa_ref_problem *p, const void *q, const void *k, const void *v,
                           const void *d_o, void *dq, void *dk, void *dv);
 

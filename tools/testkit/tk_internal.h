@@ -16,6 +16,11 @@ typedef struct tk_data {
     float scale_f;                        /* resolved, float: what an f32 implementation uses */
     double *q, *k, *v, *d_o;
     float *qf, *kf, *vf, *d_of;
+    /* The baseline's dot products: 8 interleaved partial sums (tk_dot32), or with serial_dots one
+     * running sum. two_orders (large scores, where the f32 sums of the scores dominate the error
+     * and one order's luck would decide the tolerance): the baseline is computed both ways and,
+     * per element, the larger error counts. */
+    bool serial_dots, two_orders;
 } tk_data;
 
 /* Converts the inputs; d_o may be NULL. Returns false when out of memory. */
@@ -53,6 +58,7 @@ static inline void tk_krow_split(const tk_data *t, int64_t row, int64_t *b, int6
 
 double tk_dot64(const double *a, const double *b, int64_t n);
 float tk_dot32(const float *a, const float *b, int64_t n);
+float tk_dot32_serial(const float *a, const float *b, int64_t n);
 float tk_round_f(fa_dtype dtype, float x);
 
 /* ---- float64 reference, row by row (reference64.c) ---- */
@@ -79,21 +85,23 @@ void tk_ref_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j, con
 
 /* ---- same-precision baseline, row by row (baseline.c) ---- */
 
-/* The row's statistics the baseline's backward needs again. */
+/* What the baseline's backward starts from for one query row: the exact forward's LSE rounded to
+ * f32 and Delta = rowsum(dO * O) with the exact O rounded to the dtype. */
 typedef struct tk_base_stats {
-    float max, sum, delta; /* of scale * S, of exp(scale * S - max), rowsum(P * dP) */
+    float lse, delta;
 } tk_base_stats;
 
 int64_t tk_base_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, float *p_row,
-                            float *o_row, float *lse, tk_base_stats *st);
-/* Needs 2 * Sk floats of scratch; dk_acc, dv_acc are f32 accumulators like the reference's. */
+                            float *o_row, float *lse);
+/* The stats of query row (b, h, i) from its reference O (D doubles) and LSE. */
+void tk_base_stats_of(const tk_data *t, int64_t b, int64_t h, int64_t i, const double *o_row,
+                      double lse, tk_base_stats *st);
+/* dQ of the row and, when dk_acc is not NULL, its contributions to the f32 dK (unscaled) and dV
+ * accumulators (whole packed arrays), over its n visible keys. */
 void tk_base_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t n,
-                          const float *p_row, float *scratch, float *dq_row, float *dk_acc,
-                          float *dv_acc, tk_base_stats *st);
-/* The baseline's row statistics (max, sum, D) of a block of rows, as tk_base_row_forward and
- * tk_base_row_backward would give them. Scratch: s (n * Sk). */
-void tk_base_block_stats(const tk_data *t, int64_t b, int64_t h, int64_t i0, int64_t n, float *s,
-                         tk_base_stats *st);
+                          const tk_base_stats *st, float *dq_row, float *dk_acc, float *dv_acc);
+/* dK (unscaled) and dV of key row (b, hk, j) from every query row of the group; st per query row
+ * of the group as [g * Sq + i]. */
 void tk_base_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j,
                           const tk_base_stats *st, float *dk_acc, float *dv_acc);
 
@@ -116,16 +124,27 @@ bool tk_expect_compute(const tk_data *t, bool backward, bool force_sample, uint6
                        tk_expect *e);
 void tk_expect_free(tk_expect *e);
 
-/* Max abs error of `out` against `ref` (n values), and whether out is non-finite where ref is
- * finite. */
+/* Max abs error of `out` against `ref` (n values) over the elements where ref is finite. Where
+ * ref is not finite, out must be the same (NaN for NaN, the same infinity); *non_finite is set,
+ * and the error is +inf, where out is non-finite and does not match ref. */
 double tk_max_abs_err(const double *out, const double *ref, int64_t n, bool *non_finite);
-/* Max of |out - ref| / max(1, |ref|); a -inf ref must be matched by -inf exactly (else +inf
+/* Max abs error of a baseline over the elements where both it and ref are finite. */
+double tk_max_abs_err_finite(const double *base, const double *ref, int64_t n);
+/* Max of |out - ref| / max(1, |ref|); a -inf or NaN ref must be matched exactly (else +inf
  * error). */
 double tk_max_lse_err(const double *out, const double *ref, int64_t n, bool *non_finite);
 
 /* ---- conformance cases (conformance_cases.c) ---- */
 
 typedef enum tk_heads_kind { TK_MHA = 0, TK_GQA4, TK_MQA, TK_HEADS_KINDS } tk_heads_kind;
+
+/* A value planted in one input element (the special-value cases): tensor 'q', 'k', 'v' or 'o'
+ * (dO; 0: none) at batch 0, head 0, position s, element d. */
+typedef struct tk_special {
+    char tensor;
+    double value; /* NaN, +inf or -inf */
+    int64_t s, d;
+} tk_special;
 
 typedef struct tk_case {
     char name[128];
@@ -137,6 +156,8 @@ typedef struct tk_case {
     bool edge; /* a fixed edge case, not from the table */
     bool deterministic;
     int32_t num_splits; /* fa_attention_desc.num_splits (the split-key forward's cases) */
+    float logits;       /* > 1: Q and K scaled by sqrt(logits), so scores are ~logits x N(0, 1) */
+    tk_special special;
     uint64_t seed;
 } tk_case;
 
@@ -190,6 +211,10 @@ bool tk_write_json(const tk_run *run, const char *path);
 typedef struct tk_inputs {
     void *q, *k, *v, *d_o;
 } tk_inputs;
+
+/* Case c's inputs from its seed: random, then scaled and planted as the case says
+ * (conformance_cases.c). */
+void tk_case_fill_inputs(const tk_case *c, const tk_inputs *in);
 
 /* Runs case c on ctx and checks it against e (NULL for a no-op case), filling r. */
 void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, const tk_data *t,

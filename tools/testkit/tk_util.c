@@ -125,6 +125,14 @@ double tk_dot64(const double *a, const double *b, int64_t n)
     return (s0 + s1) + (s2 + s3);
 }
 
+float tk_dot32_serial(const float *a, const float *b, int64_t n)
+{
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
 float tk_dot32(const float *a, const float *b, int64_t n)
 {
     float s[8] = {0};
@@ -193,17 +201,27 @@ double tk_max_abs_err(const double *out, const double *ref, int64_t n, bool *non
 {
     double m = 0.0;
     for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(out[i])) {
-            if (isfinite(ref[i]) || out[i] != ref[i]) {
-                *non_finite = true;
+        const bool same = isnan(ref[i]) ? isnan(out[i]) : out[i] == ref[i];
+        if (!isfinite(ref[i]) || !isfinite(out[i])) {
+            if (!same) {
+                *non_finite |= !isfinite(out[i]);
                 m = INFINITY;
             }
             continue;
         }
         double e = fabs(out[i] - ref[i]);
-        if (!(e <= m))
-            m = e; /* also takes a NaN e */
+        if (e > m)
+            m = e;
     }
+    return m;
+}
+
+double tk_max_abs_err_finite(const double *base, const double *ref, int64_t n)
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(base[i]) && isfinite(ref[i]) && fabs(base[i] - ref[i]) > m)
+            m = fabs(base[i] - ref[i]);
     return m;
 }
 
@@ -211,8 +229,8 @@ double tk_max_lse_err(const double *out, const double *ref, int64_t n, bool *non
 {
     double m = 0.0;
     for (int64_t i = 0; i < n; i++) {
-        if (isinf(ref[i]) && ref[i] < 0) {
-            if (!(isinf(out[i]) && out[i] < 0)) {
+        if (!isfinite(ref[i])) { /* -inf (no key) or NaN (a row that saw a NaN score) */
+            if (isnan(ref[i]) ? !isnan(out[i]) : out[i] != ref[i]) {
                 m = INFINITY;
                 if (!isfinite(out[i]))
                     *non_finite = true;
