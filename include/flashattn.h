@@ -43,6 +43,10 @@ extern "C" {
 #define FA_VERSION_PATCH 0
 #define FA_VERSION_HEX ((FA_VERSION_MAJOR << 16) | (FA_VERSION_MINOR << 8) | FA_VERSION_PATCH)
 
+/** The backward's limit on |LSE| (2^21): a row whose LSE reaches it gets NaN gradients on every
+ * backend (fa_attention_backward says why). */
+#define FA_BACKWARD_LSE_LIMIT 2097152.0f
+
 /** The library's version as "MAJOR.MINOR.PATCH", a static string. */
 FA_API const char *fa_version_string(void);
 /** The library's version as FA_VERSION_HEX of the build that is running. */
@@ -270,7 +274,11 @@ FA_API fa_status fa_attention_forward(fa_context *ctx, const fa_attention_desc *
  * from the stored, rounded O, as in FlashAttention; so the gradients carry a relative error of
  * about |LSE| 2^-24 in P beyond what the dtype costs (at scores of 1e4 about 6e-4; at 1e6 in f32
  * about 0.06), which an implementation keeping its softmax in memory would not pay. The
- * conformance matrix checks scores up to 1e4 in every dtype and 1e6 in f32 (README).
+ * conformance matrix checks scores up to 1e4 in every dtype and 1e6 in f32 (README). Where
+ * |LSE| >= FA_BACKWARD_LSE_LIMIT (2^21) the f32 LSE no longer resolves P (its spacing is 0.25 or
+ * more, so P would be off by e^0.125 or worse, and at scale = 1e30 by any factor): such a row is
+ * taken as NaN, so its gradients, and dK and dV of the keys it sees, are NaN on every backend
+ * rather than wrong and finite. The forward has no such limit.
  *
  * NaN and infinity (forward and backward, every backend alike): IEEE arithmetic. A row that sees
  * a NaN score (a NaN in its Q row or in a visible key's K row, or infinities that cancel) gets NaN

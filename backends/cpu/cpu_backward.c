@@ -81,7 +81,10 @@ static void load_row_stats(const fa_attention_call *c, const float *delta, backw
     const float *lse = c->lse.buffer;
     for (int i = 0; i < nq; i++) {
         float v = lse[fa_cpu_index(&c->lse, b, q0 + i, h)];
-        w->lse2[i] = v == -INFINITY ? INFINITY : v * FA_LOG2E;
+        /* NaN from the limit on (flashattn.h: the f32 LSE no longer resolves P there) */
+        w->lse2[i] = v == -INFINITY                     ? INFINITY
+                     : fabsf(v) < FA_BACKWARD_LSE_LIMIT ? v * FA_LOG2E
+                                                        : NAN;
         w->delta[i] = delta[(b * c->heads_q + h) * c->seq_q + q0 + i];
     }
 }

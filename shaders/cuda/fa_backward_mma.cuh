@@ -79,7 +79,7 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
             float l2 = INFINITY, dl = 0.f;
             if (i < p.seq_q) {
                 const float lse = ((const float *)p.lse.ptr)[fa_at(p.lse, b, i, hq)];
-                l2 = lse == -INFINITY ? INFINITY : lse * FA_LOG2E;
+                l2 = lse == -INFINITY ? INFINITY : fa_lse_log2(lse);
                 dl = ((const float *)p.delta)[((long long)b * p.heads_q + hq) * p.seq_q + i];
             }
             sL[tid] = l2;
@@ -165,7 +165,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const
         dl[r] = 0.f;
         if (i < p.seq_q) {
             const float lse = ((const float *)p.lse.ptr)[fa_at(p.lse, b, i, h)];
-            l2[r] = lse == -INFINITY ? INFINITY : lse * FA_LOG2E;
+            l2[r] = lse == -INFINITY ? INFINITY : fa_lse_log2(lse);
             dl[r] = ((const float *)p.delta)[((long long)b * p.heads_q + h) * p.seq_q + i];
         }
     }

@@ -126,7 +126,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
                 float l2 = INFINITY;
                 if (i < p.seq_q) {
                     const float lse = ((const float *)p.lse.ptr)[fa_at(p.lse, b, i, hq)];
-                    l2 = lse != -INFINITY ? lse * FA_LOG2E : INFINITY;
+                    l2 = lse != -INFINITY ? fa_lse_log2(lse) : INFINITY;
                 }
                 sL[s * BM + r] = l2;
             } else {

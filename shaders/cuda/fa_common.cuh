@@ -10,6 +10,7 @@
 
 #define FA_LN2 0.69314718055994530942f
 #define FA_LOG2E 1.44269504088896340736f
+#define FA_LSE_LIMIT 2097152.0f // FA_BACKWARD_LSE_LIMIT of flashattn.h
 
 template <typename T> __device__ __forceinline__ float fa_to_float(T x);
 template <> __device__ __forceinline__ float fa_to_float<float>(float x)
@@ -43,6 +44,13 @@ template <> __device__ __forceinline__ __nv_bfloat16 fa_from_float<__nv_bfloat16
 __device__ __forceinline__ long long fa_at(const fa_cuda_tensor &t, int b, long long s, int h)
 {
     return (long long)b * t.stride_b + s * t.stride_s + (long long)h * t.stride_h;
+}
+
+// The backward's LSE in log2 units; NaN from FA_LSE_LIMIT on (flashattn.h: the f32 LSE no
+// longer resolves P there), -inf (a row that sees no key) kept.
+__device__ __forceinline__ float fa_lse_log2(float lse)
+{
+    return fabsf(lse) < FA_LSE_LIMIT || lse == -INFINITY ? lse * FA_LOG2E : __int_as_float(0x7fffffff);
 }
 
 // 2^x on the special-function unit; exp2(-inf) = 0, which masking relies on.

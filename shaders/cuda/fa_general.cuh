@@ -156,7 +156,7 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
     }
     float lse2 = -INFINITY, delta = 0.f;
     if (row_ok) {
-        lse2 = ((const float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] * FA_LOG2E;
+        lse2 = fa_lse_log2(((const float *)p.lse.ptr)[fa_at(p.lse, b, i, h)]);
         delta = ((const float *)p.delta)[((long long)b * p.heads_q + h) * p.seq_q + i];
     }
     const bool sees = row_ok && lse2 != -INFINITY;
@@ -231,7 +231,7 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
             fa_gen_load_tile(sQ, sG, Q, dO, p.q.stride_s, p.d_o.stride_s, (int)q0, p.seq_q, dim);
             if (threadIdx.x < FA_GEN_TILE) {
                 const long long qi = q0 + threadIdx.x;
-                sL[threadIdx.x] = qi < p.seq_q ? L[qi * p.lse.stride_s] * FA_LOG2E : -INFINITY;
+                sL[threadIdx.x] = qi < p.seq_q ? fa_lse_log2(L[qi * p.lse.stride_s]) : -INFINITY;
                 sD[threadIdx.x] = qi < p.seq_q ? Dl[qi] : 0.f;
             }
             __syncthreads();

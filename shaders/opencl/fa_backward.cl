@@ -249,7 +249,9 @@ inline void fa_bwd_row_stats(__local float *lse_s, __local float *dl_s, __global
                              int rows)
 {
     for (int r = (int)get_local_id(0); r < FA_BM; r += FA_NT) {
-        lse_s[r] = r < rows ? lse[l_base + (long)r * l_ss] * FA_LOG2E : -INFINITY;
+        /* log2 units; NaN from FA_LSE_LIMIT on (flashattn.h: the f32 LSE no longer resolves P) */
+        const float v = r < rows ? lse[l_base + (long)r * l_ss] : -INFINITY;
+        lse_s[r] = fabs(v) < FA_LSE_LIMIT || v == -INFINITY ? v * FA_LOG2E : NAN;
         dl_s[r] = r < rows ? delta[d_base + r] : 0.0f;
     }
 }

@@ -29,6 +29,7 @@
 #endif
 
 const float LOG2E = 1.4426950408889634;
+const float LSE_LIMIT = 2097152.0; // FA_BACKWARD_LSE_LIMIT of flashattn.h
 const float LN2 = 0.6931471805599453;
 
 float neg_inf() { return uintBitsToFloat(0xff800000u); }

@@ -73,7 +73,7 @@ void tk_base_stats_of(const tk_data *t, int64_t b, int64_t h, int64_t i, const d
     float delta = 0.0f;
     for (int64_t d = 0; d < t->D; d++)
         delta += d_o[d] * tk_round_f(t->p.dtype, (float)o_row[d]);
-    st->lse = (float)lse;
+    st->lse = (float)tk_backward_lse(lse);
     st->delta = delta;
 }
 

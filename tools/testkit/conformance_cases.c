@@ -250,6 +250,13 @@ static const edge_spec edges[] = {
     {FA_DTYPE_BF16, 2, 33, 65, 4, 1, 128, 0.3f, true, true, true, " edge:scale=0.3", 0},
     {FA_DTYPE_F16, 1, 64, 64, 2, 2, 64, 1.5f, false, true, false, " edge:scale=1.5", 0},
     {FA_DTYPE_F32, 1, 31, 47, 3, 3, 32, -0.25f, true, false, true, " edge:scale=-0.25", 0},
+    /* a huge finite scale: the forward is exact (one-hot rows); the backward's |LSE| is past
+     * FA_BACKWARD_LSE_LIMIT, so every gradient is NaN (flashattn.h) */
+    {FA_DTYPE_F32, 1, 4, 4, 1, 1, 8, 3e30f, false, false, false, " edge:scale=3e30", 0},
+    {FA_DTYPE_F16, 2, 17, 33, 2, 2, 64, 3e30f, true, false, true, " edge:scale=3e30", 0},
+    {FA_DTYPE_BF16, 1, 70, 70, 4, 2, 128, -3e30f, false, false, false, " edge:scale=-3e30", 0},
+    {FA_DTYPE_F32, 1, 4, 4, 1, 1, 8, 3e30f, false, true, false, " edge:scale=3e30", 0},
+    {FA_DTYPE_F16, 1, 40, 40, 2, 1, 64, 3e30f, false, true, false, " edge:scale=3e30", 0},
 };
 
 /* Large scores (logits: the case's scores are ~logits x N(0, 1)), and one NaN or infinity

@@ -212,8 +212,9 @@ static void check_unchanged(tbuf *tb, bool whole, tk_result *r)
 }
 
 /* Every element written (no poison), finite unless it is the -inf LSE of a row seeing no key or
- * (`planted`: a case with a NaN or infinity in an input) the comparison judges it. */
-static void check_written(const tk_data *t, tbuf *tb, bool planted, tk_result *r)
+ * (`compared`: every element is compared with the reference, which may itself be NaN or
+ * infinite) the comparison judges it. */
+static void check_written(const tk_data *t, tbuf *tb, bool compared, tk_result *r)
 {
     size_t unwritten = 0, non_finite = 0, first_unwritten = 0;
     const unsigned char *data = tb->got + TK_OFFSET;
@@ -225,7 +226,7 @@ static void check_written(const tk_data *t, tbuf *tb, bool planted, tk_result *r
             continue;
         }
         double v = fa_testkit_load(data, tb->dtype, x);
-        if (isfinite(v) || planted)
+        if (isfinite(v) || compared)
             continue;
         if (tb->lse && isinf(v) && v < 0 && tk_visible_keys(t, (int64_t)(x % (size_t)t->Sq)) == 0)
             continue;
@@ -457,7 +458,7 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
                 check_unchanged(&tb[x], true, r);
             } else {
                 check_unchanged(&tb[x], false, r);
-                check_written(t, &tb[x], c->special.tensor != 0, r);
+                check_written(t, &tb[x], e && e->full, r);
             }
         }
         if (bwd && !c->noop) {

@@ -82,7 +82,7 @@ static bool expect_rows(const tk_data *t, tk_expect *e, int64_t r0, int64_t r1, 
             e->bo[r * D + d] = of[d];
         if (!e->backward)
             continue;
-        tk_ref_row_backward(t, b, h, i, n, p_row, e->o + r * D, e->dq + r * D, dk, dv);
+        tk_ref_row_backward(t, b, h, i, n, p_row, e->o + r * D, e->lse[r], e->dq + r * D, dk, dv);
         tk_base_stats st;
         tk_base_stats_of(t, b, h, i, e->o + r * D, e->lse[r], &st);
         tk_base_row_backward(t, b, h, i, n, &st, dqf, dk_acc, dv_acc);

@@ -48,10 +48,16 @@ int64_t tk_ref_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, do
     return n;
 }
 
-void tk_ref_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t n,
-                         const double *p_row, const double *o_row, double *dq_row, double *dk,
-                         double *dv)
+double tk_backward_lse(double lse)
 {
+    return lse == -INFINITY || fabs(lse) < FA_BACKWARD_LSE_LIMIT ? lse : NAN;
+}
+
+void tk_ref_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t n,
+                         const double *p_row, const double *o_row, double lse, double *dq_row,
+                         double *dk, double *dv)
+{
+    const double unresolved = isnan(tk_backward_lse(lse)) ? NAN : 1.0; /* NaN P: the limit */
     const int64_t D = t->D, hk = h / t->group;
     const double *q = t->q + tk_q_index(t, b, i, h);
     const double *d_o = t->d_o + tk_q_index(t, b, i, h);
@@ -60,11 +66,11 @@ void tk_ref_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int6
     for (int64_t j = 0; j < n; j++) {
         int64_t kj = tk_k_index(t, b, j, hk);
         double dp = tk_dot64(d_o, t->v + kj, D);
-        double ds = p_row[j] * (dp - delta);
+        double p = p_row[j] * unresolved, ds = p * (dp - delta);
         axpy64(dq_row, ds, t->k + kj, D);
         if (dk) {
             axpy64(dk + kj, ds, q, D);
-            axpy64(dv + kj, p_row[j], d_o, D);
+            axpy64(dv + kj, p, d_o, D);
         }
     }
     for (int64_t d = 0; d < D; d++)
@@ -85,7 +91,7 @@ void tk_ref_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j, con
                 continue;
             const double *q = t->q + tk_q_index(t, b, i, h);
             const double *d_o = t->d_o + tk_q_index(t, b, i, h);
-            double p = exp(t->scale * tk_dot64(q, k, D) - lse[g * t->Sq + i]);
+            double p = exp(t->scale * tk_dot64(q, k, D) - tk_backward_lse(lse[g * t->Sq + i]));
             double ds = p * (tk_dot64(d_o, v, D) - delta[g * t->Sq + i]);
             axpy64(dv_row, p, d_o, D);
             axpy64(dk_row, ds, q, D);
@@ -171,8 +177,8 @@ void fa_ref64_backward(const fa_ref_problem *p, const void *q, const void *k, co
         for (int64_t h = 0; h < t.Hq; h++)
             for (int64_t i = 0; i < t.Sq; i++) {
                 int64_t n = tk_ref_row_forward(&t, b, h, i, p_row, o_row, &lse_row);
-                tk_ref_row_backward(&t, b, h, i, n, p_row, o_row, dq + tk_q_index(&t, b, i, h), dk,
-                                    dv);
+                tk_ref_row_backward(&t, b, h, i, n, p_row, o_row, lse_row,
+                                    dq + tk_q_index(&t, b, i, h), dk, dv);
             }
     for (size_t x = 0; x < nk; x++)
         dk[x] *= t.scale;

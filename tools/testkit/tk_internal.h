@@ -67,12 +67,15 @@ float tk_round_f(fa_dtype dtype, float x);
  * visible keys, o_row (D) the output, *lse the log-sum-exp. Returns the number of visible keys. */
 int64_t tk_ref_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, double *p_row,
                            double *o_row, double *lse);
-/* Backward of the same row from its p_row and o_row: dq_row (D). When dk, dv (whole packed
+/* The LSE the backward works from: NaN where |lse| reaches FA_BACKWARD_LSE_LIMIT (flashattn.h:
+ * the backends then give the row NaN gradients), else lse. */
+double tk_backward_lse(double lse);
+/* Backward of the same row from its p_row, o_row and lse: dq_row (D). When dk, dv (whole packed
  * (B, Sk, Hkv, D) arrays) are not NULL the row's contributions are added to them; dk is
  * accumulated without the scale, which the caller applies once at the end. */
 void tk_ref_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t n,
-                         const double *p_row, const double *o_row, double *dq_row, double *dk,
-                         double *dv);
+                         const double *p_row, const double *o_row, double lse, double *dq_row,
+                         double *dk, double *dv);
 /* LSE and Delta = dO . O of query rows i0 .. i0 + n - 1 (n <= TK_BLOCK) of head (b, h), each key
  * row loaded once per block. Scratch: s (n * Sk), o (n * D). */
 #define TK_BLOCK 16
