@@ -29,7 +29,7 @@ LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 class ContextDesc(Structure):
     _fields_ = [("backend", c_int), ("device", c_int), ("log", LOG_FN),
                 ("log_user_data", c_void_p), ("log_level", c_int), ("cpu_threads", c_int),
-                ("cuda_stream", c_void_p)]
+                ("cuda_stream", c_void_p), ("cache_dir", c_char_p), ("cache_max_bytes", c_uint64)]
 
 
 class BufferDesc(Structure):

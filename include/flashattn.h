@@ -145,6 +145,13 @@ typedef struct fa_context_desc {
     int cpu_threads;        /* CPU backend only; 0 = default */
     void *cuda_stream;      /* CUDA only: a CUstream to issue work on, not owned; NULL = the
                                context's own. Ignored (with a warning) on other backends. */
+    /* Where compiled programs are kept between runs (Vulkan pipeline caches, OpenCL binaries):
+     * NULL = $XDG_CACHE_HOME/flashattn or ~/.cache/flashattn, "" = no disk cache. Files carry
+     * the library version, the device and its driver, and a checksum: a stale, foreign or
+     * corrupt file is ignored and replaced. */
+    const char *cache_dir;
+    uint64_t cache_max_bytes; /* the folder's cap: least recently used files go first once
+                                 the library's files pass it; 0 = 256 MiB */
 } fa_context_desc;
 
 /** Opens a context on one device. `desc` may be NULL for defaults. On failure *out is NULL and

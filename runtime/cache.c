@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: MIT
-/* The on-disk cache folder shared by the backends. */
+/* The on-disk cache folder shared by the backends: resolution, file names, LRU eviction. */
 #include "fa_cache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <utime.h>
+
+#define FA_XSTR(x) FA_STR(x)
+#define FA_STR(x) #x
+/* Names of this version's files; another version never reads them (and evicts them in time). */
+#define FA_CACHE_PREFIX                                                                            \
+    "flashattn-" FA_XSTR(FA_VERSION_MAJOR) "." FA_XSTR(FA_VERSION_MINOR) "." FA_XSTR(              \
+        FA_VERSION_PATCH) "-"
 
 /* mkdir -p, owner-only for what it creates. */
 static bool make_folders(char *dir)
@@ -23,20 +32,96 @@ static bool make_folders(char *dir)
     return mkdir(dir, 0700) == 0 || errno == EEXIST;
 }
 
-bool fa_cache_file(const char *name, char *path, size_t size)
+void fa_cache_configure(fa_context *ctx, const char *dir, uint64_t max_bytes)
 {
+    const size_t cap = sizeof ctx->cache_dir;
+    ctx->cache_max_bytes = max_bytes ? max_bytes : FA_CACHE_DEFAULT_MAX_BYTES;
+    ctx->cache_dir[0] = '\0';
+    if (dir) {
+        snprintf(ctx->cache_dir, cap, "%s", dir); /* the caller checked the length */
+        fa_cache_trim(ctx);
+        return;
+    }
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
-    char dir[1024];
-    int n;
+    int n = 0;
     if (xdg && xdg[0] == '/') /* the XDG spec ignores relative paths */
-        n = snprintf(dir, sizeof dir, "%s/flashattn", xdg);
+        n = snprintf(ctx->cache_dir, cap, "%s/flashattn", xdg);
     else if (home && home[0])
-        n = snprintf(dir, sizeof dir, "%s/.cache/flashattn", home);
-    else
+        n = snprintf(ctx->cache_dir, cap, "%s/.cache/flashattn", home);
+    if (n < 0 || (size_t)n >= cap)
+        ctx->cache_dir[0] = '\0'; /* too long: no disk cache */
+    fa_cache_trim(ctx);           /* a cap lowered since the last run holds from the start */
+}
+
+bool fa_cache_file(const fa_context *ctx, const char *name, char *path, size_t size)
+{
+    char dir[sizeof ctx->cache_dir];
+    if (!ctx->cache_dir[0])
         return false;
-    if (n < 0 || (size_t)n >= sizeof dir || !make_folders(dir))
+    memcpy(dir, ctx->cache_dir, sizeof dir);
+    if (!make_folders(dir))
         return false;
-    n = snprintf(path, size, "%s/%s", dir, name);
+    int n = snprintf(path, size, "%s/" FA_CACHE_PREFIX "%s", ctx->cache_dir, name);
     return n > 0 && (size_t)n < size;
+}
+
+void fa_cache_touch(const char *path)
+{
+    utime(path, NULL); /* a failure only makes the file look older */
+}
+
+void fa_cache_trim(const fa_context *ctx)
+{
+    if (ctx->cache_dir[0])
+        fa_cache_trim_dir(ctx->cache_dir, ctx->cache_max_bytes);
+}
+
+static bool ours(const char *name)
+{
+    static const char *const prefixes[] = {"flashattn-", "opencl-", "vulkan-"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
+/* One pass per file removed, oldest first, and no allocation: the folder holds tens of files, and
+ * a context creation must not fail (or allocate) for its cache's sake. */
+int fa_cache_trim_dir(const char *dir, uint64_t max_bytes)
+{
+    int removed = 0;
+    for (;;) {
+        DIR *d = opendir(dir);
+        if (!d)
+            return removed;
+        uint64_t total = 0;
+        time_t oldest_time = 0;
+        char oldest[1024] = "", path[1024];
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            struct stat st;
+            if (!ours(e->d_name) ||
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
+                stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+                continue;
+            total += (uint64_t)st.st_size;
+            if (!oldest[0] || st.st_mtime < oldest_time) {
+                oldest_time = st.st_mtime;
+                memcpy(oldest, path, sizeof oldest);
+            }
+        }
+        closedir(d);
+        if (total <= max_bytes || !oldest[0] || remove(oldest) != 0)
+            return removed;
+        removed++;
+    }
+}
+
+uint64_t fa_cache_checksum(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
 }

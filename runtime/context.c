@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Contexts: choosing a backend and device, opening it, and tearing it down. */
+#include "fa_cache.h"
 #include "fa_internal.h"
 
 #include <errno.h>
@@ -120,9 +121,14 @@ fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
                        "%s backend has %d device(s); index %d does not exist", info.name,
                        info.device_count, device);
 
+    if (desc->cache_dir && strlen(desc->cache_dir) >= sizeof((fa_context *)0)->cache_dir)
+        return fa_fail(NULL, FA_ERROR_INVALID_ARGUMENT,
+                       "cache_dir is %zu bytes long; at most %zu are supported",
+                       strlen(desc->cache_dir), sizeof((fa_context *)0)->cache_dir - 1);
     fa_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return fa_fail(NULL, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate a context");
+    fa_cache_configure(ctx, desc->cache_dir, desc->cache_max_bytes);
     ctx->backend = fa_registry_get(backend);
     ctx->device = device;
     ctx->log = desc->log;

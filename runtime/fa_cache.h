@@ -1,14 +1,41 @@
 // SPDX-License-Identifier: MIT
-/* Where backends keep what they compile (Vulkan pipeline caches, OpenCL binaries). */
+/* Where backends keep what they compile (Vulkan pipeline caches, OpenCL binaries): the folder a
+ * context names (fa_context_desc.cache_dir), capped in size, least recently used files evicted
+ * first. Every file name starts with FA_CACHE_PREFIX (the library version), and callers check a
+ * checksum of what they read, so stale, foreign or corrupt files are ignored and replaced. */
 #ifndef FA_CACHE_H
 #define FA_CACHE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-/* Writes to `path` the full name of cache file `name` in $XDG_CACHE_HOME/flashattn (or
- * ~/.cache/flashattn), creating the folders as needed. False when there is no usable folder;
- * callers then simply run without a cache. */
-bool fa_cache_file(const char *name, char *path, size_t size);
+#include "fa_internal.h"
+
+#define FA_CACHE_DEFAULT_MAX_BYTES ((uint64_t)256 << 20)
+
+/* Resolves the context's folder at creation (dir NULL = $XDG_CACHE_HOME/flashattn or
+ * ~/.cache/flashattn, "" = no disk cache; max_bytes 0 = FA_CACHE_DEFAULT_MAX_BYTES) and trims it
+ * to the cap. */
+void fa_cache_configure(fa_context *ctx, const char *dir, uint64_t max_bytes);
+
+/* Writes to `path` the full name of the context's cache file "<FA_CACHE_PREFIX><name>", creating
+ * the folder as needed. False when the context has no disk cache or no usable folder; callers
+ * then simply run without one. */
+bool fa_cache_file(const fa_context *ctx, const char *name, char *path, size_t size);
+
+/* A file was just read from the cache: it becomes the most recently used. */
+void fa_cache_touch(const char *path);
+
+/* A file was just written: evicts the library's least recently used files (by modification
+ * time, oldest first) until they total at most the context's cap. */
+void fa_cache_trim(const fa_context *ctx);
+
+/* fa_cache_trim on a folder: only files named FA_CACHE_PREFIX..., or by earlier versions
+ * ("opencl-...", "vulkan-..."), are counted and removed. Returns how many were removed. */
+int fa_cache_trim_dir(const char *dir, uint64_t max_bytes);
+
+/* 64-bit FNV-1a of n bytes: the checksum cache files carry. */
+uint64_t fa_cache_checksum(const void *data, size_t n);
 
 #endif

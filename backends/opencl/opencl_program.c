@@ -47,19 +47,19 @@ static bool disk_cache_enabled(void)
     return !(env && strcmp(env, "0") == 0);
 }
 
-static bool cache_path(const char *key, char *out, size_t size)
+static bool cache_path(const fa_context *ctx, const char *key, char *out, size_t size)
 {
     char name[64];
     uint64_t h = fnv1a(FNV_SEED, key, strlen(key));
     snprintf(name, sizeof name, "opencl-%016llx.bin", (unsigned long long)h);
-    return fa_cache_file(name, out, size);
+    return fa_cache_file(ctx, name, out, size);
 }
 
 /* Reads the binary stored for `key`; NULL when absent or not exactly what was written. */
-static unsigned char *disk_load(const char *key, size_t *size)
+static unsigned char *disk_load(const fa_context *ctx, const char *key, size_t *size)
 {
     char path[1200];
-    if (!cache_path(key, path, sizeof path))
+    if (!cache_path(ctx, key, path, sizeof path))
         return NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -84,6 +84,7 @@ static unsigned char *disk_load(const char *key, size_t *size)
         goto fail;
     free(stored);
     fclose(f);
+    fa_cache_touch(path);
     *size = (size_t)bin_size;
     return bin;
 fail:
@@ -94,10 +95,11 @@ fail:
 }
 
 /* Writes through a temporary file and a rename, so that readers never see half an entry. */
-static void disk_store(const char *key, const unsigned char *bin, size_t size)
+static void disk_store(const fa_context *ctx, const char *key, const unsigned char *bin,
+                       size_t size)
 {
     char path[1200], tmp[1300];
-    if (!cache_path(key, path, sizeof path))
+    if (!cache_path(ctx, key, path, sizeof path))
         return;
     static _Atomic unsigned serial; /* threads of one process never share a temporary file */
     snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), serial++);
@@ -113,6 +115,8 @@ static void disk_store(const char *key, const unsigned char *bin, size_t size)
     ok = fclose(f) == 0 && ok;
     if (!ok || rename(tmp, path) != 0)
         remove(tmp);
+    else
+        fa_cache_trim(ctx);
 }
 
 /* ---- building -------------------------------------------------------------------------------- */
@@ -138,10 +142,11 @@ static fa_status build_failure(fa_context *ctx, cl_program prog, cl_device_id de
 }
 
 /* Builds from a cached binary; NULL (silently) when there is none or the driver rejects it. */
-static cl_program build_from_disk(fa_cl_state *st, const char *key, const char *options)
+static cl_program build_from_disk(const fa_context *ctx, fa_cl_state *st, const char *key,
+                                  const char *options)
 {
     size_t size = 0;
-    unsigned char *bin = disk_load(key, &size);
+    unsigned char *bin = disk_load(ctx, key, &size);
     if (!bin)
         return NULL;
     const unsigned char *bins[1] = {bin};
@@ -161,7 +166,7 @@ static cl_program build_from_disk(fa_cl_state *st, const char *key, const char *
     return prog;
 }
 
-static void store_to_disk(fa_cl_state *st, cl_program prog, const char *key)
+static void store_to_disk(const fa_context *ctx, cl_program prog, const char *key)
 {
     size_t size = 0;
     if (fa_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
@@ -172,9 +177,8 @@ static void store_to_disk(fa_cl_state *st, cl_program prog, const char *key)
     unsigned char *bins[1] = {bin};
     if (bin &&
         fa_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
-        disk_store(key, bin, size);
+        disk_store(ctx, key, bin, size);
     free(bin);
-    (void)st;
 }
 
 static fa_status build(fa_context *ctx, fa_cl_source source, const char *options, cl_program *out)
@@ -192,7 +196,7 @@ static fa_status build(fa_context *ctx, fa_cl_source source, const char *options
              st->dev->info.name, st->dev->info.vendor, st->dev->info.driver,
              (unsigned long long)src_hash, options);
     if (use_disk) {
-        *out = build_from_disk(st, key, options);
+        *out = build_from_disk(ctx, st, key, options);
         if (*out) {
             fa_log(ctx, FA_LOG_DEBUG, "opencl: program '%s' from the disk cache", options);
             return FA_OK;
@@ -218,7 +222,7 @@ static fa_status build(fa_context *ctx, fa_cl_source source, const char *options
     fa_log(ctx, FA_LOG_DEBUG, "opencl: built program '%s' in %.0f ms", options,
            (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
     if (use_disk)
-        store_to_disk(st, prog, key);
+        store_to_disk(ctx, prog, key);
     *out = prog;
     return FA_OK;
 }

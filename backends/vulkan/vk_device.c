@@ -313,14 +313,16 @@ fa_status fa_vk_submit(fa_context *ctx, bool wait)
 
 /* ---- pipeline cache ----------------------------------------------------------------------- */
 
-/* vulkan-<vendor>-<device>-<uuid>.bin in the cache folder. */
-static bool cache_path(const fa_vk_physical *p, char *path, size_t path_size)
+/* flashattn-<version>-vulkan-<vendor>-<device>-<uuid>.bin in the context's cache folder (the
+ * pipeline cache UUID changes with the driver). The file is the driver's data followed by its
+ * 64-bit checksum (fa_cache_checksum). */
+static bool cache_path(const fa_context *ctx, const fa_vk_physical *p, char *path, size_t path_size)
 {
     char uuid[2 * VK_UUID_SIZE + 1], name[128];
     for (unsigned i = 0; i < VK_UUID_SIZE; i++)
         snprintf(uuid + 2 * i, 3, "%02x", p->cache_uuid[i]);
     snprintf(name, sizeof name, "vulkan-%04x-%04x-%s.bin", p->vendor_id, p->device_id, uuid);
-    return fa_cache_file(name, path, path_size);
+    return fa_cache_file(ctx, name, path, path_size);
 }
 
 /* Only data whose header names this device and driver is handed to the driver. */
@@ -341,23 +343,28 @@ void fa_vk_pipeline_cache_load(fa_context *ctx)
     char path[1200];
     unsigned char *data = NULL;
     size_t size = 0;
-    if (cache_path(st->phys, path, sizeof path)) {
+    if (cache_path(ctx, st->phys, path, sizeof path)) {
         FILE *f = fopen(path, "rb");
         if (f) {
             if (fseek(f, 0, SEEK_END) == 0) {
                 long len = ftell(f);
-                if (len > 0 && len < (64l << 20) && fseek(f, 0, SEEK_SET) == 0) {
+                if (len > 8 && len < (64l << 20) && fseek(f, 0, SEEK_SET) == 0) {
                     data = malloc((size_t)len);
                     if (data && fread(data, 1, (size_t)len, f) == (size_t)len)
-                        size = (size_t)len;
+                        size = (size_t)len - 8;
                 }
             }
             fclose(f);
         }
     }
-    if (size && !cache_header_ok(st->phys, data, size)) {
-        fa_log(ctx, FA_LOG_DEBUG, "vulkan: ignoring stale pipeline cache %s", path);
+    uint64_t sum = 0;
+    if (size)
+        memcpy(&sum, data + size, sizeof sum);
+    if (size && (sum != fa_cache_checksum(data, size) || !cache_header_ok(st->phys, data, size))) {
+        fa_log(ctx, FA_LOG_DEBUG, "vulkan: ignoring stale or corrupt pipeline cache %s", path);
         size = 0;
+    } else if (size) {
+        fa_cache_touch(path);
     }
     VkPipelineCacheCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
@@ -379,7 +386,7 @@ void fa_vk_pipeline_cache_save(fa_context *ctx)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
     char path[1200], tmp[1300];
-    if (!st->cache || !st->pipeline_count || !cache_path(st->phys, path, sizeof path))
+    if (!st->cache || !st->pipeline_count || !cache_path(ctx, st->phys, path, sizeof path))
         return;
     size_t size = 0;
     if (st->vk.vkGetPipelineCacheData(st->device, st->cache, &size, NULL) != VK_SUCCESS || !size)
@@ -393,10 +400,13 @@ void fa_vk_pipeline_cache_save(fa_context *ctx)
         snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
         FILE *f = fopen(tmp, "wb");
         if (f) {
-            bool ok = fwrite(data, 1, size, f) == size;
+            const uint64_t sum = fa_cache_checksum(data, size);
+            bool ok = fwrite(data, 1, size, f) == size && fwrite(&sum, sizeof sum, 1, f) == 1;
             ok = fclose(f) == 0 && ok;
             if (!ok || rename(tmp, path) != 0)
                 remove(tmp);
+            else
+                fa_cache_trim(ctx);
         }
     }
     free(data);
