@@ -288,7 +288,8 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
                     const int row = wm + 16 * mt + g + 8 * r;
                     const float lse = sL[buf * BM + row];
                     // rows past seq_q and rows that see no key (LSE = -inf) get P = 0
-                    l2[mt][r] = i0 + row < p.seq_q && lse != -INFINITY ? fa_lse_log2(lse) : INFINITY;
+                    l2[mt][r] =
+                        i0 + row < p.seq_q && lse != -INFINITY ? fa_lse_log2(lse) : INFINITY;
                     dl[mt][r] = sD[buf * BM + row];
                 }
             const int kw = j0 + wn; // this warp's first key

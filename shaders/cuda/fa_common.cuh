@@ -50,7 +50,8 @@ __device__ __forceinline__ long long fa_at(const fa_cuda_tensor &t, int b, long 
 // longer resolves P there), -inf (a row that sees no key) kept.
 __device__ __forceinline__ float fa_lse_log2(float lse)
 {
-    return fabsf(lse) < FA_LSE_LIMIT || lse == -INFINITY ? lse * FA_LOG2E : __int_as_float(0x7fffffff);
+    return fabsf(lse) < FA_LSE_LIMIT || lse == -INFINITY ? lse * FA_LOG2E
+                                                         : __int_as_float(0x7fffffff);
 }
 
 // 2^x on the special-function unit; exp2(-inf) = 0, which masking relies on.

@@ -287,7 +287,8 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
 #pragma unroll
                         for (int r = 0; r < 2; r++) {
                             const float p0 = fa_exp2(__fmul_rn(s[mt][n][2 * r], c) - m_use[mt][r]);
-                            const float p1 = fa_exp2(__fmul_rn(s[mt][n][2 * r + 1], c) - m_use[mt][r]);
+                            const float p1 =
+                                fa_exp2(__fmul_rn(s[mt][n][2 * r + 1], c) - m_use[mt][r]);
                             sum[mt][r] += p0 + p1;
                             const unsigned hi = fa_pack2<T>(p0, p1); // p0 in the low half
                             ph[mt][n / 2][(n & 1) * 2 + r] = hi;

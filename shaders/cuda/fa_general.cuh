@@ -108,7 +108,8 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
         if (t < nd)
             O[s + FA_GEN_SPLIT * t] = fa_from_float<T>(o[t] * inv);
     if (p.has_lse && s == 0)
-        ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = l != 0.f ? (m + log2f(l)) * FA_LN2 : -INFINITY;
+        ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] =
+            l != 0.f ? (m + log2f(l)) * FA_LN2 : -INFINITY;
 }
 
 // Delta = rowsum(dO * O) per query row, f32, into the (batch, heads_q, seq_q) workspace.

@@ -33,6 +33,8 @@ void main()
     const float lse = lse_buf[pc.lse_off + b * pc.lse_sb + h * pc.lse_sh + i * pc.lse_ss];
     const uint w = (b * pc.heads_q + h) * pc.seq_q + i;
     // log2 units; NaN from LSE_LIMIT on (flashattn.h: the f32 LSE no longer resolves P there)
-    ws[w] = lse == neg_inf() ? lse : abs(lse) < LSE_LIMIT ? lse * LOG2E : uintBitsToFloat(0x7fffffffu);
+    ws[w] = lse == neg_inf()        ? lse
+            : abs(lse) < LSE_LIMIT ? lse * LOG2E
+                                   : uintBitsToFloat(0x7fffffffu);
     ws[pc.delta_off + w] = acc;
 }

@@ -6,8 +6,10 @@
  * least one case. It is built greedily and deterministically (AETG-style): each new case is the
  * best of a few candidates, each filling the axes in a different fixed order with the value
  * that covers the most pairs not yet covered. Batch and head counts follow from the sequence
- * lengths and head dim, so large cases stay affordable. Fixed edge cases and decoding cases
- * follow the table. */
+ * lengths and head dim, so large cases stay affordable. One axis is the scores' magnitude (Q and K
+ * scaled so that scores are ~1, 1e2 or 1e4); --full takes the product at 1 and adds the quick
+ * array's larger ones. Fixed edge cases (huge scales among them), cases with scores of 1e6 or a
+ * NaN or infinity planted in an input, and decoding cases follow the table. */
 #include "tk_internal.h"
 
 #include <math.h>
