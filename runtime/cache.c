@@ -39,7 +39,6 @@ void fa_cache_configure(fa_context *ctx, const char *dir, uint64_t max_bytes)
     ctx->cache_dir[0] = '\0';
     if (dir) {
         snprintf(ctx->cache_dir, cap, "%s", dir); /* the caller checked the length */
-        fa_cache_trim(ctx);
         return;
     }
     const char *xdg = getenv("XDG_CACHE_HOME");
@@ -51,7 +50,6 @@ void fa_cache_configure(fa_context *ctx, const char *dir, uint64_t max_bytes)
         n = snprintf(ctx->cache_dir, cap, "%s/.cache/flashattn", home);
     if (n < 0 || (size_t)n >= cap)
         ctx->cache_dir[0] = '\0'; /* too long: no disk cache */
-    fa_cache_trim(ctx);           /* a cap lowered since the last run holds from the start */
 }
 
 bool fa_cache_file(const fa_context *ctx, const char *name, char *path, size_t size)

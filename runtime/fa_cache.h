@@ -14,9 +14,8 @@
 
 #define FA_CACHE_DEFAULT_MAX_BYTES ((uint64_t)256 << 20)
 
-/* Resolves the context's folder at creation (dir NULL = $XDG_CACHE_HOME/flashattn or
- * ~/.cache/flashattn, "" = no disk cache; max_bytes 0 = FA_CACHE_DEFAULT_MAX_BYTES) and trims it
- * to the cap. */
+/* Resolves the context's folder at creation: dir NULL = $XDG_CACHE_HOME/flashattn or
+ * ~/.cache/flashattn, "" = no disk cache; max_bytes 0 = FA_CACHE_DEFAULT_MAX_BYTES. */
 void fa_cache_configure(fa_context *ctx, const char *dir, uint64_t max_bytes);
 
 /* Writes to `path` the full name of the context's cache file "<FA_CACHE_PREFIX><name>", creating
@@ -27,8 +26,9 @@ bool fa_cache_file(const fa_context *ctx, const char *name, char *path, size_t s
 /* A file was just read from the cache: it becomes the most recently used. */
 void fa_cache_touch(const char *path);
 
-/* A file was just written: evicts the library's least recently used files (by modification
- * time, oldest first) until they total at most the context's cap. */
+/* Evicts the library's least recently used files (by modification time, oldest first) until they
+ * total at most the context's cap. A backend that keeps files calls it when its context opens (so
+ * that a cap lowered since the last run holds from the start) and after each file it writes. */
 void fa_cache_trim(const fa_context *ctx);
 
 /* fa_cache_trim on a folder: only files named FA_CACHE_PREFIX..., or by earlier versions

@@ -30,10 +30,10 @@ struct fa_context {
     void *log_user_data;
     fa_log_level log_level;
     int cpu_threads;
-    void *cuda_stream; /* from fa_context_desc: the CUDA backend issues work there when set */
+    void *cuda_stream;   /* from fa_context_desc: the CUDA backend issues work there when set */
     char cache_dir[768]; /* the disk cache's folder, resolved at creation; "" = none */
     uint64_t cache_max_bytes; /* its cap (fa_context_desc) */
-    bool lost;         /* set after a device loss: every later call fails with ERROR_CONTEXT_LOST */
+    bool lost; /* set after a device loss: every later call fails with ERROR_CONTEXT_LOST */
     /* FA_TEST_DEVICE_LOSS=N (read once, at creation; for tests): the N-th backend call of the
      * context reports FA_ERROR_DEVICE_LOST instead of running. 0: off. */
     long inject_loss_at, backend_calls;

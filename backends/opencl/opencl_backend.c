@@ -3,6 +3,8 @@
  * (cl_mem), synchronization, and the mapping of CL error codes to statuses. */
 #include "opencl_backend.h"
 
+#include "fa_cache.h"
+
 #include <stdlib.h>
 
 fa_status fa_cl_fail(fa_context *ctx, const char *call, cl_int err)
@@ -59,6 +61,7 @@ static fa_status context_init(fa_context *ctx, int index)
         return fa_cl_fail(ctx, "clCreateCommandQueue", err);
     }
     ctx->backend_state = st;
+    fa_cache_trim(ctx); /* a cap lowered since the last run holds from the start */
     log_device(ctx, d);
     return FA_OK;
 }

@@ -343,6 +343,7 @@ void fa_vk_pipeline_cache_load(fa_context *ctx)
     char path[1200];
     unsigned char *data = NULL;
     size_t size = 0;
+    fa_cache_trim(ctx); /* a cap lowered since the last run holds from the start */
     if (cache_path(ctx, st->phys, path, sizeof path)) {
         FILE *f = fopen(path, "rb");
         if (f) {

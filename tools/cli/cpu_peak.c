@@ -5,12 +5,12 @@
 #include "cpu_peak.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "cli_timer.h"
 
 #if defined(_OPENMP)
 #include <omp.h>
-#include <stdlib.h>
 #endif
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -307,8 +307,7 @@ static double compare(const char *name, const double *got, const double *ref, co
         int64_t worst = 0, b, h, s, D = rs.t->D;
         for (int64_t x = 0; x < n; x++)
             if (isfinite(err) ? fabs(got[x] - ref[x]) == err
-                              : (!isfinite(got[x]) || !isfinite(ref[x])) &&
-                                    !(isnan(ref[x]) ? isnan(got[x]) : got[x] == ref[x])) {
+                              : tk_non_finite_mismatch(got[x], ref[x])) {
                 worst = x;
                 if (!isfinite(err))
                     break; /* the first mismatch of a NaN or an infinity */

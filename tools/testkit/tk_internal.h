@@ -131,6 +131,8 @@ void tk_expect_free(tk_expect *e);
  * ref is not finite, out must be the same (NaN for NaN, the same infinity); *non_finite is set,
  * and the error is +inf, where out is non-finite and does not match ref. */
 double tk_max_abs_err(const double *out, const double *ref, int64_t n, bool *non_finite);
+/* Whether out and ref disagree where either is not finite (NaN for NaN, the same infinity). */
+bool tk_non_finite_mismatch(double out, double ref);
 /* Max abs error of a baseline over the elements where both it and ref are finite. */
 double tk_max_abs_err_finite(const double *base, const double *ref, int64_t n);
 /* Max of |out - ref| / max(1, |ref|); a -inf or NaN ref must be matched exactly (else +inf

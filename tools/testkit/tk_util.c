@@ -197,13 +197,19 @@ void tk_data_free(tk_data *t)
     memset(t, 0, sizeof *t);
 }
 
+bool tk_non_finite_mismatch(double out, double ref)
+{
+    if (isfinite(out) && isfinite(ref))
+        return false;
+    return isnan(ref) ? !isnan(out) : out != ref;
+}
+
 double tk_max_abs_err(const double *out, const double *ref, int64_t n, bool *non_finite)
 {
     double m = 0.0;
     for (int64_t i = 0; i < n; i++) {
-        const bool same = isnan(ref[i]) ? isnan(out[i]) : out[i] == ref[i];
         if (!isfinite(ref[i]) || !isfinite(out[i])) {
-            if (!same) {
+            if (tk_non_finite_mismatch(out[i], ref[i])) {
                 *non_finite |= !isfinite(out[i]);
                 m = INFINITY;
             }
@@ -230,7 +236,7 @@ double tk_max_lse_err(const double *out, const double *ref, int64_t n, bool *non
     double m = 0.0;
     for (int64_t i = 0; i < n; i++) {
         if (!isfinite(ref[i])) { /* -inf (no key) or NaN (a row that saw a NaN score) */
-            if (isnan(ref[i]) ? !isnan(out[i]) : out[i] != ref[i]) {
+            if (tk_non_finite_mismatch(out[i], ref[i])) {
                 m = INFINITY;
                 if (!isfinite(out[i]))
                     *non_finite = true;
