@@ -560,3 +560,13 @@ Test(vk_matrix_layout, catalogue_a_permutation_only_where_probed)
     /* K and V tiles, the rows' LSE and Delta as 4 x 16 x 16 f32 each, the index matrix. */
     assert_plan(&p, (fa_vk_matrix_shape){16, 16, 16}, 32, 4, 1, 32, 17408 + 8192 + 1024);
 }
+
+Test(vk_matrix_plan, forward_tiles_per_group)
+{
+    /* Short key loops: two tiles per workgroup; long ones, causal calls and single tiles: one. */
+    cr_assert_eq(fa_vk_matrix_fwd_tiles_per_group(4, 512, false), 2u);
+    cr_assert_eq(fa_vk_matrix_fwd_tiles_per_group(16, 2048, false), 2u);
+    cr_assert_eq(fa_vk_matrix_fwd_tiles_per_group(32, 4096, false), 1u);
+    cr_assert_eq(fa_vk_matrix_fwd_tiles_per_group(4, 512, true), 1u);
+    cr_assert_eq(fa_vk_matrix_fwd_tiles_per_group(1, 512, false), 1u);
+}

@@ -149,7 +149,8 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # constant fixed (FA_FIXED_D, FA_CM_FIXED in the GLSL) and unrolled by spirv-opt, so that the
 # SPIR-V holds no array of cooperative matrices: NVIDIA's driver keeps such arrays in local
 # memory, which halved the speed of the generic modules on the H200 (docs/PERF.md). The generic
-# modules above serve every other tiling. One entry per line: M N K SG NSG TM BN, then
+# modules above serve every other tiling. One entry per line: optionally the kernels it is for
+# ("dkdv:", "fwd,dq:"; default: every kernel its layout serves), M N K SG NSG TM BN, then
 # optionally the layout the modules are compiled for (fa_vk_matrix_layout in vk_matrix_plan.h),
 # which the planner takes only on a device whose probe found the same: the accumulator's row
 # form (elements per lane, slot shift, slot bits, lane xor mask; the forward's row reductions
@@ -168,11 +169,13 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # modules do (layout fields 0: none). The last entry is Mesa lavapipe's 8x8
 # accumulator (a lane per column; its A matrices hold the same elements in the same order), so
 # that CI's vulkan_matrix_lavapipe test runs the register row reductions and conversions too
-# (head dims up to 64).
+# (head dims up to 64). The dK/dV pass keeps K, V, dK and dV in registers for the workgroup's
+# life: at head dim 128 it takes 16-query steps (the first line), 8 % faster on the H200 than
+# 64-query steps, whose scores and prefetch registers spilled (docs/PERF.md).
 set(FA_VK_CM_TILINGS
-  "16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64"
+  "dkdv: 16 16 16 32 8 1 16 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64"
   CACHE STRING
-  "Cooperative-matrix tilings compiled ahead per head dim (M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]]; ';' between)")
+  "Cooperative-matrix tilings compiled ahead per head dim ([KERNELS:] M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]]; ';' between)")
 set(fa_cat_symbols)
 set(fa_cat_names)
 set(fa_cat_rows)
@@ -194,6 +197,19 @@ if(fa_cm_opt)
   set(fa_cat_dmax_FA_VK_MATRIX_DQ 128)
   foreach(tiling IN LISTS FA_VK_CM_TILINGS)
     separate_arguments(t UNIX_COMMAND "${tiling}")
+    set(only_kinds "")
+    list(GET t 0 first)
+    if(first MATCHES "^([a-z,]+):$") # "fwd,dkdv,dq:": only these kernels
+      string(REPLACE "," ";" only_names "${CMAKE_MATCH_1}")
+      foreach(only IN LISTS only_names)
+        string(TOUPPER "${only}" only_upper)
+        if(NOT only MATCHES "^(fwd|dkdv|dq)$")
+          message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}': kernel '${only}' is not fwd, dkdv or dq")
+        endif()
+        list(APPEND only_kinds FA_VK_MATRIX_${only_upper})
+      endforeach()
+      list(REMOVE_AT t 0)
+    endif()
     list(GET t 0 m)
     list(GET t 1 n)
     list(GET t 2 k)
@@ -253,6 +269,10 @@ if(fa_cm_opt)
       endif()
     elseif(NOT tn EQUAL 7)
       message(FATAL_ERROR "FA_VK_CM_TILINGS: '${tiling}' has ${tn} numbers, not 7, 11, 12 or 13")
+    endif()
+    if(only_kinds)
+      string(REPLACE ";" "|" only_re "${only_kinds}")
+      list(FILTER kinds INCLUDE REGEX "^(${only_re})$")
     endif()
     foreach(kind IN LISTS kinds)
       # The forward and the dQ pass (rows: queries) take the row form and the A permutation; the

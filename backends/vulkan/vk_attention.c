@@ -288,9 +288,18 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     };
     const VkBuffer buffers[5] = {vkbuf(&call->q), vkbuf(&call->k), vkbuf(&call->v), vkbuf(&call->o),
                                  call->has_lse ? vkbuf(&call->lse) : vkbuf(&call->o)};
-    s = fa_vk_dispatch(ctx, kernel, pipeline, buffers, &push, sizeof push,
-                       (uint32_t)ceil_div((uint64_t)Sq, rows), (uint32_t)call->heads_q,
-                       (uint32_t)B);
+    uint64_t groups_x = ceil_div((uint64_t)Sq, rows);
+    if (kernel == FA_VK_FWD_CM) {
+        /* FA_VULKAN_MATRIX_FWD_PER=n (tuning): query tiles per workgroup instead of the rule. */
+        const char *env = getenv("FA_VULKAN_MATRIX_FWD_PER");
+        uint32_t per =
+            env && atoi(env) > 0
+                ? (uint32_t)atoi(env)
+                : fa_vk_matrix_fwd_tiles_per_group((uint32_t)groups_x, (uint32_t)Sk, call->causal);
+        groups_x = ceil_div(groups_x, per);
+    }
+    s = fa_vk_dispatch(ctx, kernel, pipeline, buffers, &push, sizeof push, (uint32_t)groups_x,
+                       (uint32_t)call->heads_q, (uint32_t)B);
     if (s != FA_OK) {
         st->recording = false;
         st->vk.vkEndCommandBuffer(st->cmd);

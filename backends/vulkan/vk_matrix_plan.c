@@ -57,6 +57,11 @@ uint32_t fa_vk_matrix_shared_bytes(fa_vk_matrix_kernel kernel, const fa_vk_matri
     return shared > UINT32_MAX ? UINT32_MAX : (uint32_t)shared;
 }
 
+uint32_t fa_vk_matrix_fwd_tiles_per_group(uint32_t q_tiles, uint32_t seq_k, bool causal)
+{
+    return !causal && seq_k <= 2048u && q_tiles >= 2u ? 2u : 1u;
+}
+
 /* The subgroup size the pipeline will require: the preferred one, inside [min, max]. */
 static uint32_t subgroup_of(const fa_vk_matrix_caps *caps)
 {

@@ -112,4 +112,13 @@ bool fa_vk_matrix_plan_select(fa_vk_matrix_kernel kernel, const fa_vk_matrix_cap
                               const char *override_tiles, fa_vk_matrix_plan *plan, char *why,
                               size_t why_size);
 
+/* How many query tiles each workgroup of the forward takes (the shader walks its head's tiles x,
+ * x + groups, ...; groups = ceil(q_tiles / this)): 2 for a call without causal mask with at
+ * most 2,048 keys and at least 2 tiles, else 1. Where a tile's key loop is short, its fixed
+ * cost (staging Q, writing O, the workgroup's start) is a third of its time on the H200; a
+ * second tile loads its Q during the first one's last key step and its first K and V tiles
+ * while the first writes O. Longer key loops hide that cost, and halving the workgroups then
+ * only rounds the last wave up; causal tiles differ in length (docs/PERF.md). */
+uint32_t fa_vk_matrix_fwd_tiles_per_group(uint32_t q_tiles, uint32_t seq_k, bool causal);
+
 #endif

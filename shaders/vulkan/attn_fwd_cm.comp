@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #version 450
-// Forward on cooperative matrices (f16): O = softmax(scale Q K^T [causal]) V and LSE, one
-// workgroup per (query tile of BM rows, query head, batch), NSG subgroups of RM query rows each
-// (fa_matrix.glsl). Each subgroup keeps its Q rows as A matrices and its O rows as accumulators
-// for the workgroup's life.
+// Forward on cooperative matrices (f16): O = softmax(scale Q K^T [causal]) V and LSE. A
+// workgroup takes one or more query tiles of BM rows of one (query head, batch), NSG subgroups of
+// RM query rows each (fa_matrix.glsl). Each subgroup keeps its Q rows as A matrices and its O
+// rows as accumulators for a tile's life.
 //
 // Per key tile (2 barriers): K and V, fetched into registers during the previous tile's
 // products, -> shared; the next tile's loads start; per subgroup: S = Q K^T; the row work (mask,
@@ -98,25 +98,26 @@ shared float rv[NSG * RM * CM_N]; // row factors
 void main()
 {
     const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
-    const uint q0 = gl_WorkGroupID.x * BM, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint hk = h / GQA;
-    const uint rows = min(BM, pc.seq_q - q0);
     const uint r0 = sg * RM; // the subgroup's first row in the tile
     const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
     const float NEG_INF = neg_inf();
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
-    const uint q_base = pc.q_off + b * pc.q_sb + h * pc.q_sh + q0 * pc.q_ss;
+    const uint q_head = pc.q_off + b * pc.q_sb + h * pc.q_sh;
     const uint p_off = sg * RM * LDP;
+    const uint q_tiles = (pc.seq_q + BM - 1u) / BM;
 
-    uint n_end = pc.seq_k;
-    if (CAUSAL)
-        n_end = uint(clamp(int(q0 + rows) + diag, 0, int(pc.seq_k)));
-    // The first K and V tiles are fetched while Q is staged (short sequences have few steps to
-    // hide the first loads behind).
+    // The workgroup takes the query tiles gl_WorkGroupID.x + i gl_NumWorkGroups.x of its head
+    // (the host launches fewer workgroups than tiles where there are many: vk_attention.c). The
+    // first K and V tiles are fetched while Q is staged; for the next query tile, its first Q
+    // rows during the current tile's last key step, its first K and V tiles during the current
+    // tile's output (short sequences have few steps to hide these loads behind).
+    uint qt = gl_WorkGroupID.x;
     uvec4 next_k[FPT];
     uvec4 next_v[FPT];
-    if (n_end > 0u) {
+    if (CAUSAL ? int(min(BM, pc.seq_q - qt * BM) + qt * BM) + diag > 0 : pc.seq_k > 0u) {
         TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, pc.seq_k))
         TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, pc.seq_k))
     }
@@ -124,168 +125,198 @@ void main()
     CM_IDX_INIT(cm_idx) // made visible by STAGE_ROWS_A's barriers
 #endif
     MAT_A qa[LEN_AD];
-    STAGE_ROWS_A(qa, q_buf, q_base, pc.q_ss, rows, r0)
+    STAGE_ROWS_A(qa, q_buf, q_head + qt * BM * pc.q_ss, pc.q_ss, min(BM, pc.seq_q - qt * BM), r0)
 
-    MAT_C o[LEN_CD];
-    [[unroll]] for (uint i = 0; i < TM * DN; i++)
-        o[i] = MAT_C(0.0);
+    for (;;) {
+        const uint q0 = qt * BM;
+        const uint rows = min(BM, pc.seq_q - q0);
+        const uint qt_next = qt + gl_NumWorkGroups.x;
+        const bool more = qt_next < q_tiles;
+        uint n_end = pc.seq_k;
+        if (CAUSAL)
+            n_end = uint(clamp(int(q0 + rows) + diag, 0, int(pc.seq_k)));
+        bool q_fetched = false;
+
+        MAT_C o[LEN_CD];
+        [[unroll]] for (uint i = 0; i < TM * DN; i++)
+            o[i] = MAT_C(0.0);
 #ifdef FA_CM_LAYOUT_E
-    float m_run[TM * NSLOT], l_part[TM * NSLOT]; // per (row block, slot)
-    [[unroll]] for (uint i = 0; i < TM * NSLOT; i++) {
+        float m_run[TM * NSLOT], l_part[TM * NSLOT]; // per (row block, slot)
+        [[unroll]] for (uint i = 0; i < TM * NSLOT; i++) {
 #else
-    const uint s_off = sg * RM * LDS, f_off = sg * RM * CM_N;
-    float m_run[RPL], l_part[RPL];
-    [[unroll]] for (uint i = 0; i < RPL; i++) {
+        const uint s_off = sg * RM * LDS, f_off = sg * RM * CM_N;
+        float m_run[RPL], l_part[RPL];
+        [[unroll]] for (uint i = 0; i < RPL; i++) {
 #endif
-        m_run[i] = NEG_INF;
-        l_part[i] = 0.0;
-    }
-
-    for (uint n0 = 0; n0 < n_end; n0 += BN) {
-        const uint keys = min(BN, pc.seq_k - n0);
-        barrier(); // every subgroup is done with the previous K and V
-        TILE_PUT(kt, next_k)
-        TILE_PUT(vt, next_v)
-        barrier();
-        const uint n1 = n0 + BN;
-        if (n1 < n_end) {
-            TILE_FETCH(next_k, k_buf, k_base + n1 * pc.k_ss, pc.k_ss, min(BN, pc.seq_k - n1))
-            TILE_FETCH(next_v, v_buf, v_base + n1 * pc.v_ss, pc.v_ss, min(BN, pc.seq_k - n1))
+            m_run[i] = NEG_INF;
+            l_part[i] = 0.0;
         }
 
+        for (uint n0 = 0; n0 < n_end; n0 += BN) {
+            const uint keys = min(BN, pc.seq_k - n0);
+            barrier(); // every subgroup is done with the previous K and V
+            TILE_PUT(kt, next_k)
+            TILE_PUT(vt, next_v)
+            barrier();
+            const uint n1 = n0 + BN;
+            if (n1 < n_end) {
+                TILE_FETCH(next_k, k_buf, k_base + n1 * pc.k_ss, pc.k_ss, min(BN, pc.seq_k - n1))
+                TILE_FETCH(next_v, v_buf, v_base + n1 * pc.v_ss, pc.v_ss, min(BN, pc.seq_k - n1))
+            } else if (more) {
+                STAGE_FETCH(next_k, next_v, q_buf, q_head + qt_next * BM * pc.q_ss, pc.q_ss,
+                            min(BM, pc.seq_q - qt_next * BM), 0u)
+                q_fetched = true;
+            }
+
 #ifdef FA_CM_LAYOUT_E
-        MAT_C s[LEN_CS];
-        PRODUCT_T(s, qa, kt) // S = Q K^T
-        [[unroll]] for (uint i = 0; i < TM * BNN; i++)
-            s[i] = s[i] * pc.scale_log2;
-        // Masks, only where the tile has keys past the end or past a row's diagonal.
-        if (keys < BN || (CAUSAL && int(n0 + BN) - 1 > int(q0 + r0) + diag)) {
-            MAT_C ix;
-            CM_IDX_LOAD(ix, cm_idx);
-            [[unroll]] for (uint t = 0; t < TM; t++)
+            MAT_C s[LEN_CS];
+            PRODUCT_T(s, qa, kt) // S = Q K^T
+            [[unroll]] for (uint i = 0; i < TM * BNN; i++)
+                s[i] = s[i] * pc.scale_log2;
+            // Masks, only where the tile has keys past the end or past a row's diagonal.
+            if (keys < BN || (CAUSAL && int(n0 + BN) - 1 > int(q0 + r0) + diag)) {
+                MAT_C ix;
+                CM_IDX_LOAD(ix, cm_idx);
+                [[unroll]] for (uint t = 0; t < TM; t++)
+                    [[unroll]] for (uint j = 0; j < BNN; j++)
+                        [[unroll]] for (uint e = 0; e < CE; e++) {
+                            const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
+                            const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
+                            if (c >= keys || (CAUSAL && int(c) > lim))
+                                s[t * BNN + j][e] = NEG_INF;
+                        }
+            }
+            float alpha[TM * NSLOT];
+            [[unroll]] for (uint t = 0; t < TM; t++) {
+                float mx[NSLOT];
+                [[unroll]] for (uint k = 0; k < NSLOT; k++)
+                    mx[k] = NEG_INF;
+                [[unroll]] for (uint j = 0; j < BNN; j++)
+                    [[unroll]] for (uint e = 0; e < CE; e++)
+                        mx[slot_of(e)] = max(mx[slot_of(e)], s[t * BNN + j][e]);
+                [[unroll]] for (uint k = 0; k < NSLOT; k++) {
+                    const uint i = t * NSLOT + k;
+                    const float m_new = max(m_run[i], group_max(mx[k]));
+                    // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled.
+                    alpha[i] = m_new == NEG_INF ? 1.0 : exp2(m_run[i] - m_new);
+                    l_part[i] *= alpha[i];
+                    m_run[i] = m_new;
+                }
                 [[unroll]] for (uint j = 0; j < BNN; j++)
                     [[unroll]] for (uint e = 0; e < CE; e++) {
-                        const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
-                        const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
-                        if (c >= keys || (CAUSAL && int(c) > lim))
-                            s[t * BNN + j][e] = NEG_INF;
+                        const uint i = t * NSLOT + slot_of(e);
+                        const float p =
+                            exp2(s[t * BNN + j][e] - (m_run[i] == NEG_INF ? 0.0 : m_run[i]));
+                        l_part[i] += p;
+                        s[t * BNN + j][e] = p;
                     }
-        }
-        float alpha[TM * NSLOT];
-        [[unroll]] for (uint t = 0; t < TM; t++) {
-            float mx[NSLOT];
-            [[unroll]] for (uint k = 0; k < NSLOT; k++)
-                mx[k] = NEG_INF;
-            [[unroll]] for (uint j = 0; j < BNN; j++)
-                [[unroll]] for (uint e = 0; e < CE; e++)
-                    mx[slot_of(e)] = max(mx[slot_of(e)], s[t * BNN + j][e]);
-            [[unroll]] for (uint k = 0; k < NSLOT; k++) {
-                const uint i = t * NSLOT + k;
-                const float m_new = max(m_run[i], group_max(mx[k]));
-                // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled.
-                alpha[i] = m_new == NEG_INF ? 1.0 : exp2(m_run[i] - m_new);
-                l_part[i] *= alpha[i];
-                m_run[i] = m_new;
+                // Always: skipping it where no maximum grew (subgroupAny) measured 13 % slower.
+                [[unroll]] for (uint d = 0; d < DN; d++)
+                    [[unroll]] for (uint e = 0; e < CE; e++)
+                        o[t * DN + d][e] *= alpha[t * NSLOT + slot_of(e)];
             }
-            [[unroll]] for (uint j = 0; j < BNN; j++)
-                [[unroll]] for (uint e = 0; e < CE; e++) {
-                    const uint i = t * NSLOT + slot_of(e);
-                    const float p =
-                        exp2(s[t * BNN + j][e] - (m_run[i] == NEG_INF ? 0.0 : m_run[i]));
-                    l_part[i] += p;
-                    s[t * BNN + j][e] = p;
-                }
-            // Always: skipping it where no maximum grew (subgroupAny) measured 13 % slower.
-            [[unroll]] for (uint d = 0; d < DN; d++)
-                [[unroll]] for (uint e = 0; e < CE; e++)
-                    o[t * DN + d][e] *= alpha[t * NSLOT + slot_of(e)];
-        }
 #ifdef FA_CM_A_FROM_C
-        PRODUCT_ACC_REG(o, s, vt) // O += P V
+            PRODUCT_ACC_REG(o, s, vt) // O += P V
 #else
-        TO_SCRATCH_F16(s, ps, p_off)
-        subgroup_sync();
-        PRODUCT_ACC(o, ps, p_off, vt) // O += P V
-        subgroup_sync(); // P is read before the next tile rewrites it
+            TO_SCRATCH_F16(s, ps, p_off)
+            subgroup_sync();
+            PRODUCT_ACC(o, ps, p_off, vt) // O += P V
+            subgroup_sync(); // P is read before the next tile rewrites it
 #endif
 #else
-        PRODUCT_ROWS_T(qa, kt, sc, s_off) // S = Q K^T
-        subgroup_sync();
+            PRODUCT_ROWS_T(qa, kt, sc, s_off) // S = Q K^T
+            subgroup_sync();
 
-        // The row pass: mask, scale, maxima, P and alpha.
+            // The row pass: mask, scale, maxima, P and alpha.
+            [[unroll]] for (uint i = 0; i < RPL; i++) {
+                const uint r = lane_row(lane, i);
+                // The row's last visible key, tile-relative.
+                const int lim = int(q0 + r0 + r) + diag - int(n0);
+                vec2 x[PPL];
+                float mx = NEG_INF;
+                [[unroll]] for (uint p = 0; p < PPL; p++) {
+                    const uint c = 2u * (lane % LPR + LPR * p);
+                    x[p] = vec2(sc[s_off + r * LDS + c], sc[s_off + r * LDS + c + 1u]);
+                    x[p] *= pc.scale_log2;
+                    if (c >= keys || (CAUSAL && int(c) > lim))
+                        x[p].x = NEG_INF;
+                    if (c + 1u >= keys || (CAUSAL && int(c) + 1 > lim))
+                        x[p].y = NEG_INF;
+                    mx = max(mx, max(x[p].x, x[p].y));
+                }
+                const float m_new = max(m_run[i], row_max(mx));
+                // m_new = -inf: no finite score so far, so nothing is rescaled and P = exp2(s): 0
+                // for a masked score, NaN for a NaN one (max skipped it).
+                const bool none = m_new == NEG_INF;
+                const float alpha = none ? 1.0 : exp2(m_run[i] - m_new);
+                const float m_use = none ? 0.0 : m_new;
+                float sum = 0.0;
+                [[unroll]] for (uint p = 0; p < PPL; p++) {
+                    const vec2 e = exp2(x[p] - m_use);
+                    sum += e.x + e.y;
+                    ps[p_off + r * LDP + lane % LPR + LPR * p] = packHalf2x16(e);
+                }
+                l_part[i] = l_part[i] * alpha + sum;
+                m_run[i] = m_new;
+                for (uint c = lane % LPR; c < CM_N; c += LPR)
+                    rv[f_off + r * CM_N + c] = alpha;
+            }
+            subgroup_sync();
+            SCALE_ROWS(o, DN, rv, f_off)
+            PRODUCT_ACC(o, ps, p_off, vt) // O += P V
+            subgroup_sync(); // P and the row factors are read before the next tile rewrites them
+#endif
+        }
+
+        if (more) { // the next tile's Q, then its first K and V tiles
+            const uint q1 = qt_next * BM, rows1 = min(BM, pc.seq_q - q1);
+            if (!q_fetched)
+                STAGE_FETCH(next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, 0u)
+            STAGE_ROWS_A_FROM(qa, next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, r0)
+            if (CAUSAL ? int(q1 + rows1) + diag > 0 : pc.seq_k > 0u) {
+                TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, pc.seq_k))
+                TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, pc.seq_k))
+            }
+        }
+
+        // 1 / l per row (0 for a row that saw no key: O = 0, LSE = -inf, never NaN), and the LSE.
+        const uint lse_base = pc.lse_off + b * pc.lse_sb + h * pc.lse_sh;
+#ifdef FA_CM_LAYOUT_E
+        MAT_C ix;
+        CM_IDX_LOAD(ix, cm_idx);
+        [[unroll]] for (uint t = 0; t < TM; t++) {
+            float inv[NSLOT];
+            [[unroll]] for (uint k = 0; k < NSLOT; k++) {
+                const uint i = t * NSLOT + k;
+                const float l = group_sum(l_part[i]);
+                inv[k] = l != 0.0 ? 1.0 / l : 0.0;
+                // The slot's row: that of its first element; one lane of the row writes the LSE.
+                const uint r = r0 + t * CM_M + uint(ix[k << SLOT_SHIFT]) / CM_N;
+                if (pc.has_lse != 0u && (lane & LANE_XOR) == 0u && r < rows)
+                    lse_buf[lse_base + (q0 + r) * pc.lse_ss] =
+                        l != 0.0 ? (m_run[i] + log2(l)) * LN2 : NEG_INF;
+            }
+            [[unroll]] for (uint d = 0; d < DN; d++)
+                [[unroll]] for (uint e = 0; e < CE; e++)
+                    o[t * DN + d][e] *= inv[slot_of(e)];
+        }
+#else
         [[unroll]] for (uint i = 0; i < RPL; i++) {
             const uint r = lane_row(lane, i);
-            const int lim = int(q0 + r0 + r) + diag - int(n0); // last visible key, tile-relative
-            vec2 x[PPL];
-            float mx = NEG_INF;
-            [[unroll]] for (uint p = 0; p < PPL; p++) {
-                const uint c = 2u * (lane % LPR + LPR * p);
-                x[p] = vec2(sc[s_off + r * LDS + c], sc[s_off + r * LDS + c + 1u]);
-                x[p] *= pc.scale_log2;
-                if (c >= keys || (CAUSAL && int(c) > lim))
-                    x[p].x = NEG_INF;
-                if (c + 1u >= keys || (CAUSAL && int(c) + 1 > lim))
-                    x[p].y = NEG_INF;
-                mx = max(mx, max(x[p].x, x[p].y));
-            }
-            const float m_new = max(m_run[i], row_max(mx));
-            // m_new = -inf: no finite score so far, so nothing is rescaled and P = exp2(s): 0 for
-            // a masked score, NaN for a NaN one (max skipped it).
-            const bool none = m_new == NEG_INF;
-            const float alpha = none ? 1.0 : exp2(m_run[i] - m_new);
-            const float m_use = none ? 0.0 : m_new;
-            float sum = 0.0;
-            [[unroll]] for (uint p = 0; p < PPL; p++) {
-                const vec2 e = exp2(x[p] - m_use);
-                sum += e.x + e.y;
-                ps[p_off + r * LDP + lane % LPR + LPR * p] = packHalf2x16(e);
-            }
-            l_part[i] = l_part[i] * alpha + sum;
-            m_run[i] = m_new;
+            const float l = row_sum(l_part[i]);
             for (uint c = lane % LPR; c < CM_N; c += LPR)
-                rv[f_off + r * CM_N + c] = alpha;
+                rv[f_off + r * CM_N + c] = l != 0.0 ? 1.0 / l : 0.0;
+            if (pc.has_lse != 0u && lane % LPR == 0u && r0 + r < rows)
+                lse_buf[lse_base + (q0 + r0 + r) * pc.lse_ss] =
+                    l != 0.0 ? (m_run[i] + log2(l)) * LN2 : NEG_INF;
         }
         subgroup_sync();
         SCALE_ROWS(o, DN, rv, f_off)
-        PRODUCT_ACC(o, ps, p_off, vt) // O += P V
-        subgroup_sync(); // P and the row factors are read before the next tile rewrites them
 #endif
+        const uint o_base = pc.o_off + b * pc.o_sb + h * pc.o_sh + q0 * pc.o_ss;
+        UNSTAGE_ROWS(o, 1.0, o_buf, o_base, pc.o_ss, rows, r0)
+        if (!more)
+            break;
+        qt = qt_next;
     }
-
-    // 1 / l per row (0 for a row that saw no key: O = 0, LSE = -inf, never NaN), and the LSE.
-    const uint lse_base = pc.lse_off + b * pc.lse_sb + h * pc.lse_sh;
-#ifdef FA_CM_LAYOUT_E
-    MAT_C ix;
-    CM_IDX_LOAD(ix, cm_idx);
-    [[unroll]] for (uint t = 0; t < TM; t++) {
-        float inv[NSLOT];
-        [[unroll]] for (uint k = 0; k < NSLOT; k++) {
-            const uint i = t * NSLOT + k;
-            const float l = group_sum(l_part[i]);
-            inv[k] = l != 0.0 ? 1.0 / l : 0.0;
-            // The slot's row: that of its first element; one lane of the row writes the LSE.
-            const uint r = r0 + t * CM_M + uint(ix[k << SLOT_SHIFT]) / CM_N;
-            if (pc.has_lse != 0u && (lane & LANE_XOR) == 0u && r < rows)
-                lse_buf[lse_base + (q0 + r) * pc.lse_ss] =
-                    l != 0.0 ? (m_run[i] + log2(l)) * LN2 : NEG_INF;
-        }
-        [[unroll]] for (uint d = 0; d < DN; d++)
-            [[unroll]] for (uint e = 0; e < CE; e++)
-                o[t * DN + d][e] *= inv[slot_of(e)];
-    }
-#else
-    [[unroll]] for (uint i = 0; i < RPL; i++) {
-        const uint r = lane_row(lane, i);
-        const float l = row_sum(l_part[i]);
-        for (uint c = lane % LPR; c < CM_N; c += LPR)
-            rv[f_off + r * CM_N + c] = l != 0.0 ? 1.0 / l : 0.0;
-        if (pc.has_lse != 0u && lane % LPR == 0u && r0 + r < rows)
-            lse_buf[lse_base + (q0 + r0 + r) * pc.lse_ss] =
-                l != 0.0 ? (m_run[i] + log2(l)) * LN2 : NEG_INF;
-    }
-    subgroup_sync();
-    SCALE_ROWS(o, DN, rv, f_off)
-#endif
-    const uint o_base = pc.o_off + b * pc.o_sb + h * pc.o_sh + q0 * pc.o_ss;
-    UNSTAGE_ROWS(o, 1.0, o_buf, o_base, pc.o_ss, rows, r0)
 }

@@ -176,14 +176,29 @@ void subgroup_sync()
 // zero) through the shader's two BN x D tiles kt and vt, 2 BN rows at a time (BN is a multiple
 // of CM_M, so no block of rows straddles them). Starts and ends with the tiles free.
 #define STAGE_ROWS_A(mats_, buf_, base_, ss_, valid_, r0_)                                     \
+    {                                                                                          \
+        uvec4 slo_[FPT];                                                                       \
+        uvec4 shi_[FPT];                                                                       \
+        STAGE_FETCH(slo_, shi_, buf_, base_, ss_, valid_, 0u)                                  \
+        STAGE_ROWS_A_FROM(mats_, slo_, shi_, buf_, base_, ss_, valid_, r0_)                    \
+    }
+
+// Fetches rows [c0_, c0_ + 2 BN) of STAGE_ROWS_A's rows into registers lo_ and hi_ (FPT each).
+#define STAGE_FETCH(lo_, hi_, buf_, base_, ss_, valid_, c0_)                                   \
+    {                                                                                          \
+        const uint v_ = (valid_), c_ = (c0_);                                                  \
+        TILE_FETCH(lo_, buf_, (base_) + c_ * (ss_), ss_, v_ > c_ ? v_ - c_ : 0u)               \
+        TILE_FETCH(hi_, buf_, (base_) + (c_ + BN) * (ss_), ss_,                                \
+                   v_ > c_ + BN ? v_ - c_ - BN : 0u)                                           \
+    }
+
+// STAGE_ROWS_A with the first 2 BN rows already fetched into lo_ and hi_ (STAGE_FETCH at 0),
+// which it then reuses for the rest.
+#define STAGE_ROWS_A_FROM(mats_, lo_, hi_, buf_, base_, ss_, valid_, r0_)                      \
     [[unroll]] for (uint c0_ = 0; c0_ < BM; c0_ += 2u * BN) {                                  \
         barrier();                                                                             \
-        const uint v_ = (valid_);                                                              \
-        uvec4 lo_[FPT];                                                                        \
-        uvec4 hi_[FPT];                                                                        \
-        TILE_FETCH(lo_, buf_, (base_) + c0_ * (ss_), ss_, v_ > c0_ ? v_ - c0_ : 0u)            \
-        TILE_FETCH(hi_, buf_, (base_) + (c0_ + BN) * (ss_), ss_,                               \
-                   v_ > c0_ + BN ? v_ - c0_ - BN : 0u)                                         \
+        if (c0_ > 0u)                                                                          \
+            STAGE_FETCH(lo_, hi_, buf_, base_, ss_, valid_, c0_)                               \
         TILE_PUT(kt, lo_)                                                                      \
         TILE_PUT(vt, hi_)                                                                      \
         barrier();                                                                             \
