@@ -29,11 +29,12 @@ LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 class ContextDesc(Structure):
     _fields_ = [("backend", c_int), ("device", c_int), ("log", LOG_FN),
                 ("log_user_data", c_void_p), ("log_level", c_int), ("cpu_threads", c_int),
-                ("cuda_stream", c_void_p), ("cache_dir", c_char_p), ("cache_max_bytes", c_uint64)]
+                ("cuda_stream", c_void_p), ("cache_dir", c_char_p), ("cache_max_bytes", c_uint64),
+                ("reserved", c_uint64 * 8)]
 
 
 class BufferDesc(Structure):
-    _fields_ = [("size", c_size_t), ("data", c_void_p)]
+    _fields_ = [("size", c_size_t), ("data", c_void_p), ("reserved", c_uint64 * 4)]
 
 
 class Tensor(Structure):
@@ -44,7 +45,7 @@ class Tensor(Structure):
 
 class AttentionDesc(Structure):
     _fields_ = [("scale", c_float), ("causal", c_bool), ("deterministic", c_bool),
-                ("num_splits", c_int32)]
+                ("num_splits", c_int32), ("reserved", c_uint64 * 30)]
 
 
 class DeviceInfo(Structure):
@@ -55,10 +56,10 @@ class DeviceInfo(Structure):
                 ("shared_memory_bytes", c_uint32), ("max_workgroup_size", c_uint32),
                 ("subgroup_size_min", c_uint32), ("subgroup_size_max", c_uint32),
                 ("f16", c_bool), ("bf16", c_bool), ("matrix_units", c_bool),
-                ("kernels", c_char * 128)]
+                ("kernels", c_char * 128), ("reserved", c_uint64 * 16)]
 
 
-STRUCT_SIZES = {ContextDesc: 40, BufferDesc: 16, Tensor: 88, AttentionDesc: 12, DeviceInfo: 480}
+STRUCT_SIZES = {ContextDesc: 120, BufferDesc: 48, Tensor: 88, AttentionDesc: 256, DeviceInfo: 608}
 
 
 class FaError(RuntimeError):

@@ -39,13 +39,23 @@ extern "C" {
 #endif
 
 #define FA_VERSION_MAJOR 0
-#define FA_VERSION_MINOR 1
+#define FA_VERSION_MINOR 2
 #define FA_VERSION_PATCH 0
 #define FA_VERSION_HEX ((FA_VERSION_MAJOR << 16) | (FA_VERSION_MINOR << 8) | FA_VERSION_PATCH)
 
 /** The backward's limit on |LSE| (2^21): a row whose LSE reaches it gets NaN gradients on every
  * backend (fa_attention_backward says why). */
 #define FA_BACKWARD_LSE_LIMIT 2097152.0f
+
+/* ABI. Each struct below keeps its size and its fields' offsets for the life of a version line
+ * (the SONAME: libflashattn.so.MAJOR.MINOR before 1.0, .MAJOR from 1.0; README). The structs a
+ * caller fills (fa_context_desc, fa_buffer_desc, fa_attention_desc) end in `reserved`, which must
+ * be zero: a later version of the line gives those bytes meaning, zero being this version's
+ * behaviour, so a program built against this header keeps working with it; and a call that sets
+ * bytes this library does not know fails with FA_ERROR_INVALID_ARGUMENT rather than ignoring
+ * them. The structs the library fills (fa_backend_info, fa_device_info, fa_memory_stats) end in
+ * `reserved` too, which it zeroes. fa_tensor is fixed. So: zero-initialise ({0} or memset), then
+ * set the fields you need. */
 
 /** The library's version as "MAJOR.MINOR.PATCH", a static string. */
 FA_API const char *fa_version_string(void);
@@ -84,6 +94,7 @@ typedef struct fa_backend_info {
     bool available;   /* its driver loaded and it has at least one device */
     int device_count;
     char reason[256];
+    uint64_t reserved[8]; /* zeroed */
 } fa_backend_info;
 
 /** One device of one backend, with what matters for choosing and for kernels.
@@ -103,11 +114,12 @@ typedef struct fa_device_info {
     uint32_t shared_memory_bytes; /* per workgroup / block */
     uint32_t max_workgroup_size;
     uint32_t subgroup_size_min, subgroup_size_max;
-    bool f16;          /* native f16 arithmetic */
-    bool bf16;         /* native bf16 arithmetic or conversion */
-    bool matrix_units; /* tensor cores, cooperative matrix, AMX, ... */
-    char kernels[128]; /* which kernel family serves this device and why (backend-specific,
-                          free text; "" where the backend says nothing) */
+    bool f16;              /* native f16 arithmetic */
+    bool bf16;             /* native bf16 arithmetic or conversion */
+    bool matrix_units;     /* tensor cores, cooperative matrix, AMX, ... */
+    char kernels[128];     /* which kernel family serves this device and why (backend-specific,
+                              free text; "" where the backend says nothing) */
+    uint64_t reserved[16]; /* zeroed */
 } fa_device_info;
 
 /** Short lower-case name of a backend ("auto", "cuda", ...); "unknown" when out of range. */
@@ -152,6 +164,7 @@ typedef struct fa_context_desc {
     const char *cache_dir;
     uint64_t cache_max_bytes; /* the folder's cap: least recently used files go first once
                                  the library's files pass it; 0 = 256 MiB */
+    uint64_t reserved[8];     /* zero (ABI, above) */
 } fa_context_desc;
 
 /** Opens a context on one device. `desc` may be NULL for defaults. On failure *out is NULL and
@@ -178,6 +191,7 @@ typedef struct fa_memory_stats {
     uint64_t buffer_peak_bytes;    /* their peak */
     uint64_t workspace_bytes;      /* scratch the backend holds now (tiles, D, partials) */
     uint64_t workspace_peak_bytes; /* its peak since the context was created */
+    uint64_t reserved[4];          /* zeroed */
 } fa_memory_stats;
 
 FA_API fa_status fa_context_memory(const fa_context *ctx, fa_memory_stats *out);
@@ -187,7 +201,8 @@ FA_API fa_status fa_context_memory(const fa_context *ctx, fa_memory_stats *out);
 /** A buffer's size and, optionally, its first contents (`size` bytes copied from `data`). */
 typedef struct fa_buffer_desc {
     size_t size;
-    const void *data; /* optional */
+    const void *data;     /* optional */
+    uint64_t reserved[4]; /* zero (ABI, above) */
 } fa_buffer_desc;
 
 /** Allocates device memory in the context. ERROR_OUT_OF_DEVICE_MEMORY when it does not fit. */
@@ -261,6 +276,7 @@ typedef struct fa_attention_desc {
     bool causal;
     bool deterministic;
     int32_t num_splits;
+    uint64_t reserved[30]; /* zero (ABI, above) */
 } fa_attention_desc;
 
 /** O = softmax(scale * Q K^T [masked]) V and LSE = logsumexp of each row (natural log, f32).

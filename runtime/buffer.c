@@ -27,6 +27,9 @@ fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, fa_buffe
         return FA_ERROR_NULL_POINTER;
     if (!desc)
         return fa_fail(ctx, FA_ERROR_NULL_POINTER, "fa_buffer_create: desc is NULL");
+    if (!fa_reserved_zero(desc->reserved, sizeof desc->reserved / sizeof desc->reserved[0]))
+        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT, FA_RESERVED_MESSAGE, "fa_buffer_desc",
+                       fa_version_string());
     if (ctx->lost)
         return fa_fail(ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
     const uint64_t limit = ctx->device_info.max_buffer_bytes;

@@ -112,7 +112,7 @@ static bool pow2_in(int x, int lo, int hi)
 }
 
 bool fa_bwd_tiling_select(int d, uint64_t local_limit, uint64_t reserved, uint64_t max_wg,
-                          const char *override_env, const int *prefer, fa_bwd_tiling *t)
+                          const char *override, const int *prefer, fa_bwd_tiling *t)
 {
     /* Preferred: 64 x 32 tiles on 128 work-items (4 x 4 S entries and 64 accumulators per
      * work-item, within 48 KiB at D = 128), measured best for OpenCL on the H200. */
@@ -120,7 +120,7 @@ bool fa_bwd_tiling_select(int d, uint64_t local_limit, uint64_t reserved, uint64
                                      {32, 32, 64},  {64, 16, 128}, {32, 16, 128}, {32, 16, 64},
                                      {16, 16, 64},  {16, 16, 32},  {16, 8, 32},   {8, 8, 64},
                                      {8, 8, 32},    {8, 8, 16}};
-    const char *env = override_env ? getenv(override_env) : NULL;
+    const char *env = override;
     int bm, bn, nt, dc = 64;
     if (env && sscanf(env, "%d,%d,%d,%d", &bm, &bn, &nt, &dc) >= 3 && pow2_in(bm, 8, 256) &&
         pow2_in(bn, 8, 256) && pow2_in(nt, 1, 1024) && dc >= 4 && dc % 4 == 0 &&

@@ -86,6 +86,9 @@ fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
     *out = NULL;
     if (!desc)
         desc = &defaults;
+    if (!fa_reserved_zero(desc->reserved, sizeof desc->reserved / sizeof desc->reserved[0]))
+        return fa_fail(NULL, FA_ERROR_INVALID_ARGUMENT, FA_RESERVED_MESSAGE, "fa_context_desc",
+                       fa_version_string());
     if ((unsigned)desc->backend >= FA_BACKEND_COUNT)
         return fa_fail(NULL, FA_ERROR_INVALID_BACKEND, "backend %d is not an fa_backend value",
                        (int)desc->backend);
@@ -136,13 +139,18 @@ fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
     ctx->log_level = desc->log_level;
     ctx->cpu_threads = desc->cpu_threads > 0 ? desc->cpu_threads : 0;
     ctx->cuda_stream = backend == FA_BACKEND_CUDA ? desc->cuda_stream : NULL;
-    const char *inject = getenv("FA_TEST_DEVICE_LOSS");
+    if (!fa_tuning_read(&ctx->tuning)) {
+        free(ctx);
+        return fa_fail(NULL, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot copy the environment's knobs");
+    }
+    const char *inject = fa_knob_value(ctx, FA_KNOB_TEST_DEVICE_LOSS);
     ctx->inject_loss_at = inject ? strtol(inject, NULL, 10) : 0;
     fa_device_query(backend, device, &ctx->device_info);
 
     fa_status st = ctx->backend->context_init(ctx, device);
     if (st != FA_OK) {
         fa_fail(NULL, st, "%s", ctx->last_error);
+        fa_tuning_free(&ctx->tuning);
         free(ctx);
         return st;
     }
@@ -183,6 +191,7 @@ void fa_context_destroy(fa_context *ctx)
     while (ctx->buffers)
         fa_buffer_destroy(ctx->buffers);
     ctx->backend->context_release(ctx);
+    fa_tuning_free(&ctx->tuning);
     free(ctx);
 }
 

@@ -17,12 +17,12 @@ typedef struct fa_bwd_tiling {
 } fa_bwd_tiling;
 
 /* The tiling for head dim d within local_limit bytes of local memory (of which the kernels keep
- * `reserved` for themselves) and work-groups of at most max_wg: the one in the environment
- * variable `override_env` ("bm,bn,nt" or "bm,bn,nt,dc", a tuning override) when it fits, else the
+ * `reserved` for themselves) and work-groups of at most max_wg: `override` ("bm,bn,nt" or
+ * "bm,bn,nt,dc", a tuning knob, NULL for none) when it fits, else the
  * first of the preferred list whose register tiles divide d, else the one that pads d least;
  * `prefer` ({bm, bn, nt}, or NULL), a backend's own measured best, replaces that choice when it
  * fits and pads d no more. */
 bool fa_bwd_tiling_select(int d, uint64_t local_limit, uint64_t reserved, uint64_t max_wg,
-                          const char *override_env, const int *prefer, fa_bwd_tiling *t);
+                          const char *override, const int *prefer, fa_bwd_tiling *t);
 
 #endif

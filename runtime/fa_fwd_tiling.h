@@ -21,12 +21,11 @@ typedef struct fa_fwd_tiling {
 } fa_fwd_tiling;
 
 /* The tiling for head dim d on a device with local_limit bytes of local memory per work-group
- * and work-groups of at most max_wg: the one in the environment variable `override_env`
- * ("bm,bn,nt", or "bm,bn,nt,bits" with bits 16 or 32 for the tiles' element size; a tuning
- * override) when it fits, else the first that fits of the preferred list. tile16_ok: the kernel
- * and the input dtype allow 16-bit tiles, which are then preferred (with "bm,bn,nt" too); else
- * every tile is f32. False when none fits. */
+ * and work-groups of at most max_wg: `override` ("bm,bn,nt", or "bm,bn,nt,bits" with bits 16 or
+ * 32 for the tiles' element size; a tuning knob, NULL for none) when it fits, else the first that
+ * fits of the preferred list. tile16_ok: the kernel and the input dtype allow 16-bit tiles, which
+ * are then preferred (with "bm,bn,nt" too); else every tile is f32. False when none fits. */
 bool fa_fwd_tiling_select(int d, bool tile16_ok, uint64_t local_limit, uint64_t max_wg,
-                          const char *override_env, fa_fwd_tiling *t);
+                          const char *override, fa_fwd_tiling *t);
 
 #endif

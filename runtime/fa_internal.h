@@ -5,6 +5,7 @@
 #define FA_INTERNAL_H
 
 #include "fa_backend.h"
+#include "fa_tuning.h"
 
 #include <stdarg.h>
 
@@ -34,13 +35,32 @@ struct fa_context {
     char cache_dir[768]; /* the disk cache's folder, resolved at creation; "" = none */
     uint64_t cache_max_bytes; /* its cap (fa_context_desc) */
     bool lost; /* set after a device loss: every later call fails with ERROR_CONTEXT_LOST */
-    /* FA_TEST_DEVICE_LOSS=N (read once, at creation; for tests): the N-th backend call of the
-     * context reports FA_ERROR_DEVICE_LOST instead of running. 0: off. */
+    /* FA_TEST_DEVICE_LOSS=N (for tests): the N-th backend call of the context reports
+     * FA_ERROR_DEVICE_LOST instead of running. 0: off. */
     long inject_loss_at, backend_calls;
+    fa_tuning tuning; /* the developer knobs, read at creation (fa_knob_value) */
     fa_buffer *buffers;
     fa_memory_stats memory;
     char last_error[1024];
 };
+
+/* A developer knob's value as the environment held it when ctx was created; NULL if unset. */
+static inline const char *fa_knob_value(const fa_context *ctx, fa_knob knob)
+{
+    return ctx->tuning.value[knob];
+}
+
+/* Whether a public struct's `reserved` words are all zero (flashattn.h: ABI). */
+static inline bool fa_reserved_zero(const uint64_t *words, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (words[i])
+            return false;
+    return true;
+}
+#define FA_RESERVED_MESSAGE                                                                        \
+    "%s.reserved is not zero: zero-initialise the struct (a field of a newer flashattn than "      \
+    "this %s?)"
 
 /* Records `status` with a formatted sentence as the context's last error, logs it at ERROR
  * level, and returns `status`, so failures read `return fa_fail(ctx, FA_ERROR_X, "...", ...)`. */

@@ -62,7 +62,7 @@ static bool pow2_in(int x, int lo, int hi)
 }
 
 bool fa_fwd_tiling_select(int d, bool tile16_ok, uint64_t local_limit, uint64_t max_wg,
-                          const char *override_env, fa_fwd_tiling *t)
+                          const char *override, fa_fwd_tiling *t)
 {
     /* Larger query tiles first (K/V reuse), then larger key tiles; 64 x 16 before 32 x 32 was
      * measured faster at D = 128 on the H200 (OpenCL and Vulkan, f32 tiles); then 128
@@ -71,7 +71,7 @@ bool fa_fwd_tiling_select(int d, bool tile16_ok, uint64_t local_limit, uint64_t 
     static const int sizes[][2] = {{64, 64}, {64, 32}, {32, 64}, {64, 16}, {32, 32}, {32, 16},
                                    {16, 32}, {16, 16}, {16, 8},  {8, 16},  {8, 8}};
     static const int threads[] = {128, 256, 64, 32};
-    const char *env = override_env ? getenv(override_env) : NULL;
+    const char *env = override;
     int bm, bn, nt, bits = tile16_ok ? 16 : 32;
     const int fields = env ? sscanf(env, "%d,%d,%d,%d", &bm, &bn, &nt, &bits) : 0;
     if (!tile16_ok)

@@ -237,6 +237,9 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
         desc = &defaults;
     if (ctx->lost)
         return fa_fail(ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
+    if (!fa_reserved_zero(desc->reserved, sizeof desc->reserved / sizeof desc->reserved[0]))
+        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT, FA_RESERVED_MESSAGE, "fa_attention_desc",
+                       fa_version_string());
     memset(call, 0, sizeof *call);
 
     role roles[9] = {

@@ -83,10 +83,10 @@ static long run_sequence(long n)
         fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .cpu_threads = 2}, &ctx),
         "fa_context_create", n);
     for (int i = 0; ok && i < 9; i++)
-        ok = step(fa_buffer_create(
-                      ctx,
-                      &(fa_buffer_desc){i == 4 ? lse_bytes : bytes, i < 3 || i == 5 ? host : NULL},
-                      &b[i]),
+        ok = step(fa_buffer_create(ctx,
+                                   &(fa_buffer_desc){.size = i == 4 ? lse_bytes : bytes,
+                                                     .data = i < 3 || i == 5 ? host : NULL},
+                                   &b[i]),
                   "fa_buffer_create", n);
     fa_tensor t[9];
     for (int i = 0; ok && i < 9; i++)

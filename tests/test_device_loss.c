@@ -22,11 +22,12 @@ static void run_sequence(fa_context *ctx, fa_status st[STEPS])
         host[i] = (float)((i * 7919) % 97) / 97.0f - 0.5f;
     const size_t bytes = sizeof host, lse_bytes = B * H * S * sizeof(float);
     fa_buffer *q = NULL, *k = NULL, *v = NULL, *o = NULL, *lse = NULL;
-    st[0] = fa_buffer_create(ctx, &(fa_buffer_desc){bytes, host}, &q); /* alloc + write */
-    st[1] = fa_buffer_create(ctx, &(fa_buffer_desc){bytes, host}, &k);
-    st[2] = fa_buffer_create(ctx, &(fa_buffer_desc){bytes, host}, &v);
-    st[3] = fa_buffer_create(ctx, &(fa_buffer_desc){bytes, NULL}, &o);
-    st[4] = fa_buffer_create(ctx, &(fa_buffer_desc){lse_bytes, NULL}, &lse);
+    st[0] = fa_buffer_create(ctx, &(fa_buffer_desc){.size = bytes, .data = host},
+                             &q); /* alloc + write */
+    st[1] = fa_buffer_create(ctx, &(fa_buffer_desc){.size = bytes, .data = host}, &k);
+    st[2] = fa_buffer_create(ctx, &(fa_buffer_desc){.size = bytes, .data = host}, &v);
+    st[3] = fa_buffer_create(ctx, &(fa_buffer_desc){.size = bytes}, &o);
+    st[4] = fa_buffer_create(ctx, &(fa_buffer_desc){.size = lse_bytes}, &lse);
     const fa_tensor tq = fa_tensor_bshd(q, FA_DTYPE_F32, B, S, H, D);
     const fa_tensor tk = fa_tensor_bshd(k, FA_DTYPE_F32, B, S, H, D);
     const fa_tensor tv = fa_tensor_bshd(v, FA_DTYPE_F32, B, S, H, D);
@@ -86,7 +87,7 @@ ParameterizedTest(fa_backend *backend, device_loss, every_later_call_fails_with_
         else
             cr_expect_eq(first, -1, "%s: no loss injected, yet step %d failed", info.name, first);
         fa_buffer *late = NULL;
-        cr_expect_eq(fa_buffer_create(ctx, &(fa_buffer_desc){64, NULL}, &late),
+        cr_expect_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = 64}, &late),
                      first >= 0 ? FA_ERROR_CONTEXT_LOST : FA_OK);
         fa_context_destroy(ctx); /* frees the buffers, lost or not */
     }

@@ -194,3 +194,59 @@ Test(context, log_callback_receives_messages_at_its_level)
     cr_assert_gt(log_calls, 0, "context creation logs at INFO");
     fa_context_destroy(ctx);
 }
+
+/* A forward of a few random rows on ctx; its status. */
+static fa_status small_forward(fa_context *ctx)
+{
+    enum { N = 1 * 8 * 1 * 16 };
+    float host[N];
+    for (int i = 0; i < N; i++)
+        host[i] = (float)((i * 37) % 17) / 17.0f - 0.5f;
+    fa_buffer *q = NULL, *o = NULL;
+    fa_status st = fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof host, .data = host}, &q);
+    if (st == FA_OK)
+        st = fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof host}, &o);
+    if (st == FA_OK) {
+        const fa_tensor t = fa_tensor_bshd(q, FA_DTYPE_F32, 1, 8, 1, 16);
+        const fa_tensor to = fa_tensor_bshd(o, FA_DTYPE_F32, 1, 8, 1, 16);
+        st = fa_attention_forward(ctx, NULL, &t, &t, &t, &to, NULL);
+        if (st == FA_OK)
+            st = fa_context_synchronize(ctx);
+    }
+    fa_buffer_destroy(q);
+    fa_buffer_destroy(o);
+    return st;
+}
+
+/* The developer knobs are read when a context is created: one created before a knob is set
+ * never sees it, one created after does. FA_TEST_DEVICE_LOSS on the CPU; on OpenCL (PoCL in CI)
+ * FA_OPENCL_BUILD_OPTIONS, which the backend used to read at every program build. */
+Test(context, knobs_are_read_when_the_context_is_created)
+{
+    unsetenv("FA_TEST_DEVICE_LOSS");
+    fa_context *before = NULL, *after = NULL;
+    const fa_context_desc cpu = {.backend = FA_BACKEND_CPU};
+    cr_assert_eq(fa_context_create(&cpu, &before), FA_OK);
+    setenv("FA_TEST_DEVICE_LOSS", "1", 1);
+    cr_assert_eq(fa_context_create(&cpu, &after), FA_OK);
+    unsetenv("FA_TEST_DEVICE_LOSS");
+    cr_assert_eq(small_forward(before), FA_OK);
+    cr_assert_eq(small_forward(after), FA_ERROR_DEVICE_LOST);
+    fa_context_destroy(before);
+    fa_context_destroy(after);
+
+    fa_backend_info cl;
+    cr_assert_eq(fa_backend_query(FA_BACKEND_OPENCL, &cl), FA_OK);
+    if (!cl.available)
+        return;
+    const fa_context_desc ocl = {.backend = FA_BACKEND_OPENCL, .cache_dir = ""};
+    unsetenv("FA_OPENCL_BUILD_OPTIONS");
+    cr_assert_eq(fa_context_create(&ocl, &before), FA_OK);
+    setenv("FA_OPENCL_BUILD_OPTIONS", "-D FA_KNOB_TEST=1 -cl-no-such-option", 1);
+    cr_assert_eq(fa_context_create(&ocl, &after), FA_OK);
+    unsetenv("FA_OPENCL_BUILD_OPTIONS");
+    cr_assert_eq(small_forward(before), FA_OK, "%s", fa_context_last_error(before));
+    cr_assert_neq(small_forward(after), FA_OK, "the knob set before creation was not seen");
+    fa_context_destroy(before);
+    fa_context_destroy(after);
+}

@@ -107,24 +107,18 @@ Test(tiling, backward_fits_every_head_dim_on_every_device)
 Test(tiling, overrides_only_when_they_fit)
 {
     fa_fwd_tiling f;
-    setenv("FA_TEST_FWD_TILES", "32,32,64", 1);
-    cr_assert(fa_fwd_tiling_select(64, false, 48u << 10, 1024, "FA_TEST_FWD_TILES", &f));
+    cr_assert(fa_fwd_tiling_select(64, false, 48u << 10, 1024, "32,32,64", &f));
     cr_expect(f.bm == 32 && f.bn == 32 && f.nt == 64 && !f.tile16);
     /* too large for 16 KiB: the preferred list serves instead */
-    setenv("FA_TEST_FWD_TILES", "64,64,256", 1);
-    cr_assert(fa_fwd_tiling_select(128, false, 16u << 10, 1024, "FA_TEST_FWD_TILES", &f));
+    cr_assert(fa_fwd_tiling_select(128, false, 16u << 10, 1024, "64,64,256", &f));
     cr_expect(f.local_bytes <= 16u << 10 && !(f.bm == 64 && f.bn == 64));
     /* not powers of two: ignored */
-    setenv("FA_TEST_FWD_TILES", "48,16,128", 1);
-    cr_assert(fa_fwd_tiling_select(64, false, 48u << 10, 1024, "FA_TEST_FWD_TILES", &f));
+    cr_assert(fa_fwd_tiling_select(64, false, 48u << 10, 1024, "48,16,128", &f));
     cr_expect(f.bm != 48);
     fa_bwd_tiling b;
-    setenv("FA_TEST_BWD_TILES", "32,32,64", 1);
-    cr_assert(fa_bwd_tiling_select(64, 48u << 10, 32, 1024, "FA_TEST_BWD_TILES", NULL, &b));
+    cr_assert(fa_bwd_tiling_select(64, 48u << 10, 32, 1024, "32,32,64", NULL, &b));
     cr_expect(b.bm == 32 && b.bn == 32 && b.nt == 64);
-    setenv("FA_TEST_BWD_TILES", "32,32,2048", 1); /* above the work-group limit */
-    cr_assert(fa_bwd_tiling_select(64, 48u << 10, 32, 1024, "FA_TEST_BWD_TILES", NULL, &b));
+    /* above the work-group limit */
+    cr_assert(fa_bwd_tiling_select(64, 48u << 10, 32, 1024, "32,32,2048", NULL, &b));
     cr_expect(b.nt <= 1024);
-    unsetenv("FA_TEST_FWD_TILES");
-    unsetenv("FA_TEST_BWD_TILES");
 }

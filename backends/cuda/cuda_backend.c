@@ -162,12 +162,12 @@ static CUresult load_image(fa_cuda_state *st, CUmodule *module, const unsigned c
  * the sm_80 kernels serve every call, with a warning. */
 static void load_sm90_kernels(fa_context *ctx, fa_cuda_state *st)
 {
-    const char *env = getenv("FA_CUDA_WGMMA");
+    const char *env = fa_knob_value(ctx, FA_KNOB_CUDA_WGMMA);
     if (st->caps.cc_major != 9 || st->caps.cc_minor != 0 || (env && strcmp(env, "0") == 0))
         return;
     /* kernel development: FA_CUDA_SM90_IMAGE names a variant fatbin of fa_kernels_sm90.cu built
      * with other kernel-only knobs (e.g. FA_FWD_WGMMA_PINGPONG) */
-    const char *file = getenv("FA_CUDA_SM90_IMAGE");
+    const char *file = fa_knob_value(ctx, FA_KNOB_CUDA_SM90_IMAGE);
     CUresult r =
         file ? st->cu->cuModuleLoad(&st->module_sm90, file)
              : load_image(st, &st->module_sm90, fa_cuda_fatbin_sm90, fa_cuda_fatbin_sm90_size);
@@ -259,14 +259,14 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     caps->cc_minor = info->api_minor;
     caps->sm_count = (int)info->compute_units;
     caps->smem_optin = (int)info->shared_memory_bytes;
-    const char *force = getenv("FA_CUDA_KERNELS");
+    const char *force = fa_knob_value(ctx, FA_KNOB_CUDA_KERNELS);
     caps->force_general = force && strcmp(force, "general") == 0;
-    const char *qtile = getenv("FA_CUDA_BWD4_QTILE_D64");
+    const char *qtile = fa_knob_value(ctx, FA_KNOB_CUDA_BWD4_QTILE_D64);
     caps->bwd4_q128_d64 = !qtile || atoi(qtile) != FA_BWD4_QTILE;
-    const char *fwd_qtile = getenv("FA_CUDA_FWD_QTILE_D256");
+    const char *fwd_qtile = fa_knob_value(ctx, FA_KNOB_CUDA_FWD_QTILE_D256);
     const int fq = fwd_qtile ? atoi(fwd_qtile) : 0;
     caps->fwd_qtile_d256 = fq == FA_FWD_MMA_BQ_D256 || fq == FA_FWD_MMA_BQ_D256_WIDE ? fq : 0;
-    const char *bwd_d256 = getenv("FA_CUDA_BWD_D256");
+    const char *bwd_d256 = fa_knob_value(ctx, FA_KNOB_CUDA_BWD_D256);
     caps->bwd_d256 = !bwd_d256 || strcmp(bwd_d256, "0") != 0;
     ctx->backend_state = st;
 

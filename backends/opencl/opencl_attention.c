@@ -16,10 +16,12 @@
 
 /* The forward tiling (runtime/fa_fwd_tiling.h) for head dim d and work-groups of at most max_wg.
  * Some drivers keep a little local memory for themselves. */
-static bool tiles_select(const fa_cl_device *dev, int d, size_t max_wg, fa_fwd_tiling *t)
+static bool tiles_select(const fa_context *ctx, const fa_cl_device *dev, int d, size_t max_wg,
+                         fa_fwd_tiling *t)
 {
     const uint64_t limit = dev->local_mem_bytes > 256 ? dev->local_mem_bytes - 256 : 0;
-    return fa_fwd_tiling_select(d, false, limit, max_wg, "FA_OPENCL_FWD_TILES", t);
+    return fa_fwd_tiling_select(d, false, limit, max_wg,
+                                fa_knob_value(ctx, FA_KNOB_OPENCL_FWD_TILES), t);
 }
 
 /* GPUs need the register tiles fully unrolled; CPU implementations (PoCL) vectorize across
@@ -86,8 +88,9 @@ static void write_options(char *options, size_t size, const char *prefix, const 
 
 /* Picks a tiling for work-groups of at most max_wg into *tiles and writes the build options of
  * its program; false when none fits. Returns the tiling's work-items in *nt. */
-typedef bool (*plan_fn)(const fa_cl_device *dev, const fa_attention_call *call, size_t max_wg,
-                        void *tiles, int *nt, char *options, size_t size);
+typedef bool (*plan_fn)(const fa_context *ctx, const fa_cl_device *dev,
+                        const fa_attention_call *call, size_t max_wg, void *tiles, int *nt,
+                        char *options, size_t size);
 
 /* The program of `source` and its tiling for this call. A kernel whose driver limit (registers)
  * is below the chosen work-group size is rebuilt with fewer work-items. */
@@ -100,7 +103,7 @@ static fa_status prepare(fa_context *ctx, const fa_attention_call *call, fa_cl_s
     for (int attempt = 0; attempt < 4; attempt++) {
         int nt;
         char options[1024];
-        if (!plan(st->dev, call, max_wg, tiles, &nt, options, sizeof options))
+        if (!plan(ctx, st->dev, call, max_wg, tiles, &nt, options, sizeof options))
             return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
                            "head dim %lld: no %s tiling fits %llu bytes of local memory and "
                            "work groups of %zu",
@@ -123,15 +126,17 @@ static fa_status prepare(fa_context *ctx, const fa_attention_call *call, fa_cl_s
     return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "no OpenCL work-group size the kernels accept");
 }
 
-static bool forward_plan(const fa_cl_device *dev, const fa_attention_call *call, size_t max_wg,
-                         void *tiles, int *nt, char *options, size_t size)
+static bool forward_plan(const fa_context *ctx, const fa_cl_device *dev,
+                         const fa_attention_call *call, size_t max_wg, void *tiles, int *nt,
+                         char *options, size_t size)
 {
     fa_fwd_tiling *t = tiles;
-    if (!tiles_select(dev, (int)call->head_dim, max_wg, t))
+    if (!tiles_select(ctx, dev, (int)call->head_dim, max_wg, t))
         return false;
     fa_cl_options o = {.s_tx = t->s_tx, .o_tx = t->o_tx};
     common_options(dev, call, t->nt, t->bm, t->bn, &o);
-    write_options(options, size, "-cl-std=CL1.2", o, false, getenv("FA_OPENCL_BUILD_OPTIONS"));
+    write_options(options, size, "-cl-std=CL1.2", o, false,
+                  fa_knob_value(ctx, FA_KNOB_OPENCL_BUILD_OPTIONS));
     *nt = t->nt;
     return true;
 }
@@ -140,10 +145,12 @@ static bool forward_plan(const fa_cl_device *dev, const fa_attention_call *call,
 
 /* The backward tiling (runtime/fa_bwd_tiling.h): the kernels keep 4 strides (32 bytes) in local
  * memory, and some drivers keep a little local memory for themselves. */
-static bool bwd_tiles_select(const fa_cl_device *dev, int d, size_t max_wg, fa_bwd_tiling *t)
+static bool bwd_tiles_select(const fa_context *ctx, const fa_cl_device *dev, int d, size_t max_wg,
+                             fa_bwd_tiling *t)
 {
     const uint64_t limit = dev->local_mem_bytes > 256 ? dev->local_mem_bytes - 256 : 0;
-    return fa_bwd_tiling_select(d, limit, 32, max_wg, "FA_OPENCL_BWD_TILES", NULL, t);
+    return fa_bwd_tiling_select(d, limit, 32, max_wg, fa_knob_value(ctx, FA_KNOB_OPENCL_BWD_TILES),
+                                NULL, t);
 }
 
 /* Whether q, k, v and dO start and stride at multiples of 4 elements: the backward kernels then
@@ -170,14 +177,15 @@ static int bwd_register_cap(const fa_cl_device *dev, int nt, const char *extra)
     return cap > 255 ? 255 : cap;
 }
 
-static bool backward_plan(const fa_cl_device *dev, const fa_attention_call *call, size_t max_wg,
-                          void *tiles, int *nt, char *options, size_t size)
+static bool backward_plan(const fa_context *ctx, const fa_cl_device *dev,
+                          const fa_attention_call *call, size_t max_wg, void *tiles, int *nt,
+                          char *options, size_t size)
 {
     fa_bwd_tiling *t = tiles;
-    if (!bwd_tiles_select(dev, (int)call->head_dim, max_wg, t))
+    if (!bwd_tiles_select(ctx, dev, (int)call->head_dim, max_wg, t))
         return false;
     char prefix[64] = "-cl-std=CL1.2";
-    const char *extra = getenv("FA_OPENCL_BUILD_OPTIONS"); /* for tuning */
+    const char *extra = fa_knob_value(ctx, FA_KNOB_OPENCL_BUILD_OPTIONS); /* for tuning */
     const int cap = bwd_register_cap(dev, t->nt, extra);
     if (cap)
         snprintf(prefix, sizeof prefix, "-cl-std=CL1.2 -cl-nv-maxrregcount=%d", cap);
@@ -200,8 +208,9 @@ fa_status fa_cl_check_call(fa_context *ctx, const fa_attention_call *call, bool 
     fa_cl_state *st = ctx->backend_state;
     fa_fwd_tiling t;
     fa_bwd_tiling bt;
-    if (!tiles_select(st->dev, (int)call->head_dim, st->dev->max_workgroup, &t) ||
-        (backward && !bwd_tiles_select(st->dev, (int)call->head_dim, st->dev->max_workgroup, &bt)))
+    if (!tiles_select(ctx, st->dev, (int)call->head_dim, st->dev->max_workgroup, &t) ||
+        (backward &&
+         !bwd_tiles_select(ctx, st->dev, (int)call->head_dim, st->dev->max_workgroup, &bt)))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
                        "head dim %lld: no OpenCL tiling fits %llu bytes of local memory",
                        (long long)call->head_dim, (unsigned long long)st->dev->local_mem_bytes);

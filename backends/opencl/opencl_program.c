@@ -41,9 +41,9 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t size)
 
 static const char disk_magic[8] = {'F', 'A', 'C', 'L', 'B', 'I', 'N', '1'};
 
-static bool disk_cache_enabled(void)
+static bool disk_cache_enabled(const fa_context *ctx)
 {
-    const char *env = getenv("FA_OPENCL_DISK_CACHE");
+    const char *env = fa_knob_value(ctx, FA_KNOB_OPENCL_DISK_CACHE);
     return !(env && strcmp(env, "0") == 0);
 }
 
@@ -189,7 +189,7 @@ static fa_status build(fa_context *ctx, fa_cl_source source, const char *options
     const char *text = source_text(source);
     uint64_t src_hash = fnv1a(FNV_SEED, names, strlen(names));
     src_hash = fnv1a(fnv1a(src_hash, common, strlen(common)), text, strlen(text));
-    const bool use_disk = disk_cache_enabled();
+    const bool use_disk = disk_cache_enabled(ctx);
 
     char key[2048];
     snprintf(key, sizeof key, "device=%s\nvendor=%s\ndriver=%s\nsource=%016llx\noptions=%s\n",

@@ -31,12 +31,14 @@ static uint64_t fwd_unused_bytes(bool tile16)
 
 /* The forward tiling (runtime/fa_fwd_tiling.h) that fits the device's shared memory and
  * workgroup limits; f16 and bf16 inputs may keep their tiles in 16-bit form. */
-static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_dtype dtype, fa_fwd_tiling *t)
+static bool fwd_select(const fa_context *ctx, const fa_vk_physical *ph, uint32_t d, fa_dtype dtype,
+                       fa_fwd_tiling *t)
 {
     const bool tile16_ok = dtype != FA_DTYPE_F32;
     const uint64_t smem = ph->info.shared_memory_bytes, unused = fwd_unused_bytes(tile16_ok);
     return fa_fwd_tiling_select((int)d, tile16_ok, smem > unused ? smem - unused : 0,
-                                max_invocations(ph), "FA_VULKAN_FWD_TILES", t);
+                                max_invocations(ph), fa_knob_value(ctx, FA_KNOB_VULKAN_FWD_TILES),
+                                t);
 }
 
 /* The forward's tuning variant (VARIANT and UNROLL in attn_fwd.comp): bits from
@@ -45,17 +47,17 @@ static bool fwd_select(const fa_vk_physical *ph, uint32_t d, fa_dtype dtype, fa_
  * took D = 128 from 28.7 to 30.4 TF/s on the H200), and a power of 2 up to 32 from
  * FA_VULKAN_FWD_UNROLL (steps per iteration of the step loops, which the driver then keeps as
  * loops; default 0, left to the driver). */
-static void fwd_tuning(const fa_vk_physical *ph, uint32_t d, const fa_fwd_tiling *t,
-                       fa_vk_spec *spec)
+static void fwd_tuning(const fa_context *ctx, const fa_vk_physical *ph, uint32_t d,
+                       const fa_fwd_tiling *t, fa_vk_spec *spec)
 {
-    const char *env = getenv("FA_VULKAN_FWD_VARIANT");
+    const char *env = fa_knob_value(ctx, FA_KNOB_VULKAN_FWD_VARIANT);
     uint32_t v = env ? (uint32_t)strtoul(env, NULL, 10) & 3u : 3u;
     if (!t->tile16)
         v &= ~1u;
     const uint64_t tile = t->tile16 ? 2 * (uint64_t)t->bn * (d + 8) : 4 * (uint64_t)t->bn * (d + 4);
     if (t->local_bytes + tile + fwd_unused_bytes(t->tile16) > ph->info.shared_memory_bytes)
         v &= ~2u;
-    env = getenv("FA_VULKAN_FWD_UNROLL");
+    env = fa_knob_value(ctx, FA_KNOB_VULKAN_FWD_UNROLL);
     uint32_t u = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
     if (u > 32 || (u & (u - 1)))
         u = 0;
@@ -70,12 +72,13 @@ static void fwd_tuning(const fa_vk_physical *ph, uint32_t d, const fa_fwd_tiling
  * strides (16 bytes) in shared memory. Above head dim 64, 64 x 32 tiles on 256 invocations are
  * preferred: with 2-step loops (bwd_unroll) they measured 17.4 TF/s on the H200's NVIDIA driver
  * against 14.9 for the shared default (f16, D = 128, N = 16k). */
-static bool bwd_select(const fa_vk_physical *ph, int d, fa_bwd_tiling *t)
+static bool bwd_select(const fa_context *ctx, const fa_vk_physical *ph, int d, fa_bwd_tiling *t)
 {
     static const int wide[3] = {64, 32, 256};
     const uint64_t smem = ph->info.shared_memory_bytes;
     return fa_bwd_tiling_select(d, smem > 256 ? smem - 256 : 0, 16, max_invocations(ph),
-                                "FA_VULKAN_BWD_TILES", d > 64 ? wide : NULL, t);
+                                fa_knob_value(ctx, FA_KNOB_VULKAN_BWD_TILES), d > 64 ? wide : NULL,
+                                t);
 }
 
 static fa_vk_storage storage_of(const fa_vk_state *st, fa_dtype dtype)
@@ -91,25 +94,27 @@ static fa_vk_storage storage_of(const fa_vk_state *st, fa_dtype dtype)
  * context whose matrix path is on (vk_device.c), and a tiling that fits (vk_matrix_plan.c;
  * FA_VULKAN_MATRIX_FWD_TILES / _BWD_TILES = "tm,subgroups,bn" override it, for tuning). False:
  * the scalar shaders serve the call. */
-static bool matrix_plan(const fa_vk_state *st, fa_vk_matrix_kernel kernel,
+static bool matrix_plan(const fa_context *ctx, fa_vk_matrix_kernel kernel,
                         const fa_attention_call *call, fa_vk_matrix_plan *plan)
 {
+    const fa_vk_state *st = ctx->backend_state;
     if (!st->matrix || !st->storage16 || call->dtype != FA_DTYPE_F16)
         return false;
     char why[160];
-    const char *tiles = getenv(kernel == FA_VK_MATRIX_FWD ? "FA_VULKAN_MATRIX_FWD_TILES"
-                                                          : "FA_VULKAN_MATRIX_BWD_TILES");
+    const char *tiles =
+        fa_knob_value(ctx, kernel == FA_VK_MATRIX_FWD ? FA_KNOB_VULKAN_MATRIX_FWD_TILES
+                                                      : FA_KNOB_VULKAN_MATRIX_BWD_TILES);
     return fa_vk_matrix_plan_select(kernel, &st->matrix_caps, (uint32_t)call->head_dim, tiles, plan,
                                     why, sizeof why);
 }
 
 /* The backward's two matrix plans, or false where either pass has none (both passes then run
  * the scalar shaders, which share one tiling). */
-static bool matrix_plans_bwd(const fa_vk_state *st, const fa_attention_call *call,
+static bool matrix_plans_bwd(const fa_context *ctx, const fa_attention_call *call,
                              fa_vk_matrix_plan *dkdv, fa_vk_matrix_plan *dq)
 {
-    return matrix_plan(st, FA_VK_MATRIX_DKDV, call, dkdv) &&
-           matrix_plan(st, FA_VK_MATRIX_DQ, call, dq);
+    return matrix_plan(ctx, FA_VK_MATRIX_DKDV, call, dkdv) &&
+           matrix_plan(ctx, FA_VK_MATRIX_DQ, call, dq);
 }
 
 static void matrix_spec(const fa_vk_matrix_plan *p, fa_vk_spec *spec)
@@ -145,8 +150,8 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     const fa_vk_physical *ph = st->phys;
     fa_fwd_tiling ft;
     fa_bwd_tiling bt = {0};
-    if (!fwd_select(ph, (uint32_t)call->head_dim, call->dtype, &ft) ||
-        (backward && !bwd_select(ph, (int)call->head_dim, &bt)))
+    if (!fwd_select(ctx, ph, (uint32_t)call->head_dim, call->dtype, &ft) ||
+        (backward && !bwd_select(ctx, ph, (int)call->head_dim, &bt)))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
                        "vulkan: head_dim %lld needs more than the %u bytes of shared memory "
                        "%s offers per workgroup",
@@ -156,9 +161,9 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
                        "vulkan: sequence lengths above 2^31 - 1 are not supported");
     uint64_t rows_q = backward ? (uint64_t)bt.bm : (uint64_t)ft.bm, rows_k = (uint64_t)bt.bn;
     fa_vk_matrix_plan mp, mq;
-    if (!backward && matrix_plan(st, FA_VK_MATRIX_FWD, call, &mp))
+    if (!backward && matrix_plan(ctx, FA_VK_MATRIX_FWD, call, &mp))
         rows_q = mp.rows;
-    if (backward && matrix_plans_bwd(st, call, &mp, &mq)) {
+    if (backward && matrix_plans_bwd(ctx, call, &mp, &mq)) {
         rows_k = mp.rows;
         rows_q = mq.rows;
     }
@@ -248,20 +253,20 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     fa_vk_kernel kernel = FA_VK_FWD;
     uint64_t rows;
     fa_vk_matrix_plan plan;
-    if (matrix_plan(st, FA_VK_MATRIX_FWD, call, &plan)) {
+    if (matrix_plan(ctx, FA_VK_MATRIX_FWD, call, &plan)) {
         kernel = FA_VK_FWD_CM;
         matrix_spec(&plan, &spec);
         rows = plan.rows;
     } else {
         fa_fwd_tiling t;
-        fwd_select(st->phys, (uint32_t)call->head_dim, call->dtype, &t); /* check_call: fits */
+        fwd_select(ctx, st->phys, (uint32_t)call->head_dim, call->dtype, &t); /* check_call */
         spec.fwd_threads = (uint32_t)t.nt;
         spec.fwd_bm = (uint32_t)t.bm;
         spec.fwd_bn = (uint32_t)t.bn;
         spec.fwd_s_tx = (uint32_t)t.s_tx;
         spec.fwd_o_tx = (uint32_t)t.o_tx;
         spec.fwd_tile16 = t.tile16;
-        fwd_tuning(st->phys, (uint32_t)call->head_dim, &t, &spec);
+        fwd_tuning(ctx, st->phys, (uint32_t)call->head_dim, &t, &spec);
         rows = (uint64_t)t.bm;
     }
     VkPipeline pipeline;
@@ -291,7 +296,7 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     uint64_t groups_x = ceil_div((uint64_t)Sq, rows);
     if (kernel == FA_VK_FWD_CM) {
         /* FA_VULKAN_MATRIX_FWD_PER=n (tuning): query tiles per workgroup instead of the rule. */
-        const char *env = getenv("FA_VULKAN_MATRIX_FWD_PER");
+        const char *env = fa_knob_value(ctx, FA_KNOB_VULKAN_MATRIX_FWD_PER);
         uint32_t per =
             env && atoi(env) > 0
                 ? (uint32_t)atoi(env)
@@ -311,9 +316,9 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
 /* Steps per iteration of the backward's reduction loops (UNROLL in fa_backward.glsl): 2 (faster
  * than 1 on the H200 with every tiling measured), or a power of 2 from FA_VULKAN_BWD_UNROLL (a
  * tuning knob, like FA_BWD_UNROLL for OpenCL), at most what divides every loop of the tiling. */
-static uint32_t bwd_unroll(const fa_bwd_tiling *t)
+static uint32_t bwd_unroll(const fa_context *ctx, const fa_bwd_tiling *t)
 {
-    const char *env = getenv("FA_VULKAN_BWD_UNROLL");
+    const char *env = fa_knob_value(ctx, FA_KNOB_VULKAN_BWD_UNROLL);
     uint32_t u = env ? (uint32_t)strtoul(env, NULL, 10) : 2;
     if (u < 1 || (u & (u - 1)))
         u = 1;
@@ -378,13 +383,13 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
                        .bwd_rk = (uint32_t)t->rk,
                        .bwd_rq = (uint32_t)t->rq,
                        .bwd_align4 = bwd_aligned4(loads),
-                       .bwd_unroll = bwd_unroll(t)};
+                       .bwd_unroll = bwd_unroll(ctx, t)};
     /* The dK/dV and dQ passes on the matrix units where both have a plan. */
     fa_vk_kernel k_dkdv = FA_VK_BWD_DKDV, k_dq = FA_VK_BWD_DQ;
     fa_vk_spec spec_dq = spec;
     uint64_t rows_k = (uint64_t)t->bn, rows_q = (uint64_t)t->bm;
     fa_vk_matrix_plan plan_dkdv, plan_dq;
-    if (matrix_plans_bwd(st, call, &plan_dkdv, &plan_dq)) {
+    if (matrix_plans_bwd(ctx, call, &plan_dkdv, &plan_dq)) {
         k_dkdv = FA_VK_BWD_DKDV_CM;
         k_dq = FA_VK_BWD_DQ_CM;
         spec = spec_dq = (fa_vk_spec){.head_dim = (uint32_t)call->head_dim,
@@ -446,7 +451,7 @@ static fa_status backward(fa_context *ctx, const fa_attention_call *call)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
     fa_bwd_tiling t;
-    bwd_select(st->phys, (int)call->head_dim, &t); /* check_call made sure one fits */
+    bwd_select(ctx, st->phys, (int)call->head_dim, &t); /* check_call made sure one fits */
     fa_status s = fa_vk_workspace(
         ctx, 2 * sizeof(float) * (VkDeviceSize)(call->batch * call->heads_q * call->seq_q));
     if (s != FA_OK)

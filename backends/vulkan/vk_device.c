@@ -16,9 +16,9 @@ enum { SETS_PER_SUBMISSION = 16, BINDINGS_PER_SET = 8 };
 
 /* Why f16 does not run on the cooperative-matrix kernels in this context; NULL when it does.
  * FA_VULKAN_MATRIX=0 keeps it on the scalar shaders. */
-static const char *matrix_off_reason(const fa_vk_state *st)
+static const char *matrix_off_reason(const fa_context *ctx, const fa_vk_state *st)
 {
-    const char *want = getenv("FA_VULKAN_MATRIX");
+    const char *want = fa_knob_value(ctx, FA_KNOB_VULKAN_MATRIX);
     if (!st->phys->matrix_supported)
         return st->phys->matrix_note;
     if (want && strcmp(want, "0") == 0)
@@ -49,7 +49,7 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "vulkan: %s has no compute queue", p->info.name);
     st->queue_family = (uint32_t)family;
 
-    const char *no16 = getenv("FA_VULKAN_NO_16BIT_STORAGE");
+    const char *no16 = fa_knob_value(ctx, FA_KNOB_VULKAN_NO_16BIT_STORAGE);
     st->storage16 = p->storage16 && !(no16 && no16[0] && strcmp(no16, "0") != 0);
     VkPhysicalDevice16BitStorageFeatures storage16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
@@ -59,7 +59,7 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
                                           .pNext = &storage16};
     /* FA_VULKAN_PIPELINE_STATS=1 (tuning): the driver's statistics of each pipeline built, such
      * as its register count, go to the log at INFO level. */
-    const char *stats = getenv("FA_VULKAN_PIPELINE_STATS");
+    const char *stats = fa_knob_value(ctx, FA_KNOB_VULKAN_PIPELINE_STATS);
     st->pipeline_stats = p->executable_props && stats && stats[0] && strcmp(stats, "0") != 0;
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
@@ -77,7 +77,7 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
     /* The matrix shaders declare Float16, VulkanMemoryModel and CooperativeMatrixKHR, and the
      * generic ones LocalSizeId (maintenance4); the device is 1.3 (fa_vk_matrix_probe), so
      * subgroup size control needs no extension. */
-    st->matrix = matrix_off_reason(st) == NULL;
+    st->matrix = matrix_off_reason(ctx, st) == NULL;
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR matrix = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
         .pNext = features.pNext,
@@ -203,7 +203,7 @@ fa_status fa_vk_context_init(fa_context *ctx, int index)
     if (st->matrix)
         fa_log(ctx, FA_LOG_INFO, "vulkan: matrix path on for f16: %s", st->phys->matrix_note);
     else
-        fa_log(ctx, FA_LOG_INFO, "vulkan: matrix path off: %s", matrix_off_reason(st));
+        fa_log(ctx, FA_LOG_INFO, "vulkan: matrix path off: %s", matrix_off_reason(ctx, st));
     return FA_OK;
 }
 

@@ -81,7 +81,7 @@ void fa_vk_matrix_layout_probe(fa_context *ctx)
     const uint32_t sg = caps->subgroup_preferred;
     /* For comparisons: FA_VULKAN_MATRIX_LAYOUT=0: no probe, so the forward keeps the generic
      * row pass; =rows: the row form only, so P and dS keep going through shared memory. */
-    const char *env = getenv("FA_VULKAN_MATRIX_LAYOUT");
+    const char *env = fa_knob_value(ctx, FA_KNOB_VULKAN_MATRIX_LAYOUT);
     if (env && !strcmp(env, "0"))
         return;
     const bool rows_only = env && !strcmp(env, "rows");

@@ -129,7 +129,7 @@ static fa_status ensure_layout(fa_context *ctx, fa_vk_kernel kernel)
  * (<kernel>_<storage>, or cat_<catalogue name>). NULL: none. */
 static uint32_t *load_override(fa_context *ctx, const char *name, size_t *size)
 {
-    const char *dir = getenv("FA_VULKAN_SPV_DIR");
+    const char *dir = fa_knob_value(ctx, FA_KNOB_VULKAN_SPV_DIR);
     if (!dir || !dir[0])
         return NULL;
     char path[1024];
