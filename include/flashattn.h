@@ -231,9 +231,10 @@ typedef enum fa_dtype {
     FA_DTYPE_F32,
     FA_DTYPE_F16,
     FA_DTYPE_BF16,
+    FA_DTYPE_I32, /* index tensors only (fa_attention_desc.seqlens_k) */
 } fa_dtype;
 
-FA_API const char *fa_dtype_name(fa_dtype dtype); /* "f32", "f16", "bf16", "invalid" */
+FA_API const char *fa_dtype_name(fa_dtype dtype); /* "f32", "f16", "bf16", "i32", "invalid" */
 FA_API size_t fa_dtype_size(fa_dtype dtype);      /* bytes per element, 0 if invalid */
 
 enum { FA_DIM_BATCH = 0, FA_DIM_SEQ = 1, FA_DIM_HEADS = 2, FA_DIM_HEAD = 3 };
@@ -270,13 +271,24 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
  *   (decoding: few query rows per KV head, many keys) for n chunks of keys, each attended in
  *   parallel and then merged exactly by their LSEs (fewer where there are fewer keys); 1 turns
  *   splitting off. The CUDA backend (docs/CUDA_KERNELS.md says which calls) and the CPU
- *   backend (calls of one query tile) have that path; Vulkan and OpenCL ignore it. */
+ *   backend (calls of one query tile) have that path; Vulkan and OpenCL ignore it;
+ *   seqlens_k NULL: every batch entry attends to all Sk keys. Else per-sequence cache lengths
+ *   (forward only): an FA_DTYPE_I32 tensor of shape (B, 1, 1, 1); batch entry b attends to the
+ *   first seqlens_k[b] keys of K and V (whose seq dimension is the cache's capacity), and its
+ *   causal mask aligns on that length (query i sees keys j <= i + seqlens_k[b] - Sq); a length
+ *   of 0 gives O = 0 and LSE = -inf; a length outside [0, Sk] is ERROR_OUT_OF_BOUNDS, with
+ *   nothing written. The CPU backend takes it; the GPU backends return ERROR_UNSUPPORTED for
+ *   now, as does the backward. */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;
     bool deterministic;
     int32_t num_splits;
-    uint64_t reserved[30]; /* zero (ABI, above) */
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *seqlens_k;
+        uint64_t seqlens_k_word_;
+    };
+    uint64_t reserved[29]; /* zero (ABI, above) */
 } fa_attention_desc;
 
 /** O = softmax(scale * Q K^T [masked]) V and LSE = logsumexp of each row (natural log, f32).

@@ -5,6 +5,11 @@
 static fa_status dispatch(fa_context *ctx, const fa_attention_call *call, bool backward)
 {
     const fa_backend_iface *be = ctx->backend;
+    if (call->has_seqlens_k && !be->seqlens_k)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "seqlens_k: the %s backend does not take per-sequence lengths yet "
+                       "(the CPU backend does)",
+                       be->name);
     if (be->check_call) {
         fa_status st = be->check_call(ctx, call, backward);
         if (st != FA_OK)

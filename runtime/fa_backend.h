@@ -26,6 +26,10 @@ typedef struct fa_attention_call {
     int32_t num_splits; /* forward: 0 or the key chunks asked for (<= FA_MAX_SPLITS): fa_split.h */
     bool has_lse;
     fa_view q, k, v, o, lse;
+    /* Per-sequence key counts (forward): has_seqlens_k, and an int32 view of B values (element
+     * b at seqlens_k.offset + b * stride_b), not yet checked against [0, seq_k]. */
+    bool has_seqlens_k;
+    fa_view seqlens_k;
     fa_view d_o, d_q, d_k, d_v; /* backward only */
 } fa_attention_call;
 
@@ -53,6 +57,8 @@ typedef struct fa_backend_iface {
     /* (optional) rejects calls the device cannot run (dtype, head dim, sizes) with a status and
      * a message, before any work is issued. NULL = every valid call is supported. */
     fa_status (*check_call)(fa_context *ctx, const fa_attention_call *call, bool backward);
+    /* The forward takes per-sequence key counts (fa_attention_call.seqlens_k). */
+    bool seqlens_k;
 } fa_backend_iface;
 
 #endif

@@ -51,6 +51,8 @@ const char *fa_dtype_name(fa_dtype dtype)
         return "f16";
     case FA_DTYPE_BF16:
         return "bf16";
+    case FA_DTYPE_I32:
+        return "i32";
     default:
         return "invalid";
     }
@@ -60,6 +62,7 @@ size_t fa_dtype_size(fa_dtype dtype)
 {
     switch (dtype) {
     case FA_DTYPE_F32:
+    case FA_DTYPE_I32:
         return 4;
     case FA_DTYPE_F16:
     case FA_DTYPE_BF16:

@@ -25,6 +25,7 @@ typedef struct role {
     bool lse;
     fa_view *view;
     span bytes;
+    bool index; /* an int32 index tensor (seqlens_k) */
 } role;
 
 static bool mul_ok(int64_t a, int64_t b, int64_t *out)
@@ -90,9 +91,16 @@ static fa_status resolve(fa_context *ctx, role *r)
     if (t->buffer->ctx != ctx)
         return fa_fail(ctx, FA_ERROR_FOREIGN_BUFFER, "%s.buffer belongs to another context",
                        r->name);
-    if (r->lse ? t->dtype != FA_DTYPE_F32 : fa_dtype_size(t->dtype) == 0)
+    const bool dtype_ok = r->lse     ? t->dtype == FA_DTYPE_F32
+                          : r->index ? t->dtype == FA_DTYPE_I32
+                                     : t->dtype == FA_DTYPE_F32 || t->dtype == FA_DTYPE_F16 ||
+                                           t->dtype == FA_DTYPE_BF16;
+    if (!dtype_ok)
         return fa_fail(ctx, FA_ERROR_DTYPE_MISMATCH, "%s.dtype is %s (%d); expected %s", r->name,
-                       fa_dtype_name(t->dtype), (int)t->dtype, r->lse ? "f32" : "f32, f16 or bf16");
+                       fa_dtype_name(t->dtype), (int)t->dtype,
+                       r->lse     ? "f32"
+                       : r->index ? "i32"
+                                  : "f32, f16 or bf16");
     for (int d = 0; d < 4; d++)
         if (t->shape[d] < 0)
             return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT, "%s.shape[%d] is negative (%lld)",
@@ -242,22 +250,34 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        fa_version_string());
     memset(call, 0, sizeof *call);
 
-    role roles[9] = {
-        {"q", q, false, false, &call->q, {0}},      {"k", k, false, false, &call->k, {0}},
-        {"v", v, false, false, &call->v, {0}},      {"o", o, !grad, false, &call->o, {0}},
-        {"lse", lse, !grad, true, &call->lse, {0}},
+    role roles[10] = {
+        {"q", q, false, false, &call->q, {0}, false},
+        {"k", k, false, false, &call->k, {0}, false},
+        {"v", v, false, false, &call->v, {0}, false},
+        {"o", o, !grad, false, &call->o, {0}, false},
+        {"lse", lse, !grad, true, &call->lse, {0}, false},
     };
     int n = 5;
     if (grad) {
-        roles[n++] = (role){"d_o", grad->d_o, false, false, &call->d_o, {0}};
-        roles[n++] = (role){"d_q", grad->d_q, true, false, &call->d_q, {0}};
-        roles[n++] = (role){"d_k", grad->d_k, true, false, &call->d_k, {0}};
-        roles[n++] = (role){"d_v", grad->d_v, true, false, &call->d_v, {0}};
+        roles[n++] = (role){"d_o", grad->d_o, false, false, &call->d_o, {0}, false};
+        roles[n++] = (role){"d_q", grad->d_q, true, false, &call->d_q, {0}, false};
+        roles[n++] = (role){"d_k", grad->d_k, true, false, &call->d_k, {0}, false};
+        roles[n++] = (role){"d_v", grad->d_v, true, false, &call->d_v, {0}, false};
+    }
+    if (desc->seqlens_k) {
+        if (grad)
+            return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                           "seqlens_k: the backward does not take per-sequence lengths");
+        roles[n++] =
+            (role){"seqlens_k", desc->seqlens_k, false, false, &call->seqlens_k, {0}, true};
+        call->has_seqlens_k = true;
     }
     call->has_lse = lse != NULL;
     for (int i = 0; i < n; i++) {
         if (roles[i].lse && !lse && !grad)
             continue; /* the forward may skip the LSE */
+        if (!roles[i].tensor && roles[i].index)
+            continue;
         fa_status st = resolve(ctx, &roles[i]);
         if (st != FA_OK)
             return st;
@@ -270,7 +290,7 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        "head_dim is %lld; supported: multiples of 8 from 8 to 256",
                        (long long)head_dim);
     for (int i = 1; i < n; i++)
-        if (!roles[i].lse && roles[i].tensor->dtype != q->dtype)
+        if (!roles[i].lse && !roles[i].index && roles[i].tensor->dtype != q->dtype)
             return fa_fail(ctx, FA_ERROR_DTYPE_MISMATCH, "%s.dtype is %s but q.dtype is %s",
                            roles[i].name, fa_dtype_name(roles[i].tensor->dtype),
                            fa_dtype_name(q->dtype));
@@ -291,6 +311,13 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        "lse has shape (%lld, %lld, %lld, 1); expected (%lld, %lld, %lld, 1)",
                        (long long)lse->shape[0], (long long)lse->shape[1], (long long)lse->shape[2],
                        (long long)batch, (long long)seq_q, (long long)heads_q);
+    const fa_tensor *sl = desc->seqlens_k;
+    if (sl &&
+        (sl->shape[0] != batch || sl->shape[1] != 1 || sl->shape[2] != 1 || sl->shape[3] != 1))
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                       "seqlens_k has shape (%lld, %lld, %lld, %lld); expected (%lld, 1, 1, 1)",
+                       (long long)sl->shape[0], (long long)sl->shape[1], (long long)sl->shape[2],
+                       (long long)sl->shape[3], (long long)batch);
     if (grad && ((st = check_same(ctx, &roles[3], &roles[5])) != FA_OK ||
                  (st = check_same(ctx, &roles[0], &roles[6])) != FA_OK ||
                  (st = check_same(ctx, &roles[1], &roles[7])) != FA_OK ||
@@ -368,15 +395,15 @@ fa_status fa_validate_merge(fa_context *ctx, int n, const fa_tensor *o_parts,
         goto done;
     }
     /* roles: o, lse, then o_parts[i] and lse_parts[i] */
-    roles[0] = (role){"o", o, true, false, &views[0], {0}};
-    roles[1] = (role){"lse", lse, true, true, &views[1], {0}};
+    roles[0] = (role){"o", o, true, false, &views[0], {0}, false};
+    roles[1] = (role){"lse", lse, true, true, &views[1], {0}, false};
     for (int i = 0; i < n; i++) {
         snprintf(labels[2 + 2 * i], sizeof labels[0], "o_parts[%d]", i);
         snprintf(labels[3 + 2 * i], sizeof labels[0], "lse_parts[%d]", i);
         roles[2 + 2 * i] =
-            (role){labels[2 + 2 * i], &o_parts[i], false, false, &views[2 + 2 * i], {0}};
+            (role){labels[2 + 2 * i], &o_parts[i], false, false, &views[2 + 2 * i], {0}, false};
         roles[3 + 2 * i] =
-            (role){labels[3 + 2 * i], &lse_parts[i], false, true, &views[3 + 2 * i], {0}};
+            (role){labels[3 + 2 * i], &lse_parts[i], false, true, &views[3 + 2 * i], {0}, false};
     }
     for (int i = 0; i < count && st == FA_OK; i++)
         if (i != 1 || lse)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The ABI policy of flashattn.h: every field of 0.2's public structs (tests/abi/) stays where it
- * was, a program built against that layout runs through it, reserved words set by a newer
- * header are refused with a named status and nothing touched, and the structs the library fills
- * come back with their reserved words zeroed. Plain C, no test framework. */
+ * was, fields added since lie in its reserved words, a program built against that layout runs
+ * through it, reserved words set by a newer header are refused with a named status and nothing
+ * touched, and the structs the library fills come back with their reserved words zeroed. Plain
+ * C, no test framework. */
 #include "abi/flashattn_v0_2_layout.h"
 #include "flashattn.h"
 
@@ -83,7 +84,14 @@ SAME(fa_attention_desc, v02_attention_desc, scale);
 SAME(fa_attention_desc, v02_attention_desc, causal);
 SAME(fa_attention_desc, v02_attention_desc, deterministic);
 SAME(fa_attention_desc, v02_attention_desc, num_splits);
-SAME(fa_attention_desc, v02_attention_desc, reserved);
+/* Fields added since 0.2.0, in words 0.2 reserved (whose zero is their default). */
+#define CARVED(now, old, f)                                                                        \
+    _Static_assert(offsetof(now, f) >= offsetof(old, reserved) &&                                  \
+                       offsetof(now, f) + sizeof(((now *)0)->f) <=                                 \
+                           offsetof(old, reserved) + sizeof(((old *)0)->reserved),                 \
+                   #now "." #f " is not in 0.2's reserved words")
+CARVED(fa_attention_desc, v02_attention_desc, seqlens_k_word_);
+CARVED(fa_attention_desc, v02_attention_desc, reserved);
 
 static int failures;
 
@@ -172,7 +180,7 @@ int main(void)
     v02_attention_desc ad;
     memset(&ad, 0, sizeof ad);
     ad.causal = true;
-    ad.reserved[29] = 1;
+    ad.reserved[29] = 1; /* the last word, still reserved */
     CHECK(fa_attention_forward(ctx, (const fa_attention_desc *)&ad, &t, &t, &t, &o, NULL) ==
           FA_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(fa_context_last_error(ctx), "fa_attention_desc.reserved"));

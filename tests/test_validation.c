@@ -264,6 +264,56 @@ Test(validation, num_splits_from_0_to_256)
         FA_OK, "%s", fa_context_last_error(ctx));
 }
 
+/* Per-sequence key counts: an (B, 1, 1, 1) i32 tensor of values in [0, SK], forward only. */
+Test(validation, seqlens_k)
+{
+    const int32_t good[2 * B] = {SK, 0, 0, 0}, bad[B] = {3, SK + 1}, negative[B] = {-1, 2};
+    fa_buffer *bl = NULL, *bb = NULL, *bn = NULL;
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof good, .data = good}, &bl),
+                 FA_OK);
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof bad, .data = bad}, &bb),
+                 FA_OK);
+    cr_assert_eq(
+        fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof negative, .data = negative}, &bn),
+        FA_OK);
+    fa_tensor lens = fa_tensor_bshd(bl, FA_DTYPE_I32, B, 1, 1, 1);
+    fa_attention_desc desc = {.seqlens_k = &lens};
+    fa_tensor wrong = fa_tensor_bshd(bl, FA_DTYPE_F32, B, 1, 1, 1);
+    desc.seqlens_k = &wrong;
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_DTYPE_MISMATCH);
+    wrong = fa_tensor_bshd(bl, FA_DTYPE_I32, 1, 1, 1, 1);
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_SHAPE_MISMATCH);
+    wrong = fa_tensor_bshd(bl, FA_DTYPE_I32, B, 2, 1, 1);
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_SHAPE_MISMATCH);
+    wrong = fa_tensor_bshd(bl, FA_DTYPE_I32, B, 1, 1, 1);
+    wrong.offset = 12;
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_OUT_OF_BOUNDS);
+    wrong = fa_tensor_bshd(bb, FA_DTYPE_I32, B, 1, 1, 1);
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_OUT_OF_BOUNDS);
+    cr_assert(strstr(fa_context_last_error(ctx), "seqlens_k[1] is 8") != NULL, "%s",
+              fa_context_last_error(ctx));
+    wrong = fa_tensor_bshd(bn, FA_DTYPE_I32, B, 1, 1, 1);
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_OUT_OF_BOUNDS);
+    /* q's dtype for a tensor of lengths, and lengths as attention data: refused */
+    fa_tensor as_q = fa_tensor_bshd(bq, FA_DTYPE_I32, B, SQ, HQ, D);
+    EXPECT(fa_attention_forward(ctx, NULL, &as_q, &k, &v, &o, &lse), FA_ERROR_DTYPE_MISMATCH);
+    desc.seqlens_k = &lens;
+    EXPECT(fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v),
+           FA_ERROR_UNSUPPORTED);
+    cr_assert_eq(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_OK, "%s",
+                 fa_context_last_error(ctx));
+    /* batch entry 1 has no key: O = 0, LSE = -inf */
+    float row[D], l;
+    cr_assert_eq(fa_buffer_read(bo, (size_t)(1 * SQ * HQ) * D * 4, row, sizeof row), FA_OK);
+    cr_assert_eq(fa_buffer_read(blse, (size_t)(1 * HQ * SQ) * 4, &l, sizeof l), FA_OK);
+    for (int d = 0; d < D; d++)
+        cr_assert_eq(row[d], 0.0f);
+    cr_assert(isinf(l) && l < 0);
+    fa_buffer_destroy(bl);
+    fa_buffer_destroy(bb);
+    fa_buffer_destroy(bn);
+}
+
 Test(validation, empty_batch_or_queries_is_a_no_op)
 {
     fa_tensor q0 = q, o0 = o, l0 = lse;

@@ -143,6 +143,7 @@ static fa_status cpu_synchronize(fa_context *ctx)
 const fa_backend_iface fa_cpu_backend_iface = {
     .id = FA_BACKEND_CPU,
     .name = "cpu",
+    .seqlens_k = true,
     .probe = cpu_probe,
     .device_info = cpu_device_info,
     .context_init = cpu_context_init,

@@ -90,15 +90,16 @@ static int64_t out_row(const fa_attention_call *c, int64_t b, int64_t i, int64_t
     return (b * c->heads_q + h) * c->seq_q + i;
 }
 
-/* Attends rows rm of batch b (KV head hk) to keys [k_begin, k_end). */
+/* Attends rows rm of batch b (KV head hk), whose sequence has seq_k keys, to keys [k_begin,
+ * k_end). */
 static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c, forward_scratch *w,
-                         int64_t b, int64_t hk, const row_map *rm, int64_t k_begin, int64_t k_end,
-                         forward_out out)
+                         int64_t b, int64_t hk, int64_t seq_k, const row_map *rm, int64_t k_begin,
+                         int64_t k_end, forward_out out)
 {
     const int dim = (int)c->head_dim;
     const int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
     const int nq = rm->n;
-    const int64_t off = c->seq_k - c->seq_q;
+    const int64_t off = seq_k - c->seq_q;
 
     /* A few rows (decoding): Q row-major in q_t's space, scored with dots; else Q^T and GEMMs. */
     const bool few = nq <= FA_CPU_DOT_ROWS;
@@ -194,8 +195,24 @@ static void merge_chunks(const fa_attention_call *c, int splits, const float *pa
     }
 }
 
+/* Batch entry b's key count: seqlens_k[b] where the call has them, else seq_k. */
+static int64_t keys_of(const fa_attention_call *c, int64_t b)
+{
+    if (!c->has_seqlens_k)
+        return c->seq_k;
+    const int32_t *v = c->seqlens_k.buffer;
+    return v[c->seqlens_k.offset + (uint64_t)b * (uint64_t)c->seqlens_k.stride_b];
+}
+
 fa_status fa_cpu_forward(fa_context *ctx, const fa_attention_call *call)
 {
+    for (int64_t b = 0; call->has_seqlens_k && b < call->batch; b++) {
+        const int64_t n = keys_of(call, b);
+        if (n < 0 || n > call->seq_k)
+            return fa_fail(ctx, FA_ERROR_OUT_OF_BOUNDS,
+                           "seqlens_k[%lld] is %lld; the cache holds %lld keys (k.shape[1])",
+                           (long long)b, (long long)n, (long long)call->seq_k);
+    }
     const fa_cpu_kernels *kern = fa_cpu_kernels_select();
     const int threads = fa_cpu_threads(ctx);
     const int64_t group = call->heads_q / call->heads_kv;
@@ -249,13 +266,12 @@ fa_status fa_cpu_forward(fa_context *ctx, const fa_attention_call *call)
                     rm.qh[r] = h;
                 }
             }
-            const int64_t k0 = chunk * sp.keys_per_split;
-            const int64_t k1 =
-                k0 + sp.keys_per_split < call->seq_k ? k0 + sp.keys_per_split : call->seq_k;
+            const int64_t seq_k = keys_of(call, b), k0 = chunk * sp.keys_per_split;
+            const int64_t k1 = k0 + sp.keys_per_split < seq_k ? k0 + sp.keys_per_split : seq_k;
             const forward_out out = {sp.splits > 1 ? part_o + chunk * out_rows * call->head_dim
                                                    : NULL,
                                      sp.splits > 1 ? part_lse + chunk * out_rows : NULL};
-            forward_rows(kern, call, &w, b, hk, &rm, k0, k1, out);
+            forward_rows(kern, call, &w, b, hk, seq_k, &rm, k0, k1, out);
         }
         if (sp.splits > 1) /* the implicit barrier of the loop above precedes the merge */
             merge_chunks(call, sp.splits, part_o, part_lse, w.o, w.row);

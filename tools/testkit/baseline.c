@@ -36,7 +36,7 @@ int64_t tk_base_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, f
                             float *o_row, float *lse)
 {
     const fa_dtype dt = t->p.dtype;
-    const int64_t D = t->D, n = tk_visible_keys(t, i), hk = h / t->group;
+    const int64_t D = t->D, n = tk_visible_keys(t, b, i), hk = h / t->group;
     const float *q = t->qf + tk_q_index(t, b, i, h);
     for (int64_t d = 0; d < D; d++)
         o_row[d] = 0.0f;
@@ -119,7 +119,7 @@ void tk_base_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j,
     for (int64_t g = 0; g < t->group; g++) {
         const int64_t h = hk * t->group + g;
         for (int64_t i = 0; i < t->Sq; i++) {
-            if (j >= tk_visible_keys(t, i))
+            if (j >= tk_visible_keys(t, b, i))
                 continue;
             float p, ds;
             base_pair(t, b, h, i, j, &st[g * t->Sq + i], &p, &ds);

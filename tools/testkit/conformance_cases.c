@@ -349,6 +349,32 @@ static tk_case case_from_edge(const edge_spec *s)
     return c;
 }
 
+/* ---- per-sequence key counts (fa_attention_desc.seqlens_k) ---- */
+
+/* Batch entries of lengths Sk, 0, 1 and one between, in turn (tk_case_seqlens): decoding steps
+ * of 1, 4 and 16 queries, with and without the causal mask, split keys, and a prefill whose
+ * queries outnumber some sequences' keys. */
+static const edge_spec seqlens_cases[] = {
+    {FA_DTYPE_F16, 4, 1, 4097, 8, 2, 128, 0, false, false, false, " decode seqlens", 0},
+    {FA_DTYPE_F32, 5, 4, 1000, 4, 1, 64, 0, true, false, false, " decode seqlens", 0},
+    {FA_DTYPE_BF16, 4, 16, 300, 8, 8, 64, 0, true, false, true, " decode seqlens", 0},
+    {FA_DTYPE_F16, 4, 1, 2000, 8, 2, 64, 0, false, false, false, " decode seqlens splitkv=4", 4},
+    {FA_DTYPE_F32, 4, 37, 203, 4, 2, 32, 0, true, false, false, " seqlens", 0},
+};
+
+void tk_case_seqlens(const tk_case *c, int32_t *out)
+{
+    const int64_t sk = c->p.seq_k;
+    uint64_t s = c->seed ^ 0x5eed1e45ull;
+    for (int64_t b = 0; b < c->p.batch; b++) {
+        const int64_t pick = b % 4;
+        const int64_t between =
+            sk > 2 ? 2 + (int64_t)(fa_testkit_splitmix64(&s) % (uint64_t)(sk - 2)) : sk;
+        const int64_t n = pick == 0 ? sk : pick == 1 ? 0 : pick == 2 ? 1 : between;
+        out[b] = (int32_t)(n < sk ? n : sk);
+    }
+}
+
 /* ---- decoding cases ---- */
 
 /* Few query rows per KV head and many keys: the split-key forward where a backend has one
@@ -391,13 +417,14 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     }
     const int64_t n_edges = (int64_t)(sizeof edges / sizeof edges[0]);
     const int64_t n_decodes = (int64_t)(sizeof decodes / sizeof decodes[0]);
+    const int64_t n_seqlens = (int64_t)(sizeof seqlens_cases / sizeof seqlens_cases[0]);
     const int64_t n_planted = (int64_t)(sizeof planted / sizeof planted[0]);
     /* --full: the quick array's cases with logits above 1 follow the product */
     int(*extra)[AX_COUNT] = NULL;
     const axes quick = table_axes(false);
     const int64_t n_extra = full ? covering_array(&quick, &extra) : 0;
-    tk_case *cases =
-        malloc((size_t)(n_table + n_extra + n_edges + n_planted + n_decodes) * sizeof *cases);
+    tk_case *cases = malloc(
+        (size_t)(n_table + n_extra + n_edges + n_planted + n_decodes + n_seqlens) * sizeof *cases);
     if (!cases) {
         free(rows);
         free(extra);
@@ -433,6 +460,10 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     for (int64_t e = 0; e < n_decodes; e++)
         if (full || decodes[e].sk <= 16384)
             cases[n++] = case_from_edge(&decodes[e]);
+    for (int64_t e = 0; e < n_seqlens; e++) {
+        cases[n] = case_from_edge(&seqlens_cases[e]);
+        cases[n++].seqlens = true;
+    }
     for (int64_t c = 0; c < n; c++) {
         uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)c;
         cases[c].seed = fa_testkit_splitmix64(&s);

@@ -228,7 +228,10 @@ static void check_written(const tk_data *t, tbuf *tb, bool compared, tk_result *
         double v = fa_testkit_load(data, tb->dtype, x);
         if (isfinite(v) || compared)
             continue;
-        if (tb->lse && isinf(v) && v < 0 && tk_visible_keys(t, (int64_t)(x % (size_t)t->Sq)) == 0)
+        /* packed (B, H, Sq): the batch entry and the query of element x */
+        if (tb->lse && isinf(v) && v < 0 &&
+            tk_visible_keys(t, (int64_t)(x / (size_t)(t->Sq * t->Hq)),
+                            (int64_t)(x % (size_t)t->Sq)) == 0)
             continue;
         non_finite++;
     }
@@ -244,10 +247,10 @@ static void check_no_key_rows(const tk_data *t, const tbuf *o, const tbuf *lse, 
                               tk_result *r)
 {
     int64_t bad_o = 0, bad_lse = 0, bad_dq = 0;
-    for (int64_t i = 0; i < t->Sq; i++) {
-        if (tk_visible_keys(t, i) > 0)
-            continue;
-        for (int64_t b = 0; b < t->B; b++)
+    for (int64_t i = 0; i < t->Sq; i++)
+        for (int64_t b = 0; b < t->B; b++) {
+            if (tk_visible_keys(t, b, i) > 0)
+                continue;
             for (int64_t h = 0; h < t->Hq; h++) {
                 double l = elem_value(lse, lse->got, elem_index(lse, b, i, h, 0));
                 bad_lse += !(isinf(l) && l < 0);
@@ -257,7 +260,7 @@ static void check_no_key_rows(const tk_data *t, const tbuf *o, const tbuf *lse, 
                         bad_dq += elem_value(dq, dq->got, elem_index(dq, b, i, h, d)) != 0.0;
                 }
             }
-    }
+        }
     if (bad_o)
         fail(r, "%lld O elements of rows seeing no key are not 0", (long long)bad_o);
     if (bad_lse)
@@ -413,10 +416,21 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
     bool ok = true;
     for (int x = 0; ok && x < n_bufs; x++)
         ok = tbuf_create(ctx, &tb[x], data[x], r);
+    /* Per-sequence key counts: B int32 values (tk_case_seqlens), left as they were written. */
+    fa_buffer *lens = NULL;
+    fa_tensor lens_tensor = {0};
+    if (ok && t->seqlens) {
+        const size_t bytes = (size_t)p->batch * sizeof(int32_t);
+        fa_status st = fa_buffer_create(
+            ctx, &(fa_buffer_desc){.size = bytes ? bytes : 4, .data = t->seqlens}, &lens);
+        ok = call_ok(ctx, "fa_buffer_create(seqlens_k)", st, r);
+        lens_tensor = fa_tensor_bshd(lens, FA_DTYPE_I32, p->batch, 1, 1, 1);
+    }
     const fa_attention_desc desc = {.scale = p->scale,
                                     .causal = p->causal,
                                     .deterministic = c->deterministic,
-                                    .num_splits = c->num_splits};
+                                    .num_splits = c->num_splits,
+                                    .seqlens_k = t->seqlens ? &lens_tensor : NULL};
     unsigned char *o_after_fwd = NULL, *lse_after_fwd = NULL;
 
     if (ok)
@@ -477,6 +491,13 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         free(tb[x].image);
         free(tb[x].got);
     }
+    if (lens && r->outcome != TK_SKIP) {
+        int32_t after[64];
+        const size_t bytes = (size_t)(p->batch < 64 ? p->batch : 64) * sizeof(int32_t);
+        if (fa_buffer_read(lens, 0, after, bytes) != FA_OK || memcmp(after, t->seqlens, bytes))
+            fail(r, "seqlens_k changed");
+    }
+    fa_buffer_destroy(lens);
     free(o_after_fwd);
     free(lse_after_fwd);
     r->seconds = tk_now() - start;

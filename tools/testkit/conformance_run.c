@@ -239,11 +239,16 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
             tk_data t;
             tk_expect e;
             bool have_data = false, have_expect = false;
-            bool ok = in.q && in.k && in.v && (!tc->backward || in.d_o);
+            int32_t *lens = tc->seqlens ? malloc((size_t)p->batch * sizeof *lens + 4) : NULL;
+            bool ok = in.q && in.k && in.v && (!tc->backward || in.d_o) && (!tc->seqlens || lens);
             if (ok) {
                 tk_case_fill_inputs(tc, &in);
                 ok = have_data = tk_data_init(&t, p, in.q, in.k, in.v, in.d_o);
                 t.two_orders = tc->logits > 1.0f;
+                if (lens) {
+                    tk_case_seqlens(tc, lens);
+                    t.seqlens = lens;
+                }
             }
             double ref_start = tk_now();
             if (ok && !tc->noop)
@@ -268,6 +273,7 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
             free(in.k);
             free(in.v);
             free(in.d_o);
+            free(lens);
         }
         progress_line(&run, c, ref_seconds, opt.progress);
     }

@@ -21,7 +21,7 @@ static void axpy64(double *y, double a, const double *x, int64_t n)
 int64_t tk_ref_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, double *p_row,
                            double *o_row, double *lse)
 {
-    const int64_t D = t->D, n = tk_visible_keys(t, i), hk = h / t->group;
+    const int64_t D = t->D, n = tk_visible_keys(t, b, i), hk = h / t->group;
     const double *q = t->q + tk_q_index(t, b, i, h);
     memset(o_row, 0, (size_t)D * sizeof *o_row);
     if (n == 0) {
@@ -87,7 +87,7 @@ void tk_ref_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j, con
     for (int64_t g = 0; g < t->group; g++) {
         int64_t h = hk * t->group + g;
         for (int64_t i = 0; i < t->Sq; i++) {
-            if (j >= tk_visible_keys(t, i))
+            if (j >= tk_visible_keys(t, b, i))
                 continue;
             const double *q = t->q + tk_q_index(t, b, i, h);
             const double *d_o = t->d_o + tk_q_index(t, b, i, h);
@@ -107,7 +107,7 @@ void tk_ref_block_stats(const tk_data *t, int64_t b, int64_t h, int64_t i0, int6
     const int64_t D = t->D, Sk = t->Sk, hk = h / t->group;
     int64_t nvis[TK_BLOCK], jmax = 0;
     for (int64_t r = 0; r < n; r++) {
-        nvis[r] = tk_visible_keys(t, i0 + r);
+        nvis[r] = tk_visible_keys(t, b, i0 + r);
         jmax = nvis[r] > jmax ? nvis[r] : jmax;
     }
     /* each key row is loaded once for the whole block */

@@ -21,6 +21,9 @@ typedef struct tk_data {
      * and one order's luck would decide the tolerance): the baseline is computed both ways and,
      * per element, the larger error counts. */
     bool serial_dots, two_orders;
+    /* Per-sequence key counts (fa_attention_desc.seqlens_k), B of them; NULL: Sk for all. Not
+     * owned: tk_data_free leaves it. */
+    const int32_t *seqlens;
 } tk_data;
 
 /* Converts the inputs; d_o may be NULL. Returns false when out of memory. */
@@ -28,10 +31,12 @@ bool tk_data_init(tk_data *t, const fa_ref_problem *p, const void *q, const void
                   const void *d_o);
 void tk_data_free(tk_data *t);
 
-static inline int64_t tk_visible_keys(const tk_data *t, int64_t i)
+/* How many keys query i of batch entry b sees (the first ones of its sequence). */
+static inline int64_t tk_visible_keys(const tk_data *t, int64_t b, int64_t i)
 {
-    int64_t n = t->p.causal ? i + t->Sk - t->Sq + 1 : t->Sk;
-    return n < 0 ? 0 : (n > t->Sk ? t->Sk : n);
+    const int64_t sk = t->seqlens ? t->seqlens[b] : t->Sk;
+    int64_t n = t->p.causal ? i + sk - t->Sq + 1 : sk;
+    return n < 0 ? 0 : (n > sk ? sk : n);
 }
 static inline int64_t tk_q_index(const tk_data *t, int64_t b, int64_t i, int64_t h)
 {
@@ -162,6 +167,7 @@ typedef struct tk_case {
     bool deterministic;
     int32_t num_splits; /* fa_attention_desc.num_splits (the split-key forward's cases) */
     float logits;       /* > 1: Q and K scaled by sqrt(logits), so scores are ~logits x N(0, 1) */
+    bool seqlens;       /* per-sequence key counts (tk_case_seqlens) */
     tk_special special;
     uint64_t seed;
 } tk_case;
@@ -220,6 +226,9 @@ typedef struct tk_inputs {
 /* Case c's inputs from its seed: random, then scaled and planted as the case says
  * (conformance_cases.c). */
 void tk_case_fill_inputs(const tk_case *c, const tk_inputs *in);
+/* Case c's per-sequence key counts (c->seqlens), B of them into out: the capacity, 0, 1 and a
+ * seeded length between, in turn. */
+void tk_case_seqlens(const tk_case *c, int32_t *out);
 
 /* Runs case c on ctx and checks it against e (NULL for a no-op case), filling r. */
 void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, const tk_data *t,
