@@ -277,8 +277,9 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
  *   first seqlens_k[b] keys of K and V (whose seq dimension is the cache's capacity), and its
  *   causal mask aligns on that length (query i sees keys j <= i + seqlens_k[b] - Sq); a length
  *   of 0 gives O = 0 and LSE = -inf; a length outside [0, Sk] is ERROR_OUT_OF_BOUNDS, with
- *   nothing written. The CPU backend takes it; the GPU backends return ERROR_UNSUPPORTED for
- *   now, as does the backward. */
+ *   nothing written (the call reads the lengths back, waiting for work queued before it). The
+ *   CPU, Vulkan and OpenCL backends take it; CUDA returns ERROR_UNSUPPORTED for now, as does
+ *   the backward on every backend. */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;

@@ -195,7 +195,8 @@ static void merge_chunks(const fa_attention_call *c, int splits, const float *pa
     }
 }
 
-/* Batch entry b's key count: seqlens_k[b] where the call has them, else seq_k. */
+/* Batch entry b's key count: seqlens_k[b] where the call has them (the runtime checked them:
+ * attention.c), else seq_k. */
 static int64_t keys_of(const fa_attention_call *c, int64_t b)
 {
     if (!c->has_seqlens_k)
@@ -206,13 +207,6 @@ static int64_t keys_of(const fa_attention_call *c, int64_t b)
 
 fa_status fa_cpu_forward(fa_context *ctx, const fa_attention_call *call)
 {
-    for (int64_t b = 0; call->has_seqlens_k && b < call->batch; b++) {
-        const int64_t n = keys_of(call, b);
-        if (n < 0 || n > call->seq_k)
-            return fa_fail(ctx, FA_ERROR_OUT_OF_BOUNDS,
-                           "seqlens_k[%lld] is %lld; the cache holds %lld keys (k.shape[1])",
-                           (long long)b, (long long)n, (long long)call->seq_k);
-    }
     const fa_cpu_kernels *kern = fa_cpu_kernels_select();
     const int threads = fa_cpu_threads(ctx);
     const int64_t group = call->heads_q / call->heads_kv;

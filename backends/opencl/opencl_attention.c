@@ -313,10 +313,13 @@ fa_status fa_cl_forward(fa_context *ctx, const fa_attention_call *call)
     if (call->has_lse) {
         arg_view(&a, &call->lse);
     } else {
-        const fa_view none = {0};
-        arg_view(&a, &none);
+        const fa_view none_lse = {0};
+        arg_view(&a, &none_lse);
     }
     arg_int(&a, call->has_lse ? 1 : 0);
+    const fa_view none = {0};
+    arg_view(&a, call->has_seqlens_k ? &call->seqlens_k : &none);
+    arg_int(&a, call->has_seqlens_k ? 1 : 0);
     arg_int(&a, call->seq_q);
     arg_int(&a, call->seq_k);
     arg_float(&a, call->scale * LOG2E);

@@ -132,6 +132,7 @@ static fa_status synchronize(fa_context *ctx)
 const fa_backend_iface fa_opencl_backend_iface = {
     .id = FA_BACKEND_OPENCL,
     .name = "opencl",
+    .seqlens_k = true,
     .probe = fa_cl_probe,
     .device_info = fa_cl_device_info,
     .context_init = context_init,

@@ -280,6 +280,7 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
         push_view q, k, v, o, lse;
         uint32_t seq_q, seq_k, has_lse;
         float scale_log2;
+        uint32_t sl_off, sl_sb, has_sl;
     } push = {
         pv(&call->q, B, Sq, call->heads_q),
         pv(&call->k, B, Sk, call->heads_kv),
@@ -290,9 +291,16 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
         (uint32_t)Sk,
         call->has_lse,
         call->scale * LOG2E,
+        (uint32_t)call->seqlens_k.offset,
+        (uint32_t)call->seqlens_k.stride_b,
+        call->has_seqlens_k,
     };
-    const VkBuffer buffers[5] = {vkbuf(&call->q), vkbuf(&call->k), vkbuf(&call->v), vkbuf(&call->o),
-                                 call->has_lse ? vkbuf(&call->lse) : vkbuf(&call->o)};
+    const VkBuffer buffers[6] = {vkbuf(&call->q),
+                                 vkbuf(&call->k),
+                                 vkbuf(&call->v),
+                                 vkbuf(&call->o),
+                                 call->has_lse ? vkbuf(&call->lse) : vkbuf(&call->o),
+                                 call->has_seqlens_k ? vkbuf(&call->seqlens_k) : vkbuf(&call->q)};
     uint64_t groups_x = ceil_div((uint64_t)Sq, rows);
     if (kernel == FA_VK_FWD_CM) {
         /* FA_VULKAN_MATRIX_FWD_PER=n (tuning): query tiles per workgroup instead of the rule. */
@@ -470,6 +478,7 @@ static fa_status backward(fa_context *ctx, const fa_attention_call *call)
 const fa_backend_iface fa_vulkan_backend_iface = {
     .id = FA_BACKEND_VULKAN,
     .name = "vulkan",
+    .seqlens_k = true,
     .probe = fa_vk_probe,
     .device_info = fa_vk_device_info,
     .context_init = fa_vk_context_init,

@@ -122,7 +122,8 @@ fa_forward(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
            __global const fa_st *v, long v_off, long v_sb, long v_ss, long v_sh,
            __global fa_st *o, long o_off, long o_sb, long o_ss, long o_sh,
            __global float *lse, long l_off, long l_sb, long l_ss, long l_sh, int has_lse,
-           int seq_q, int seq_k, float scale_log2)
+           __global const int *sl, long sl_off, long sl_sb, long sl_ss, long sl_sh, int has_sl,
+           int seq_q, int seq_cap, float scale_log2)
 {
     __local float4 qs4[FA_BM * LDS4];
     __local float4 kv4[FA_BN * LDS4];
@@ -135,6 +136,9 @@ fa_forward(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
     const int q0 = (int)get_group_id(0) * FA_BM;
     const long h = (long)get_group_id(1), b = (long)get_group_id(2);
     const long hk = h / FA_GQA;
+    /* Batch entry b's keys: its seqlens_k value where given (clamped, so that whatever the
+     * buffer holds no read passes the cache; the host checked the values), else all of them. */
+    const int seq_k = has_sl ? clamp(sl[sl_off + b * sl_sb], 0, seq_cap) : seq_cap;
     const int rows = min(FA_BM, seq_q - q0);
     const int diag = seq_k - seq_q; /* query i sees key j iff j <= i + diag */
 

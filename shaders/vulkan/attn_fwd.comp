@@ -65,6 +65,7 @@ layout(constant_id = FA_SPEC_FWD_TILE16) const bool T16 = false; // Q and K/V ti
 #endif
 TENSOR4(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
+FA_SEQLENS_BINDING
 
 FA_FWD_PARAMS
 
@@ -328,8 +329,9 @@ void main()
     const uint lid = gl_LocalInvocationID.x;
     const uint q0 = gl_WorkGroupID.x * BM, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint hk = h / GQA;
+    const uint seq_k = FA_SEQ_K_OF(b);
     const uint rows = min(BM, pc.seq_q - q0);
-    const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
+    const int diag = int(seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
     const float NEG_INF = neg_inf();
 
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
@@ -359,9 +361,9 @@ void main()
         }
     }
 
-    uint n_end = pc.seq_k;
+    uint n_end = seq_k;
     if (CAUSAL)
-        n_end = uint(clamp(int(q0 + rows) + diag, 0, int(pc.seq_k)));
+        n_end = uint(clamp(int(q0 + rows) + diag, 0, int(seq_k)));
 
     sx = lid % S_TX;
     sr = (lid / S_TX) * S_TM;
@@ -379,14 +381,14 @@ void main()
         // The first K straight into its tile, PR pieces at a time (the loop's first barrier
         // makes it visible).
         for (uint p = 0; p < KP; p += PR) {
-            pieces_fetch(false, k_base, pc.k_ss, min(BN, pc.seq_k), p, min(p + PR, KP));
+            pieces_fetch(false, k_base, pc.k_ss, min(BN, seq_k), p, min(p + PR, KP));
             pieces_store(0u, p, min(p + PR, KP));
         }
     } else if (n_end > 0u) {
-        tile_fetch(false, k_base, pc.k_ss, min(BN, pc.seq_k));
+        tile_fetch(false, k_base, pc.k_ss, min(BN, seq_k));
     }
     for (uint n0 = 0; n0 < n_end; n0 += BN) {
-        const uint keys = min(BN, pc.seq_k - n0);
+        const uint keys = min(BN, seq_k - n0);
         barrier(); // the previous tile's P V is done with kv and pt (SPLIT: and K is in place)
         if (!SPLIT) {
             tile_store();
@@ -422,7 +424,7 @@ void main()
         barrier(); // row maxima posted; every S is done with K (SPLIT: and V is in place)
 
         const bool more = n0 + BN < n_end;
-        const uint next_keys = more ? min(BN, pc.seq_k - n0 - BN) : 0u;
+        const uint next_keys = more ? min(BN, seq_k - n0 - BN) : 0u;
         if (!SPLIT) {
             tile_store();
             if (more)

@@ -80,6 +80,7 @@ TENSOR8(1, k_buf)
 TENSOR8(2, v_buf)
 TENSOR8(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
+FA_SEQLENS_BINDING
 
 FA_FWD_PARAMS
 
@@ -100,8 +101,9 @@ void main()
     const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
     const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint hk = h / GQA;
+    const uint seq_k = FA_SEQ_K_OF(b);
     const uint r0 = sg * RM; // the subgroup's first row in the tile
-    const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
+    const int diag = int(seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
     const float NEG_INF = neg_inf();
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
@@ -117,9 +119,9 @@ void main()
     uint qt = gl_WorkGroupID.x;
     uvec4 next_k[FPT];
     uvec4 next_v[FPT];
-    if (CAUSAL ? int(min(BM, pc.seq_q - qt * BM) + qt * BM) + diag > 0 : pc.seq_k > 0u) {
-        TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, pc.seq_k))
-        TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, pc.seq_k))
+    if (CAUSAL ? int(min(BM, pc.seq_q - qt * BM) + qt * BM) + diag > 0 : seq_k > 0u) {
+        TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, seq_k))
+        TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, seq_k))
     }
 #ifdef FA_CM_LAYOUT_E
     CM_IDX_INIT(cm_idx) // made visible by STAGE_ROWS_A's barriers
@@ -132,9 +134,9 @@ void main()
         const uint rows = min(BM, pc.seq_q - q0);
         const uint qt_next = qt + gl_NumWorkGroups.x;
         const bool more = qt_next < q_tiles;
-        uint n_end = pc.seq_k;
+        uint n_end = seq_k;
         if (CAUSAL)
-            n_end = uint(clamp(int(q0 + rows) + diag, 0, int(pc.seq_k)));
+            n_end = uint(clamp(int(q0 + rows) + diag, 0, int(seq_k)));
         bool q_fetched = false;
 
         MAT_C o[LEN_CD];
@@ -153,15 +155,15 @@ void main()
         }
 
         for (uint n0 = 0; n0 < n_end; n0 += BN) {
-            const uint keys = min(BN, pc.seq_k - n0);
+            const uint keys = min(BN, seq_k - n0);
             barrier(); // every subgroup is done with the previous K and V
             TILE_PUT(kt, next_k)
             TILE_PUT(vt, next_v)
             barrier();
             const uint n1 = n0 + BN;
             if (n1 < n_end) {
-                TILE_FETCH(next_k, k_buf, k_base + n1 * pc.k_ss, pc.k_ss, min(BN, pc.seq_k - n1))
-                TILE_FETCH(next_v, v_buf, v_base + n1 * pc.v_ss, pc.v_ss, min(BN, pc.seq_k - n1))
+                TILE_FETCH(next_k, k_buf, k_base + n1 * pc.k_ss, pc.k_ss, min(BN, seq_k - n1))
+                TILE_FETCH(next_v, v_buf, v_base + n1 * pc.v_ss, pc.v_ss, min(BN, seq_k - n1))
             } else if (more) {
                 STAGE_FETCH(next_k, next_v, q_buf, q_head + qt_next * BM * pc.q_ss, pc.q_ss,
                             min(BM, pc.seq_q - qt_next * BM), 0u)
@@ -273,9 +275,9 @@ void main()
             if (!q_fetched)
                 STAGE_FETCH(next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, 0u)
             STAGE_ROWS_A_FROM(qa, next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, r0)
-            if (CAUSAL ? int(q1 + rows1) + diag > 0 : pc.seq_k > 0u) {
-                TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, pc.seq_k))
-                TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, pc.seq_k))
+            if (CAUSAL ? int(q1 + rows1) + diag > 0 : seq_k > 0u) {
+                TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, seq_k))
+                TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, seq_k))
             }
         }
 

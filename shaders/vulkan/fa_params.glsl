@@ -13,7 +13,16 @@
         uint lse_off, lse_sb, lse_ss, lse_sh;                                                  \
         uint seq_q, seq_k, has_lse;                                                            \
         float scale_log2; /* scale * log2(e) */                                                \
+        uint sl_off, sl_sb, has_sl; /* seqlens_k (binding 5), when has_sl */                   \
     } pc;
+
+// Batch entry b_'s keys: its seqlens_k value where given (clamped, so that whatever the buffer
+// holds no read passes the cache; the host checked the values), else all of them.
+#define FA_SEQ_K_OF(b_)                                                                        \
+    (pc.has_sl != 0u ? uint(clamp(sl_buf[pc.sl_off + (b_) * pc.sl_sb], 0, int(pc.seq_k)))     \
+                     : pc.seq_k)
+#define FA_SEQLENS_BINDING                                                                     \
+    layout(set = 0, binding = 5, std430) readonly buffer sl_block { int sl_buf[]; };
 
 // g0 is dK or dQ, g1 dV (unused by dQ); Delta at ws[delta_off + row], the LSE (log2) at ws[row].
 #define FA_BWD_PARAMS                                                                          \
