@@ -31,11 +31,11 @@ static fa_status check_seqlens(fa_context *ctx, const fa_attention_call *call)
 static fa_status dispatch(fa_context *ctx, const fa_attention_call *call, bool backward)
 {
     const fa_backend_iface *be = ctx->backend;
-    if (call->has_seqlens_k && !be->seqlens_k)
-        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                       "seqlens_k: the %s backend does not take per-sequence lengths yet",
-                       be->name);
     if (call->has_seqlens_k) {
+        if (!be->seqlens_k)
+            return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                           "seqlens_k: the %s backend does not take per-sequence lengths yet",
+                           be->name);
         fa_status st = check_seqlens(ctx, call);
         if (st != FA_OK)
             return st;

@@ -120,11 +120,10 @@ bool fa_bwd_tiling_select(int d, uint64_t local_limit, uint64_t reserved, uint64
                                      {32, 32, 64},  {64, 16, 128}, {32, 16, 128}, {32, 16, 64},
                                      {16, 16, 64},  {16, 16, 32},  {16, 8, 32},   {8, 8, 64},
                                      {8, 8, 32},    {8, 8, 16}};
-    const char *env = override;
     int bm, bn, nt, dc = 64;
-    if (env && sscanf(env, "%d,%d,%d,%d", &bm, &bn, &nt, &dc) >= 3 && pow2_in(bm, 8, 256) &&
-        pow2_in(bn, 8, 256) && pow2_in(nt, 1, 1024) && dc >= 4 && dc % 4 == 0 &&
-        fit(d, bm, bn, nt, dc, max_wg, local_limit, reserved, t))
+    if (override && sscanf(override, "%d,%d,%d,%d", &bm, &bn, &nt, &dc) >= 3 &&
+        pow2_in(bm, 8, 256) && pow2_in(bn, 8, 256) && pow2_in(nt, 1, 1024) && dc >= 4 &&
+        dc % 4 == 0 && fit(d, bm, bn, nt, dc, max_wg, local_limit, reserved, t))
         return true;
     bool found = false;
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {

@@ -10,13 +10,6 @@
 #include <sys/stat.h>
 #include <utime.h>
 
-#define FA_XSTR(x) FA_STR(x)
-#define FA_STR(x) #x
-/* Names of this version's files; another version never reads them (and evicts them in time). */
-#define FA_CACHE_PREFIX                                                                            \
-    "flashattn-" FA_XSTR(FA_VERSION_MAJOR) "." FA_XSTR(FA_VERSION_MINOR) "." FA_XSTR(              \
-        FA_VERSION_PATCH) "-"
-
 /* mkdir -p, owner-only for what it creates. */
 static bool make_folders(char *dir)
 {
@@ -60,7 +53,8 @@ bool fa_cache_file(const fa_context *ctx, const char *name, char *path, size_t s
     memcpy(dir, ctx->cache_dir, sizeof dir);
     if (!make_folders(dir))
         return false;
-    int n = snprintf(path, size, "%s/" FA_CACHE_PREFIX "%s", ctx->cache_dir, name);
+    /* another version never reads this version's files (and evicts them in time) */
+    int n = snprintf(path, size, "%s/flashattn-%s-%s", ctx->cache_dir, fa_version_string(), name);
     return n > 0 && (size_t)n < size;
 }
 
@@ -115,10 +109,9 @@ int fa_cache_trim_dir(const char *dir, uint64_t max_bytes)
     }
 }
 
-uint64_t fa_cache_checksum(const void *data, size_t n)
+uint64_t fa_cache_hash(uint64_t h, const void *data, size_t n)
 {
     const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++)
         h = (h ^ p[i]) * 0x100000001b3ull;
     return h;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Where backends keep what they compile (Vulkan pipeline caches, OpenCL binaries): the folder a
  * context names (fa_context_desc.cache_dir), capped in size, least recently used files evicted
- * first. Every file name starts with FA_CACHE_PREFIX (the library version), and callers check a
+ * first. Every file name starts with "flashattn-<version>-", and callers check a
  * checksum of what they read, so stale, foreign or corrupt files are ignored and replaced. */
 #ifndef FA_CACHE_H
 #define FA_CACHE_H
@@ -18,7 +18,7 @@
  * ~/.cache/flashattn, "" = no disk cache; max_bytes 0 = FA_CACHE_DEFAULT_MAX_BYTES. */
 void fa_cache_configure(fa_context *ctx, const char *dir, uint64_t max_bytes);
 
-/* Writes to `path` the full name of the context's cache file "<FA_CACHE_PREFIX><name>", creating
+/* Writes to `path` the full name of the context's cache file "flashattn-<version>-<name>", creating
  * the folder as needed. False when the context has no disk cache or no usable folder; callers
  * then simply run without one. */
 bool fa_cache_file(const fa_context *ctx, const char *name, char *path, size_t size);
@@ -31,11 +31,13 @@ void fa_cache_touch(const char *path);
  * that a cap lowered since the last run holds from the start) and after each file it writes. */
 void fa_cache_trim(const fa_context *ctx);
 
-/* fa_cache_trim on a folder: only files named FA_CACHE_PREFIX..., or by earlier versions
+/* fa_cache_trim on a folder: only files named flashattn-..., or by earlier versions
  * ("opencl-...", "vulkan-..."), are counted and removed. Returns how many were removed. */
 int fa_cache_trim_dir(const char *dir, uint64_t max_bytes);
 
-/* 64-bit FNV-1a of n bytes: the checksum cache files carry. */
-uint64_t fa_cache_checksum(const void *data, size_t n);
+/* 64-bit FNV-1a of n bytes continued from h (FA_CACHE_HASH_SEED to start): the checksum cache
+ * files carry, and the hash of what names them. */
+#define FA_CACHE_HASH_SEED 0xcbf29ce484222325ull
+uint64_t fa_cache_hash(uint64_t h, const void *data, size_t n);
 
 #endif

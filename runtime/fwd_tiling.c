@@ -71,9 +71,8 @@ bool fa_fwd_tiling_select(int d, bool tile16_ok, uint64_t local_limit, uint64_t 
     static const int sizes[][2] = {{64, 64}, {64, 32}, {32, 64}, {64, 16}, {32, 32}, {32, 16},
                                    {16, 32}, {16, 16}, {16, 8},  {8, 16},  {8, 8}};
     static const int threads[] = {128, 256, 64, 32};
-    const char *env = override;
     int bm, bn, nt, bits = tile16_ok ? 16 : 32;
-    const int fields = env ? sscanf(env, "%d,%d,%d,%d", &bm, &bn, &nt, &bits) : 0;
+    const int fields = override ? sscanf(override, "%d,%d,%d,%d", &bm, &bn, &nt, &bits) : 0;
     if (!tile16_ok)
         bits = 32; /* the OpenCL kernels read "bm,bn,nt" only */
     if ((fields == 3 || fields == 4) && pow2_in(bm, 8, 256) && pow2_in(bn, 8, 256) &&

@@ -276,8 +276,6 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     for (int i = 0; i < n; i++) {
         if (roles[i].lse && !lse && !grad)
             continue; /* the forward may skip the LSE */
-        if (!roles[i].tensor && roles[i].index)
-            continue;
         fa_status st = resolve(ctx, &roles[i]);
         if (st != FA_OK)
             return st;

@@ -310,14 +310,9 @@ fa_status fa_cl_forward(fa_context *ctx, const fa_attention_call *call)
     arg_view(&a, &call->k);
     arg_view(&a, &call->v);
     arg_view(&a, &call->o);
-    if (call->has_lse) {
-        arg_view(&a, &call->lse);
-    } else {
-        const fa_view none_lse = {0};
-        arg_view(&a, &none_lse);
-    }
-    arg_int(&a, call->has_lse ? 1 : 0);
     const fa_view none = {0};
+    arg_view(&a, call->has_lse ? &call->lse : &none);
+    arg_int(&a, call->has_lse ? 1 : 0);
     arg_view(&a, call->has_seqlens_k ? &call->seqlens_k : &none);
     arg_int(&a, call->has_seqlens_k ? 1 : 0);
     arg_int(&a, call->seq_q);

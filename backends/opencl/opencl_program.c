@@ -28,15 +28,6 @@ static const char *source_text(fa_cl_source source)
                                                          : fa_opencl_backward_cl);
 }
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t size)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < size; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-#define FNV_SEED 0xcbf29ce484222325ull
-
 /* ---- disk cache ------------------------------------------------------------------------------ */
 
 static const char disk_magic[8] = {'F', 'A', 'C', 'L', 'B', 'I', 'N', '1'};
@@ -50,7 +41,7 @@ static bool disk_cache_enabled(const fa_context *ctx)
 static bool cache_path(const fa_context *ctx, const char *key, char *out, size_t size)
 {
     char name[64];
-    uint64_t h = fnv1a(FNV_SEED, key, strlen(key));
+    uint64_t h = fa_cache_hash(FA_CACHE_HASH_SEED, key, strlen(key));
     snprintf(name, sizeof name, "opencl-%016llx.bin", (unsigned long long)h);
     return fa_cache_file(ctx, name, out, size);
 }
@@ -80,7 +71,8 @@ static unsigned char *disk_load(const fa_context *ctx, const char *key, size_t *
         goto fail;
     bin = malloc((size_t)bin_size);
     if (!bin || fread(bin, 1, (size_t)bin_size, f) != bin_size ||
-        fread(&sum, sizeof sum, 1, f) != 1 || sum != fnv1a(FNV_SEED, bin, (size_t)bin_size))
+        fread(&sum, sizeof sum, 1, f) != 1 ||
+        sum != fa_cache_hash(FA_CACHE_HASH_SEED, bin, (size_t)bin_size))
         goto fail;
     free(stored);
     fclose(f);
@@ -107,7 +99,7 @@ static void disk_store(const fa_context *ctx, const char *key, const unsigned ch
     if (!f)
         return;
     uint32_t key_len = (uint32_t)strlen(key);
-    uint64_t bin_size = size, sum = fnv1a(FNV_SEED, bin, size);
+    uint64_t bin_size = size, sum = fa_cache_hash(FA_CACHE_HASH_SEED, bin, size);
     bool ok = fwrite(disk_magic, 1, 8, f) == 8 && fwrite(&key_len, sizeof key_len, 1, f) == 1 &&
               fwrite(key, 1, key_len, f) == key_len &&
               fwrite(&bin_size, sizeof bin_size, 1, f) == 1 && fwrite(bin, 1, size, f) == size &&
@@ -187,8 +179,8 @@ static fa_status build(fa_context *ctx, fa_cl_source source, const char *options
     const char *names = (const char *)fa_opencl_options_h,
                *common = (const char *)fa_opencl_common_cl;
     const char *text = source_text(source);
-    uint64_t src_hash = fnv1a(FNV_SEED, names, strlen(names));
-    src_hash = fnv1a(fnv1a(src_hash, common, strlen(common)), text, strlen(text));
+    uint64_t src_hash = fa_cache_hash(FA_CACHE_HASH_SEED, names, strlen(names));
+    src_hash = fa_cache_hash(fa_cache_hash(src_hash, common, strlen(common)), text, strlen(text));
     const bool use_disk = disk_cache_enabled(ctx);
 
     char key[2048];

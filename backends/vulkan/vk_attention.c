@@ -305,11 +305,11 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     if (kernel == FA_VK_FWD_CM) {
         /* FA_VULKAN_MATRIX_FWD_PER=n (tuning): query tiles per workgroup instead of the rule. */
         const char *env = fa_knob_value(ctx, FA_KNOB_VULKAN_MATRIX_FWD_PER);
-        uint32_t per =
-            env && atoi(env) > 0
-                ? (uint32_t)atoi(env)
-                : fa_vk_matrix_fwd_tiles_per_group((uint32_t)groups_x, (uint32_t)Sk, call->causal);
-        groups_x = ceil_div(groups_x, per);
+        const int forced = env ? atoi(env) : 0;
+        groups_x =
+            ceil_div(groups_x, forced > 0 ? (uint64_t)forced
+                                          : fa_vk_matrix_fwd_tiles_per_group(
+                                                (uint32_t)groups_x, (uint32_t)Sk, call->causal));
     }
     s = fa_vk_dispatch(ctx, kernel, pipeline, buffers, &push, sizeof push, (uint32_t)groups_x,
                        (uint32_t)call->heads_q, (uint32_t)B);

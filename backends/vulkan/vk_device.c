@@ -315,7 +315,7 @@ fa_status fa_vk_submit(fa_context *ctx, bool wait)
 
 /* flashattn-<version>-vulkan-<vendor>-<device>-<uuid>.bin in the context's cache folder (the
  * pipeline cache UUID changes with the driver). The file is the driver's data followed by its
- * 64-bit checksum (fa_cache_checksum). */
+ * 64-bit checksum (fa_cache_hash). */
 static bool cache_path(const fa_context *ctx, const fa_vk_physical *p, char *path, size_t path_size)
 {
     char uuid[2 * VK_UUID_SIZE + 1], name[128];
@@ -361,7 +361,8 @@ void fa_vk_pipeline_cache_load(fa_context *ctx)
     uint64_t sum = 0;
     if (size)
         memcpy(&sum, data + size, sizeof sum);
-    if (size && (sum != fa_cache_checksum(data, size) || !cache_header_ok(st->phys, data, size))) {
+    if (size && (sum != fa_cache_hash(FA_CACHE_HASH_SEED, data, size) ||
+                 !cache_header_ok(st->phys, data, size))) {
         fa_log(ctx, FA_LOG_DEBUG, "vulkan: ignoring stale or corrupt pipeline cache %s", path);
         size = 0;
     } else if (size) {
@@ -401,7 +402,7 @@ void fa_vk_pipeline_cache_save(fa_context *ctx)
         snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
         FILE *f = fopen(tmp, "wb");
         if (f) {
-            const uint64_t sum = fa_cache_checksum(data, size);
+            const uint64_t sum = fa_cache_hash(FA_CACHE_HASH_SEED, data, size);
             bool ok = fwrite(data, 1, size, f) == size && fwrite(&sum, sizeof sum, 1, f) == 1;
             ok = fclose(f) == 0 && ok;
             if (!ok || rename(tmp, path) != 0)

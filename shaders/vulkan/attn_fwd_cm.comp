@@ -119,10 +119,13 @@ void main()
     uint qt = gl_WorkGroupID.x;
     uvec4 next_k[FPT];
     uvec4 next_v[FPT];
-    if (CAUSAL ? int(min(BM, pc.seq_q - qt * BM) + qt * BM) + diag > 0 : seq_k > 0u) {
-        TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, seq_k))
-        TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, seq_k))
+// The first K and V tiles into next_k and next_v, where the tile's rows before q_end_ see keys.
+#define FETCH_FIRST_KV(q_end_)                                                                 \
+    if (CAUSAL ? int(q_end_) + diag > 0 : seq_k > 0u) {                                        \
+        TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, seq_k))                             \
+        TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, seq_k))                             \
     }
+    FETCH_FIRST_KV(min(pc.seq_q, (qt + 1u) * BM))
 #ifdef FA_CM_LAYOUT_E
     CM_IDX_INIT(cm_idx) // made visible by STAGE_ROWS_A's barriers
 #endif
@@ -275,10 +278,7 @@ void main()
             if (!q_fetched)
                 STAGE_FETCH(next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, 0u)
             STAGE_ROWS_A_FROM(qa, next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, r0)
-            if (CAUSAL ? int(q1 + rows1) + diag > 0 : seq_k > 0u) {
-                TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, seq_k))
-                TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, seq_k))
-            }
+            FETCH_FIRST_KV(q1 + rows1)
         }
 
         // 1 / l per row (0 for a row that saw no key: O = 0, LSE = -inf, never NaN), and the LSE.
