@@ -270,8 +270,9 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
  *   num_splits 0: the backend decides; n from 1 to 256 asks the forward's split-key path
  *   (decoding: few query rows per KV head, many keys) for n chunks of keys, each attended in
  *   parallel and then merged exactly by their LSEs (fewer where there are fewer keys); 1 turns
- *   splitting off. The CUDA backend (docs/CUDA_KERNELS.md says which calls) and the CPU
- *   backend (calls of one query tile) have that path; Vulkan and OpenCL ignore it;
+ *   splitting off. The CUDA backend (docs/CUDA_KERNELS.md says which calls), the Vulkan
+ *   backend (at most 16 query rows per KV head, README) and the CPU backend (calls of one query
+ *   tile) have that path; OpenCL ignores it;
  *   seqlens_k NULL: every batch entry attends to all Sk keys. Else per-sequence cache lengths
  *   (forward only): an FA_DTYPE_I32 tensor of shape (B, 1, 1, 1); batch entry b attends to the
  *   first seqlens_k[b] keys of K and V (whose seq dimension is the cache's capacity), and its

@@ -50,7 +50,7 @@ else()
   set(fa_vk_defines_f16_words -DDTYPE_F16)
   set(fa_vk_defines_bf16_words -DDTYPE_BF16)
   set(fa_vk_generated)
-  foreach(kernel IN ITEMS attn_fwd attn_bwd_prep attn_bwd_dkdv attn_bwd_dq)
+  foreach(kernel IN ITEMS attn_fwd attn_bwd_prep attn_bwd_dkdv attn_bwd_dq attn_decode attn_merge)
     foreach(variant IN LISTS fa_vk_variants)
       set(spv ${fa_vk_out}/${kernel}_${variant}.spv)
       add_custom_command(OUTPUT ${spv}

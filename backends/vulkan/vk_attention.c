@@ -81,15 +81,6 @@ static bool bwd_select(const fa_context *ctx, const fa_vk_physical *ph, int d, f
                                 t);
 }
 
-static fa_vk_storage storage_of(const fa_vk_state *st, fa_dtype dtype)
-{
-    if (dtype == FA_DTYPE_F32)
-        return FA_VK_F32;
-    if (dtype == FA_DTYPE_F16)
-        return st->storage16 ? FA_VK_F16_S16 : FA_VK_F16_WORDS;
-    return st->storage16 ? FA_VK_BF16_S16 : FA_VK_BF16_WORDS;
-}
-
 /* The cooperative-matrix plan of `kernel` for this call: f16 inputs in 16-bit storage on a
  * context whose matrix path is on (vk_device.c), and a tiling that fits (vk_matrix_plan.c;
  * FA_VULKAN_MATRIX_FWD_TILES / _BWD_TILES = "tm,subgroups,bn" override it, for tuning). False:
@@ -225,28 +216,12 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     return FA_OK;
 }
 
-/* A view in push-constant form: offset and strides in elements (a size-1 dimension's stride
- * is irrelevant and may be huge, so it becomes 0). */
-typedef struct push_view {
-    uint32_t off, sb, ss, sh;
-} push_view;
-
-static push_view pv(const fa_view *v, int64_t batch, int64_t seq, int64_t heads)
-{
-    return (push_view){(uint32_t)v->offset, batch > 1 ? (uint32_t)v->stride_b : 0,
-                       seq > 1 ? (uint32_t)v->stride_s : 0, heads > 1 ? (uint32_t)v->stride_h : 0};
-}
-
-static VkBuffer vkbuf(const fa_view *v)
-{
-    return ((const fa_vk_buffer *)v->buffer)->buffer;
-}
-
-static const float LOG2E = 1.4426950408889634f;
-
 static fa_status forward(fa_context *ctx, const fa_attention_call *call)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
+    fa_vk_decode_plan decode;
+    if (fa_vk_decode_plan_for(ctx, call, &decode))
+        return fa_vk_decode_forward(ctx, call, &decode);
     fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
                        .causal = call->causal,
                        .gqa = (uint32_t)(call->heads_q / call->heads_kv)};
@@ -270,37 +245,39 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
         rows = (uint64_t)t.bm;
     }
     VkPipeline pipeline;
-    fa_status s = fa_vk_pipeline_get(ctx, kernel, storage_of(st, call->dtype), &spec, &pipeline);
+    fa_status s =
+        fa_vk_pipeline_get(ctx, kernel, fa_vk_storage_of(st, call->dtype), &spec, &pipeline);
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
     if (s != FA_OK)
         return s;
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
     struct {
-        push_view q, k, v, o, lse;
+        fa_vk_push_view q, k, v, o, lse;
         uint32_t seq_q, seq_k, has_lse;
         float scale_log2;
         uint32_t sl_off, sl_sb, has_sl;
     } push = {
-        pv(&call->q, B, Sq, call->heads_q),
-        pv(&call->k, B, Sk, call->heads_kv),
-        pv(&call->v, B, Sk, call->heads_kv),
-        pv(&call->o, B, Sq, call->heads_q),
-        call->has_lse ? pv(&call->lse, B, Sq, call->heads_q) : (push_view){0, 0, 0, 0},
+        fa_vk_pv(&call->q, B, Sq, call->heads_q),
+        fa_vk_pv(&call->k, B, Sk, call->heads_kv),
+        fa_vk_pv(&call->v, B, Sk, call->heads_kv),
+        fa_vk_pv(&call->o, B, Sq, call->heads_q),
+        call->has_lse ? fa_vk_pv(&call->lse, B, Sq, call->heads_q) : (fa_vk_push_view){0, 0, 0, 0},
         (uint32_t)Sq,
         (uint32_t)Sk,
         call->has_lse,
-        call->scale * LOG2E,
+        call->scale * FA_VK_LOG2E,
         (uint32_t)call->seqlens_k.offset,
         (uint32_t)call->seqlens_k.stride_b,
         call->has_seqlens_k,
     };
-    const VkBuffer buffers[6] = {vkbuf(&call->q),
-                                 vkbuf(&call->k),
-                                 vkbuf(&call->v),
-                                 vkbuf(&call->o),
-                                 call->has_lse ? vkbuf(&call->lse) : vkbuf(&call->o),
-                                 call->has_seqlens_k ? vkbuf(&call->seqlens_k) : vkbuf(&call->q)};
+    const VkBuffer buffers[6] = {fa_vk_handle(&call->q),
+                                 fa_vk_handle(&call->k),
+                                 fa_vk_handle(&call->v),
+                                 fa_vk_handle(&call->o),
+                                 call->has_lse ? fa_vk_handle(&call->lse) : fa_vk_handle(&call->o),
+                                 call->has_seqlens_k ? fa_vk_handle(&call->seqlens_k)
+                                                     : fa_vk_handle(&call->q)};
     uint64_t groups_x = ceil_div((uint64_t)Sq, rows);
     if (kernel == FA_VK_FWD_CM) {
         /* FA_VULKAN_MATRIX_FWD_PER=n (tuning): query tiles per workgroup instead of the rule. */
@@ -337,7 +314,7 @@ static uint32_t bwd_unroll(const fa_context *ctx, const fa_bwd_tiling *t)
 
 /* Whether every offset and stride of q, k, v and dO, as pushed, is a multiple of 4 elements: the
  * backward passes then read 4 at a time with one aligned load (ALIGN4 in fa_backward.glsl). */
-static bool bwd_aligned4(const push_view *const views[4])
+static bool bwd_aligned4(const fa_vk_push_view *const views[4])
 {
     for (int i = 0; i < 4; i++)
         if ((views[i]->off | views[i]->sb | views[i]->ss | views[i]->sh) % 4)
@@ -347,7 +324,7 @@ static bool bwd_aligned4(const push_view *const views[4])
 
 /* Push constants of the dK/dV and dQ passes (the last view is dK, or dQ with dV unused). */
 typedef struct grad_push {
-    push_view q, k, v, d_o, g0, g1;
+    fa_vk_push_view q, k, v, d_o, g0, g1;
     uint32_t seq_q, seq_k, delta_off;
     float scale, scale_log2;
 } grad_push;
@@ -360,21 +337,21 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
     const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
     const uint32_t delta_off = (uint32_t)(B * Hq * Sq);
     const VkBuffer ws = st->workspace.buffer;
-    const fa_vk_storage storage = storage_of(st, call->dtype);
+    const fa_vk_storage storage = fa_vk_storage_of(st, call->dtype);
     grad_push push = {
-        pv(&call->q, B, Sq, Hq),
-        pv(&call->k, B, Sk, Hkv),
-        pv(&call->v, B, Sk, Hkv),
-        pv(&call->d_o, B, Sq, Hq),
-        pv(&call->d_k, B, Sk, Hkv),
-        pv(&call->d_v, B, Sk, Hkv),
+        fa_vk_pv(&call->q, B, Sq, Hq),
+        fa_vk_pv(&call->k, B, Sk, Hkv),
+        fa_vk_pv(&call->v, B, Sk, Hkv),
+        fa_vk_pv(&call->d_o, B, Sq, Hq),
+        fa_vk_pv(&call->d_k, B, Sk, Hkv),
+        fa_vk_pv(&call->d_v, B, Sk, Hkv),
         (uint32_t)Sq,
         (uint32_t)Sk,
         delta_off,
         call->scale,
-        call->scale * LOG2E,
+        call->scale * FA_VK_LOG2E,
     };
-    const push_view *const loads[4] = {&push.q, &push.k, &push.v, &push.d_o};
+    const fa_vk_push_view *const loads[4] = {&push.q, &push.k, &push.v, &push.d_o};
     VkPipeline prep, dkdv, dq;
     const fa_vk_spec prep_spec = {.head_dim = (uint32_t)call->head_dim};
     fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
@@ -420,15 +397,16 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
 
     if (Sq > 0) {
         struct {
-            push_view o, d_o, lse;
+            fa_vk_push_view o, d_o, lse;
             uint32_t seq_q, heads_q, delta_off;
-        } prep_push = {pv(&call->o, B, Sq, Hq),
-                       pv(&call->d_o, B, Sq, Hq),
-                       pv(&call->lse, B, Sq, Hq),
+        } prep_push = {fa_vk_pv(&call->o, B, Sq, Hq),
+                       fa_vk_pv(&call->d_o, B, Sq, Hq),
+                       fa_vk_pv(&call->lse, B, Sq, Hq),
                        (uint32_t)Sq,
                        (uint32_t)Hq,
                        delta_off};
-        const VkBuffer buffers[4] = {vkbuf(&call->o), vkbuf(&call->d_o), vkbuf(&call->lse), ws};
+        const VkBuffer buffers[4] = {fa_vk_handle(&call->o), fa_vk_handle(&call->d_o),
+                                     fa_vk_handle(&call->lse), ws};
         s = fa_vk_dispatch(ctx, FA_VK_BWD_PREP, prep, buffers, &prep_push, sizeof prep_push,
                            (uint32_t)ceil_div((uint64_t)Sq, PREP_ROWS), (uint32_t)Hq, (uint32_t)B);
         if (s != FA_OK)
@@ -436,19 +414,26 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         fa_vk_barrier(st);
     }
     if (Sk > 0) { /* with Sq = 0 this writes dK = dV = 0 */
-        const VkBuffer buffers[7] = {
-            vkbuf(&call->q),   vkbuf(&call->k),  vkbuf(&call->v), vkbuf(&call->d_o), ws,
-            vkbuf(&call->d_k), vkbuf(&call->d_v)};
+        const VkBuffer buffers[7] = {fa_vk_handle(&call->q),
+                                     fa_vk_handle(&call->k),
+                                     fa_vk_handle(&call->v),
+                                     fa_vk_handle(&call->d_o),
+                                     ws,
+                                     fa_vk_handle(&call->d_k),
+                                     fa_vk_handle(&call->d_v)};
         s = fa_vk_dispatch(ctx, k_dkdv, dkdv, buffers, &push, sizeof push,
                            (uint32_t)ceil_div((uint64_t)Sk, rows_k), (uint32_t)Hkv, (uint32_t)B);
         if (s != FA_OK)
             return s;
     }
     if (Sq > 0) { /* with Sk = 0 this writes dQ = 0 */
-        push.g0 = pv(&call->d_q, B, Sq, Hq);
-        const VkBuffer buffers[6] = {
-            vkbuf(&call->q),  vkbuf(&call->k), vkbuf(&call->v), vkbuf(&call->d_o), ws,
-            vkbuf(&call->d_q)};
+        push.g0 = fa_vk_pv(&call->d_q, B, Sq, Hq);
+        const VkBuffer buffers[6] = {fa_vk_handle(&call->q),
+                                     fa_vk_handle(&call->k),
+                                     fa_vk_handle(&call->v),
+                                     fa_vk_handle(&call->d_o),
+                                     ws,
+                                     fa_vk_handle(&call->d_q)};
         s = fa_vk_dispatch(ctx, k_dq, dq, buffers, &push, sizeof push,
                            (uint32_t)ceil_div((uint64_t)Sq, rows_q), (uint32_t)Hq, (uint32_t)B);
     }

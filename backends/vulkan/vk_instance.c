@@ -285,7 +285,28 @@ static void describe(fa_vk_physical *p)
         size_control.pNext = props2.pNext;
         props2.pNext = &size_control;
     }
+    /* Compute units, where the driver says (the decoding path's chunk count). */
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv_sm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceShaderCorePropertiesAMD amd_core = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    if (fa_vk_has_extension(ext, n_ext, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+        nv_sm.pNext = props2.pNext;
+        props2.pNext = &nv_sm;
+    }
+    if (fa_vk_has_extension(ext, n_ext, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+        amd_core.pNext = props2.pNext;
+        props2.pNext = &amd_core;
+    }
     vkGetPhysicalDeviceProperties2(p->handle, &props2);
+    if (nv_sm.shaderSMCount)
+        d->compute_units = nv_sm.shaderSMCount;
+    else if (amd_core.shaderEngineCount)
+        d->compute_units = amd_core.shaderEngineCount * amd_core.shaderArraysPerEngineCount *
+                           amd_core.computeUnitsPerShaderArray;
+    p->subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
 
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};

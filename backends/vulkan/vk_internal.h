@@ -10,6 +10,7 @@
 #include <volk.h>
 
 #include "fa_internal.h"
+#include "vk_decode_plan.h"
 #include "vk_matrix_plan.h"
 
 #define FA_VK_MAX_DEVICES 16
@@ -29,6 +30,7 @@ typedef struct fa_vk_physical {
     bool executable_props;     /* VK_KHR_pipeline_executable_properties */
     bool size_control;         /* subgroupSizeControl for compute: pipelines may require a size */
     bool full_subgroups;       /* computeFullSubgroups */
+    bool subgroup_arithmetic;  /* subgroup arithmetic operations in compute shaders */
     /* Mesa's llvmpipe (lavapipe) ends a shader invocation after 65,535 loop iterations in all,
      * silently (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): vk_attention.c refuses the calls whose
      * key or query loops could reach it. */
@@ -69,6 +71,8 @@ typedef enum fa_vk_kernel {
     FA_VK_BWD_DKDV_CM,
     FA_VK_BWD_DQ_CM,
     FA_VK_MATRIX_LAYOUT, /* the accumulator layout probe (vk_matrix_layout.c) */
+    FA_VK_DECODE,        /* the decoding forward and its merge (vk_decode.c) */
+    FA_VK_MERGE,
     FA_VK_KERNEL_COUNT
 } fa_vk_kernel;
 
@@ -99,6 +103,7 @@ typedef struct fa_vk_spec {
      * accumulator layout its catalogue module was compiled for (zero: none). */
     uint32_t cm_m, cm_n, cm_k, cm_sg, cm_nsg, cm_tm, cm_bn;
     fa_vk_matrix_layout cm_layout;
+    uint32_t dec_rw, dec_bn, dec_nsg; /* the decoding forward's plan (vk_decode_plan.h) */
 } fa_vk_spec;
 
 typedef struct fa_vk_pipeline {
@@ -144,6 +149,37 @@ static inline fa_vk_state *fa_vk_state_of(fa_context *ctx)
 {
     return ctx->backend_state;
 }
+
+/* The storage variant of the kernels that serve `dtype` on this context. */
+static inline fa_vk_storage fa_vk_storage_of(const fa_vk_state *st, fa_dtype dtype)
+{
+    if (dtype == FA_DTYPE_F32)
+        return FA_VK_F32;
+    if (dtype == FA_DTYPE_F16)
+        return st->storage16 ? FA_VK_F16_S16 : FA_VK_F16_WORDS;
+    return st->storage16 ? FA_VK_BF16_S16 : FA_VK_BF16_WORDS;
+}
+
+/* A view in push-constant form: offset and strides in elements (a size-1 dimension's stride
+ * is irrelevant and may be huge, so it becomes 0). */
+typedef struct fa_vk_push_view {
+    uint32_t off, sb, ss, sh;
+} fa_vk_push_view;
+
+static inline fa_vk_push_view fa_vk_pv(const fa_view *v, int64_t batch, int64_t seq, int64_t heads)
+{
+    return (fa_vk_push_view){(uint32_t)v->offset, batch > 1 ? (uint32_t)v->stride_b : 0,
+                             seq > 1 ? (uint32_t)v->stride_s : 0,
+                             heads > 1 ? (uint32_t)v->stride_h : 0};
+}
+
+/* The VkBuffer behind a view. */
+static inline VkBuffer fa_vk_handle(const fa_view *v)
+{
+    return ((const fa_vk_buffer *)v->buffer)->buffer;
+}
+
+#define FA_VK_LOG2E 1.4426950408889634f
 
 /* vk_instance.c: errors and validation messages. */
 const char *fa_vk_result_name(VkResult result);
@@ -198,6 +234,12 @@ fa_status fa_vk_buffer_write(fa_context *ctx, void *handle, size_t offset, const
 fa_status fa_vk_buffer_read(fa_context *ctx, void *handle, size_t offset, void *dst, size_t size);
 /* Grows the context's workspace to at least `size` bytes (waits first; tracked). */
 fa_status fa_vk_workspace(fa_context *ctx, VkDeviceSize size);
+
+/* vk_decode.c: whether a forward call takes the decoding path (vk_decode_plan.h), with its
+ * plan; and that forward, recorded and submitted. */
+bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk_decode_plan *plan);
+fa_status fa_vk_decode_forward(fa_context *ctx, const fa_attention_call *call,
+                               const fa_vk_decode_plan *plan);
 
 /* vk_pipeline.c */
 uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel);

@@ -4,7 +4,10 @@
 // in backends/vulkan/vk_attention.c. Offsets and strides in elements: every index of a valid call
 // is below 2^32 because a bound buffer never exceeds maxStorageBufferRange (the host rejects
 // anything larger).
-#define FA_FWD_PARAMS                                                                          \
+#define FA_NO_MEMBERS
+#define FA_FWD_PARAMS FA_FWD_PARAMS_WITH(FA_NO_MEMBERS)
+// The same, with a kernel's own members after the common ones.
+#define FA_FWD_PARAMS_WITH(extra_)                                                             \
     layout(push_constant) uniform Params {                                                     \
         uint q_off, q_sb, q_ss, q_sh;                                                          \
         uint k_off, k_sb, k_ss, k_sh;                                                          \
@@ -14,6 +17,7 @@
         uint seq_q, seq_k, has_lse;                                                            \
         float scale_log2; /* scale * log2(e) */                                                \
         uint sl_off, sl_sb, has_sl; /* seqlens_k (binding 5), when has_sl */                   \
+        extra_                                                                                 \
     } pc;
 
 // Batch entry b_'s keys: its seqlens_k value where given (clamped, so that whatever the buffer

@@ -44,6 +44,11 @@
 #define FA_SPEC_CM_BN 29  /* columns of one tile step: keys (forward, dQ) or queries (dK/dV) */
 #define FA_SPEC_CM_WG 30  /* invocations per workgroup, CM_SG * CM_NSG (local_size_x_id) */
 
-#define FA_SPEC_COUNT 31
+/* The decoding forward (attn_decode.comp). */
+#define FA_SPEC_DEC_RW 31  /* packed query rows per workgroup */
+#define FA_SPEC_DEC_BN 32  /* keys per tile */
+#define FA_SPEC_DEC_NSG 33 /* the most subgroups a workgroup can have */
+
+#define FA_SPEC_COUNT 34
 
 #endif

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+/* The decoding forward on Vulkan: calls with at most 16 query rows per KV head run
+ * shaders/vulkan/attn_decode.comp over chunks of the keys (vk_decode_plan.c chooses), then, where
+ * there are several chunks, attn_merge.comp, in one submission. FA_VULKAN_DECODE=0 (a developer
+ * knob) leaves every call to the other kernels. */
+#include "vk_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk_decode_plan *plan)
+{
+    /* FA_VULKAN_DECODE=0: off; =16, 32 or 64: that many keys per tile where it fits. */
+    const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
+    if (knob && !strcmp(knob, "0"))
+        return false;
+    const fa_vk_state *st = fa_vk_state_of(ctx);
+    const fa_vk_physical *ph = st->phys;
+    const fa_vk_decode_device dev = {
+        .shared_memory_bytes = ph->info.shared_memory_bytes,
+        .max_invocations = ph->max_group_size_x < ph->info.max_workgroup_size
+                               ? ph->max_group_size_x
+                               : ph->info.max_workgroup_size,
+        .subgroup_min = ph->info.subgroup_size_min,
+        .subgroup_max = ph->info.subgroup_size_max,
+        .subgroup_arithmetic = ph->subgroup_arithmetic,
+        .compute_units = ph->info.compute_units,
+        .max_group_count_y = ph->max_group_count[1],
+        .max_buffer_bytes = ph->info.max_buffer_bytes,
+    };
+    const fa_vk_decode_problem pb = {
+        .batch = call->batch,
+        .seq_q = call->seq_q,
+        .seq_k = call->seq_k,
+        .heads_q = call->heads_q,
+        .heads_kv = call->heads_kv,
+        .head_dim = call->head_dim,
+        .element_bytes = call->dtype == FA_DTYPE_F32 ? 4u : 2u,
+        .num_splits = call->num_splits,
+        .tile = knob ? (uint32_t)strtoul(knob, NULL, 10) : 0,
+    };
+    char why[160];
+    if (fa_vk_decode_plan_select(&dev, &pb, plan, why, sizeof why))
+        return true;
+    if (pb.seq_q * (pb.heads_q / pb.heads_kv) <= FA_VK_DECODE_MAX_ROWS)
+        fa_log(ctx, FA_LOG_DEBUG, "vulkan: decoding path not taken: %s", why);
+    return false;
+}
+
+static fa_status record(fa_context *ctx, const fa_attention_call *call,
+                        const fa_vk_decode_plan *plan)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
+    const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
+    const bool split = plan->split.splits > 1;
+    const fa_vk_storage storage = fa_vk_storage_of(st, call->dtype);
+    const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
+                             .causal = call->causal,
+                             .gqa = (uint32_t)(Hq / Hkv),
+                             .dec_rw = plan->rows,
+                             .dec_bn = plan->bn,
+                             .dec_nsg = plan->subgroups};
+    const fa_vk_spec merge_spec = {.head_dim = (uint32_t)call->head_dim};
+    VkPipeline decode, merge = VK_NULL_HANDLE;
+    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_DECODE, storage, &spec, &decode);
+    if (s == FA_OK && split)
+        s = fa_vk_pipeline_get(ctx, FA_VK_MERGE, storage, &merge_spec, &merge);
+    if (s == FA_OK)
+        s = fa_vk_begin(ctx);
+    if (s != FA_OK)
+        return s;
+    const fa_vk_push_view no_view = {0, 0, 0, 0};
+    const fa_vk_push_view o = fa_vk_pv(&call->o, B, Sq, Hq);
+    const fa_vk_push_view lse = call->has_lse ? fa_vk_pv(&call->lse, B, Sq, Hq) : no_view;
+    struct {
+        fa_vk_push_view q, k, v, o, lse;
+        uint32_t seq_q, seq_k, has_lse;
+        float scale_log2;
+        uint32_t sl_off, sl_sb, has_sl;
+        uint32_t split_keys, ws_lse_off;
+    } push = {
+        fa_vk_pv(&call->q, B, Sq, Hq),
+        fa_vk_pv(&call->k, B, Sk, Hkv),
+        fa_vk_pv(&call->v, B, Sk, Hkv),
+        o,
+        lse,
+        (uint32_t)Sq,
+        (uint32_t)Sk,
+        call->has_lse,
+        call->scale * FA_VK_LOG2E,
+        (uint32_t)call->seqlens_k.offset,
+        (uint32_t)call->seqlens_k.stride_b,
+        call->has_seqlens_k,
+        (uint32_t)plan->split.keys_per_split,
+        (uint32_t)plan->part_lse_offset,
+    };
+    const VkBuffer out = fa_vk_handle(&call->o);
+    const VkBuffer lse_buf = call->has_lse ? fa_vk_handle(&call->lse) : out;
+    const VkBuffer ws = split ? st->workspace.buffer : out;
+    const VkBuffer buffers[7] = {
+        fa_vk_handle(&call->q),
+        fa_vk_handle(&call->k),
+        fa_vk_handle(&call->v),
+        out,
+        lse_buf,
+        call->has_seqlens_k ? fa_vk_handle(&call->seqlens_k) : fa_vk_handle(&call->q),
+        ws,
+    };
+    s = fa_vk_dispatch(ctx, FA_VK_DECODE, decode, buffers, &push, sizeof push,
+                       (uint32_t)plan->split.splits, (uint32_t)Hkv, (uint32_t)B);
+    if (s != FA_OK || !split)
+        return s;
+    fa_vk_barrier(st);
+    struct {
+        fa_vk_push_view o, lse;
+        uint32_t seq_q, heads_q, chunks, ws_lse_off, has_lse;
+    } merge_push = {o,
+                    lse,
+                    (uint32_t)Sq,
+                    (uint32_t)Hq,
+                    (uint32_t)plan->split.splits,
+                    (uint32_t)plan->part_lse_offset,
+                    call->has_lse};
+    const VkBuffer merge_buffers[3] = {ws, out, lse_buf};
+    return fa_vk_dispatch(ctx, FA_VK_MERGE, merge, merge_buffers, &merge_push, sizeof merge_push,
+                          (uint32_t)Sq, (uint32_t)Hq, (uint32_t)B);
+}
+
+fa_status fa_vk_decode_forward(fa_context *ctx, const fa_attention_call *call,
+                               const fa_vk_decode_plan *plan)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    fa_status s = plan->workspace_bytes ? fa_vk_workspace(ctx, plan->workspace_bytes) : FA_OK;
+    if (s == FA_OK)
+        s = record(ctx, call, plan);
+    if (s != FA_OK) {
+        if (st->recording) {
+            st->recording = false;
+            st->vk.vkEndCommandBuffer(st->cmd);
+        }
+        return s;
+    }
+    return fa_vk_submit(ctx, false);
+}

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+/* The decoding path of the Vulkan backend (shaders/vulkan/attn_decode.comp, attn_merge.comp):
+ * which forward calls take it and with what tiling, as a pure function of the device's limits and
+ * the problem, unit-tested without a GPU (tests/test_vk_decode_plan.c). Not installed. */
+#ifndef FA_VK_DECODE_PLAN_H
+#define FA_VK_DECODE_PLAN_H
+
+#include "fa_split.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Invocations per workgroup of both shaders (their local_size_x). */
+#define FA_VK_DECODE_THREADS 128
+/* The most query rows (query positions x the query heads of one KV head) a KV head may have for
+ * the path: a workgroup takes up to this many of them. */
+#define FA_VK_DECODE_MAX_ROWS 16
+/* Compute units assumed where the driver does not say (no VK_NV_shader_sm_builtins nor
+ * VK_AMD_shader_core_properties). */
+#define FA_VK_DECODE_DEFAULT_UNITS 16
+/* Workgroups each compute unit is assumed to keep busy (the chunk count aims at one wave). */
+#define FA_VK_DECODE_GROUPS_PER_UNIT 4
+
+typedef struct fa_vk_decode_device {
+    uint32_t shared_memory_bytes;        /* maxComputeSharedMemorySize */
+    uint32_t max_invocations;            /* per workgroup along x */
+    uint32_t subgroup_min, subgroup_max; /* sizes the driver may run a pipeline at */
+    bool subgroup_arithmetic;            /* subgroup arithmetic in compute shaders */
+    uint32_t compute_units;              /* 0: unknown */
+    uint32_t max_group_count_y;
+    uint64_t max_buffer_bytes; /* the workspace must fit one binding */
+} fa_vk_decode_device;
+
+typedef struct fa_vk_decode_problem {
+    int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
+    uint32_t element_bytes; /* 2 (f16, bf16) or 4 (f32) */
+    int32_t num_splits;     /* fa_attention_desc.num_splits: 0 = choose */
+    uint32_t tile;          /* keys per tile asked for (FA_VULKAN_DECODE, tuning): 0 = choose */
+} fa_vk_decode_problem;
+
+typedef struct fa_vk_decode_plan {
+    uint32_t rows;         /* packed query rows per workgroup (RW in attn_decode.comp) */
+    uint32_t bn;           /* keys per tile */
+    uint32_t subgroups;    /* NSG_MAX: the most subgroups a workgroup can have */
+    uint32_t shared_bytes; /* what the decode shader declares */
+    fa_split split;
+    uint64_t workspace_bytes; /* partial O and LSE where split.splits > 1, else 0 */
+    uint64_t part_lse_offset; /* in floats, within the workspace */
+} fa_vk_decode_plan;
+
+/* The shared memory attn_decode.comp declares for rows x bn at head dim d, with elements of
+ * element_bytes, on a device whose smallest subgroup is subgroup_min. */
+uint32_t fa_vk_decode_shared_bytes(uint32_t d, uint32_t element_bytes, uint32_t rows, uint32_t bn,
+                                   uint32_t subgroup_min);
+
+/* Whether the call takes the decoding path, and its plan; false with the reason in `why`. The
+ * rule: at most FA_VK_DECODE_MAX_ROWS packed rows per KV head, head dim a multiple of 8 up to 256,
+ * subgroup arithmetic, subgroups of 4 to 64 invocations, key tiles of 64 (else 32, else 16) of at
+ * least a subgroup that fit the shared memory; the chunk count from fa_split_choose for the
+ * device's compute units. */
+bool fa_vk_decode_plan_select(const fa_vk_decode_device *dev, const fa_vk_decode_problem *pb,
+                              fa_vk_decode_plan *plan, char *why, size_t why_size);
+
+#endif

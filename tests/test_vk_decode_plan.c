@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+/* The Vulkan decoding path's plan (backends/vulkan/vk_decode_plan.c) on the property sets of
+ * devices that are not here: which calls take it, that the tiling fits each device's shared
+ * memory and subgroups, and the chunk count and workspace. */
+#include <criterion/criterion.h>
+
+#include "vk_decode_plan.h"
+
+/* NVIDIA (the H200's Vulkan driver), AMD RDNA (wave32/64), Intel Arc (SIMD8-32), lavapipe. */
+static const fa_vk_decode_device nvidia = {49152, 1024, 32, 32, true, 132, 65535, 4ull << 30};
+static const fa_vk_decode_device amd = {65536, 1024, 32, 64, true, 96, 65535, 4ull << 30};
+static const fa_vk_decode_device intel = {65536, 1024, 8, 32, true, 0, 65535, 4ull << 30};
+static const fa_vk_decode_device lavapipe = {32768, 1024, 8, 8, true, 0, 65535, 128ull << 20};
+
+static fa_vk_decode_problem decode(int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv,
+                                   int64_t d, uint32_t bytes)
+{
+    return (fa_vk_decode_problem){b, sq, sk, hq, hkv, d, bytes, 0, 0};
+}
+
+static void check_fits(const fa_vk_decode_device *dev, const fa_vk_decode_problem *pb,
+                       const fa_vk_decode_plan *p)
+{
+    cr_assert(p->bn == 64 || p->bn == 32 || p->bn == 16, "bn %u", p->bn);
+    cr_assert(p->bn >= dev->subgroup_max, "bn %u under the subgroup size %u", p->bn,
+              dev->subgroup_max);
+    cr_assert_leq(p->shared_bytes, dev->shared_memory_bytes);
+    cr_assert_eq(p->shared_bytes,
+                 fa_vk_decode_shared_bytes((uint32_t)pb->head_dim, pb->element_bytes, p->rows,
+                                           p->bn, dev->subgroup_min));
+    cr_assert_eq(p->rows, (uint32_t)(pb->seq_q * (pb->heads_q / pb->heads_kv)));
+    cr_assert_eq(p->subgroups, FA_VK_DECODE_THREADS / dev->subgroup_min);
+    cr_assert(p->split.splits >= 1 && p->split.splits <= FA_MAX_SPLITS);
+    if (p->split.splits > 1) {
+        const uint64_t rows =
+            (uint64_t)p->split.splits * (uint64_t)(pb->batch * pb->heads_q * pb->seq_q);
+        cr_assert_geq(p->part_lse_offset, rows * (uint64_t)pb->head_dim);
+        cr_assert_eq(p->workspace_bytes, 4 * (p->part_lse_offset + rows));
+    } else {
+        cr_assert_eq(p->workspace_bytes, 0);
+    }
+}
+
+Test(vk_decode_plan, every_device_takes_decoding_within_its_limits)
+{
+    const fa_vk_decode_device *devs[] = {&nvidia, &amd, &intel, &lavapipe};
+    const int64_t dims[] = {8, 40, 64, 96, 128, 200, 256};
+    const int64_t rows[][2] = {{1, 1}, {1, 4}, {1, 8}, {4, 4}, {2, 8}, {16, 1}, {1, 16}, {3, 4}};
+    int taken = 0, tried = 0;
+    for (size_t v = 0; v < 4; v++)
+        for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+            for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+                for (uint32_t bytes = 2; bytes <= 4; bytes += 2) {
+                    const fa_vk_decode_problem pb =
+                        decode(2, rows[r][0], 5000, 8 * rows[r][1], 8, dims[d], bytes);
+                    fa_vk_decode_plan p;
+                    char why[160];
+                    tried++;
+                    if (fa_vk_decode_plan_select(devs[v], &pb, &p, why, sizeof why)) {
+                        taken++;
+                        check_fits(devs[v], &pb, &p);
+                    } else {
+                        cr_assert(strstr(why, "shared memory"), "%s", why);
+                    }
+                }
+    /* the common cases must all take it on the GPUs: f16 up to head dim 128 */
+    for (size_t v = 0; v < 3; v++)
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            fa_vk_decode_problem pb = decode(1, rows[r][0], 32768, 32 * rows[r][1] / 4, 8, 128, 2);
+            pb.heads_q = 8 * rows[r][1];
+            fa_vk_decode_plan p;
+            char why[160];
+            cr_expect(fa_vk_decode_plan_select(devs[v], &pb, &p, why, sizeof why), "%s", why);
+        }
+    cr_expect_gt(taken, tried / 2, "%d of %d", taken, tried);
+}
+
+Test(vk_decode_plan, the_rule_refuses_what_it_cannot_run)
+{
+    fa_vk_decode_plan p;
+    char why[160];
+    fa_vk_decode_problem pb = decode(1, 5, 4096, 32, 8, 128, 2); /* 20 rows per KV head */
+    cr_expect_not(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why));
+    cr_expect(strstr(why, "20 query rows"), "%s", why);
+    pb = decode(1, 1, 4096, 32, 8, 264, 2);
+    cr_expect_not(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why));
+    fa_vk_decode_device no_arith = nvidia;
+    no_arith.subgroup_arithmetic = false;
+    pb = decode(1, 1, 4096, 32, 8, 128, 2);
+    cr_expect_not(fa_vk_decode_plan_select(&no_arith, &pb, &p, why, sizeof why));
+    cr_expect(strstr(why, "arithmetic"), "%s", why);
+    fa_vk_decode_device wide = amd; /* subgroups of 128 do not divide a row part */
+    wide.subgroup_max = 128;
+    cr_expect_not(fa_vk_decode_plan_select(&wide, &pb, &p, why, sizeof why));
+    /* a workspace beyond one binding */
+    fa_vk_decode_device small = nvidia;
+    small.max_buffer_bytes = 1024;
+    pb = decode(64, 1, 4096, 32, 8, 128, 2);
+    pb.num_splits = 16;
+    cr_expect_not(fa_vk_decode_plan_select(&small, &pb, &p, why, sizeof why));
+    cr_expect(strstr(why, "workspace"), "%s", why);
+}
+
+Test(vk_decode_plan, chunks_follow_the_device_and_the_request)
+{
+    fa_vk_decode_plan p;
+    char why[160];
+    /* B=1, 8 KV heads, 32k keys on 132 units x 4: 66 chunks wanted, 512 keys each */
+    fa_vk_decode_problem pb = decode(1, 1, 32768, 32, 8, 128, 2);
+    cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
+    cr_expect_eq(p.split.splits, 64);
+    cr_expect_eq(p.bn, 64);
+    /* an unknown unit count: FA_VK_DECODE_DEFAULT_UNITS */
+    cr_assert(fa_vk_decode_plan_select(&intel, &pb, &p, why, sizeof why), "%s", why);
+    cr_expect_eq(p.split.splits, fa_split_choose(8, 32768, FA_VK_DECODE_DEFAULT_UNITS,
+                                                 FA_VK_DECODE_GROUPS_PER_UNIT, 0)
+                                     .splits);
+    /* many sequences fill the device without chunks (1,024 workgroups against 528) */
+    pb = decode(128, 1, 4096, 32, 8, 128, 2);
+    cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
+    cr_expect_eq(p.split.splits, 1);
+    cr_expect_eq(p.workspace_bytes, 0);
+    /* a request is kept */
+    pb.num_splits = 7;
+    cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
+    cr_expect_eq(p.split.splits, 7);
+    cr_expect_gt(p.workspace_bytes, 0);
+}
