@@ -231,7 +231,7 @@ typedef enum fa_dtype {
     FA_DTYPE_F32,
     FA_DTYPE_F16,
     FA_DTYPE_BF16,
-    FA_DTYPE_I32, /* index tensors only (fa_attention_desc.seqlens_k) */
+    FA_DTYPE_I32, /* index tensors only (fa_attention_desc.seqlens_k, block_table) */
 } fa_dtype;
 
 FA_API const char *fa_dtype_name(fa_dtype dtype); /* "f32", "f16", "bf16", "i32", "invalid" */
@@ -270,9 +270,9 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
  *   num_splits 0: the backend decides; n from 1 to 256 asks the forward's split-key path
  *   (decoding: few query rows per KV head, many keys) for n chunks of keys, each attended in
  *   parallel and then merged exactly by their LSEs (fewer where there are fewer keys); 1 turns
- *   splitting off. The CUDA backend (docs/CUDA_KERNELS.md says which calls), the Vulkan
- *   backend (at most 16 query rows per KV head, README) and the CPU backend (calls of one query
- *   tile) have that path; OpenCL ignores it;
+ *   splitting off. The CUDA backend (docs/CUDA_KERNELS.md says which calls), the Vulkan and
+ *   OpenCL backends (at most 16 query rows per KV head, README) and the CPU backend (calls of
+ *   one query tile) have that path;
  *   seqlens_k NULL: every batch entry attends to all Sk keys. Else per-sequence cache lengths
  *   (forward only): an FA_DTYPE_I32 tensor of shape (B, 1, 1, 1); batch entry b attends to the
  *   first seqlens_k[b] keys of K and V (whose seq dimension is the cache's capacity), and its
@@ -280,7 +280,17 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
  *   of 0 gives O = 0 and LSE = -inf; a length outside [0, Sk] is ERROR_OUT_OF_BOUNDS, with
  *   nothing written (the call reads the lengths back, waiting for work queued before it). The
  *   CPU, Vulkan and OpenCL backends take it; CUDA returns ERROR_UNSUPPORTED for now, as does
- *   the backward on every backend. */
+ *   the backward on every backend;
+ *   block_table NULL: K and V are (B, Sk, Hkv, D). Else a paged KV cache (forward only; the
+ *   vLLM / FlashAttention convention): K and V are pages, (num_pages, page_size, Hkv, D) (their
+ *   batch dimension counts pages, their seq dimension is the page size), and block_table an
+ *   FA_DTYPE_I32 tensor of shape (B, max_pages, 1, 1): key j of batch entry b is row
+ *   j % page_size of page block_table[b][j / page_size]. The cache's capacity Sk is max_pages x
+ *   page_size; with seqlens_k, entry b reads only the pages its seqlens_k[b] keys cover, and the
+ *   other entries of its row may hold anything. Every entry a call reads must be in
+ *   [0, num_pages), else ERROR_OUT_OF_BOUNDS with nothing written (the call reads the table
+ *   back, waiting for work queued before it). The CPU backend takes it, and Vulkan and OpenCL
+ *   on their decoding paths (README); elsewhere ERROR_UNSUPPORTED. */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;
@@ -290,7 +300,11 @@ typedef struct fa_attention_desc {
         const fa_tensor *seqlens_k;
         uint64_t seqlens_k_word_;
     };
-    uint64_t reserved[29]; /* zero (ABI, above) */
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *block_table;
+        uint64_t block_table_word_;
+    };
+    uint64_t reserved[28]; /* zero (ABI, above) */
 } fa_attention_desc;
 
 /** O = softmax(scale * Q K^T [masked]) V and LSE = logsumexp of each row (natural log, f32).

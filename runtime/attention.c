@@ -4,39 +4,81 @@
 
 #include <stdlib.h>
 
-/* Every seqlens_k value in [0, seq_k], read back through the backend (waiting for work that may
- * write them). Kernels clamp them too, so a value changed later never reads past the cache. */
-static fa_status check_seqlens(fa_context *ctx, const fa_attention_call *call)
+/* The `count` int32 values of an index view from its offset, read back through the backend
+ * (waiting for work that may write them) into a new host array; NULL: *st says why. */
+static int32_t *read_index(fa_context *ctx, const fa_view *v, uint64_t count, const char *name,
+                           fa_status *st)
 {
-    const fa_view *v = &call->seqlens_k;
-    const uint64_t count = (uint64_t)(call->batch - 1) * (uint64_t)v->stride_b + 1;
-    int32_t *lens = malloc(count * sizeof *lens);
-    if (!lens)
-        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "seqlens_k: no memory to check it");
-    fa_status st = fa_backend_enter(ctx);
-    if (st == FA_OK)
-        st = fa_backend_leave(ctx, ctx->backend->buffer_read(ctx, v->buffer, v->offset * 4, lens,
-                                                             count * sizeof *lens));
-    for (int64_t b = 0; st == FA_OK && b < call->batch; b++) {
-        const int32_t n = lens[(uint64_t)b * (uint64_t)v->stride_b];
+    int32_t *host = malloc(count * sizeof *host);
+    if (!host) {
+        *st = fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "%s: no memory to check it", name);
+        return NULL;
+    }
+    *st = fa_backend_enter(ctx);
+    if (*st == FA_OK)
+        *st = fa_backend_leave(ctx, ctx->backend->buffer_read(ctx, v->buffer, v->offset * 4, host,
+                                                              count * sizeof *host));
+    if (*st != FA_OK) {
+        free(host);
+        return NULL;
+    }
+    return host;
+}
+
+/* Every seqlens_k value in [0, seq_k], and every block_table entry that those keys cover (all
+ * of them without seqlens_k) in [0, num_pages). Kernels clamp the lengths too, so a value
+ * changed later never reads past the cache. */
+static fa_status check_indices(fa_context *ctx, const fa_attention_call *call)
+{
+    fa_status st = FA_OK;
+    int32_t *lens = NULL, *table = NULL;
+    const fa_view *sl = &call->seqlens_k, *bt = &call->block_table;
+    const uint64_t last_b = (uint64_t)(call->batch - 1);
+    if (call->has_seqlens_k)
+        lens = read_index(ctx, sl, last_b * (uint64_t)sl->stride_b + 1, "seqlens_k", &st);
+    for (int64_t b = 0; lens && st == FA_OK && b < call->batch; b++) {
+        const int32_t n = lens[(uint64_t)b * (uint64_t)sl->stride_b];
         if (n < 0 || n > call->seq_k)
             st = fa_fail(ctx, FA_ERROR_OUT_OF_BOUNDS,
-                         "seqlens_k[%lld] is %d; the cache holds %lld keys (k.shape[1])",
-                         (long long)b, (int)n, (long long)call->seq_k);
+                         "seqlens_k[%lld] is %d; the cache holds %lld keys (k.shape[1]%s)",
+                         (long long)b, (int)n, (long long)call->seq_k,
+                         call->has_block_table ? " x block_table.shape[1]" : "");
+    }
+    const int64_t pages = call->page_size > 0 ? call->seq_k / call->page_size : 0;
+    if (st == FA_OK && call->has_block_table && pages > 0)
+        table = read_index(ctx, bt,
+                           last_b * (uint64_t)bt->stride_b +
+                               (uint64_t)(pages - 1) * (uint64_t)bt->stride_s + 1,
+                           "block_table", &st);
+    for (int64_t b = 0; table && st == FA_OK && b < call->batch; b++) {
+        const int64_t n = lens ? lens[(uint64_t)b * (uint64_t)sl->stride_b] : call->seq_k;
+        const int64_t used = (n + call->page_size - 1) / call->page_size;
+        for (int64_t p = 0; st == FA_OK && p < used; p++) {
+            const int32_t x =
+                table[(uint64_t)b * (uint64_t)bt->stride_b + (uint64_t)p * (uint64_t)bt->stride_s];
+            if (x < 0 || x >= call->num_pages)
+                st = fa_fail(ctx, FA_ERROR_OUT_OF_BOUNDS,
+                             "block_table[%lld][%lld] is %d; k and v hold %lld pages", (long long)b,
+                             (long long)p, (int)x, (long long)call->num_pages);
+        }
     }
     free(lens);
+    free(table);
     return st;
 }
 
 static fa_status dispatch(fa_context *ctx, const fa_attention_call *call, bool backward)
 {
     const fa_backend_iface *be = ctx->backend;
-    if (call->has_seqlens_k) {
-        if (!be->seqlens_k)
-            return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                           "seqlens_k: the %s backend does not take per-sequence lengths yet",
-                           be->name);
-        fa_status st = check_seqlens(ctx, call);
+    if (call->has_seqlens_k && !be->seqlens_k)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "seqlens_k: the %s backend does not take per-sequence lengths yet",
+                       be->name);
+    if (call->has_block_table && !be->paged_kv)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "block_table: the %s backend does not take a paged KV cache yet", be->name);
+    if (call->has_seqlens_k || call->has_block_table) {
+        fa_status st = check_indices(ctx, call);
         if (st != FA_OK)
             return st;
     }

@@ -30,6 +30,13 @@ typedef struct fa_attention_call {
      * b at seqlens_k.offset + b * stride_b), not yet checked against [0, seq_k]. */
     bool has_seqlens_k;
     fa_view seqlens_k;
+    /* A paged K/V cache (forward): has_block_table, an int32 view of B x max_pages page indices
+     * (entry (b, p) at block_table.offset + b * stride_b + p * stride_s), not yet checked; k and
+     * v then index pages by their batch stride and rows within a page by their seq stride, and
+     * seq_k is max_pages * page_size. */
+    bool has_block_table;
+    fa_view block_table;
+    int64_t page_size, num_pages;
     fa_view d_o, d_q, d_k, d_v; /* backward only */
 } fa_attention_call;
 
@@ -59,6 +66,9 @@ typedef struct fa_backend_iface {
     fa_status (*check_call)(fa_context *ctx, const fa_attention_call *call, bool backward);
     /* The forward takes per-sequence key counts (fa_attention_call.seqlens_k). */
     bool seqlens_k;
+    /* The forward takes a paged K/V cache (fa_attention_call.block_table); check_call may still
+     * refuse particular calls. */
+    bool paged_kv;
 } fa_backend_iface;
 
 #endif

@@ -35,7 +35,8 @@
     X(OPENCL_FWD_TILES)                                                                            \
     X(OPENCL_BWD_TILES)                                                                            \
     X(OPENCL_BUILD_OPTIONS)                                                                        \
-    X(OPENCL_DISK_CACHE)
+    X(OPENCL_DISK_CACHE)                                                                           \
+    X(OPENCL_DECODE)
 
 typedef enum fa_knob {
 #define FA_KNOB_ENUM_(name) FA_KNOB_##name,

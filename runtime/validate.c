@@ -25,7 +25,7 @@ typedef struct role {
     bool lse;
     fa_view *view;
     span bytes;
-    bool index; /* an int32 index tensor (seqlens_k) */
+    bool index; /* an int32 index tensor (seqlens_k, block_table) */
 } role;
 
 static bool mul_ok(int64_t a, int64_t b, int64_t *out)
@@ -250,7 +250,7 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        fa_version_string());
     memset(call, 0, sizeof *call);
 
-    role roles[10] = {
+    role roles[11] = {
         {"q", q, false, false, &call->q, {0}, false},
         {"k", k, false, false, &call->k, {0}, false},
         {"v", v, false, false, &call->v, {0}, false},
@@ -272,6 +272,14 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
             (role){"seqlens_k", desc->seqlens_k, false, false, &call->seqlens_k, {0}, true};
         call->has_seqlens_k = true;
     }
+    if (desc->block_table) {
+        if (grad)
+            return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                           "block_table: the backward does not take a paged KV cache");
+        roles[n++] =
+            (role){"block_table", desc->block_table, false, false, &call->block_table, {0}, true};
+        call->has_block_table = true;
+    }
     call->has_lse = lse != NULL;
     for (int i = 0; i < n; i++) {
         if (roles[i].lse && !lse && !grad)
@@ -282,7 +290,12 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     }
 
     const int64_t batch = q->shape[0], seq_q = q->shape[1], heads_q = q->shape[2];
-    const int64_t head_dim = q->shape[3], seq_k = k->shape[1], heads_kv = k->shape[2];
+    const int64_t head_dim = q->shape[3], heads_kv = k->shape[2];
+    const fa_tensor *bt = desc->block_table;
+    int64_t seq_k = k->shape[1];
+    /* Paged: k and v are (num_pages, page_size, Hkv, D); the capacity is max_pages pages. */
+    if (bt && !mul_ok(bt->shape[1], k->shape[1], &seq_k))
+        return fa_fail(ctx, FA_ERROR_SIZE_OVERFLOW, "block_table: max_pages x page_size overflows");
     if (head_dim < 8 || head_dim > 256 || head_dim % 8)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
                        "head_dim is %lld; supported: multiples of 8 from 8 to 256",
@@ -292,7 +305,21 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
             return fa_fail(ctx, FA_ERROR_DTYPE_MISMATCH, "%s.dtype is %s but q.dtype is %s",
                            roles[i].name, fa_dtype_name(roles[i].tensor->dtype),
                            fa_dtype_name(q->dtype));
-    if (k->shape[0] != batch || k->shape[3] != head_dim)
+    if (bt && (bt->shape[0] != batch || bt->shape[2] != 1 || bt->shape[3] != 1))
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                       "block_table has shape (%lld, %lld, %lld, %lld); expected (%lld, max_pages, "
+                       "1, 1)",
+                       (long long)bt->shape[0], (long long)bt->shape[1], (long long)bt->shape[2],
+                       (long long)bt->shape[3], (long long)batch);
+    if (bt && k->shape[3] != head_dim)
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH, "k has head_dim %lld; q has %lld",
+                       (long long)k->shape[3], (long long)head_dim);
+    if (bt && batch > 0 && seq_k > 0 && k->shape[0] == 0)
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                       "k and v hold no pages (k.shape[0] is 0) but block_table has %lld per "
+                       "sequence",
+                       (long long)bt->shape[1]);
+    if (!bt && (k->shape[0] != batch || k->shape[3] != head_dim))
         return fa_fail(
             ctx, FA_ERROR_SHAPE_MISMATCH, "k has batch %lld and head_dim %lld; q has %lld and %lld",
             (long long)k->shape[0], (long long)k->shape[3], (long long)batch, (long long)head_dim);
@@ -350,6 +377,10 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     call->causal = desc->causal;
     call->deterministic = desc->deterministic;
     call->num_splits = desc->num_splits;
+    if (bt) {
+        call->page_size = k->shape[1];
+        call->num_pages = k->shape[0];
+    }
     return FA_OK;
 }
 

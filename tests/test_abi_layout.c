@@ -91,6 +91,7 @@ SAME(fa_attention_desc, v02_attention_desc, num_splits);
                            offsetof(old, reserved) + sizeof(((old *)0)->reserved),                 \
                    #now "." #f " is not in 0.2's reserved words")
 CARVED(fa_attention_desc, v02_attention_desc, seqlens_k_word_);
+CARVED(fa_attention_desc, v02_attention_desc, block_table_word_);
 CARVED(fa_attention_desc, v02_attention_desc, reserved);
 
 static int failures;

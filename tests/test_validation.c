@@ -314,6 +314,69 @@ Test(validation, seqlens_k)
     fa_buffer_destroy(bn);
 }
 
+/* k and v seen as 2 pages of SK keys: entry b's one page is block_table[b][0]. */
+Test(validation, block_table)
+{
+    const int32_t swapped[2 * B] = {1, 0, 0, 0}, past[B] = {2, 0}, negative[B] = {0, -1};
+    const int32_t lens_v[B] = {SK, 0}; /* with negative: entry 1's -1 unread */
+    fa_buffer *bs = NULL, *bp = NULL, *bn = NULL, *bl = NULL;
+    cr_assert_eq(
+        fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof swapped, .data = swapped}, &bs),
+        FA_OK);
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof past, .data = past}, &bp),
+                 FA_OK);
+    cr_assert_eq(
+        fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof negative, .data = negative}, &bn),
+        FA_OK);
+    cr_assert_eq(
+        fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof lens_v, .data = lens_v}, &bl),
+        FA_OK);
+    fa_tensor table = fa_tensor_bshd(bs, FA_DTYPE_F32, B, 1, 1, 1);
+    fa_attention_desc desc = {.block_table = &table};
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_DTYPE_MISMATCH);
+    table = fa_tensor_bshd(bs, FA_DTYPE_I32, 1, 1, 1, 1);
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_SHAPE_MISMATCH);
+    table = fa_tensor_bshd(bs, FA_DTYPE_I32, B, 1, 2, 1);
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_SHAPE_MISMATCH);
+    table = fa_tensor_bshd(bp, FA_DTYPE_I32, B, 1, 1, 1);
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_OUT_OF_BOUNDS);
+    cr_assert(strstr(fa_context_last_error(ctx), "block_table[0][0] is 2") != NULL, "%s",
+              fa_context_last_error(ctx));
+    table = fa_tensor_bshd(bn, FA_DTYPE_I32, B, 1, 1, 1);
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_OUT_OF_BOUNDS);
+    table = fa_tensor_bshd(bs, FA_DTYPE_I32, B, 1, 1, 1);
+    EXPECT(fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v),
+           FA_ERROR_UNSUPPORTED);
+    /* an entry past its sequence's length is never read, so never checked */
+    table = fa_tensor_bshd(bn, FA_DTYPE_I32, B, 1, 1, 1);
+    fa_tensor lens = fa_tensor_bshd(bl, FA_DTYPE_I32, B, 1, 1, 1);
+    desc.seqlens_k = &lens;
+    cr_assert_eq(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_OK, "%s",
+                 fa_context_last_error(ctx));
+    desc.seqlens_k = NULL;
+    table = fa_tensor_bshd(bs, FA_DTYPE_I32, B, 1, 1, 1);
+    /* pages swapped: entry 0 attends to batch entry 1's keys, and entry 1 to entry 0's */
+    float swapped_o[B * SQ * HQ * D], plain_o[B * SQ * HQ * D];
+    cr_assert_eq(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_OK, "%s",
+                 fa_context_last_error(ctx));
+    cr_assert_eq(fa_buffer_read(bo, 0, swapped_o, sizeof swapped_o), FA_OK);
+    fa_tensor k1 = k, v1 = v; /* entry 0's keys for both: all of batch entry 1's view */
+    k1.offset = v1.offset = (uint64_t)SK * HKV * D * sizeof(float); /* bytes */
+    k1.stride[0] = v1.stride[0] = 0;
+    k1.stride[1] = v1.stride[1] = HKV * D;
+    k1.stride[2] = v1.stride[2] = D;
+    k1.stride[3] = v1.stride[3] = 1;
+    cr_assert_eq(fa_attention_forward(ctx, NULL, &q, &k1, &v1, &o, &lse), FA_OK, "%s",
+                 fa_context_last_error(ctx));
+    cr_assert_eq(fa_buffer_read(bo, 0, plain_o, sizeof plain_o), FA_OK);
+    for (int i = 0; i < SQ * HQ * D; i++)
+        cr_assert_eq(swapped_o[i], plain_o[i], "element %d of batch entry 0", i);
+    fa_buffer_destroy(bs);
+    fa_buffer_destroy(bp);
+    fa_buffer_destroy(bn);
+    fa_buffer_destroy(bl);
+}
+
 Test(validation, empty_batch_or_queries_is_a_no_op)
 {
     fa_tensor q0 = q, o0 = o, l0 = lse;

@@ -144,6 +144,7 @@ const fa_backend_iface fa_cpu_backend_iface = {
     .id = FA_BACKEND_CPU,
     .name = "cpu",
     .seqlens_k = true,
+    .paged_kv = true,
     .probe = cpu_probe,
     .device_info = cpu_device_info,
     .context_init = cpu_context_init,

@@ -64,8 +64,8 @@ static void delta_row(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
                       float *delta, int64_t b, int64_t h, int64_t i)
 {
     const int dim = (int)c->head_dim;
-    fa_cpu_tile ot = {&c->o, c->dtype, b, i, h, 1, dim};
-    fa_cpu_tile dot = {&c->d_o, c->dtype, b, i, h, 1, dim};
+    fa_cpu_tile ot = fa_cpu_tile_at(&c->o, c->dtype, b, i, h, 1, dim);
+    fa_cpu_tile dot = fa_cpu_tile_at(&c->d_o, c->dtype, b, i, h, 1, dim);
     fa_cpu_load_rows(kern, &ot, 1.0f, w->x, 0);
     fa_cpu_load_rows(kern, &dot, 1.0f, w->y, 0);
     float sum = 0.0f;
@@ -99,8 +99,8 @@ static void dkdv_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
     const int64_t group = c->heads_q / c->heads_kv;
     const int64_t off = c->seq_k - c->seq_q;
 
-    fa_cpu_tile kt = {&c->k, c->dtype, b, k0, hk, nk, dim};
-    fa_cpu_tile vt = {&c->v, c->dtype, b, k0, hk, nk, dim};
+    fa_cpu_tile kt = fa_cpu_tile_at(&c->k, c->dtype, b, k0, hk, nk, dim);
+    fa_cpu_tile vt = fa_cpu_tile_at(&c->v, c->dtype, b, k0, hk, nk, dim);
     fa_cpu_load_cols(kern, &kt, 1.0f, w->a_t, BK, w->row);
     fa_cpu_load_cols(kern, &vt, 1.0f, w->b_t, BK, w->row);
     for (int64_t i = 0; i < nk * dp; i++) {
@@ -113,8 +113,8 @@ static void dkdv_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
     for (int64_t h = hk * group; h < (hk + 1) * group; h++) {
         for (int64_t q0 = q_begin; q0 < c->seq_q; q0 += BQ) {
             const int nq = (int)(c->seq_q - q0 < BQ ? c->seq_q - q0 : BQ);
-            fa_cpu_tile qt = {&c->q, c->dtype, b, q0, h, nq, dim};
-            fa_cpu_tile dot = {&c->d_o, c->dtype, b, q0, h, nq, dim};
+            fa_cpu_tile qt = fa_cpu_tile_at(&c->q, c->dtype, b, q0, h, nq, dim);
+            fa_cpu_tile dot = fa_cpu_tile_at(&c->d_o, c->dtype, b, q0, h, nq, dim);
             fa_cpu_load_rows(kern, &qt, 1.0f, w->x, dp);
             fa_cpu_load_rows(kern, &dot, 1.0f, w->y, dp);
             load_row_stats(c, delta, w, b, h, q0, nq);
@@ -138,8 +138,8 @@ static void dkdv_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
             kern->gemm(nk, (int)dp, nq, w->dp, 1, BK, w->x, dp, w->acc1, dp, FA_CPU_GEMM_ADD, NULL);
         }
     }
-    fa_cpu_tile dkt = {&c->d_k, c->dtype, b, k0, hk, nk, dim};
-    fa_cpu_tile dvt = {&c->d_v, c->dtype, b, k0, hk, nk, dim};
+    fa_cpu_tile dkt = fa_cpu_tile_at(&c->d_k, c->dtype, b, k0, hk, nk, dim);
+    fa_cpu_tile dvt = fa_cpu_tile_at(&c->d_v, c->dtype, b, k0, hk, nk, dim);
     fa_cpu_store_rows(&dkt, w->acc1, dp, c->scale, w->row);
     fa_cpu_store_rows(&dvt, w->acc2, dp, 1.0f, w->row);
 }
@@ -154,8 +154,8 @@ static void dq_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, back
     const int64_t hk = h / (c->heads_q / c->heads_kv);
     const int64_t off = c->seq_k - c->seq_q;
 
-    fa_cpu_tile qt = {&c->q, c->dtype, b, q0, h, nq, dim};
-    fa_cpu_tile dot = {&c->d_o, c->dtype, b, q0, h, nq, dim};
+    fa_cpu_tile qt = fa_cpu_tile_at(&c->q, c->dtype, b, q0, h, nq, dim);
+    fa_cpu_tile dot = fa_cpu_tile_at(&c->d_o, c->dtype, b, q0, h, nq, dim);
     fa_cpu_load_cols(kern, &qt, 1.0f, w->a_t, BQ, w->row);
     fa_cpu_load_cols(kern, &dot, 1.0f, w->b_t, BQ, w->row);
     load_row_stats(c, delta, w, b, h, q0, nq);
@@ -167,8 +167,8 @@ static void dq_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, back
         k_end = q0 + nq + off < 0 ? 0 : q0 + nq + off;
     for (int64_t k0 = 0; k0 < k_end; k0 += BK) {
         const int nk = (int)(k_end - k0 < BK ? k_end - k0 : BK);
-        fa_cpu_tile kt = {&c->k, c->dtype, b, k0, hk, nk, dim};
-        fa_cpu_tile vt = {&c->v, c->dtype, b, k0, hk, nk, dim};
+        fa_cpu_tile kt = fa_cpu_tile_at(&c->k, c->dtype, b, k0, hk, nk, dim);
+        fa_cpu_tile vt = fa_cpu_tile_at(&c->v, c->dtype, b, k0, hk, nk, dim);
         fa_cpu_load_rows(kern, &kt, 1.0f, w->x, dp);
         fa_cpu_load_rows(kern, &vt, 1.0f, w->y, dp);
 
@@ -189,7 +189,7 @@ static void dq_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, back
         kern->grad_scores(w->s, w->dp, nk, nq, BQ, w->zeros, w->delta);
         kern->gemm(nq, (int)dp, nk, w->dp, 1, BQ, w->x, dp, w->acc1, dp, FA_CPU_GEMM_ADD, NULL);
     }
-    fa_cpu_tile dqt = {&c->d_q, c->dtype, b, q0, h, nq, dim};
+    fa_cpu_tile dqt = fa_cpu_tile_at(&c->d_q, c->dtype, b, q0, h, nq, dim);
     fa_cpu_store_rows(&dqt, w->acc1, dp, c->scale, w->row);
 }
 

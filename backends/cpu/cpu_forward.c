@@ -104,7 +104,7 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
     /* A few rows (decoding): Q row-major in q_t's space, scored with dots; else Q^T and GEMMs. */
     const bool few = nq <= FA_CPU_DOT_ROWS;
     for (int r = 0; r < nq; r++) {
-        fa_cpu_tile qt = {&c->q, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim};
+        fa_cpu_tile qt = fa_cpu_tile_at(&c->q, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim);
         if (few)
             fa_cpu_load_rows(kern, &qt, 1.0f, w->q_t + r * dim, dim);
         else
@@ -129,8 +129,15 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
 
     for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
         const int nk = (int)(k_end - k0 < BK ? k_end - k0 : BK);
-        fa_cpu_tile kt = {&c->k, c->dtype, b, k0, hk, nk, dim};
-        fa_cpu_tile vt = {&c->v, c->dtype, b, k0, hk, nk, dim};
+        fa_cpu_tile kt = fa_cpu_tile_at(&c->k, c->dtype, b, k0, hk, nk, dim);
+        if (c->has_block_table) { /* the runtime checked the pages these keys cover */
+            kt.pages = (const int32_t *)c->block_table.buffer + c->block_table.offset +
+                       b * c->block_table.stride_b;
+            kt.page_step = c->block_table.stride_s;
+            kt.page_size = c->page_size;
+        }
+        fa_cpu_tile vt = kt;
+        vt.view = &c->v;
         fa_cpu_load_rows(kern, &kt, 1.0f, w->k, dim);
         fa_cpu_load_rows(kern, &vt, 1.0f, w->v, dp);
 
@@ -157,7 +164,7 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
             out.part_lse[row] = lse;
             continue;
         }
-        fa_cpu_tile ot = {&c->o, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim};
+        fa_cpu_tile ot = fa_cpu_tile_at(&c->o, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim);
         fa_cpu_store_rows_div(&ot, w->o + r * dp, dp, w->l + r, w->row);
         if (c->has_lse)
             ((float *)c->lse.buffer)[fa_cpu_index(&c->lse, b, rm->qi[r], rm->qh[r])] = lse;
@@ -187,7 +194,7 @@ static void merge_chunks(const fa_attention_call *c, int splits, const float *pa
             for (int d = 0; d < dim; d++)
                 acc[d] += wgt * part_o[(sp * rows + t) * dim + d];
         }
-        fa_cpu_tile ot = {&c->o, c->dtype, b, i, h, 1, dim};
+        fa_cpu_tile ot = fa_cpu_tile_at(&c->o, c->dtype, b, i, h, 1, dim);
         fa_cpu_store_rows_div(&ot, acc, dim, &sum, row);
         if (c->has_lse)
             ((float *)c->lse.buffer)[fa_cpu_index(&c->lse, b, i, h)] =

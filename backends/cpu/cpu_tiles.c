@@ -10,7 +10,13 @@
 
 static void *element_ptr(const fa_cpu_tile *t, int64_t r)
 {
-    int64_t i = fa_cpu_index(t->view, t->b, t->s0 + r, t->h);
+    const int64_t s = t->s0 + r;
+    int64_t i;
+    if (t->pages)
+        i = fa_cpu_index(t->view, t->pages[s / t->page_size * t->page_step], s % t->page_size,
+                         t->h);
+    else
+        i = fa_cpu_index(t->view, t->b, s, t->h);
     if (t->dtype == FA_DTYPE_F32)
         return (float *)t->view->buffer + i;
     return (uint16_t *)t->view->buffer + i;

@@ -19,13 +19,24 @@ static inline int64_t fa_cpu_round_up(int64_t n, int64_t to)
     return (n + to - 1) / to * to;
 }
 
-/* Where one tile of a view starts: batch b, head h, sequence positions s0 .. s0 + rows - 1. */
+/* Where one tile of a view starts: batch b, head h, sequence positions s0 .. s0 + rows - 1. With
+ * `pages` (a paged K/V cache: fa_attention_call.block_table's row of batch b), position s is row
+ * s % page_size of page pages[(s / page_size) * page_step] instead, b unused. */
 typedef struct fa_cpu_tile {
     const fa_view *view;
     fa_dtype dtype;
     int64_t b, s0, h;
     int rows, dim;
+    const int32_t *pages;
+    int64_t page_step, page_size;
 } fa_cpu_tile;
+
+/* The tile of rows s0 .. s0 + rows - 1 of (batch b, head h), not paged. */
+static inline fa_cpu_tile fa_cpu_tile_at(const fa_view *view, fa_dtype dtype, int64_t b, int64_t s0,
+                                         int64_t h, int rows, int dim)
+{
+    return (fa_cpu_tile){view, dtype, b, s0, h, rows, dim, NULL, 0, 0};
+}
 
 /* dst[r * ld + d] = scale * tile[r][d]. Columns dim .. ld - 1 are left as they are. */
 void fa_cpu_load_rows(const fa_cpu_kernels *k, const fa_cpu_tile *t, float scale, float *dst,

@@ -15,7 +15,7 @@ if(NOT FA_WITH_OPENCL)
 endif()
 
 set(FA_OPENCL_GENERATED)
-foreach(kernel IN ITEMS common forward backward)
+foreach(kernel IN ITEMS common forward backward decode)
   set(generated ${CMAKE_CURRENT_BINARY_DIR}/opencl/fa_opencl_${kernel}_cl.c)
   fa_embed(${generated} fa_opencl_${kernel}_cl
     ${CMAKE_CURRENT_SOURCE_DIR}/shaders/opencl/fa_${kernel}.cl TEXT)

@@ -5,6 +5,7 @@
 #include "fa_bwd_tiling.h"
 #include "fa_cl_options.h"
 #include "fa_fwd_tiling.h"
+#include "fa_split.h"
 #include "opencl_backend.h"
 
 #include <limits.h>
@@ -203,6 +204,12 @@ static bool backward_plan(const fa_context *ctx, const fa_cl_device *dev,
     return true;
 }
 
+/* The decoding kernels (below): work-items per work-group, the most packed query rows per KV
+ * head, and the work-groups a compute unit is assumed to keep busy (the chunk count). */
+enum { DEC_NT = 128, DEC_MAX_ROWS = 16, DEC_GROUPS_PER_UNIT = 4 };
+static bool decode_applies(const fa_context *ctx, const fa_cl_device *dev,
+                           const fa_attention_call *call);
+
 fa_status fa_cl_check_call(fa_context *ctx, const fa_attention_call *call, bool backward)
 {
     fa_cl_state *st = ctx->backend_state;
@@ -216,6 +223,11 @@ fa_status fa_cl_check_call(fa_context *ctx, const fa_attention_call *call, bool 
                        (long long)call->head_dim, (unsigned long long)st->dev->local_mem_bytes);
     /* Positions within a sequence are 32-bit in the kernels (offsets are 64-bit). */
     const int64_t max_seq = INT_MAX / 2;
+    if (call->has_block_table && (backward || !decode_applies(ctx, st->dev, call)))
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "opencl: a paged KV cache only on the decoding path (at most %d query rows "
+                       "per KV head, README)",
+                       DEC_MAX_ROWS);
     if (call->seq_q > max_seq || call->seq_k > max_seq || call->heads_q > INT_MAX)
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "sequence lengths %lld/%lld exceed the OpenCL kernels' limit %lld",
@@ -298,8 +310,134 @@ static size_t tiles_of(int64_t n, int tile)
     return (size_t)((n + tile - 1) / tile);
 }
 
+/* ---- decoding (shaders/opencl/fa_decode.cl) ------------------------------------------------ */
+
+typedef struct dec_tiles {
+    int bn;
+} dec_tiles;
+
+/* Local memory of fa_decode for `rows` packed rows and tiles of bn keys at head dim d. */
+static uint64_t dec_local_bytes(int d, int rows, int bn)
+{
+    const uint64_t rwp = (uint64_t)(rows + 3) / 4 * 4, d4 = (uint64_t)d / 4;
+    return 2 * (uint64_t)bn * (d4 + 1) * 16 + rwp * d4 * 16 + rwp * (uint64_t)bn * 4 + 3 * rwp * 4;
+}
+
+/* Calls with at most DEC_MAX_ROWS query rows per KV head take the decoding kernels, with the
+ * largest key tile of 64, 32 or 16 whose local memory fits (FA_OPENCL_DECODE=0: never). */
+static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
+                        const fa_attention_call *call, size_t max_wg, void *tiles, int *nt,
+                        char *options, size_t size)
+{
+    dec_tiles *t = tiles;
+    const char *knob = fa_knob_value(ctx, FA_KNOB_OPENCL_DECODE);
+    const int64_t rows = call->seq_q * (call->heads_q / call->heads_kv);
+    if ((knob && !strcmp(knob, "0")) || rows > DEC_MAX_ROWS || max_wg < DEC_NT)
+        return false;
+    static const int tiles_bn[3] = {64, 32, 16};
+    t->bn = 0;
+    for (int i = 0; i < 3 && !t->bn; i++)
+        if (dec_local_bytes((int)call->head_dim, (int)rows, tiles_bn[i]) + 64 <=
+            dev->local_mem_bytes)
+            t->bn = tiles_bn[i];
+    if (!t->bn)
+        return false;
+    fa_cl_options o = {0};
+    common_options(dev, call, DEC_NT, (int)rows, t->bn, &o);
+    write_options(options, size, "-cl-std=CL1.2", o, false,
+                  fa_knob_value(ctx, FA_KNOB_OPENCL_BUILD_OPTIONS));
+    *nt = DEC_NT;
+    return true;
+}
+
+static bool decode_applies(const fa_context *ctx, const fa_cl_device *dev,
+                           const fa_attention_call *call)
+{
+    dec_tiles t;
+    int nt;
+    char options[1024];
+    return decode_plan(ctx, dev, call, dev->max_workgroup, &t, &nt, options, sizeof options);
+}
+
+static fa_status workspace_buffer(fa_context *ctx, size_t bytes, cl_mem *out);
+
+static void arg_long(args *a, int64_t v)
+{
+    cl_long x = (cl_long)v;
+    arg(a, sizeof x, &x);
+}
+
+/* The decoding forward: fa_decode over the key chunks fa_split_choose picks, then, with
+ * several, fa_decode_merge. */
+static fa_status decode_forward(fa_context *ctx, const fa_attention_call *call, fa_cl_program *prog)
+{
+    fa_cl_state *st = ctx->backend_state;
+    const fa_split sp =
+        fa_split_choose(call->batch * call->heads_kv, call->seq_k, st->dev->info.compute_units,
+                        DEC_GROUPS_PER_UNIT, call->num_splits);
+    const uint64_t rows = (uint64_t)call->batch * (uint64_t)call->heads_q * (uint64_t)call->seq_q;
+    const uint64_t part_rows = (uint64_t)sp.splits * rows;
+    const uint64_t lse_off = (part_rows * (uint64_t)call->head_dim + 63) / 64 * 64;
+    cl_mem ws = NULL;
+    if (sp.splits > 1) {
+        fa_status status = workspace_buffer(ctx, (size_t)(4 * (lse_off + part_rows)), &ws);
+        if (status != FA_OK)
+            return status;
+    }
+    const fa_view none = {0};
+    args a = {prog->kernels[0], 0, CL_SUCCESS};
+    arg_view(&a, &call->q);
+    arg_view(&a, &call->k);
+    arg_view(&a, &call->v);
+    arg_view(&a, &call->o);
+    arg_view(&a, call->has_lse ? &call->lse : &none);
+    arg_int(&a, call->has_lse ? 1 : 0);
+    arg_view(&a, call->has_seqlens_k ? &call->seqlens_k : &none);
+    arg_int(&a, call->has_seqlens_k ? 1 : 0);
+    arg_view(&a, call->has_block_table ? &call->block_table : &none);
+    arg_long(&a, call->has_block_table ? call->page_size : 0);
+    arg_long(&a, call->num_pages);
+    arg_int(&a, call->seq_q);
+    arg_int(&a, call->seq_k);
+    arg_float(&a, call->scale * LOG2E);
+    arg_int(&a, sp.keys_per_split);
+    arg_mem(&a, ws);
+    arg_long(&a, (int64_t)lse_off);
+    const size_t global[3] = {(size_t)sp.splits * DEC_NT, (size_t)call->heads_kv,
+                              (size_t)call->batch};
+    const size_t local[3] = {DEC_NT, 1, 1};
+    fa_status status = launch(ctx, &a, "fa_decode", global, local);
+    if (status != FA_OK || sp.splits == 1)
+        return status;
+    args m = {prog->kernels[1], 0, CL_SUCCESS};
+    arg_mem(&m, ws);
+    arg_long(&m, (int64_t)lse_off);
+    arg_int(&m, sp.splits);
+    arg_view(&m, &call->o);
+    arg_view(&m, call->has_lse ? &call->lse : &none);
+    arg_int(&m, call->has_lse ? 1 : 0);
+    arg_int(&m, call->seq_q);
+    const size_t merge_global[3] = {(size_t)call->seq_q * DEC_NT, (size_t)call->heads_q,
+                                    (size_t)call->batch};
+    return launch(ctx, &m, "fa_decode_merge", merge_global, local);
+}
+
 fa_status fa_cl_forward(fa_context *ctx, const fa_attention_call *call)
 {
+    fa_cl_state *st = ctx->backend_state;
+    if (decode_applies(ctx, st->dev, call)) {
+        dec_tiles dt;
+        fa_cl_program *dprog;
+        fa_status status = prepare(ctx, call, FA_CL_SOURCE_DECODE, decode_plan, &dt, &dprog);
+        if (status == FA_OK)
+            return decode_forward(ctx, call, dprog);
+        /* only a driver's work-group limit below the kernels' size falls back */
+        if (call->has_block_table ||
+            (status != FA_ERROR_UNSUPPORTED && status != FA_ERROR_UNSUPPORTED_HEAD_DIM))
+            return status;
+        fa_log(ctx, FA_LOG_WARN, "opencl: decoding kernels unavailable (%s); the forward serves",
+               fa_context_last_error(ctx));
+    }
     fa_fwd_tiling t;
     fa_cl_program *prog;
     fa_status status = prepare(ctx, call, FA_CL_SOURCE_FORWARD, forward_plan, &t, &prog);
@@ -324,8 +462,9 @@ fa_status fa_cl_forward(fa_context *ctx, const fa_attention_call *call)
     return launch(ctx, &a, "fa_forward", global, local);
 }
 
-/* The Delta workspace (B * Hq * Sq floats), kept between calls and grown when too small. */
-static fa_status delta_buffer(fa_context *ctx, size_t bytes, cl_mem *out)
+/* The workspace (the backward's Delta, B * Hq * Sq floats; the decoding chunks' O and LSE), kept
+ * between calls and grown when too small. */
+static fa_status workspace_buffer(fa_context *ctx, size_t bytes, cl_mem *out)
 {
     fa_cl_state *st = ctx->backend_state;
     if (bytes > st->delta_bytes) {
@@ -382,7 +521,7 @@ fa_status fa_cl_backward(fa_context *ctx, const fa_attention_call *call)
 
     if (call->seq_q > 0) {
         size_t bytes = (size_t)call->batch * (size_t)call->heads_q * (size_t)call->seq_q * 4;
-        status = delta_buffer(ctx, bytes, &delta);
+        status = workspace_buffer(ctx, bytes, &delta);
         if (status != FA_OK)
             return status;
         args a = {prog->kernels[0], 0, CL_SUCCESS};

@@ -133,6 +133,7 @@ const fa_backend_iface fa_opencl_backend_iface = {
     .id = FA_BACKEND_OPENCL,
     .name = "opencl",
     .seqlens_k = true,
+    .paged_kv = true, /* on the decoding path (fa_cl_check_call) */
     .probe = fa_cl_probe,
     .device_info = fa_cl_device_info,
     .context_init = context_init,

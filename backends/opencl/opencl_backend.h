@@ -51,7 +51,11 @@ typedef struct fa_cl_state {
 fa_status fa_cl_fail(fa_context *ctx, const char *call, cl_int err);
 
 /* Which source a program is built from; each has its kernels in a fixed order. */
-typedef enum fa_cl_source { FA_CL_SOURCE_FORWARD, FA_CL_SOURCE_BACKWARD } fa_cl_source;
+typedef enum fa_cl_source {
+    FA_CL_SOURCE_FORWARD,
+    FA_CL_SOURCE_BACKWARD,
+    FA_CL_SOURCE_DECODE
+} fa_cl_source;
 
 /* The program for `source` built with `options` (-D defines), from the context's cache, the
  * disk cache or the embedded source, in that order. A failed build returns

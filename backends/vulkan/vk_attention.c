@@ -139,6 +139,15 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
 {
     const fa_vk_state *st = fa_vk_state_of(ctx);
     const fa_vk_physical *ph = st->phys;
+    fa_vk_decode_plan decode;
+    if (call->has_block_table && !fa_vk_decode_plan_for(ctx, call, &decode))
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "vulkan: a paged KV cache only on the decoding path (at most %d query rows "
+                       "per KV head, README)",
+                       FA_VK_DECODE_MAX_ROWS);
+    if (call->has_block_table && call->seq_k > call->page_size && call->block_table.stride_s != 1)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "vulkan: block_table's entries must be contiguous along max_pages");
     fa_fwd_tiling ft;
     fa_bwd_tiling bt = {0};
     if (!fwd_select(ctx, ph, (uint32_t)call->head_dim, call->dtype, &ft) ||
@@ -190,9 +199,11 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k, D = call->head_dim;
     const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
     uint64_t worst = last_index(&call->q, B, Sq, Hq, D);
+    const int64_t kv_b = call->has_block_table ? call->num_pages : B;
+    const int64_t kv_s = call->has_block_table ? call->page_size : Sk;
     const uint64_t more[] = {
-        last_index(&call->k, B, Sk, Hkv, D),
-        last_index(&call->v, B, Sk, Hkv, D),
+        last_index(&call->k, kv_b, kv_s, Hkv, D),
+        last_index(&call->v, kv_b, kv_s, Hkv, D),
         last_index(&call->o, B, Sq, Hq, D),
         call->has_lse ? last_index(&call->lse, B, Sq, Hq, 1) : 0,
         backward ? last_index(&call->d_o, B, Sq, Hq, D) : 0,
@@ -464,6 +475,7 @@ const fa_backend_iface fa_vulkan_backend_iface = {
     .id = FA_BACKEND_VULKAN,
     .name = "vulkan",
     .seqlens_k = true,
+    .paged_kv = true, /* on the decoding path (check_call) */
     .probe = fa_vk_probe,
     .device_info = fa_vk_device_info,
     .context_init = fa_vk_context_init,

@@ -53,6 +53,9 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
     fa_vk_state *st = fa_vk_state_of(ctx);
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
     const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
+    /* K and V's batch and seq dims: pages and rows within a page where the cache is paged */
+    const int64_t kv_b = call->has_block_table ? call->num_pages : B;
+    const int64_t kv_s = call->has_block_table ? call->page_size : Sk;
     const bool split = plan->split.splits > 1;
     const fa_vk_storage storage = fa_vk_storage_of(st, call->dtype);
     const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
@@ -78,11 +81,11 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
         uint32_t seq_q, seq_k, has_lse;
         float scale_log2;
         uint32_t sl_off, sl_sb, has_sl;
-        uint32_t split_keys, ws_lse_off;
+        uint32_t split_keys, bt_off, bt_sb, page_size, num_pages;
     } push = {
         fa_vk_pv(&call->q, B, Sq, Hq),
-        fa_vk_pv(&call->k, B, Sk, Hkv),
-        fa_vk_pv(&call->v, B, Sk, Hkv),
+        fa_vk_pv(&call->k, kv_b, kv_s, Hkv),
+        fa_vk_pv(&call->v, kv_b, kv_s, Hkv),
         o,
         lse,
         (uint32_t)Sq,
@@ -93,12 +96,16 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
         (uint32_t)call->seqlens_k.stride_b,
         call->has_seqlens_k,
         (uint32_t)plan->split.keys_per_split,
-        (uint32_t)plan->part_lse_offset,
+        (uint32_t)call->block_table.offset,
+        (uint32_t)call->block_table.stride_b,
+        (uint32_t)call->page_size, /* 0: not paged */
+        (uint32_t)call->num_pages,
     };
+    _Static_assert(sizeof push == 128, "the decoding forward's push constants fill 128 bytes");
     const VkBuffer out = fa_vk_handle(&call->o);
     const VkBuffer lse_buf = call->has_lse ? fa_vk_handle(&call->lse) : out;
     const VkBuffer ws = split ? st->workspace.buffer : out;
-    const VkBuffer buffers[7] = {
+    const VkBuffer buffers[8] = {
         fa_vk_handle(&call->q),
         fa_vk_handle(&call->k),
         fa_vk_handle(&call->v),
@@ -106,6 +113,7 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
         lse_buf,
         call->has_seqlens_k ? fa_vk_handle(&call->seqlens_k) : fa_vk_handle(&call->q),
         ws,
+        call->has_block_table ? fa_vk_handle(&call->block_table) : fa_vk_handle(&call->q),
     };
     s = fa_vk_dispatch(ctx, FA_VK_DECODE, decode, buffers, &push, sizeof push,
                        (uint32_t)plan->split.splits, (uint32_t)Hkv, (uint32_t)B);

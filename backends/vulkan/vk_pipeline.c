@@ -76,7 +76,7 @@ static bool is_matrix_kernel(fa_vk_kernel kernel)
 /* Storage-buffer bindings of each kernel, numbered 0..n-1 (see shaders/vulkan/). */
 uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel)
 {
-    static const uint32_t n[FA_VK_KERNEL_COUNT] = {6, 4, 7, 6, 6, 7, 6, 1, 7, 3};
+    static const uint32_t n[FA_VK_KERNEL_COUNT] = {6, 4, 7, 6, 6, 7, 6, 1, 8, 3};
     return n[kernel];
 }
 

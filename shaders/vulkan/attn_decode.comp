@@ -61,10 +61,13 @@ layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
 layout(set = 0, binding = 6, std430) buffer ws_block { float ws[]; };
 layout(set = 0, binding = 6, std430) buffer ws_vblock { vec4 ws_v[]; };
+layout(set = 0, binding = 7, std430) readonly buffer bt_block { int bt_buf[]; };
 
-// split_keys: keys per chunk; ws_lse_off: where the chunks' LSEs start in the workspace (their
-// O first, chunk c's row at (c * rows + row) * D, row = (b * Hq + h) * Sq + i).
-FA_FWD_PARAMS_WITH(uint split_keys; uint ws_lse_off;)
+// split_keys: keys per chunk. A paged cache where page_size > 0: K and V hold num_pages pages
+// (k_sb, v_sb: the page strides; k_ss, v_ss: the row strides within a page), entry b's page p at
+// bt_buf[bt_off + b * bt_sb + p] (the host checked the entries its keys cover; a kernel clamps
+// them anyway, so that no value reads outside K and V). 128 bytes in all.
+FA_FWD_PARAMS_WITH(uint split_keys; uint bt_off; uint bt_sb; uint page_size; uint num_pages;)
 
 shared uvec4 kv[2u * BN * LDU]; // K then V; at the end, O (f32)
 shared vec4 qs[RWP * DQ];
@@ -116,8 +119,9 @@ void main()
     const bool k4 = ((pc.k_off | pc.k_sb | pc.k_ss | pc.k_sh) & 3u) == 0u;
     const bool v8 = ((pc.v_off | pc.v_sb | pc.v_ss | pc.v_sh) & 7u) == 0u;
     const bool v4 = ((pc.v_off | pc.v_sb | pc.v_ss | pc.v_sh) & 3u) == 0u;
-    const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
-    const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
+    const bool paged = pc.page_size != 0u;
+    const uint k_base = pc.k_off + (paged ? 0u : b * pc.k_sb) + hk * pc.k_sh;
+    const uint v_base = pc.v_off + (paged ? 0u : b * pc.v_sb) + hk * pc.v_sh;
 
     // Q rows -> shared (f32); row r is query r % Sq of query head hk * GQA + r / Sq.
     for (uint e = t; e < RWP * DU; e += NT) {
@@ -133,6 +137,13 @@ void main()
 
     const bool kv_units = ((pc.k_off | pc.k_sb | pc.k_ss | pc.k_sh | pc.v_off | pc.v_sb |
                             pc.v_ss | pc.v_sh) & (G - 1u)) == 0u;
+// Where key n_ of this sequence lies in K (KEY_ROW_K) and V (KEY_ROW_V), from the bases.
+#define KEY_PAGE(n_)                                                                           \
+    min(uint(max(bt_buf[pc.bt_off + b * pc.bt_sb + (n_) / pc.page_size], 0)), pc.num_pages - 1u)
+#define KEY_ROW_K(n_)                                                                          \
+    (paged ? KEY_PAGE(n_) * pc.k_sb + (n_) % pc.page_size * pc.k_ss : (n_) * pc.k_ss)
+#define KEY_ROW_V(n_)                                                                          \
+    (paged ? KEY_PAGE(n_) * pc.v_sb + (n_) % pc.page_size * pc.v_ss : (n_) * pc.v_ss)
 // The tile of keys [n0_, n0_ + BN) into kv, zero past n_stop. Every load of the tile is issued
 // before the first store; where the views allow, each is one 16-byte load with no branch around
 // it (rows past n_stop read the last row and are zeroed). The loads are not carried across a
@@ -147,14 +158,15 @@ void main()
             const bool ok_ = e_ < BN * DU && (n0_) + j_ < n_stop;                              \
             if (kv_units) {                                                                    \
                 const uint n_ = min((n0_) + j_, n_stop - 1u);                                  \
-                k_[f_] = LD_UNIT_ALIGNED(k_buf, k_base + n_ * pc.k_ss + u_ * G);               \
-                v_[f_] = LD_UNIT_ALIGNED(v_buf, v_base + n_ * pc.v_ss + u_ * G);               \
+                k_[f_] = LD_UNIT_ALIGNED(k_buf, k_base + KEY_ROW_K(n_) + u_ * G);              \
+                v_[f_] = LD_UNIT_ALIGNED(v_buf, v_base + KEY_ROW_V(n_) + u_ * G);              \
             } else {                                                                           \
                 k_[f_] = uvec4(0);                                                             \
                 v_[f_] = uvec4(0);                                                             \
                 if (ok_) {                                                                     \
-                    k_[f_] = LD_UNIT(k_buf, k_base + ((n0_) + j_) * pc.k_ss + u_ * G, k8, k4); \
-                    v_[f_] = LD_UNIT(v_buf, v_base + ((n0_) + j_) * pc.v_ss + u_ * G, v8, v4); \
+                    const uint m_ = (n0_) + j_;                                                \
+                    k_[f_] = LD_UNIT(k_buf, k_base + KEY_ROW_K(m_) + u_ * G, k8, k4);          \
+                    v_[f_] = LD_UNIT(v_buf, v_base + KEY_ROW_V(m_) + u_ * G, v8, v4);          \
                 }                                                                              \
             }                                                                                  \
         }                                                                                      \
@@ -267,6 +279,8 @@ void main()
     const bool split = gl_NumWorkGroups.x > 1u;
     const uint heads_q = gl_NumWorkGroups.y * GQA;
     const uint out_rows = gl_NumWorkGroups.z * heads_q * pc.seq_q;
+    // The chunks' LSEs after their O, at a multiple of 64 floats (vk_decode_plan.c).
+    const uint ws_lse_off = (gl_NumWorkGroups.x * out_rows * D + 63u) / 64u * 64u;
     const bool o4 = ((pc.o_off | pc.o_sb | pc.o_ss | pc.o_sh) & 3u) == 0u;
     for (uint e = t; e < RWP * DQ; e += NT) {
         const uint r = e / DQ, dq = e - r * DQ;
@@ -281,7 +295,7 @@ void main()
             const uint row = chunk * out_rows + (b * heads_q + h) * pc.seq_q + i;
             ws_v[row * DQ + dq] = out_v;
             if (dq == 0u)
-                ws[pc.ws_lse_off + row] = lse;
+                ws[ws_lse_off + row] = lse;
         } else {
             ST4(o_buf, pc.o_off + b * pc.o_sb + h * pc.o_sh + i * pc.o_ss + 4u * dq, out_v, o4)
             if (dq == 0u && pc.has_lse != 0u)

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* libFuzzer harness over argument validation and tensor descriptions: each input describes the
  * tensors (buffer, byte offset, dtype, shape, strides) and options of one forward or backward
- * call on the CPU backend, over four host buffers. Whatever the bytes, the library must answer
- * with a status and never read or write outside the buffers (AddressSanitizer watches), nor
- * touch the inputs. Built and run by tools/fuzz.sh. */
+ * call on the CPU backend, over four host buffers (a forward may take the unused gradient
+ * tensors as its seqlens_k and block_table, whose values are then whatever the buffers hold).
+ * Whatever the bytes, the library must answer with a status and never read or write outside the
+ * buffers (AddressSanitizer watches), nor touch the inputs. Built and run by tools/fuzz.sh. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,14 +67,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (backward)
         fa_attention_backward(ctx, &desc, &t[0], &t[1], &t[2], &t[3], &t[5], &t[4], &t[6], &t[7],
                               &t[8]);
-    else
+    else {
+        desc.seqlens_k = data[3] & 4 ? &t[5] : NULL;
+        desc.block_table = data[3] & 8 ? &t[6] : NULL;
         fa_attention_forward(ctx, &desc, &t[0], &t[1], &t[2], &t[3], with_lse ? &t[4] : NULL);
+    }
     fa_context_synchronize(ctx);
     /* the call may write its outputs; where none of them is in buffer 0, it must leave buffer 0
      * as it was (inputs are never written) */
     bool output_in_0 = false;
     for (int i = 3; i < TENSORS; i++)
-        output_in_0 |= t[i].buffer == buffers[0] && (i == 3 || i == 4 || i >= 6);
+        output_in_0 |= t[i].buffer == buffers[0] && (i == 3 || i == 4 || (backward && i >= 6));
     if (!output_in_0 && fa_buffer_read(buffers[0], 0, now, sizeof now) == FA_OK &&
         memcmp(now, before, sizeof now) != 0)
         abort();

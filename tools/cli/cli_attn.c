@@ -57,6 +57,13 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
 
     const cli_attn_shape *s = shape;
     size_t elem = fa_dtype_size(s->dtype);
+    if (s->page_size > 0 && (with_grads || s->seq_k % s->page_size)) {
+        snprintf(a->detail, sizeof a->detail,
+                 "a paged cache takes forward calls whose key count (%lld) is a multiple of the "
+                 "page size (%lld)",
+                 (long long)s->seq_k, (long long)s->page_size);
+        return FA_ERROR_INVALID_ARGUMENT;
+    }
     size_t q_bytes = 0, kv_bytes = 0, lse_bytes = 0;
     if (!product4(s->batch, s->seq_q, s->heads_q, s->head_dim, &a->q_elems) ||
         !product4(s->batch, s->seq_k, s->heads_kv, s->head_dim, &a->kv_elems) ||
@@ -126,9 +133,34 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
     if (st != FA_OK)
         return st;
 
+    if (s->page_size > 0) { /* the same buffers, seen as pages; the table shuffles them */
+        a->max_pages = s->seq_k / s->page_size;
+        const int64_t pages = s->batch * a->max_pages;
+        a->table_host = malloc((size_t)(pages > 0 ? pages : 1) * sizeof *a->table_host);
+        if (!a->table_host) {
+            snprintf(a->detail, sizeof a->detail, "cannot allocate the block table");
+            return FA_ERROR_OUT_OF_HOST_MEMORY;
+        }
+        uint64_t rng = seed ^ 0x7ab1eull;
+        for (int64_t i = 0; i < pages; i++)
+            a->table_host[i] = (int32_t)i;
+        for (int64_t i = pages - 1; i > 0; i--) {
+            const int64_t j = (int64_t)(fa_testkit_splitmix64(&rng) % (uint64_t)(i + 1));
+            const int32_t x = a->table_host[i];
+            a->table_host[i] = a->table_host[j];
+            a->table_host[j] = x;
+        }
+        st = make_buffer(a, (size_t)pages * sizeof(int32_t), a->table_host, &a->table);
+        if (st != FA_OK)
+            return st;
+        a->ttable = fa_tensor_bshd(a->table, FA_DTYPE_I32, s->batch, a->max_pages, 1, 1);
+        a->desc.block_table = &a->ttable;
+    }
+    const int64_t kv_b = s->page_size > 0 ? s->batch * a->max_pages : s->batch;
+    const int64_t kv_s = s->page_size > 0 ? s->page_size : s->seq_k;
     a->tq = fa_tensor_bshd(a->q, s->dtype, s->batch, s->seq_q, s->heads_q, s->head_dim);
-    a->tk = fa_tensor_bshd(a->k, s->dtype, s->batch, s->seq_k, s->heads_kv, s->head_dim);
-    a->tv = fa_tensor_bshd(a->v, s->dtype, s->batch, s->seq_k, s->heads_kv, s->head_dim);
+    a->tk = fa_tensor_bshd(a->k, s->dtype, kv_b, kv_s, s->heads_kv, s->head_dim);
+    a->tv = fa_tensor_bshd(a->v, s->dtype, kv_b, kv_s, s->heads_kv, s->head_dim);
     a->to = fa_tensor_bshd(a->o, s->dtype, s->batch, s->seq_q, s->heads_q, s->head_dim);
     a->tlse = fa_tensor_lse(a->lse, s->batch, s->heads_q, s->seq_q);
     if (with_grads) {
@@ -140,12 +172,31 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
     return FA_OK;
 }
 
+void cli_attn_unpage(const cli_attn *a, const void *paged, void *logical)
+{
+    const cli_attn_shape *s = &a->shape;
+    const size_t row = (size_t)(s->heads_kv * s->head_dim) * fa_dtype_size(s->dtype);
+    if (s->page_size <= 0) {
+        memcpy(logical, paged, a->kv_elems * fa_dtype_size(s->dtype));
+        return;
+    }
+    const size_t page = (size_t)s->page_size * row;
+    for (int64_t b = 0; b < s->batch; b++)
+        for (int64_t p = 0; p < a->max_pages; p++)
+            memcpy((unsigned char *)logical + (size_t)(b * a->max_pages + p) * page,
+                   (const unsigned char *)paged +
+                       (size_t)a->table_host[b * a->max_pages + p] * page,
+                   page);
+}
+
 void cli_attn_destroy(cli_attn *a)
 {
-    fa_buffer *bufs[] = {a->q, a->k, a->v, a->o, a->lse, a->d_o, a->d_q, a->d_k, a->d_v};
+    fa_buffer *bufs[] = {a->q, a->k, a->v, a->o, a->lse, a->d_o, a->d_q, a->d_k, a->d_v, a->table};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         fa_buffer_destroy(bufs[i]);
-    a->q = a->k = a->v = a->o = a->lse = a->d_o = a->d_q = a->d_k = a->d_v = NULL;
+    a->q = a->k = a->v = a->o = a->lse = a->d_o = a->d_q = a->d_k = a->d_v = a->table = NULL;
+    free(a->table_host);
+    a->table_host = NULL;
 }
 
 fa_status cli_attn_call(cli_attn *a, bool backward)

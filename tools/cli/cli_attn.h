@@ -17,6 +17,7 @@ typedef struct cli_attn_shape {
     bool causal;
     bool deterministic; /* fa_attention_desc.deterministic */
     int32_t num_splits; /* fa_attention_desc.num_splits */
+    int64_t page_size;  /* > 0: K and V as a paged cache (forward), seq_k a multiple */
 } cli_attn_shape;
 
 typedef struct cli_attn {
@@ -27,6 +28,13 @@ typedef struct cli_attn {
     size_t q_elems, kv_elems, lse_elems; /* lse_elems = B * Hq * Sq */
     fa_buffer *q, *k, *v, *o, *lse, *d_o, *d_q, *d_k, *d_v;
     fa_tensor tq, tk, tv, to, tlse, tdo, tdq, tdk, tdv;
+    /* A paged cache (shape.page_size > 0): k and v hold B * max_pages pages in the order of the
+     * block table, a seeded shuffle; desc.block_table points at ttable, so a cli_attn must not
+     * move once created. */
+    int64_t max_pages;
+    int32_t *table_host;
+    fa_buffer *table;
+    fa_tensor ttable;
     char detail[256]; /* a failure of the tool's own (host memory, sizes); "" otherwise */
 } cli_attn;
 
@@ -35,6 +43,9 @@ typedef struct cli_attn {
  * touches a page for the first time that belongs to an input or output. */
 fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *shape,
                           bool with_grads, uint64_t seed);
+/** K or V as read back from its buffer (`paged`), in the logical (B, Sk, Hkv, D) order into
+ * `logical`; a copy where the cache is not paged. */
+void cli_attn_unpage(const cli_attn *a, const void *paged, void *logical);
 /** Frees the buffers; a zeroed or half-created cli_attn is fine. */
 void cli_attn_destroy(cli_attn *a);
 

@@ -52,6 +52,8 @@ static const char usage[] =
     "                   CPU backend the memory read rate is measured first, and each row shows\n"
     "                   its fraction of it\n"
     "  --splits N       fa_attention_desc.num_splits for every row (0: the backend chooses)\n"
+    "  --page-size N    with --decode: K and V as a paged cache of N-key pages\n"
+    "                   (fa_attention_desc.block_table, a shuffled table)\n"
     "\n"
     "Each row: warm-up calls for at least 0.3 s, then timed calls (each ending with\n"
     "fa_context_synchronize) until 1 s or N runs; the median is reported. When the first two\n"
@@ -74,7 +76,7 @@ typedef struct bench_options {
     const char *backend_name, *dtype_name, *json_path, *csv_path;
     const char *causal_name, *log_name;
     int64_t device, repeat, threads, seqlen, head_dim; /* seqlen, head_dim: 0 = all */
-    int64_t splits;
+    int64_t splits, page_size;
     bool quick, device_seen, deterministic, decode;
 } bench_options;
 
@@ -364,7 +366,8 @@ static int run_decode_grid(fa_context *ctx, const bench_options *o, fa_dtype dty
                                                   .heads_q = heads[h][0],
                                                   .heads_kv = heads[h][1],
                                                   .head_dim = dims[d],
-                                                  .num_splits = (int32_t)o->splits};
+                                                  .num_splits = (int32_t)o->splits,
+                                                  .page_size = o->page_size};
                     if ((o->head_dim && dims[d] != o->head_dim) ||
                         (o->seqlen && caches[c] != o->seqlen))
                         continue;
@@ -415,6 +418,7 @@ int fa_cmd_bench(int argc, char **argv)
         {"--log", CLI_OPT_STRING, &o.log_name, 0, 0, NULL},
         {"--decode", CLI_OPT_FLAG, &o.decode, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o.splits, 0, 256, NULL},
+        {"--page-size", CLI_OPT_INT, &o.page_size, 1, INT32_MAX, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
     if (rc != CLI_CONTINUE)

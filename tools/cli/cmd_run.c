@@ -34,6 +34,8 @@ static const char usage[] =
     "  --causal         causal mask, aligned bottom-right\n"
     "  --splits N       fa_attention_desc.num_splits: key chunks of the split-key forward\n"
     "                   (decoding; 0, the default: the backend chooses; 1: none)\n"
+    "  --page-size N    K and V as a paged cache of N-key pages in a shuffled block table\n"
+    "                   (fa_attention_desc.block_table; forward, --seq-k a multiple of N)\n"
     "  --backward       time the backward pass (one forward supplies O and LSE first)\n"
     "  --check          compare 64 sampled rows of O and LSE with a float64 reference (with\n"
     "                   --backward also dQ on sampled query rows and dK, dV on sampled key\n"
@@ -58,7 +60,7 @@ static const char usage[] =
 typedef struct run_options {
     const char *backend_name, *dtype_name;
     int64_t device, batch, heads, kv_heads, seq, seq_q, seq_k, head_dim;
-    int64_t repeat, warmup, threads, seed, splits;
+    int64_t repeat, warmup, threads, seed, splits, page_size;
     bool causal, backward, check, json;
     bool device_seen, kv_heads_seen, seq_q_seen, seq_k_seen, repeat_seen, warmup_seen;
 } run_options;
@@ -82,6 +84,7 @@ static int parse_options(int argc, char **argv, run_options *o)
         {"--dtype", CLI_OPT_STRING, &o->dtype_name, 0, 0, NULL},
         {"--causal", CLI_OPT_FLAG, &o->causal, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o->splits, 0, 256, NULL},
+        {"--page-size", CLI_OPT_INT, &o->page_size, 1, INT32_MAX, NULL},
         {"--backward", CLI_OPT_FLAG, &o->backward, 0, 0, NULL},
         {"--check", CLI_OPT_FLAG, &o->check, 0, 0, NULL},
         {"--repeat", CLI_OPT_INT, &o->repeat, 1, 1000, &o->repeat_seen},
@@ -169,6 +172,16 @@ static fa_status check_rows(cli_attn *a, uint64_t seed, fa_row_check *out, char 
     void *q = read_back(a->q, q_bytes, &st), *k = read_back(a->k, kv_bytes, &st);
     void *v = read_back(a->v, kv_bytes, &st), *o = read_back(a->o, q_bytes, &st);
     float *lse = read_back(a->lse, a->lse_elems * sizeof(float), &st);
+    void *logical = st == FA_OK && a->shape.page_size > 0 ? malloc(kv_bytes ? kv_bytes : 1) : NULL;
+    if (st == FA_OK && a->shape.page_size > 0 && !logical)
+        st = FA_ERROR_OUT_OF_HOST_MEMORY;
+    if (logical) { /* the reference takes K and V in sequence order */
+        cli_attn_unpage(a, k, logical);
+        memcpy(k, logical, kv_bytes);
+        cli_attn_unpage(a, v, logical);
+        memcpy(v, logical, kv_bytes);
+        free(logical);
+    }
     if (st == FA_OK) {
         const fa_ref_problem p = ref_problem(a);
         fa_testkit_check_forward_rows(&p, q, k, v, o, lse, CHECK_ROWS, seed, out);
@@ -360,7 +373,8 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
                                 .heads_kv = o->kv_heads,
                                 .head_dim = o->head_dim,
                                 .causal = o->causal,
-                                .num_splits = (int32_t)o->splits};
+                                .num_splits = (int32_t)o->splits,
+                                .page_size = o->page_size};
 
     r->load = cli_load_average();
     cli_attn a;

@@ -375,6 +375,35 @@ void tk_case_seqlens(const tk_case *c, int32_t *out)
     }
 }
 
+/* ---- a paged K/V cache (fa_attention_desc.block_table) ---- */
+
+/* Pages of 1, 7 (not a power of 2), 16, 32, 64 and 256 keys, the pages of each sequence spread
+ * over the cache in a seeded order with spare pages between (conformance_exec.c), with and
+ * without per-sequence lengths (the table entries past a sequence's length are then invalid,
+ * and must not be read). */
+typedef struct paged_spec {
+    edge_spec e;
+    int32_t page_size;
+    bool seqlens;
+} paged_spec;
+
+static const paged_spec paged_cases[] = {
+    {{FA_DTYPE_F16, 4, 1, 4096, 8, 2, 128, 0, false, false, false, " decode paged=16 seqlens", 0},
+     16,
+     true},
+    {{FA_DTYPE_F16, 2, 1, 4096, 8, 2, 128, 0, false, false, false, " decode paged=256", 0},
+     256,
+     false},
+    {{FA_DTYPE_BF16, 3, 4, 1001, 8, 2, 64, 0, true, false, true, " decode paged=7 seqlens", 0},
+     7,
+     true},
+    {{FA_DTYPE_F32, 2, 1, 300, 4, 1, 64, 0, false, false, false, " decode paged=1", 0}, 1, false},
+    {{FA_DTYPE_F16, 2, 16, 2048, 8, 8, 64, 0, true, false, false, " decode paged=64 splitkv=4", 4},
+     64,
+     false},
+    {{FA_DTYPE_F32, 4, 37, 512, 4, 2, 32, 0, true, false, false, " paged=32 seqlens", 0}, 32, true},
+};
+
 /* ---- decoding cases ---- */
 
 /* Few query rows per KV head and many keys: the split-key forward where a backend has one
@@ -418,13 +447,15 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     const int64_t n_edges = (int64_t)(sizeof edges / sizeof edges[0]);
     const int64_t n_decodes = (int64_t)(sizeof decodes / sizeof decodes[0]);
     const int64_t n_seqlens = (int64_t)(sizeof seqlens_cases / sizeof seqlens_cases[0]);
+    const int64_t n_paged = (int64_t)(sizeof paged_cases / sizeof paged_cases[0]);
     const int64_t n_planted = (int64_t)(sizeof planted / sizeof planted[0]);
     /* --full: the quick array's cases with logits above 1 follow the product */
     int(*extra)[AX_COUNT] = NULL;
     const axes quick = table_axes(false);
     const int64_t n_extra = full ? covering_array(&quick, &extra) : 0;
-    tk_case *cases = malloc(
-        (size_t)(n_table + n_extra + n_edges + n_planted + n_decodes + n_seqlens) * sizeof *cases);
+    tk_case *cases =
+        malloc((size_t)(n_table + n_extra + n_edges + n_planted + n_decodes + n_seqlens + n_paged) *
+               sizeof *cases);
     if (!cases) {
         free(rows);
         free(extra);
@@ -463,6 +494,11 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     for (int64_t e = 0; e < n_seqlens; e++) {
         cases[n] = case_from_edge(&seqlens_cases[e]);
         cases[n++].seqlens = true;
+    }
+    for (int64_t e = 0; e < n_paged; e++) {
+        cases[n] = case_from_edge(&paged_cases[e].e);
+        cases[n].seqlens = paged_cases[e].seqlens;
+        cases[n++].page_size = paged_cases[e].page_size;
     }
     for (int64_t c = 0; c < n; c++) {
         uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)c;

@@ -383,6 +383,65 @@ static bool call_ok(fa_context *ctx, const char *what, fa_status st, tk_result *
     return false;
 }
 
+/* A paged cache for case c (c->page_size > 0): the block table (B x max_pages) gives each
+ * sequence's pages in a seeded order over num_pages = B max_pages + 2 pages, so that spare pages
+ * lie between them; entries past a sequence's length (lens) are -1, which nothing may read. */
+typedef struct paged {
+    int64_t max_pages, num_pages;
+    int32_t *table;
+    unsigned char *k, *v; /* packed (num_pages, page_size, Hkv, D) */
+} paged;
+
+static bool paged_init(paged *pg, const tk_case *c, const tk_inputs *in, const int32_t *lens)
+{
+    const fa_ref_problem *p = &c->p;
+    const int64_t ps = c->page_size, B = p->batch;
+    const size_t row = (size_t)(p->heads_kv * p->head_dim) * fa_dtype_size(p->dtype);
+    pg->max_pages = p->seq_k / ps;
+    pg->num_pages = B * pg->max_pages + 2;
+    const size_t n = (size_t)pg->num_pages;
+    pg->table = malloc((size_t)(B * pg->max_pages + 1) * sizeof *pg->table);
+    pg->k = malloc(n * (size_t)ps * row);
+    pg->v = malloc(n * (size_t)ps * row);
+    int32_t *perm = malloc(n * sizeof *perm);
+    if (!pg->table || !pg->k || !pg->v || !perm) {
+        free(perm);
+        return false;
+    }
+    uint64_t s = c->seed ^ 0x9a6edca5eull;
+    for (size_t i = 0; i < n; i++)
+        perm[i] = (int32_t)i;
+    for (size_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
+        const size_t j = (size_t)(fa_testkit_splitmix64(&s) % (uint64_t)(i + 1));
+        const int32_t x = perm[i];
+        perm[i] = perm[j];
+        perm[j] = x;
+    }
+    memset(pg->k, 0x5a, n * (size_t)ps * row); /* spare rows: finite values that would show */
+    memset(pg->v, 0x5a, n * (size_t)ps * row);
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t len = lens ? lens[b] : p->seq_k;
+        for (int64_t pi = 0; pi < pg->max_pages; pi++) {
+            const int32_t page = perm[b * pg->max_pages + pi];
+            pg->table[b * pg->max_pages + pi] = pi * ps < len ? page : -1;
+            const size_t from = (size_t)(b * p->seq_k + pi * ps) * row;
+            memcpy(pg->k + (size_t)page * (size_t)ps * row, (const unsigned char *)in->k + from,
+                   (size_t)ps * row);
+            memcpy(pg->v + (size_t)page * (size_t)ps * row, (const unsigned char *)in->v + from,
+                   (size_t)ps * row);
+        }
+    }
+    free(perm);
+    return true;
+}
+
+static void paged_free(paged *pg)
+{
+    free(pg->table);
+    free(pg->k);
+    free(pg->v);
+}
+
 void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, const tk_data *t,
                      const tk_expect *e, tk_result *r)
 {
@@ -394,10 +453,16 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
     memset(tb, 0, sizeof tb);
     tbuf_init(&tb[T_Q], "q", false, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q, p->head_dim,
               false);
-    tbuf_init(&tb[T_K], "k", false, p->dtype, c->bhsd, p->batch, p->seq_k, p->heads_kv, p->head_dim,
-              false);
-    tbuf_init(&tb[T_V], "v", false, p->dtype, c->bhsd, p->batch, p->seq_k, p->heads_kv, p->head_dim,
-              false);
+    paged pg = {0};
+    if (c->page_size > 0 && !paged_init(&pg, c, in, t->seqlens)) {
+        paged_free(&pg);
+        fail(r, "out of host memory");
+        return;
+    }
+    const int64_t kv_b = pg.table ? pg.num_pages : p->batch;
+    const int64_t kv_s = pg.table ? c->page_size : p->seq_k;
+    tbuf_init(&tb[T_K], "k", false, p->dtype, c->bhsd, kv_b, kv_s, p->heads_kv, p->head_dim, false);
+    tbuf_init(&tb[T_V], "v", false, p->dtype, c->bhsd, kv_b, kv_s, p->heads_kv, p->head_dim, false);
     tbuf_init(&tb[T_O], "o", true, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q, p->head_dim,
               false);
     tbuf_init(&tb[T_LSE], "lse", true, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q, 1, true);
@@ -411,7 +476,10 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         tbuf_init(&tb[T_DV], "dv", true, p->dtype, c->bhsd, p->batch, p->seq_k, p->heads_kv,
                   p->head_dim, false);
     }
-    const void *data[T_COUNT] = {[T_Q] = in->q, [T_K] = in->k, [T_V] = in->v, [T_DO] = in->d_o};
+    const void *data[T_COUNT] = {[T_Q] = in->q,
+                                 [T_K] = pg.table ? (const void *)pg.k : in->k,
+                                 [T_V] = pg.table ? (const void *)pg.v : in->v,
+                                 [T_DO] = in->d_o};
     const int n_bufs = bwd ? T_COUNT : T_DO;
     bool ok = true;
     for (int x = 0; ok && x < n_bufs; x++)
@@ -426,11 +494,22 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         ok = call_ok(ctx, "fa_buffer_create(seqlens_k)", st, r);
         lens_tensor = fa_tensor_bshd(lens, FA_DTYPE_I32, p->batch, 1, 1, 1);
     }
+    fa_buffer *table = NULL;
+    fa_tensor table_tensor = {0};
+    const size_t table_bytes = (size_t)(p->batch * pg.max_pages) * sizeof(int32_t);
+    if (ok && pg.table) {
+        fa_status st = fa_buffer_create(
+            ctx, &(fa_buffer_desc){.size = table_bytes ? table_bytes : 4, .data = pg.table},
+            &table);
+        ok = call_ok(ctx, "fa_buffer_create(block_table)", st, r);
+        table_tensor = fa_tensor_bshd(table, FA_DTYPE_I32, p->batch, pg.max_pages, 1, 1);
+    }
     const fa_attention_desc desc = {.scale = p->scale,
                                     .causal = p->causal,
                                     .deterministic = c->deterministic,
                                     .num_splits = c->num_splits,
-                                    .seqlens_k = t->seqlens ? &lens_tensor : NULL};
+                                    .seqlens_k = t->seqlens ? &lens_tensor : NULL,
+                                    .block_table = pg.table ? &table_tensor : NULL};
     unsigned char *o_after_fwd = NULL, *lse_after_fwd = NULL;
 
     if (ok)
@@ -498,6 +577,15 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
             fail(r, "seqlens_k changed");
     }
     fa_buffer_destroy(lens);
+    if (table && r->outcome != TK_SKIP) {
+        int32_t *after = malloc(table_bytes ? table_bytes : 4);
+        if (!after || fa_buffer_read(table, 0, after, table_bytes) != FA_OK ||
+            memcmp(after, pg.table, table_bytes))
+            fail(r, "block_table changed");
+        free(after);
+    }
+    fa_buffer_destroy(table);
+    paged_free(&pg);
     free(o_after_fwd);
     free(lse_after_fwd);
     r->seconds = tk_now() - start;

@@ -168,6 +168,7 @@ typedef struct tk_case {
     int32_t num_splits; /* fa_attention_desc.num_splits (the split-key forward's cases) */
     float logits;       /* > 1: Q and K scaled by sqrt(logits), so scores are ~logits x N(0, 1) */
     bool seqlens;       /* per-sequence key counts (tk_case_seqlens) */
+    int32_t page_size;  /* > 0: K and V as a paged cache of pages this long (Sk a multiple) */
     tk_special special;
     uint64_t seed;
 } tk_case;

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+/* Decoding forward (flash-decoding), the OpenCL form of shaders/vulkan/attn_decode.comp: one
+ * work-group of FA_NT work-items per (key chunk, KV head, batch entry) with all the KV head's
+ * packed query rows (FA_BM of them: query heads sharing the KV head x query positions, row r
+ * being query r % Sq of query head hk * GQA + r / Sq), so each K and V row is read once for all.
+ * OpenCL 1.2 has no subgroup operations: the row statistics go through local memory.
+ *
+ * Per tile of FA_BN keys (5 barriers): K and V -> local f32; scores (work-item t: key
+ * t % BN, rows t / BN + NRP i) -> st; per row (work-items t < BM): the new maximum and alpha;
+ * P = exp2(S - m) in place; then the row sums (t < BM) and O = alpha O + P V (work-item t: the
+ * float4 column t % D4 of every row, keys t / D4 + NKS x), the key subsets summed at the end.
+ * One chunk writes O and the LSE; several write their normalised O and LSE to the workspace
+ * for fa_decode_merge. A paged cache maps key n of entry b to row n % page_size of page
+ * table[b][n / page_size], clamped into [0, num_pages). */
+
+#define D4 (FA_D / 4)
+#define LDK (D4 + 1)                   /* float4 per local K/V row */
+#define RWP ((FA_BM + 3) / 4 * 4)      /* rows, padded */
+#define NRP (FA_NT / FA_BN)            /* row parts of the score phase */
+#define RPP ((RWP + NRP - 1) / NRP)    /* score rows per work-item */
+#define NKS (FA_NT / D4)               /* key subsets of the P V phase */
+
+#if FA_DTYPE == FA_CL_DTYPE_F32
+typedef float4 dec_raw4;
+#else
+typedef ushort4 dec_raw4;
+#endif
+
+inline float4 dec_to_f32(dec_raw4 u)
+{
+#if FA_DTYPE == FA_CL_DTYPE_F32
+    return u;
+#elif FA_DTYPE == FA_CL_DTYPE_F16
+    return vload_half4(0, (const half *)&u);
+#else
+    return as_float4(convert_uint4(u) << 16);
+#endif
+}
+
+/* Elements i..i+3: one vector load when the view's offset and strides are multiples of 4. */
+inline float4 dec_load4(__global const fa_st *p, long i, bool aligned)
+{
+    if (aligned)
+        return dec_to_f32(((__global const dec_raw4 *)p)[i >> 2]);
+    return dec_to_f32((dec_raw4)(p[i], p[i + 1], p[i + 2], p[i + 3]));
+}
+
+/* Where key n of batch entry b starts in a K or V view (page stride sb, row stride ss). */
+inline long dec_key_row(long n, long b, long sb, long ss, __global const int *table, long t_off,
+                        long t_sb, long t_ss, long page_size, long num_pages)
+{
+    if (page_size == 0)
+        return b * sb + n * ss;
+    long page = table[t_off + b * t_sb + n / page_size * t_ss];
+    page = page < 0 ? 0 : page >= num_pages ? num_pages - 1 : page;
+    return page * sb + n % page_size * ss;
+}
+
+__kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void
+fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
+          __global const fa_st *k, long k_off, long k_sb, long k_ss, long k_sh,
+          __global const fa_st *v, long v_off, long v_sb, long v_ss, long v_sh, __global fa_st *o,
+          long o_off, long o_sb, long o_ss, long o_sh, __global float *lse, long l_off, long l_sb,
+          long l_ss, long l_sh, int has_lse, __global const int *lens, long s_off, long s_sb,
+          long s_ss, long s_sh, int has_lens, __global const int *table, long t_off, long t_sb,
+          long t_ss, long t_sh, long page_size, long num_pages, int seq_q, int seq_k,
+          float scale_log2, int split_keys, __global float *ws, long ws_lse_off)
+{
+    __local float4 kt[FA_BN * LDK], vt[FA_BN * LDK];
+    __local float4 qs[RWP * D4];
+    __local float st[RWP * FA_BN];
+    __local float row_m[RWP], row_l[RWP], row_a[RWP];
+
+    const int t = (int)get_local_id(0);
+    const long chunk = get_group_id(0), hk = get_group_id(1), b = get_group_id(2);
+    const int packed = FA_GQA * seq_q;
+    int sk = seq_k;
+    if (has_lens) {
+        const int n = lens[s_off + b * s_sb];
+        sk = n < 0 ? 0 : n > seq_k ? seq_k : n;
+    }
+    const int diag = sk - seq_q; /* query i sees key j iff j <= i + diag */
+    const long n_begin = min((long)chunk * split_keys, (long)sk);
+    long n_stop = min((long)sk, n_begin + split_keys);
+    if (FA_CAUSAL) {
+        int i_max = 0;
+        for (int r = 0; r < FA_BM && r < packed; r++)
+            i_max = max(i_max, r % seq_q);
+        n_stop = clamp((long)i_max + diag + 1, n_begin, n_stop);
+    }
+    const bool q4 = ((q_off | q_sb | q_ss | q_sh) & 3) == 0;
+    const bool k4 = ((k_off | k_sb | k_ss | k_sh) & 3) == 0;
+    const bool v4 = ((v_off | v_sb | v_ss | v_sh) & 3) == 0;
+
+    for (int e = t; e < RWP * D4; e += FA_NT) {
+        const int r = e / D4, c = e % D4;
+        float4 x = (float4)(0.0f);
+        if (r < FA_BM && r < packed) {
+            const long i = r % seq_q, h = hk * FA_GQA + r / seq_q;
+            x = dec_load4(q, q_off + b * q_sb + h * q_sh + i * q_ss + 4 * c, q4);
+        }
+        qs[e] = x;
+    }
+    for (int r = t; r < RWP; r += FA_NT) {
+        row_m[r] = -INFINITY;
+        row_l[r] = 0.0f;
+    }
+
+    const int j = t % FA_BN, p = t / FA_BN;
+    const int cg = t % D4, ks = t / D4;
+    float4 acc[RWP];
+    for (int r = 0; r < RWP; r++)
+        acc[r] = (float4)(0.0f);
+
+    for (long n0 = n_begin; n0 < n_stop; n0 += FA_BN) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile is no longer read */
+        for (int e = t; e < FA_BN * D4; e += FA_NT) {
+            const int jj = e / D4, c = e % D4;
+            const long n = n0 + jj;
+            float4 kx = (float4)(0.0f), vx = (float4)(0.0f);
+            if (n < n_stop) {
+                const long kr = dec_key_row(n, b, k_sb, k_ss, table, t_off, t_sb, t_ss,
+                                            page_size, num_pages);
+                const long vr = dec_key_row(n, b, v_sb, v_ss, table, t_off, t_sb, t_ss,
+                                            page_size, num_pages);
+                kx = dec_load4(k, k_off + kr + hk * k_sh + 4 * c, k4);
+                vx = dec_load4(v, v_off + vr + hk * v_sh + 4 * c, v4);
+            }
+            kt[jj * LDK + c] = kx;
+            vt[jj * LDK + c] = vx;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const long n = n0 + j;
+        for (int i = 0; i < RPP; i++) {
+            const int r = p + i * NRP;
+            if (r >= RWP)
+                break;
+            float s = 0.0f;
+            for (int c = 0; c < D4; c++) {
+                const float4 kx = kt[j * LDK + c], qx = qs[r * D4 + c];
+                s = fma(kx.w, qx.w, fma(kx.z, qx.z, fma(kx.y, qx.y, fma(kx.x, qx.x, s))));
+            }
+            const bool visible = n < n_stop && (!FA_CAUSAL || n <= (long)(r % seq_q) + diag);
+            st[r * FA_BN + j] = visible ? s * scale_log2 : -INFINITY;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (t < RWP) { /* m = -inf: nothing visible so far, so nothing is rescaled */
+            float mx = row_m[t];
+            for (int jj = 0; jj < FA_BN; jj++)
+                mx = fmax(mx, st[t * FA_BN + jj]);
+            row_a[t] = mx == -INFINITY ? 1.0f : exp2(row_m[t] - mx);
+            row_m[t] = mx;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int i = 0; i < RPP; i++) {
+            const int r = p + i * NRP;
+            if (r >= RWP)
+                break;
+            const float m = row_m[r];
+            st[r * FA_BN + j] = exp2(st[r * FA_BN + j] - (m == -INFINITY ? 0.0f : m));
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (t < RWP) {
+            float l = row_l[t] * row_a[t];
+            for (int jj = 0; jj < FA_BN; jj++)
+                l += st[t * FA_BN + jj];
+            row_l[t] = l;
+        }
+        if (ks < NKS) {
+            for (int r = 0; r < RWP; r++)
+                acc[r] *= row_a[r];
+            for (int jj = ks; jj < FA_BN; jj += NKS) {
+                const float4 vx = vt[jj * LDK + cg];
+                for (int r = 0; r < RWP; r++)
+                    acc[r] += st[r * FA_BN + jj] * vx;
+            }
+        }
+    }
+
+    /* O: the key subsets added up, one after the other, in the K tile's memory */
+    for (int x = 0; x < NKS; x++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (ks == x)
+            for (int r = 0; r < RWP; r++)
+                kt[r * D4 + cg] = x == 0 ? acc[r] : kt[r * D4 + cg] + acc[r];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    const bool split = get_num_groups(0) > 1;
+    const long heads_q = get_num_groups(1) * FA_GQA;
+    const long out_rows = get_num_groups(2) * heads_q * seq_q;
+    for (int e = t; e < RWP * D4; e += FA_NT) {
+        const int r = e / D4, c = e % D4;
+        if (r >= FA_BM || r >= packed)
+            continue;
+        const float l = row_l[r], m = row_m[r];
+        const float4 out = l != 0.0f ? kt[r * D4 + c] / l : (float4)(0.0f);
+        const float lse_r = l != 0.0f ? (m + log2(l)) * FA_LN2 : -INFINITY;
+        const long i = r % seq_q, h = hk * FA_GQA + r / seq_q;
+        if (split) {
+            const long row = chunk * out_rows + (b * heads_q + h) * seq_q + i;
+            vstore4(out, 0, ws + row * FA_D + 4 * c);
+            if (c == 0)
+                ws[ws_lse_off + row] = lse_r;
+        } else {
+            const long at = o_off + b * o_sb + h * o_sh + i * o_ss + 4 * c;
+            fa_store(o, at, out.x);
+            fa_store(o, at + 1, out.y);
+            fa_store(o, at + 2, out.z);
+            fa_store(o, at + 3, out.w);
+            if (c == 0 && has_lse)
+                lse[l_off + b * l_sb + h * l_sh + i * l_ss] = lse_r;
+        }
+    }
+    (void)t_sh; /* views come as (offset, batch, seq, head strides); these are unused */
+    (void)s_ss;
+    (void)s_sh;
+}
+
+/* The chunks' results combined exactly: one work-group per output row (query i, query head h,
+ * batch b); w_c = exp(LSE_c - max), O = sum w_c O_c / sum w_c, LSE = max + log(sum w_c). */
+__kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void
+fa_decode_merge(__global const float *ws, long ws_lse_off, int chunks, __global fa_st *o,
+                long o_off, long o_sb, long o_ss, long o_sh, __global float *lse, long l_off,
+                long l_sb, long l_ss, long l_sh, int has_lse, int seq_q)
+{
+    __local float w[256]; /* FA_MAX_SPLITS */
+    __local float red[FA_NT];
+    const int t = (int)get_local_id(0);
+    const long i = get_group_id(0), h = get_group_id(1), b = get_group_id(2);
+    const long heads_q = get_num_groups(1);
+    const long rows = get_num_groups(2) * heads_q * seq_q;
+    const long row = (b * heads_q + h) * seq_q + i;
+    float m = -INFINITY;
+    for (int c = t; c < chunks; c += FA_NT)
+        m = fmax(m, ws[ws_lse_off + c * rows + row]);
+    red[t] = m;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    m = -INFINITY;
+    for (int x = 0; x < FA_NT; x++)
+        m = fmax(m, red[x]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float sum = 0.0f;
+    for (int c = t; c < chunks; c += FA_NT) {
+        const float l = ws[ws_lse_off + c * rows + row];
+        w[c] = l == -INFINITY ? 0.0f : exp(l - m);
+        sum += w[c];
+    }
+    red[t] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sum = 0.0f;
+    for (int x = 0; x < FA_NT; x++)
+        sum += red[x];
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (int d = t; d < FA_D; d += FA_NT) {
+        float a = 0.0f;
+        for (int c = 0; c < chunks; c++)
+            if (w[c] != 0.0f)
+                a += w[c] * ws[(c * rows + row) * FA_D + d];
+        fa_store(o, o_off + b * o_sb + h * o_sh + i * o_ss + d, a * inv);
+    }
+    if (t == 0 && has_lse)
+        lse[l_off + b * l_sb + h * l_sh + i * l_ss] = sum > 0.0f ? m + log(sum) : -INFINITY;
+}
