@@ -69,6 +69,14 @@ Test(cli, a_small_checked_run_succeeds)
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --heads 4 --kv-heads 1 --head-dim 64 "
                          "--causal --backward --dtype bf16 --check --json"),
                  0);
+    /* a paged cache: checked against the reference in sequence order */
+    cr_assert_eq(run_cli("run --backend cpu --seq-q 2 --seq-k 96 --heads 4 --kv-heads 2 "
+                         "--head-dim 32 --causal --page-size 8 --splits 3 --check"),
+                 0);
+    /* a key count that is not a multiple of the page size, a paged backward, a page size of 0 */
+    cr_assert_eq(run_cli("run --backend cpu --seq-q 1 --seq-k 90 --page-size 8"), 1);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --page-size 8 --backward"), 1);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --page-size 0"), 2);
 }
 
 /* --shard I/N: the shards of the quick matrix are disjoint and together are the whole of it. */

@@ -227,6 +227,29 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     return FA_OK;
 }
 
+fa_vk_fwd_push fa_vk_fwd_push_of(const fa_attention_call *call)
+{
+    const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
+    const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
+    /* K and V's batch and seq dims: pages and rows within a page where the cache is paged */
+    const int64_t kv_b = call->has_block_table ? call->num_pages : B;
+    const int64_t kv_s = call->has_block_table ? call->page_size : Sk;
+    return (fa_vk_fwd_push){
+        fa_vk_pv(&call->q, B, Sq, Hq),
+        fa_vk_pv(&call->k, kv_b, kv_s, Hkv),
+        fa_vk_pv(&call->v, kv_b, kv_s, Hkv),
+        fa_vk_pv(&call->o, B, Sq, Hq),
+        call->has_lse ? fa_vk_pv(&call->lse, B, Sq, Hq) : (fa_vk_push_view){0, 0, 0, 0},
+        (uint32_t)Sq,
+        (uint32_t)Sk,
+        call->has_lse,
+        call->scale * FA_VK_LOG2E,
+        (uint32_t)call->seqlens_k.offset,
+        (uint32_t)call->seqlens_k.stride_b,
+        call->has_seqlens_k,
+    };
+}
+
 static fa_status forward(fa_context *ctx, const fa_attention_call *call)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
@@ -263,25 +286,7 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     if (s != FA_OK)
         return s;
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
-    struct {
-        fa_vk_push_view q, k, v, o, lse;
-        uint32_t seq_q, seq_k, has_lse;
-        float scale_log2;
-        uint32_t sl_off, sl_sb, has_sl;
-    } push = {
-        fa_vk_pv(&call->q, B, Sq, call->heads_q),
-        fa_vk_pv(&call->k, B, Sk, call->heads_kv),
-        fa_vk_pv(&call->v, B, Sk, call->heads_kv),
-        fa_vk_pv(&call->o, B, Sq, call->heads_q),
-        call->has_lse ? fa_vk_pv(&call->lse, B, Sq, call->heads_q) : (fa_vk_push_view){0, 0, 0, 0},
-        (uint32_t)Sq,
-        (uint32_t)Sk,
-        call->has_lse,
-        call->scale * FA_VK_LOG2E,
-        (uint32_t)call->seqlens_k.offset,
-        (uint32_t)call->seqlens_k.stride_b,
-        call->has_seqlens_k,
-    };
+    const fa_vk_fwd_push push = fa_vk_fwd_push_of(call);
     const VkBuffer buffers[6] = {fa_vk_handle(&call->q),
                                  fa_vk_handle(&call->k),
                                  fa_vk_handle(&call->v),
@@ -301,12 +306,7 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     }
     s = fa_vk_dispatch(ctx, kernel, pipeline, buffers, &push, sizeof push, (uint32_t)groups_x,
                        (uint32_t)call->heads_q, (uint32_t)B);
-    if (s != FA_OK) {
-        st->recording = false;
-        st->vk.vkEndCommandBuffer(st->cmd);
-        return s;
-    }
-    return fa_vk_submit(ctx, false);
+    return fa_vk_finish(ctx, s, false);
 }
 
 /* Steps per iteration of the backward's reduction loops (UNROLL in fa_backward.glsl): 2 (faster
@@ -460,15 +460,7 @@ static fa_status backward(fa_context *ctx, const fa_attention_call *call)
         ctx, 2 * sizeof(float) * (VkDeviceSize)(call->batch * call->heads_q * call->seq_q));
     if (s != FA_OK)
         return s;
-    s = record_backward(ctx, call, &t);
-    if (s != FA_OK) {
-        if (st->recording) {
-            st->recording = false;
-            st->vk.vkEndCommandBuffer(st->cmd);
-        }
-        return s;
-    }
-    return fa_vk_submit(ctx, false);
+    return fa_vk_finish(ctx, record_backward(ctx, call, &t), false);
 }
 
 const fa_backend_iface fa_vulkan_backend_iface = {

@@ -51,11 +51,8 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
                         const fa_vk_decode_plan *plan)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
+    const int64_t B = call->batch, Sq = call->seq_q;
     const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
-    /* K and V's batch and seq dims: pages and rows within a page where the cache is paged */
-    const int64_t kv_b = call->has_block_table ? call->num_pages : B;
-    const int64_t kv_s = call->has_block_table ? call->page_size : Sk;
     const bool split = plan->split.splits > 1;
     const fa_vk_storage storage = fa_vk_storage_of(st, call->dtype);
     const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
@@ -73,28 +70,11 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
         s = fa_vk_begin(ctx);
     if (s != FA_OK)
         return s;
-    const fa_vk_push_view no_view = {0, 0, 0, 0};
-    const fa_vk_push_view o = fa_vk_pv(&call->o, B, Sq, Hq);
-    const fa_vk_push_view lse = call->has_lse ? fa_vk_pv(&call->lse, B, Sq, Hq) : no_view;
     struct {
-        fa_vk_push_view q, k, v, o, lse;
-        uint32_t seq_q, seq_k, has_lse;
-        float scale_log2;
-        uint32_t sl_off, sl_sb, has_sl;
+        fa_vk_fwd_push common;
         uint32_t split_keys, bt_off, bt_sb, page_size, num_pages;
     } push = {
-        fa_vk_pv(&call->q, B, Sq, Hq),
-        fa_vk_pv(&call->k, kv_b, kv_s, Hkv),
-        fa_vk_pv(&call->v, kv_b, kv_s, Hkv),
-        o,
-        lse,
-        (uint32_t)Sq,
-        (uint32_t)Sk,
-        call->has_lse,
-        call->scale * FA_VK_LOG2E,
-        (uint32_t)call->seqlens_k.offset,
-        (uint32_t)call->seqlens_k.stride_b,
-        call->has_seqlens_k,
+        fa_vk_fwd_push_of(call),
         (uint32_t)plan->split.keys_per_split,
         (uint32_t)call->block_table.offset,
         (uint32_t)call->block_table.stride_b,
@@ -123,8 +103,8 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
     struct {
         fa_vk_push_view o, lse;
         uint32_t seq_q, heads_q, chunks, ws_lse_off, has_lse;
-    } merge_push = {o,
-                    lse,
+    } merge_push = {push.common.o,
+                    push.common.lse,
                     (uint32_t)Sq,
                     (uint32_t)Hq,
                     (uint32_t)plan->split.splits,
@@ -138,16 +118,8 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
 fa_status fa_vk_decode_forward(fa_context *ctx, const fa_attention_call *call,
                                const fa_vk_decode_plan *plan)
 {
-    fa_vk_state *st = fa_vk_state_of(ctx);
     fa_status s = plan->workspace_bytes ? fa_vk_workspace(ctx, plan->workspace_bytes) : FA_OK;
-    if (s == FA_OK)
-        s = record(ctx, call, plan);
-    if (s != FA_OK) {
-        if (st->recording) {
-            st->recording = false;
-            st->vk.vkEndCommandBuffer(st->cmd);
-        }
+    if (s != FA_OK)
         return s;
-    }
-    return fa_vk_submit(ctx, false);
+    return fa_vk_finish(ctx, record(ctx, call, plan), false);
 }

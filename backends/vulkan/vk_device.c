@@ -292,6 +292,18 @@ fa_status fa_vk_begin(fa_context *ctx)
     return FA_OK;
 }
 
+fa_status fa_vk_finish(fa_context *ctx, fa_status s, bool wait)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    if (s == FA_OK)
+        return fa_vk_submit(ctx, wait);
+    if (st->recording) {
+        st->recording = false;
+        st->vk.vkEndCommandBuffer(st->cmd);
+    }
+    return s;
+}
+
 fa_status fa_vk_submit(fa_context *ctx, bool wait)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);

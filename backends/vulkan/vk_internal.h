@@ -181,6 +181,16 @@ static inline VkBuffer fa_vk_handle(const fa_view *v)
 
 #define FA_VK_LOG2E 1.4426950408889634f
 
+/* The push constants every forward kernel begins with (FA_FWD_PARAMS in
+ * shaders/vulkan/fa_params.glsl), and their values for a call (vk_attention.c). */
+typedef struct fa_vk_fwd_push {
+    fa_vk_push_view q, k, v, o, lse;
+    uint32_t seq_q, seq_k, has_lse;
+    float scale_log2;
+    uint32_t sl_off, sl_sb, has_sl;
+} fa_vk_fwd_push;
+fa_vk_fwd_push fa_vk_fwd_push_of(const fa_attention_call *call);
+
 /* vk_instance.c: errors and validation messages. */
 const char *fa_vk_result_name(VkResult result);
 /* Maps a failed VkResult to a status and records "<what>: <VkResult name>" on ctx. */
@@ -219,6 +229,8 @@ fa_status fa_vk_synchronize(fa_context *ctx);
 fa_status fa_vk_begin(fa_context *ctx);
 /* Ends and submits it; waits for it when `wait`. */
 fa_status fa_vk_submit(fa_context *ctx, bool wait);
+/* fa_vk_submit where s is FA_OK; else ends a recording in progress unsubmitted and returns s. */
+fa_status fa_vk_finish(fa_context *ctx, fa_status s, bool wait);
 /* Compute/transfer write -> compute/transfer read barrier inside the command buffer. */
 void fa_vk_barrier(fa_vk_state *st);
 void fa_vk_pipeline_cache_load(fa_context *ctx);

@@ -44,15 +44,10 @@ static fa_status probe_shape(fa_context *ctx, const fa_vk_matrix_shape *shape, u
         s = fa_vk_buffer_create(ctx, words * sizeof *host, false, &buf);
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
-    if (s == FA_OK) {
-        s = fa_vk_dispatch(ctx, FA_VK_MATRIX_LAYOUT, pipeline, &buf.buffer, NULL, 0, 1, 1, 1);
-        if (s != FA_OK) {
-            st->recording = false;
-            st->vk.vkEndCommandBuffer(st->cmd);
-        }
-    }
     if (s == FA_OK)
-        s = fa_vk_submit(ctx, true);
+        s = fa_vk_finish(
+            ctx, fa_vk_dispatch(ctx, FA_VK_MATRIX_LAYOUT, pipeline, &buf.buffer, NULL, 0, 1, 1, 1),
+            true);
     if (s == FA_OK)
         s = fa_vk_buffer_read(ctx, &buf, 0, host, words * sizeof *host);
     if (s == FA_OK) {

@@ -59,3 +59,30 @@ inline void fa_store(__global fa_st *p, long i, float v)
     p[i] = fa_f32_to_bf16(v);
 #endif
 }
+
+/* Four elements in their storage format (raw bits for f16/bf16), as loads leave them in
+ * registers, and their conversion to f32. */
+#if FA_DTYPE == FA_CL_DTYPE_F32
+typedef float4 fa_raw4;
+#else
+typedef ushort4 fa_raw4;
+#endif
+
+inline float4 raw_to_f32(fa_raw4 u)
+{
+#if FA_DTYPE == FA_CL_DTYPE_F32
+    return u;
+#elif FA_DTYPE == FA_CL_DTYPE_F16
+    return vload_half4(0, (const half *)&u);
+#else
+    return as_float4(convert_uint4(u) << 16);
+#endif
+}
+
+/* Elements i..i+3 (i a multiple of 4): one vector load when the view allows it. */
+inline fa_raw4 raw_load4(__global const fa_st *p, long i, bool aligned)
+{
+    if (aligned)
+        return ((__global const fa_raw4 *)p)[i >> 2];
+    return (fa_raw4)(p[i], p[i + 1], p[i + 2], p[i + 3]);
+}

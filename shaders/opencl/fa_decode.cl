@@ -20,29 +20,10 @@
 #define RPP ((RWP + NRP - 1) / NRP)    /* score rows per work-item */
 #define NKS (FA_NT / D4)               /* key subsets of the P V phase */
 
-#if FA_DTYPE == FA_CL_DTYPE_F32
-typedef float4 dec_raw4;
-#else
-typedef ushort4 dec_raw4;
-#endif
-
-inline float4 dec_to_f32(dec_raw4 u)
-{
-#if FA_DTYPE == FA_CL_DTYPE_F32
-    return u;
-#elif FA_DTYPE == FA_CL_DTYPE_F16
-    return vload_half4(0, (const half *)&u);
-#else
-    return as_float4(convert_uint4(u) << 16);
-#endif
-}
-
-/* Elements i..i+3: one vector load when the view's offset and strides are multiples of 4. */
+/* Elements i..i+3 as f32 (fa_common.cl's raw_load4: one vector load when aligned). */
 inline float4 dec_load4(__global const fa_st *p, long i, bool aligned)
 {
-    if (aligned)
-        return dec_to_f32(((__global const dec_raw4 *)p)[i >> 2]);
-    return dec_to_f32((dec_raw4)(p[i], p[i + 1], p[i + 2], p[i + 3]));
+    return raw_to_f32(raw_load4(p, i, aligned));
 }
 
 /* Where key n of batch entry b starts in a K or V view (page stride sb, row stride ss). */

@@ -47,31 +47,7 @@ FA_CL_FWD_OPTIONS(FA_CL_REQUIRE)
 
 /* Tiles travel global -> registers -> local: a tile's loads are issued one phase before it is
  * stored to local memory, so their latency hides behind the products in between. In registers
- * they keep their storage format (raw bits for f16/bf16). */
-#if FA_DTYPE == FA_CL_DTYPE_F32
-typedef float4 fa_raw4;
-#else
-typedef ushort4 fa_raw4;
-#endif
-
-/* Elements i..i+3 (i a multiple of 4): one vector load when the view allows it. */
-inline fa_raw4 raw_load4(__global const fa_st *p, long i, bool aligned)
-{
-    if (aligned)
-        return ((__global const fa_raw4 *)p)[i >> 2];
-    return (fa_raw4)(p[i], p[i + 1], p[i + 2], p[i + 3]);
-}
-
-inline float4 raw_to_f32(fa_raw4 u)
-{
-#if FA_DTYPE == FA_CL_DTYPE_F32
-    return u;
-#elif FA_DTYPE == FA_CL_DTYPE_F16
-    return vload_half4(0, (const half *)&u);
-#else
-    return as_float4(convert_uint4(u) << 16);
-#endif
-}
+ * they keep their storage format (raw bits for f16/bf16: fa_common.cl). */
 
 /* Vectors of a BN x D tile per work-item. */
 #define KE ((FA_BN * (FA_D / 4) + FA_NT - 1) / FA_NT)
