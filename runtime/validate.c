@@ -264,21 +264,27 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
         roles[n++] = (role){"d_k", grad->d_k, true, false, &call->d_k, {0}, false};
         roles[n++] = (role){"d_v", grad->d_v, true, false, &call->d_v, {0}, false};
     }
-    if (desc->seqlens_k) {
+    /* The forward's int32 index tensors. */
+    const struct {
+        const char *name, *what;
+        const fa_tensor *tensor;
+        fa_view *view;
+        bool *has;
+    } indices[2] = {
+        {"seqlens_k", "per-sequence lengths", desc->seqlens_k, &call->seqlens_k,
+         &call->has_seqlens_k},
+        {"block_table", "a paged KV cache", desc->block_table, &call->block_table,
+         &call->has_block_table},
+    };
+    for (int i = 0; i < 2; i++) {
+        if (!indices[i].tensor)
+            continue;
         if (grad)
-            return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                           "seqlens_k: the backward does not take per-sequence lengths");
+            return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "%s: the backward does not take %s",
+                           indices[i].name, indices[i].what);
         roles[n++] =
-            (role){"seqlens_k", desc->seqlens_k, false, false, &call->seqlens_k, {0}, true};
-        call->has_seqlens_k = true;
-    }
-    if (desc->block_table) {
-        if (grad)
-            return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                           "block_table: the backward does not take a paged KV cache");
-        roles[n++] =
-            (role){"block_table", desc->block_table, false, false, &call->block_table, {0}, true};
-        call->has_block_table = true;
+            (role){indices[i].name, indices[i].tensor, false, false, indices[i].view, {0}, true};
+        *indices[i].has = true;
     }
     call->has_lse = lse != NULL;
     for (int i = 0; i < n; i++) {
@@ -311,15 +317,13 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        "1, 1)",
                        (long long)bt->shape[0], (long long)bt->shape[1], (long long)bt->shape[2],
                        (long long)bt->shape[3], (long long)batch);
-    if (bt && k->shape[3] != head_dim)
-        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH, "k has head_dim %lld; q has %lld",
-                       (long long)k->shape[3], (long long)head_dim);
     if (bt && batch > 0 && seq_k > 0 && k->shape[0] == 0)
         return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
                        "k and v hold no pages (k.shape[0] is 0) but block_table has %lld per "
                        "sequence",
                        (long long)bt->shape[1]);
-    if (!bt && (k->shape[0] != batch || k->shape[3] != head_dim))
+    /* paged, k's batch dimension counts pages */
+    if ((!bt && k->shape[0] != batch) || k->shape[3] != head_dim)
         return fa_fail(
             ctx, FA_ERROR_SHAPE_MISMATCH, "k has batch %lld and head_dim %lld; q has %lld and %lld",
             (long long)k->shape[0], (long long)k->shape[3], (long long)batch, (long long)head_dim);
