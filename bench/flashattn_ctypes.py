@@ -46,7 +46,7 @@ class Tensor(Structure):
 class AttentionDesc(Structure):
     _fields_ = [("scale", c_float), ("causal", c_bool), ("deterministic", c_bool),
                 ("num_splits", c_int32), ("seqlens_k", c_void_p), ("block_table", c_void_p),
-                ("reserved", c_uint64 * 28)]
+                ("k_new", c_void_p), ("v_new", c_void_p), ("reserved", c_uint64 * 26)]
 
 
 class DeviceInfo(Structure):

@@ -290,7 +290,23 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
  *   other entries of its row may hold anything. Every entry a call reads must be in
  *   [0, num_pages), else ERROR_OUT_OF_BOUNDS with nothing written (the call reads the table
  *   back, waiting for work queued before it). The CPU backend takes it, and Vulkan and OpenCL
- *   on their decoding paths (README); elsewhere ERROR_UNSUPPORTED. */
+ *   on their decoding paths (README); elsewhere ERROR_UNSUPPORTED;
+ *   k_new, v_new NULL: K and V are only read. Else both (one without the other is
+ *   ERROR_NULL_POINTER) append this step's rows to the KV cache before attending, as
+ *   FlashAttention's kv-cache call does (forward only; they need seqlens_k, else
+ *   ERROR_INVALID_ARGUMENT): shape (B, S_new, Hkv, D) in the dtype of k and v, any strides (a
+ *   view whose (Hkv, D) rows are not contiguous is copied head by head). For each batch entry b
+ *   and i < S_new, row i of k_new and v_new (all Hkv heads) is written into k and v at key
+ *   position pos = seqlens_k[b] + i (paged: row pos % page_size of page
+ *   block_table[b][pos / page_size]), and the attention then runs over the first
+ *   seqlens_k[b] + S_new keys (causal aligned on that length). seqlens_k itself is not modified:
+ *   the caller advances it. k and v become outputs, so they must not overlap each other, q, o,
+ *   lse, k_new, v_new, seqlens_k or block_table (ERROR_INVALID_ARGUMENT). A position past the
+ *   cache's capacity (Sk: k.shape[1], or max_pages x page_size when paged), or a table entry
+ *   outside [0, num_pages) for a page the call writes or reads, is ERROR_OUT_OF_BOUNDS with
+ *   nothing written. S_new = 0 writes nothing; the rows are written even when the attention
+ *   itself has nothing to do (Sq = 0). Every backend that takes seqlens_k takes it (the runtime
+ *   copies the rows on the device, queued before the attention). */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;
@@ -304,15 +320,24 @@ typedef struct fa_attention_desc {
         const fa_tensor *block_table;
         uint64_t block_table_word_;
     };
-    uint64_t reserved[28]; /* zero (ABI, above) */
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *k_new;
+        uint64_t k_new_word_;
+    };
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *v_new;
+        uint64_t v_new_word_;
+    };
+    uint64_t reserved[26]; /* zero (ABI, above) */
 } fa_attention_desc;
 
 /** O = softmax(scale * Q K^T [masked]) V and LSE = logsumexp of each row (natural log, f32).
  * q: (B, Sq, Hq, D); k, v: (B, Sk, Hkv, D) with Hq % Hkv == 0 (query head h reads KV head
  * h / (Hq / Hkv)); o like q; lse (B, Sq, Hq, 1) f32, or NULL when not needed. q, k, v, o share
  * one dtype; accumulation is f32. A row that sees no key gets O = 0 and LSE = -inf. B = 0 or
- * Sq = 0 does nothing. Outputs must not share memory with inputs or with each other; interleaved
- * views such as (B, S, 3, H, D) packed tensors are fine. May run asynchronously. */
+ * Sq = 0 attends to nothing (an append, desc->k_new, still writes its rows). Outputs must not
+ * share memory with inputs or with each other; interleaved views such as (B, S, 3, H, D) packed
+ * tensors are fine. May run asynchronously. */
 FA_API fa_status fa_attention_forward(fa_context *ctx, const fa_attention_desc *desc,
                                       const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                                       const fa_tensor *o, const fa_tensor *lse);

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* The attention entry points: validate, skip empty work, ask the backend. */
+/* The attention entry points: validate, skip empty work, append to the KV cache where asked,
+ * ask the backend. */
+#include "fa_append.h"
 #include "fa_validate.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* The `count` int32 values of an index view from its offset, read back through the backend
@@ -25,23 +28,30 @@ static int32_t *read_index(fa_context *ctx, const fa_view *v, uint64_t count, co
     return host;
 }
 
-/* Every seqlens_k value in [0, seq_k], and every block_table entry that those keys cover (all
- * of them without seqlens_k) in [0, num_pages). Kernels clamp the lengths too, so a value
- * changed later never reads past the cache. */
-static fa_status check_indices(fa_context *ctx, const fa_attention_call *call)
+/* Every seqlens_k value in [0, seq_k] (with an append, seqlens_k + S_new in [0, seq_k]), and
+ * every block_table entry that those keys cover (all of them without seqlens_k) in
+ * [0, num_pages). Kernels clamp the lengths too, so a value changed later never reads past the
+ * cache. The host copies are left in *lens and *table (NULL where the call has none; the caller
+ * frees them), for the append to place its rows. */
+static fa_status check_indices(fa_context *ctx, const fa_attention_call *call, int32_t **lens_out,
+                               int32_t **table_out)
 {
     fa_status st = FA_OK;
     int32_t *lens = NULL, *table = NULL;
     const fa_view *sl = &call->seqlens_k, *bt = &call->block_table;
     const uint64_t last_b = (uint64_t)(call->batch - 1);
+    const int64_t added = call->has_append ? call->seq_new : 0;
     if (call->has_seqlens_k)
         lens = read_index(ctx, sl, last_b * (uint64_t)sl->stride_b + 1, "seqlens_k", &st);
     for (int64_t b = 0; lens && st == FA_OK && b < call->batch; b++) {
         const int32_t n = lens[(uint64_t)b * (uint64_t)sl->stride_b];
-        if (n < 0 || n > call->seq_k)
+        char adds[64] = "";
+        if (added)
+            snprintf(adds, sizeof adds, " and k_new adds %lld rows", (long long)added);
+        if (n < 0 || n + added > call->seq_k || n + added > INT32_MAX)
             st = fa_fail(ctx, FA_ERROR_OUT_OF_BOUNDS,
-                         "seqlens_k[%lld] is %d; the cache holds %lld keys (k.shape[1]%s)",
-                         (long long)b, (int)n, (long long)call->seq_k,
+                         "seqlens_k[%lld] is %d%s; the cache holds %lld keys (k.shape[1]%s)",
+                         (long long)b, (int)n, adds, (long long)call->seq_k,
                          call->has_block_table ? " x block_table.shape[1]" : "");
     }
     const int64_t pages = call->page_size > 0 ? call->seq_k / call->page_size : 0;
@@ -51,7 +61,7 @@ static fa_status check_indices(fa_context *ctx, const fa_attention_call *call)
                                (uint64_t)(pages - 1) * (uint64_t)bt->stride_s + 1,
                            "block_table", &st);
     for (int64_t b = 0; table && st == FA_OK && b < call->batch; b++) {
-        const int64_t n = lens ? lens[(uint64_t)b * (uint64_t)sl->stride_b] : call->seq_k;
+        const int64_t n = lens ? lens[(uint64_t)b * (uint64_t)sl->stride_b] + added : call->seq_k;
         const int64_t used = (n + call->page_size - 1) / call->page_size;
         for (int64_t p = 0; st == FA_OK && p < used; p++) {
             const int32_t x =
@@ -62,12 +72,29 @@ static fa_status check_indices(fa_context *ctx, const fa_attention_call *call)
                              (long long)p, (int)x, (long long)call->num_pages);
         }
     }
-    free(lens);
-    free(table);
+    if (st != FA_OK) {
+        free(lens);
+        free(table);
+        lens = table = NULL;
+    }
+    *lens_out = lens;
+    *table_out = table;
     return st;
 }
 
-static fa_status dispatch(fa_context *ctx, const fa_attention_call *call, bool backward)
+/* Nothing to attend to: no batch, no heads, or (forward only) no queries. A backward with
+ * queries absent but keys present still runs, since dK and dV must be overwritten with zeros. */
+static bool empty(const fa_attention_call *call, bool backward)
+{
+    if (call->batch == 0 || call->heads_q == 0)
+        return true;
+    return backward ? call->seq_q == 0 && call->seq_k == 0 : call->seq_q == 0;
+}
+
+/* Checks what only the backend or the index values can tell, then appends (when the call has
+ * rows to append) and attends (when it is not empty); nothing is written before every check
+ * has passed. */
+static fa_status dispatch(fa_context *ctx, fa_attention_call *call, bool backward)
 {
     const fa_backend_iface *be = ctx->backend;
     if (call->has_seqlens_k && !be->seqlens_k)
@@ -77,29 +104,30 @@ static fa_status dispatch(fa_context *ctx, const fa_attention_call *call, bool b
     if (call->has_block_table && !be->paged_kv)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "block_table: the %s backend does not take a paged KV cache yet", be->name);
-    if (call->has_seqlens_k || call->has_block_table) {
-        fa_status st = check_indices(ctx, call);
-        if (st != FA_OK)
-            return st;
+    if (call->has_append && !be->copy_regions)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "k_new: the %s backend cannot append to a KV cache", be->name);
+    fa_status st = FA_OK;
+    int32_t *lens = NULL, *table = NULL;
+    fa_append_plan plan = {0};
+    const bool attend = !empty(call, backward);
+    if (call->has_seqlens_k || call->has_block_table)
+        st = check_indices(ctx, call, &lens, &table);
+    if (st == FA_OK && call->has_append)
+        st = fa_append_prepare(ctx, call, lens, table, &plan);
+    if (st == FA_OK && attend && be->check_call)
+        st = be->check_call(ctx, call, backward);
+    if (st == FA_OK && call->has_append)
+        st = fa_append_commit(ctx, call, &plan);
+    if (st == FA_OK && attend) {
+        st = fa_backend_enter(ctx);
+        if (st == FA_OK)
+            st = fa_backend_leave(ctx, backward ? be->backward(ctx, call) : be->forward(ctx, call));
     }
-    if (be->check_call) {
-        fa_status st = be->check_call(ctx, call, backward);
-        if (st != FA_OK)
-            return st;
-    }
-    fa_status st = fa_backend_enter(ctx);
-    if (st != FA_OK)
-        return st;
-    return fa_backend_leave(ctx, backward ? be->backward(ctx, call) : be->forward(ctx, call));
-}
-
-/* Nothing to write: no batch, no heads, or (forward only) no queries. A backward with queries
- * absent but keys present still runs, since dK and dV must be overwritten with zeros. */
-static bool empty(const fa_attention_call *call, bool backward)
-{
-    if (call->batch == 0 || call->heads_q == 0)
-        return true;
-    return backward ? call->seq_q == 0 && call->seq_k == 0 : call->seq_q == 0;
+    free(lens);
+    free(table);
+    fa_append_plan_free(&plan);
+    return st;
 }
 
 fa_status fa_attention_forward(fa_context *ctx, const fa_attention_desc *desc, const fa_tensor *q,
@@ -110,7 +138,7 @@ fa_status fa_attention_forward(fa_context *ctx, const fa_attention_desc *desc, c
         return FA_ERROR_NULL_POINTER;
     fa_attention_call call;
     fa_status st = fa_validate_attention(ctx, desc, q, k, v, o, lse, NULL, &call);
-    if (st != FA_OK || empty(&call, false))
+    if (st != FA_OK || (empty(&call, false) && !call.has_append))
         return st;
     return dispatch(ctx, &call, false);
 }

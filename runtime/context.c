@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Contexts: choosing a backend and device, opening it, and tearing it down. */
+#include "fa_append.h"
 #include "fa_cache.h"
-#include "fa_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -190,6 +190,7 @@ void fa_context_destroy(fa_context *ctx)
         fa_backend_leave(ctx, ctx->backend->synchronize(ctx));
     while (ctx->buffers)
         fa_buffer_destroy(ctx->buffers);
+    fa_append_release(ctx);
     ctx->backend->context_release(ctx);
     fa_tuning_free(&ctx->tuning);
     free(ctx);

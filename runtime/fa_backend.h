@@ -37,8 +37,21 @@ typedef struct fa_attention_call {
     bool has_block_table;
     fa_view block_table;
     int64_t page_size, num_pages;
+    /* The KV-cache append (forward): k_new and v_new, (batch, seq_new, heads_kv, head_dim) in
+     * the call's dtype. The runtime copies their rows into k and v (copy_regions) and points
+     * seqlens_k at the lengths after the append before the backend's forward runs, so backends
+     * ignore these. */
+    bool has_append;
+    int64_t seq_new;
+    fa_view k_new, v_new;
     fa_view d_o, d_q, d_k, d_v; /* backward only */
 } fa_attention_call;
+
+/* One copy of copy_regions: `bytes` (> 0) bytes from byte src_offset of the source buffer to
+ * byte dst_offset of the destination. */
+typedef struct fa_copy_region {
+    uint64_t src_offset, dst_offset, bytes;
+} fa_copy_region;
 
 typedef struct fa_backend_iface {
     fa_backend id;
@@ -61,6 +74,12 @@ typedef struct fa_backend_iface {
     fa_status (*synchronize)(fa_context *ctx);
     fa_status (*forward)(fa_context *ctx, const fa_attention_call *call);
     fa_status (*backward)(fa_context *ctx, const fa_attention_call *call);
+    /* Copies n (> 0) regions from buffer src to buffer dst (handles; the same buffer or not),
+     * queued in order with the context's other work, as forward is: after every call issued
+     * before, before every call issued after. The runtime guarantees that no destination range
+     * overlaps another or any source range. */
+    fa_status (*copy_regions)(fa_context *ctx, void *src, void *dst, const fa_copy_region *regions,
+                              size_t n);
     /* (optional) rejects calls the device cannot run (dtype, head dim, sizes) with a status and
      * a message, before any work is issued. NULL = every valid call is supported. */
     fa_status (*check_call)(fa_context *ctx, const fa_attention_call *call, bool backward);

@@ -40,6 +40,10 @@ struct fa_context {
     long inject_loss_at, backend_calls;
     fa_tuning tuning; /* the developer knobs, read at creation (fa_knob_value) */
     fa_buffer *buffers;
+    /* The per-sequence lengths after a KV-cache append (runtime/append.c), as the forward reads
+     * them: a backend buffer of append_lens_bytes, grown on demand, freed with the context. */
+    void *append_lens;
+    size_t append_lens_bytes;
     fa_memory_stats memory;
     char last_error[1024];
 };

@@ -250,10 +250,12 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        fa_version_string());
     memset(call, 0, sizeof *call);
 
+    /* An append (k_new, v_new) writes into k and v: they are outputs then. */
+    const bool append = desc->k_new || desc->v_new;
     role roles[11] = {
         {"q", q, false, false, &call->q, {0}, false},
-        {"k", k, false, false, &call->k, {0}, false},
-        {"v", v, false, false, &call->v, {0}, false},
+        {"k", k, append, false, &call->k, {0}, false},
+        {"v", v, append, false, &call->v, {0}, false},
         {"o", o, !grad, false, &call->o, {0}, false},
         {"lse", lse, !grad, true, &call->lse, {0}, false},
     };
@@ -285,6 +287,23 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
         roles[n++] =
             (role){indices[i].name, indices[i].tensor, false, false, indices[i].view, {0}, true};
         *indices[i].has = true;
+    }
+    int n_new = 0; /* the role of k_new (v_new follows), 0 without an append */
+    if (append) {
+        if (grad)
+            return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                           "k_new, v_new: the backward does not append to a KV cache");
+        if (!desc->k_new || !desc->v_new)
+            return fa_fail(ctx, FA_ERROR_NULL_POINTER,
+                           "%s is NULL but %s is not: an append takes both or neither",
+                           desc->k_new ? "v_new" : "k_new", desc->k_new ? "k_new" : "v_new");
+        if (!desc->seqlens_k)
+            return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                           "k_new, v_new need seqlens_k: the new rows go at each sequence's "
+                           "length");
+        n_new = n;
+        roles[n++] = (role){"k_new", desc->k_new, false, false, &call->k_new, {0}, false};
+        roles[n++] = (role){"v_new", desc->v_new, false, false, &call->v_new, {0}, false};
     }
     call->has_lse = lse != NULL;
     for (int i = 0; i < n; i++) {
@@ -347,6 +366,16 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        "seqlens_k has shape (%lld, %lld, %lld, %lld); expected (%lld, 1, 1, 1)",
                        (long long)sl->shape[0], (long long)sl->shape[1], (long long)sl->shape[2],
                        (long long)sl->shape[3], (long long)batch);
+    const fa_tensor *kn = desc->k_new;
+    if (n_new && (kn->shape[0] != batch || kn->shape[2] != heads_kv || kn->shape[3] != head_dim))
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                       "k_new has shape (%lld, %lld, %lld, %lld); expected (%lld, S_new, %lld, "
+                       "%lld), the batch of q and the heads and head_dim of k",
+                       (long long)kn->shape[0], (long long)kn->shape[1], (long long)kn->shape[2],
+                       (long long)kn->shape[3], (long long)batch, (long long)heads_kv,
+                       (long long)head_dim);
+    if (n_new && (st = check_same(ctx, &roles[n_new], &roles[n_new + 1])) != FA_OK)
+        return st;
     if (grad && ((st = check_same(ctx, &roles[3], &roles[5])) != FA_OK ||
                  (st = check_same(ctx, &roles[0], &roles[6])) != FA_OK ||
                  (st = check_same(ctx, &roles[1], &roles[7])) != FA_OK ||
@@ -385,6 +414,9 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
         call->page_size = k->shape[1];
         call->num_pages = k->shape[0];
     }
+    /* S_new = 0, or rows of no bytes, writes nothing: the call is then a plain forward. */
+    call->seq_new = n_new ? kn->shape[1] : 0;
+    call->has_append = call->seq_new > 0 && batch > 0 && heads_kv > 0;
     return FA_OK;
 }
 

@@ -92,6 +92,8 @@ SAME(fa_attention_desc, v02_attention_desc, num_splits);
                    #now "." #f " is not in 0.2's reserved words")
 CARVED(fa_attention_desc, v02_attention_desc, seqlens_k_word_);
 CARVED(fa_attention_desc, v02_attention_desc, block_table_word_);
+CARVED(fa_attention_desc, v02_attention_desc, k_new_word_);
+CARVED(fa_attention_desc, v02_attention_desc, v_new_word_);
 CARVED(fa_attention_desc, v02_attention_desc, reserved);
 
 static int failures;

@@ -77,6 +77,14 @@ Test(cli, a_small_checked_run_succeeds)
     cr_assert_eq(run_cli("run --backend cpu --seq-q 1 --seq-k 90 --page-size 8"), 1);
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --page-size 8 --backward"), 1);
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --page-size 0"), 2);
+    /* an append to a paged cache: the cache and the attention over it checked; refused in a
+     * backward, past the cache and empty */
+    cr_assert_eq(run_cli("run --backend cpu --batch 2 --seq-q 3 --seq-k 96 --heads 4 "
+                         "--kv-heads 2 --head-dim 32 --causal --page-size 8 --append 3 --check"),
+                 0);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --append 2 --backward"), 1);
+    cr_assert_eq(run_cli("run --backend cpu --seq-q 1 --seq-k 8 --append 9"), 1);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --append 0"), 2);
 }
 
 /* --shard I/N: the shards of the quick matrix are disjoint and together are the whole of it. */

@@ -358,6 +358,153 @@ Test(cuda_plan, decoding_splits_the_keys_to_fill_the_device)
     cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F32_D256);
 }
 
+/* Two plans launch the same kernels on the same grids with the same chunks and workspace. */
+static bool same_plan(const fa_cuda_plan *a, const fa_cuda_plan *b)
+{
+    if (a->count != b->count || a->splits != b->splits || a->split_keys != b->split_keys ||
+        a->workspace_bytes != b->workspace_bytes || a->part_lse_offset != b->part_lse_offset)
+        return false;
+    for (unsigned i = 0; i < a->count; i++) {
+        const fa_cuda_launch *x = &a->launches[i], *y = &b->launches[i];
+        if (x->kernel != y->kernel || x->threads != y->threads || x->smem != y->smem ||
+            memcmp(x->grid, y->grid, sizeof x->grid) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* Per-sequence lengths and a paged cache go to the split-key forward alone: wherever it takes the
+ * call without them it takes it with them, with the same plan (the chunks cover the capacity);
+ * elsewhere the plan has no launch and fa_cuda_split_takes says why (the host's UNSUPPORTED). */
+Test(cuda_plan, seqlens_and_paged_take_the_decoding_path_or_nothing)
+{
+    const arch archs[] = {{"sm_80", SM80},
+                          {"sm_86", SM86},
+                          {"sm_90", SM90},
+                          {"general", caps_of(9, 0, 232448, true)}};
+    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    const int64_t dims[] = {8, 32, 64, 72, 128, 136, 256};
+    /* queries x query heads per KV head: 1, 4, 16 (the most it takes), 32, 4 x 37 */
+    const int64_t shapes[][3] = {{1, 8, 8}, {1, 8, 2}, {4, 8, 2}, {8, 8, 2}, {37, 4, 1}};
+    const int64_t keys[] = {0, 1, 300, 4096, 70000};
+    int taken = 0, refused = 0;
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+        for (size_t t = 0; t < 3; t++)
+            for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+                for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++)
+                    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+                        for (int flags = 1; flags < 8; flags++) {
+                            fa_cuda_caps caps = archs[a].caps;
+                            caps.sm_count = 132;
+                            caps.force_general = a == 3;
+                            fa_cuda_problem pb = problem(dtypes[t], dims[d], false);
+                            pb.seq_q = shapes[h][0];
+                            pb.heads_q = shapes[h][1];
+                            pb.heads_kv = shapes[h][2];
+                            pb.seq_k = keys[k];
+                            pb.aligned = !(flags & 4);
+                            char where[160];
+                            snprintf(where, sizeof where,
+                                     "%s dtype %d D=%lld Sq=%lld Hq=%lld Hkv=%lld Sk=%lld flags %d",
+                                     archs[a].name, (int)dtypes[t], (long long)dims[d],
+                                     (long long)pb.seq_q, (long long)pb.heads_q,
+                                     (long long)pb.heads_kv, (long long)pb.seq_k, flags);
+                            fa_cuda_plan plain, plan;
+                            fa_cuda_plan_forward(&caps, &pb, &plain);
+                            pb.seqlens_k = flags & 1;
+                            pb.paged = flags & 2;
+                            if (!pb.seqlens_k && !pb.paged)
+                                continue;
+                            fa_cuda_plan_forward(&caps, &pb, &plan);
+                            char why[192] = "";
+                            const bool takes = fa_cuda_split_takes(&caps, &pb, why, sizeof why);
+                            cr_expect_eq(takes, family_of(&plain.launches[0]) == FA_CUDA_FWD_SPLIT,
+                                         "%s", where);
+                            if (takes) {
+                                check_plan(where, &caps, &pb, &plan, false);
+                                cr_expect(same_plan(&plan, &plain), "%s", where);
+                                taken++;
+                            } else {
+                                cr_expect_eq(plan.count, 0, "%s", where);
+                                cr_expect(why[0] != '\0', "%s", where);
+                                refused++;
+                            }
+                        }
+    cr_expect_gt(taken, 1000);
+    cr_expect_gt(refused, 1000);
+}
+
+Test(cuda_plan, seqlens_and_paged_choices)
+{
+    fa_cuda_caps h200 = SM90;
+    h200.sm_count = 132;
+    /* one query of 32 heads on 8 KV heads, 4 sequences of a 4096-key cache: the split-key
+     * forward as without them */
+    fa_cuda_problem pb = {.dtype = FA_DTYPE_F16,
+                          .batch = 4,
+                          .seq_q = 1,
+                          .seq_k = 4096,
+                          .heads_q = 32,
+                          .heads_kv = 8,
+                          .head_dim = 128,
+                          .aligned = true,
+                          .seqlens_k = true};
+    fa_cuda_plan plan;
+    fa_cuda_plan_forward(&h200, &pb, &plan);
+    check_split("seqlens", &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F16_D128);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_FWD_MERGE_F16);
+    cr_expect_eq(plan.splits, 8); /* 32 work items: 9 chunks wanted, 8 of 512 keys */
+    pb.paged = true;
+    fa_cuda_plan_forward(&h200, &pb, &plan);
+    check_split("seqlens, paged", &pb, &plan);
+    cr_expect_eq(plan.splits, 8);
+    /* asked for one chunk (also the host's plan when the workspace does not fit): still this
+     * path, with no merge */
+    pb.num_splits = 1;
+    fa_cuda_plan_forward(&h200, &pb, &plan);
+    check_split("paged, one chunk", &pb, &plan);
+    cr_expect_eq(plan.count, 1);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F16_D128);
+    /* f32, head dim 200 */
+    pb = (fa_cuda_problem){.dtype = FA_DTYPE_F32,
+                           .batch = 2,
+                           .seq_q = 1,
+                           .seq_k = 300,
+                           .heads_q = 4,
+                           .heads_kv = 1,
+                           .head_dim = 200,
+                           .aligned = true,
+                           .paged = true};
+    fa_cuda_plan_forward(&h200, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F32_D256);
+    /* 16 packed rows (4 queries x 4 heads) take it; 37 queries x 2 heads do not, nor do
+     * unaligned views or FA_CUDA_KERNELS=general: no launch, and the reason */
+    pb.seq_q = 4;
+    cr_expect(fa_cuda_split_takes(&h200, &pb, NULL, 0));
+    char why[192];
+    pb.seq_q = 37;
+    pb.heads_q = 2;
+    cr_expect_not(fa_cuda_split_takes(&h200, &pb, why, sizeof why));
+    cr_expect(strstr(why, "74 query rows per KV head") && strstr(why, "at most 16"), "%s", why);
+    fa_cuda_plan_forward(&h200, &pb, &plan);
+    cr_expect_eq(plan.count, 0);
+    pb.seq_q = 1;
+    pb.aligned = false;
+    cr_expect_not(fa_cuda_split_takes(&h200, &pb, why, sizeof why));
+    cr_expect(strstr(why, "16-byte"), "%s", why);
+    fa_cuda_plan_forward(&h200, &pb, &plan);
+    cr_expect_eq(plan.count, 0);
+    pb.aligned = true;
+    h200.force_general = true;
+    cr_expect_not(fa_cuda_split_takes(&h200, &pb, why, sizeof why));
+    cr_expect(strstr(why, "FA_CUDA_KERNELS=general"), "%s", why);
+    /* a short buffer gets a cut, terminated sentence */
+    char tiny[8];
+    cr_expect_not(fa_cuda_split_takes(&h200, &pb, tiny, sizeof tiny));
+    cr_expect_eq(strlen(tiny), sizeof tiny - 1);
+}
+
 /* The kernels of a backward plan after Delta, as a list to compare. */
 static void bwd_kernels(fa_cuda_caps caps, fa_dtype dtype, int64_t d, bool deterministic,
                         fa_cuda_kernel *first, fa_cuda_kernel *second)

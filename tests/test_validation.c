@@ -377,6 +377,108 @@ Test(validation, block_table)
     fa_buffer_destroy(bl);
 }
 
+/* The bytes of a buffer as they are now. */
+static float *snapshot(fa_buffer *buf)
+{
+    float *host = malloc(fa_buffer_size(buf));
+    cr_assert_eq(fa_buffer_read(buf, 0, host, fa_buffer_size(buf)), FA_OK);
+    return host;
+}
+
+static void assert_same(fa_buffer *buf, const float *before, const char *name)
+{
+    float *now = snapshot(buf);
+    cr_assert_arr_eq(now, before, fa_buffer_size(buf), "%s changed", name);
+    free(now);
+}
+
+/* The KV-cache append's bad input (k_new, v_new, SN rows per sequence): each refused with its
+ * status before anything is written, k and v included. */
+Test(validation, kv_append)
+{
+    enum { SN = 2 };
+    const int32_t fits[B] = {SK - SN, 0}, past[B] = {SK - SN + 1, 0}, pages[B] = {1, -1};
+    fa_buffer *bn = make((size_t)B * SN * HKV * D * 4, 3.0f), *bl = NULL, *bp = NULL, *bt = NULL;
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof fits, .data = fits}, &bl),
+                 FA_OK);
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof past, .data = past}, &bp),
+                 FA_OK);
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof pages, .data = pages}, &bt),
+                 FA_OK);
+    float *k_before = snapshot(bk), *v_before = snapshot(bv);
+#define EXPECT_KV(expr, status)                                                                    \
+    do {                                                                                           \
+        EXPECT(expr, status);                                                                      \
+        assert_same(bk, k_before, "k");                                                            \
+        assert_same(bv, v_before, "v");                                                            \
+    } while (0)
+    fa_tensor kn = fa_tensor_bshd(bn, FA_DTYPE_F32, B, SN, HKV, D), vn = kn;
+    fa_tensor lens = fa_tensor_bshd(bl, FA_DTYPE_I32, B, 1, 1, 1), wrong;
+    fa_attention_desc desc = {.seqlens_k = &lens, .k_new = &kn};
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_NULL_POINTER);
+    desc.k_new = NULL, desc.v_new = &vn;
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_NULL_POINTER);
+    desc = (fa_attention_desc){.k_new = &kn, .v_new = &vn};
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_KV(fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v),
+              FA_ERROR_UNSUPPORTED);
+    cr_assert(strstr(fa_context_last_error(ctx), "k_new") != NULL);
+    desc.seqlens_k = &lens;
+    desc.k_new = &wrong;
+    wrong = fa_tensor_bshd(bn, FA_DTYPE_F32, 1, SN, HKV, D); /* q's batch */
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_SHAPE_MISMATCH);
+    wrong = fa_tensor_bshd(bn, FA_DTYPE_F32, B, SN, 1, HKV * D); /* k's heads and head dim */
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_SHAPE_MISMATCH);
+    wrong = fa_tensor_bshd(bn, FA_DTYPE_F32, B, 1, HKV, D); /* v_new's shape */
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_SHAPE_MISMATCH);
+    wrong = fa_tensor_bshd(bn, FA_DTYPE_F16, B, SN, HKV, D);
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_DTYPE_MISMATCH);
+    /* k and v are written: neither may overlap the other, an input or an index tensor */
+    wrong = fa_tensor_bshd(bk, FA_DTYPE_F32, B, SN, HKV, D);
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_INVALID_ARGUMENT);
+    desc.k_new = &kn;
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &k, &o, &lse), FA_ERROR_INVALID_ARGUMENT);
+    wrong = fa_tensor_bshd(bq, FA_DTYPE_F32, B, SK, HKV, D);
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &wrong, &v, &o, &lse),
+              FA_ERROR_INVALID_ARGUMENT);
+    wrong = fa_tensor_bshd(bv, FA_DTYPE_I32, B, 1, 1, 1);
+    desc.seqlens_k = &wrong;
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_INVALID_ARGUMENT);
+    /* a new row past the capacity */
+    wrong = fa_tensor_bshd(bp, FA_DTYPE_I32, B, 1, 1, 1);
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_OUT_OF_BOUNDS);
+    cr_assert(strstr(fa_context_last_error(ctx), "seqlens_k[0] is 6 and k_new adds 2 rows") != NULL,
+              "%s", fa_context_last_error(ctx));
+    /* paged (k, v: 2 pages of SK keys): entry 1 holds no key, but its first page is written */
+    fa_tensor table = fa_tensor_bshd(bt, FA_DTYPE_I32, B, 1, 1, 1);
+    desc.seqlens_k = &lens;
+    desc.block_table = &table;
+    EXPECT_KV(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_OUT_OF_BOUNDS);
+    cr_assert(strstr(fa_context_last_error(ctx), "block_table[1][0] is -1") != NULL, "%s",
+              fa_context_last_error(ctx));
+    desc.k_new = desc.v_new = NULL;
+    cr_assert_eq(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_OK,
+                 "without the append entry 1 reads no page: %s", fa_context_last_error(ctx));
+#undef EXPECT_KV
+    /* a valid append writes entry 0's keys 5 and 6 and entry 1's keys 0 and 1 */
+    desc = (fa_attention_desc){.seqlens_k = &lens, .k_new = &kn, .v_new = &vn};
+    cr_assert_eq(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_OK, "%s",
+                 fa_context_last_error(ctx));
+    float *k_after = snapshot(bk), *k_new = snapshot(bn);
+    const size_t row = (size_t)HKV * D;
+    for (size_t key = 0; key < (size_t)B * SK; key++) {
+        const size_t b = key / SK, s = key % SK, at = (size_t)fits[b];
+        const float *want =
+            s >= at && s < at + SN ? k_new + (b * SN + s - at) * row : k_before + key * row;
+        cr_assert_arr_eq(k_after + key * row, want, row * 4, "key %zu of entry %zu", s, b);
+    }
+    wrong = fa_tensor_bshd(bq, FA_DTYPE_F32, B, SK, HKV, D);
+    cr_assert_eq(fa_attention_forward(ctx, NULL, &q, &wrong, &v, &o, &lse), FA_OK,
+                 "read only, k may share q's memory: %s", fa_context_last_error(ctx));
+    free(k_before), free(v_before), free(k_after), free(k_new);
+    fa_buffer_destroy(bn), fa_buffer_destroy(bl), fa_buffer_destroy(bp), fa_buffer_destroy(bt);
+}
+
 Test(validation, empty_batch_or_queries_is_a_no_op)
 {
     fa_tensor q0 = q, o0 = o, l0 = lse;

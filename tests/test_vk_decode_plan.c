@@ -7,29 +7,35 @@
 #include "vk_decode_plan.h"
 
 /* NVIDIA (the H200's Vulkan driver), AMD RDNA (wave32/64), Intel Arc (SIMD8-32), lavapipe. */
-static const fa_vk_decode_device nvidia = {49152, 1024, 32, 32, true, 132, 65535, 4ull << 30};
-static const fa_vk_decode_device amd = {65536, 1024, 32, 64, true, 96, 65535, 4ull << 30};
-static const fa_vk_decode_device intel = {65536, 1024, 8, 32, true, 0, 65535, 4ull << 30};
-static const fa_vk_decode_device lavapipe = {32768, 1024, 8, 8, true, 0, 65535, 128ull << 20};
+#define DEVICE(shared_, min_, max_, units_, buffer_)                                               \
+    {                                                                                              \
+        .shared_memory_bytes = (shared_), .max_invocations = 1024, .subgroup_min = (min_),         \
+        .subgroup_max = (max_), .subgroup_required = true, .subgroup_arithmetic = true,            \
+        .compute_units = (units_), .max_group_count_y = 65535, .max_buffer_bytes = (buffer_)       \
+    }
+static const fa_vk_decode_device nvidia = DEVICE(49152, 32, 32, 132, 4ull << 30);
+static const fa_vk_decode_device amd = DEVICE(65536, 32, 64, 96, 4ull << 30);
+static const fa_vk_decode_device intel = DEVICE(65536, 8, 32, 0, 4ull << 30);
+static const fa_vk_decode_device lavapipe = DEVICE(32768, 8, 8, 0, 128ull << 20);
 
 static fa_vk_decode_problem decode(int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv,
                                    int64_t d, uint32_t bytes)
 {
-    return (fa_vk_decode_problem){b, sq, sk, hq, hkv, d, bytes, 0, 0};
+    return (fa_vk_decode_problem){b, sq, sk, hq, hkv, d, bytes, 0};
 }
 
 static void check_fits(const fa_vk_decode_device *dev, const fa_vk_decode_problem *pb,
                        const fa_vk_decode_plan *p)
 {
-    cr_assert(p->bn == 64 || p->bn == 32 || p->bn == 16, "bn %u", p->bn);
-    cr_assert(p->bn >= dev->subgroup_max, "bn %u under the subgroup size %u", p->bn,
-              dev->subgroup_max);
+    const uint32_t packed = (uint32_t)(pb->seq_q * (pb->heads_q / pb->heads_kv));
+    cr_assert(p->rows == 4 || p->rows == 8, "rows %u", p->rows);
+    cr_assert(p->rows == 4 || packed > 4, "8 rows for %u", packed);
+    cr_assert_eq(p->row_groups, (packed + p->rows - 1) / p->rows);
+    cr_assert(p->subgroup >= dev->subgroup_min && p->subgroup <= dev->subgroup_max);
+    cr_assert_eq(FA_VK_DECODE_THREADS % p->subgroup, 0);
     cr_assert_leq(p->shared_bytes, dev->shared_memory_bytes);
     cr_assert_eq(p->shared_bytes,
-                 fa_vk_decode_shared_bytes((uint32_t)pb->head_dim, pb->element_bytes, p->rows,
-                                           p->bn, dev->subgroup_min));
-    cr_assert_eq(p->rows, (uint32_t)(pb->seq_q * (pb->heads_q / pb->heads_kv)));
-    cr_assert_eq(p->subgroups, FA_VK_DECODE_THREADS / dev->subgroup_min);
+                 fa_vk_decode_shared_bytes((uint32_t)pb->head_dim, p->rows, p->subgroup));
     cr_assert(p->split.splits >= 1 && p->split.splits <= FA_MAX_SPLITS);
     if (p->split.splits > 1) {
         const uint64_t rows =
@@ -60,7 +66,7 @@ Test(vk_decode_plan, every_device_takes_decoding_within_its_limits)
                         taken++;
                         check_fits(devs[v], &pb, &p);
                     } else {
-                        cr_assert(strstr(why, "shared memory"), "%s", why);
+                        cr_assert(false, "%s", why); /* every case fits every device */
                     }
                 }
     /* the common cases must all take it on the GPUs: f16 up to head dim 128 */
@@ -89,9 +95,13 @@ Test(vk_decode_plan, the_rule_refuses_what_it_cannot_run)
     pb = decode(1, 1, 4096, 32, 8, 128, 2);
     cr_expect_not(fa_vk_decode_plan_select(&no_arith, &pb, &p, why, sizeof why));
     cr_expect(strstr(why, "arithmetic"), "%s", why);
-    fa_vk_decode_device wide = amd; /* subgroups of 128 do not divide a row part */
-    wide.subgroup_max = 128;
+    fa_vk_decode_device wide = amd; /* subgroups of 128 only */
+    wide.subgroup_min = wide.subgroup_max = 128;
     cr_expect_not(fa_vk_decode_plan_select(&wide, &pb, &p, why, sizeof why));
+    fa_vk_decode_device loose = amd; /* 32 or 64, and no way to ask for one */
+    loose.subgroup_required = false;
+    cr_expect_not(fa_vk_decode_plan_select(&loose, &pb, &p, why, sizeof why));
+    cr_expect(strstr(why, "require"), "%s", why);
     /* a workspace beyond one binding */
     fa_vk_decode_device small = nvidia;
     small.max_buffer_bytes = 1024;
@@ -109,7 +119,22 @@ Test(vk_decode_plan, chunks_follow_the_device_and_the_request)
     fa_vk_decode_problem pb = decode(1, 1, 32768, 32, 8, 128, 2);
     cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
     cr_expect_eq(p.split.splits, 64);
-    cr_expect_eq(p.bn, 64);
+    cr_expect_eq(p.rows, 4);
+    cr_expect_eq(p.row_groups, 1);
+    cr_expect_eq(p.subgroup, 32);
+    /* the subgroup size each device runs it at */
+    cr_assert(fa_vk_decode_plan_select(&amd, &pb, &p, why, sizeof why), "%s", why);
+    cr_expect_eq(p.subgroup, 32);
+    cr_assert(fa_vk_decode_plan_select(&lavapipe, &pb, &p, why, sizeof why), "%s", why);
+    cr_expect_eq(p.subgroup, 8);
+    /* 16 packed rows (4 queries x GQA 4): two groups of 8, counted as items of the split */
+    pb = decode(1, 4, 32768, 32, 8, 128, 2);
+    cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
+    cr_expect_eq(p.rows, 8);
+    cr_expect_eq(p.row_groups, 2);
+    cr_expect_eq(p.split.splits,
+                 fa_split_choose(16, 32768, 132, FA_VK_DECODE_GROUPS_PER_UNIT, 0).splits);
+    pb = decode(1, 1, 32768, 32, 8, 128, 2);
     /* an unknown unit count: FA_VK_DECODE_DEFAULT_UNITS */
     cr_assert(fa_vk_decode_plan_select(&intel, &pb, &p, why, sizeof why), "%s", why);
     cr_expect_eq(p.split.splits, fa_split_choose(8, 32768, FA_VK_DECODE_DEFAULT_UNITS,

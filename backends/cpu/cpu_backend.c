@@ -134,6 +134,16 @@ static fa_status cpu_buffer_read(fa_context *ctx, void *handle, size_t offset, v
     return FA_OK;
 }
 
+static fa_status cpu_copy_regions(fa_context *ctx, void *src, void *dst,
+                                  const fa_copy_region *regions, size_t n)
+{
+    (void)ctx;
+    for (size_t i = 0; i < n; i++)
+        memcpy((char *)dst + regions[i].dst_offset, (const char *)src + regions[i].src_offset,
+               regions[i].bytes);
+    return FA_OK;
+}
+
 static fa_status cpu_synchronize(fa_context *ctx)
 {
     (void)ctx;
@@ -156,5 +166,6 @@ const fa_backend_iface fa_cpu_backend_iface = {
     .synchronize = cpu_synchronize,
     .forward = fa_cpu_forward,
     .backward = fa_cpu_backward,
+    .copy_regions = cpu_copy_regions,
     .check_call = NULL, /* every valid call is supported */
 };

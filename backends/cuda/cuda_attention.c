@@ -23,6 +23,14 @@ static fa_cuda_tensor tensor_of(const fa_view *v, size_t element_size)
     };
 }
 
+/* n capped at INT_MAX, for the kernel's int page size and page count: a larger page size comes
+ * only with no key to read (seq_k, a multiple of it, is below 2^31: fa_cuda_check_call), and no
+ * int32 table entry reaches page INT_MAX. */
+static int int_at_most_max(int64_t n)
+{
+    return n < INT_MAX ? (int)n : INT_MAX;
+}
+
 static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
 {
     const size_t es = fa_dtype_size(call->dtype);
@@ -46,6 +54,15 @@ static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
     };
     if (p.has_lse)
         p.lse = tensor_of(&call->lse, sizeof(float));
+    if (call->has_seqlens_k) {
+        p.seqlens_k = tensor_of(&call->seqlens_k, sizeof(int32_t));
+        p.has_seqlens_k = 1;
+    }
+    if (call->has_block_table) {
+        p.block_table = tensor_of(&call->block_table, sizeof(int32_t));
+        p.page_size = int_at_most_max(call->page_size);
+        p.num_pages = int_at_most_max(call->num_pages);
+    }
     if (backward) {
         p.d_o = tensor_of(&call->d_o, es);
         p.d_q = tensor_of(&call->d_q, es);
@@ -112,6 +129,8 @@ static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_p
         .deterministic = call->deterministic,
         .num_splits = call->num_splits,
         .aligned = views_aligned(p, backward, fa_dtype_size(call->dtype)),
+        .seqlens_k = call->has_seqlens_k,
+        .paged = call->has_block_table,
     };
 }
 
@@ -124,9 +143,27 @@ static fa_status run_plan(fa_context *ctx, const fa_cuda_plan *plan, fa_cuda_par
     return status;
 }
 
+/* Per-sequence lengths and a paged cache reach the split-key forward alone (the decoding
+ * path): UNSUPPORTED, saying why, for a call it cannot take. */
+static fa_status check_index_tensors(fa_context *ctx, const fa_attention_call *call)
+{
+    const fa_cuda_state *st = ctx->backend_state;
+    const fa_cuda_params p = params_of(call, false);
+    const fa_cuda_problem pb = problem_of(call, &p, false);
+    char why[192];
+    if (fa_cuda_split_takes(&st->caps, &pb, why, sizeof why))
+        return FA_OK;
+    const char *what = !call->has_block_table ? "seqlens_k (per-sequence lengths)"
+                       : call->has_seqlens_k  ? "seqlens_k and block_table (a paged KV cache)"
+                                              : "block_table (a paged KV cache)";
+    return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                   "cuda: %s only on the decoding path (the split-key forward), which this call "
+                   "cannot take: %s",
+                   what, why);
+}
+
 fa_status fa_cuda_check_call(fa_context *ctx, const fa_attention_call *call, bool backward)
 {
-    (void)backward;
     if (call->batch > 65535 || call->heads_q > 65535)
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "cuda: batch %lld and heads %lld must each be at most 65535",
@@ -135,6 +172,8 @@ fa_status fa_cuda_check_call(fa_context *ctx, const fa_attention_call *call, boo
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "cuda: seq_q %lld and seq_k %lld must each be below 2^31 - 256",
                        (long long)call->seq_q, (long long)call->seq_k);
+    if (!backward && (call->has_seqlens_k || call->has_block_table))
+        return check_index_tensors(ctx, call);
     return FA_OK;
 }
 
@@ -191,6 +230,8 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
     fa_cuda_problem pb = problem_of(call, &p, false);
     fa_cuda_plan plan;
     fa_cuda_plan_forward(&st->caps, &pb, &plan);
+    if (plan.count == 0) /* fa_cuda_check_call refuses these first */
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "cuda: no kernel takes this call");
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;

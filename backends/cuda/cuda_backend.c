@@ -432,6 +432,24 @@ static fa_status cuda_buffer_read(fa_context *ctx, void *handle, size_t offset, 
     return r == CUDA_SUCCESS ? FA_OK : fa_cuda_fail(ctx, r, "reading a buffer");
 }
 
+/* On the context's stream, in order with the launches; returns without waiting. */
+static fa_status cuda_copy_regions(fa_context *ctx, void *src, void *dst,
+                                   const fa_copy_region *regions, size_t n)
+{
+    fa_cuda_state *st = ctx->backend_state;
+    const fa_cuda_buffer *from = src, *to = dst;
+    fa_status status = fa_cuda_enter(ctx);
+    if (status != FA_OK)
+        return status;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++)
+        r = st->cu->cuMemcpyDtoDAsync(to->ptr + regions[i].dst_offset,
+                                      from->ptr + regions[i].src_offset, regions[i].bytes,
+                                      st->stream);
+    fa_cuda_leave(ctx);
+    return r == CUDA_SUCCESS ? FA_OK : fa_cuda_fail(ctx, r, "cuMemcpyDtoDAsync");
+}
+
 static fa_status cuda_synchronize(fa_context *ctx)
 {
     fa_cuda_state *st = ctx->backend_state;
@@ -446,6 +464,10 @@ static fa_status cuda_synchronize(fa_context *ctx)
 const fa_backend_iface fa_cuda_backend_iface = {
     .id = FA_BACKEND_CUDA,
     .name = "cuda",
+    /* both on the decoding path alone (the split-key forward); fa_cuda_check_call refuses the
+     * other calls with them */
+    .seqlens_k = true,
+    .paged_kv = true,
     .probe = cuda_probe,
     .device_info = cuda_device_info,
     .context_init = cuda_context_init,
@@ -458,5 +480,6 @@ const fa_backend_iface fa_cuda_backend_iface = {
     .synchronize = cuda_synchronize,
     .forward = fa_cuda_forward,
     .backward = fa_cuda_backward,
+    .copy_regions = cuda_copy_regions,
     .check_call = fa_cuda_check_call,
 };

@@ -83,6 +83,8 @@ enum { CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
       (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream))                           \
     X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                                   \
       (void *dst, CUdeviceptr src, size_t bytes, CUstream stream))                                 \
+    X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                                   \
+      (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))                           \
     X(cuMemsetD32Async, "cuMemsetD32Async",                                                        \
       (CUdeviceptr dst, unsigned value, size_t count, CUstream stream))                            \
     X(cuMemsetD8Async, "cuMemsetD8Async",                                                          \

@@ -17,6 +17,8 @@
  */
 #include "cuda_plan.h"
 
+#include <stdio.h>
+
 #include "../../runtime/fa_split.h"
 
 _Static_assert(FA_DEC_MAX_SPLITS == FA_MAX_SPLITS, "the merge kernel holds every chunk's weight");
@@ -84,18 +86,44 @@ static uint32_t split_dim(int64_t head_dim)
     return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
 }
 
+bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, char *why,
+                         size_t why_size)
+{
+    const int64_t rows = pb->seq_q * (pb->heads_q / pb->heads_kv);
+    const int64_t chunks = (rows + FA_DEC_ROWS - 1) / FA_DEC_ROWS;
+    if (!why)
+        why_size = 0; /* snprintf then only counts */
+    if (caps->force_general)
+        snprintf(why, why_size, "FA_CUDA_KERNELS=general turns it off");
+    else if (!pb->aligned)
+        snprintf(why, why_size,
+                 "it needs q, k, v and o with rows (and pages) on 16-byte boundaries");
+    else if (rows > FA_DEC_MAX_ROWS)
+        snprintf(why, why_size,
+                 "the call has %lld query rows per KV head (queries x query heads per KV head); "
+                 "it takes at most %d",
+                 (long long)rows, FA_DEC_MAX_ROWS);
+    else if (pb->heads_kv * chunks > 65535)
+        snprintf(why, why_size,
+                 "%lld KV heads x %lld blocks of %d query rows exceed its grid's 65535 blocks",
+                 (long long)pb->heads_kv, (long long)chunks, FA_DEC_ROWS);
+    else
+        return true;
+    return false;
+}
+
 /* Decoding (at most FA_DEC_MAX_ROWS query rows per KV head, 16-byte aligned rows): the
  * split-key forward, and the merge where the keys are cut into several chunks. The chunk count
  * aims at one wave of the two blocks an SM holds (about 224 registers a thread at head dim
  * 128), or chunks of at most 4096 keys (fa_split.h); on the H200 that measured best of 5-128
- * chunks at B=1 and 16 (docs/PERF.md). */
+ * chunks at B=1 and 16 (docs/PERF.md). With seqlens_k the chunks cover the capacity seq_k (a
+ * chunk past a sequence's length writes O = 0, LSE = -inf for the merge). */
 static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
 {
+    if (!fa_cuda_split_takes(caps, pb, NULL, 0))
+        return false;
     const int64_t rows = pb->seq_q * (pb->heads_q / pb->heads_kv);
     const int64_t chunks = (rows + FA_DEC_ROWS - 1) / FA_DEC_ROWS;
-    if (caps->force_general || !pb->aligned || rows > FA_DEC_MAX_ROWS ||
-        pb->heads_kv * chunks > 65535)
-        return false;
     const fa_split sp =
         fa_split_choose(pb->batch * pb->heads_kv * chunks, pb->seq_k,
                         (uint32_t)(caps->sm_count > 0 ? caps->sm_count : 1), 2, pb->num_splits);
@@ -119,7 +147,7 @@ static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_c
 void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
 {
     *plan = (fa_cuda_plan){0};
-    if (plan_split(caps, pb, plan))
+    if (plan_split(caps, pb, plan) || pb->seqlens_k || pb->paged)
         return;
     const uint32_t d = mma_dim(pb->head_dim);
     /* head dim 256: 128-row blocks (8 warps) where a 64-row block would be alone on an SM (two

@@ -71,6 +71,9 @@ typedef struct fa_cuda_problem {
     bool deterministic; /* backward: no atomics */
     int32_t num_splits; /* forward: fa_attention_desc.num_splits (0: the planner chooses) */
     bool aligned;       /* every view's rows start on 16 bytes (what cp.async needs) */
+    /* forward: per-sequence key counts (seqlens_k), a paged K/V cache (block_table); only the
+     * split-key forward takes them */
+    bool seqlens_k, paged;
 } fa_cuda_problem;
 
 typedef struct fa_cuda_launch {
@@ -94,7 +97,14 @@ typedef struct fa_cuda_plan {
     size_t part_lse_offset;
 } fa_cuda_plan;
 
+/* A forward with seqlens_k or paged that the split-key forward cannot take gets no launch
+ * (count 0): the host refuses such calls first, with fa_cuda_split_takes's reason. */
 void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan);
 void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan);
+
+/* Whether the split-key forward (the decoding path) takes the forward call pb; if not, and why
+ * is not NULL, a sentence saying why (at most why_size bytes with the NUL). */
+bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, char *why,
+                         size_t why_size);
 
 #endif

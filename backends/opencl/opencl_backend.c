@@ -123,6 +123,20 @@ static fa_status buffer_read(fa_context *ctx, void *handle, size_t offset, void 
     return err == CL_SUCCESS ? FA_OK : fa_cl_fail(ctx, "clEnqueueReadBuffer", err);
 }
 
+/* Queued behind every launch in the in-order queue, and before the ones that follow. */
+static fa_status copy_regions(fa_context *ctx, void *src, void *dst, const fa_copy_region *regions,
+                              size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cl_int err = fa_cl.clEnqueueCopyBuffer(state(ctx)->queue, (cl_mem)src, (cl_mem)dst,
+                                               regions[i].src_offset, regions[i].dst_offset,
+                                               regions[i].bytes, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return fa_cl_fail(ctx, "clEnqueueCopyBuffer", err);
+    }
+    return FA_OK;
+}
+
 static fa_status synchronize(fa_context *ctx)
 {
     cl_int err = fa_cl.clFinish(state(ctx)->queue);
@@ -145,5 +159,6 @@ const fa_backend_iface fa_opencl_backend_iface = {
     .synchronize = synchronize,
     .forward = fa_cl_forward,
     .backward = fa_cl_backward,
+    .copy_regions = copy_regions,
     .check_call = fa_cl_check_call,
 };

@@ -26,6 +26,7 @@
     X(clReleaseMemObject)                                                                          \
     X(clEnqueueWriteBuffer)                                                                        \
     X(clEnqueueReadBuffer)                                                                         \
+    X(clEnqueueCopyBuffer)                                                                         \
     X(clCreateProgramWithSource)                                                                   \
     X(clCreateProgramWithBinary)                                                                   \
     X(clBuildProgram)                                                                              \

@@ -7,6 +7,7 @@ find_file(FA_VOLK_SOURCE volk.c PATHS ${FA_VOLK_INCLUDE_DIR} NO_DEFAULT_PATH)
 find_path(FA_VULKAN_INCLUDE_DIR vulkan/vulkan_core.h)
 find_program(FA_GLSLANG glslangValidator)
 find_program(FA_SPIRV_VAL spirv-val)
+find_program(FA_SPIRV_OPT spirv-opt)
 
 set(fa_vk_missing)
 if(NOT FA_VOLK_INCLUDE_DIR OR NOT FA_VOLK_SOURCE)
@@ -65,6 +66,30 @@ else()
       fa_embed(${fa_vk_out}/${kernel}_${variant}.c fa_spv_${kernel}_${variant} ${spv})
       list(APPEND fa_vk_generated ${fa_vk_out}/${kernel}_${variant}.c)
     endforeach()
+  endforeach()
+  # The decoding forward once more with its subgroup size fixed at 32 and its loops unrolled by
+  # spirv-opt, so that no register array is left for NVIDIA's driver to keep in local memory
+  # (FA_DEC_FIXED_SG in attn_decode.comp; docs/PERF.md). Without spirv-opt the module is built
+  # as compiled: correct, slower there.
+  foreach(variant IN LISTS fa_vk_variants)
+    set(spv ${fa_vk_out}/attn_decode_sg32_${variant}.spv)
+    if(FA_SPIRV_OPT)
+      set(fa_vk_unroll COMMAND ${FA_SPIRV_OPT} --loop-unroll -O --loop-unroll -O ${spv}.raw -o ${spv})
+    else()
+      set(fa_vk_unroll COMMAND ${CMAKE_COMMAND} -E copy ${spv}.raw ${spv})
+    endif()
+    add_custom_command(OUTPUT ${spv}
+      COMMAND ${FA_GLSLANG} -V --target-env vulkan1.1 ${fa_vk_defines_${variant}}
+              -DFA_DEC_FIXED_SG=32 -I${fa_vk_shader_dir} -o ${spv}.raw
+              ${fa_vk_shader_dir}/attn_decode.comp
+      ${fa_vk_unroll}
+      COMMAND ${FA_SPIRV_VAL} --target-env vulkan1.1 ${spv}
+      DEPENDS ${fa_vk_shader_dir}/attn_decode.comp ${fa_vk_shader_dir}/fa_common.glsl
+              ${fa_vk_shader_dir}/fa_params.glsl ${fa_vk_shader_dir}/fa_spec_ids.h
+      COMMENT "Compiling, unrolling and validating attn_decode_sg32 (${variant})"
+      VERBATIM)
+    fa_embed(${fa_vk_out}/attn_decode_sg32_${variant}.c fa_spv_attn_decode_sg32_${variant} ${spv})
+    list(APPEND fa_vk_generated ${fa_vk_out}/attn_decode_sg32_${variant}.c)
   endforeach()
   include(${CMAKE_CURRENT_LIST_DIR}/matrix_shaders.cmake)
 

@@ -479,5 +479,6 @@ const fa_backend_iface fa_vulkan_backend_iface = {
     .synchronize = fa_vk_synchronize,
     .forward = forward,
     .backward = backward,
+    .copy_regions = fa_vk_copy_regions,
     .check_call = check_call,
 };

@@ -5,12 +5,11 @@
  * knob) leaves every call to the other kernels. */
 #include "vk_internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk_decode_plan *plan)
 {
-    /* FA_VULKAN_DECODE=0: off; =16, 32 or 64: that many keys per tile where it fits. */
+    /* FA_VULKAN_DECODE=0: off. */
     const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
     if (knob && !strcmp(knob, "0"))
         return false;
@@ -23,6 +22,8 @@ bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk
                                : ph->info.max_workgroup_size,
         .subgroup_min = ph->info.subgroup_size_min,
         .subgroup_max = ph->info.subgroup_size_max,
+        /* size control is enabled with the matrix path (vk_device.c) */
+        .subgroup_required = st->matrix && ph->size_control,
         .subgroup_arithmetic = ph->subgroup_arithmetic,
         .compute_units = ph->info.compute_units,
         .max_group_count_y = ph->max_group_count[1],
@@ -37,7 +38,6 @@ bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk
         .head_dim = call->head_dim,
         .element_bytes = call->dtype == FA_DTYPE_F32 ? 4u : 2u,
         .num_splits = call->num_splits,
-        .tile = knob ? (uint32_t)strtoul(knob, NULL, 10) : 0,
     };
     char why[160];
     if (fa_vk_decode_plan_select(&dev, &pb, plan, why, sizeof why))
@@ -45,6 +45,18 @@ bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk
     if (pb.seq_q * (pb.heads_q / pb.heads_kv) <= FA_VK_DECODE_MAX_ROWS)
         fa_log(ctx, FA_LOG_DEBUG, "vulkan: decoding path not taken: %s", why);
     return false;
+}
+
+/* The unrolled module compiled for subgroups of 32 where the plan runs at that size (unless
+ * FA_VULKAN_DECODE=generic), else the generic one. */
+static fa_vk_kernel plan_kernel(fa_context *ctx, const fa_vk_decode_plan *plan,
+                                fa_vk_storage storage)
+{
+    const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
+    const bool generic = knob && !strcmp(knob, "generic");
+    return plan->subgroup == 32 && !generic && fa_vk_kernel_built(FA_VK_DECODE_SG32, storage)
+               ? FA_VK_DECODE_SG32
+               : FA_VK_DECODE;
 }
 
 static fa_status record(fa_context *ctx, const fa_attention_call *call,
@@ -59,11 +71,10 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
                              .causal = call->causal,
                              .gqa = (uint32_t)(Hq / Hkv),
                              .dec_rw = plan->rows,
-                             .dec_bn = plan->bn,
-                             .dec_nsg = plan->subgroups};
+                             .dec_sg = plan->subgroup};
     const fa_vk_spec merge_spec = {.head_dim = (uint32_t)call->head_dim};
     VkPipeline decode, merge = VK_NULL_HANDLE;
-    fa_status s = fa_vk_pipeline_get(ctx, FA_VK_DECODE, storage, &spec, &decode);
+    fa_status s = fa_vk_pipeline_get(ctx, plan_kernel(ctx, plan, storage), storage, &spec, &decode);
     if (s == FA_OK && split)
         s = fa_vk_pipeline_get(ctx, FA_VK_MERGE, storage, &merge_spec, &merge);
     if (s == FA_OK)
@@ -95,8 +106,8 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
         ws,
         call->has_block_table ? fa_vk_handle(&call->block_table) : fa_vk_handle(&call->q),
     };
-    s = fa_vk_dispatch(ctx, FA_VK_DECODE, decode, buffers, &push, sizeof push,
-                       (uint32_t)plan->split.splits, (uint32_t)Hkv, (uint32_t)B);
+    s = fa_vk_dispatch(ctx, plan_kernel(ctx, plan, storage), decode, buffers, &push, sizeof push,
+                       (uint32_t)plan->split.splits, (uint32_t)Hkv * plan->row_groups, (uint32_t)B);
     if (s != FA_OK || !split)
         return s;
     fa_vk_barrier(st);

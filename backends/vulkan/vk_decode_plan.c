@@ -4,31 +4,26 @@
 
 #include <stdio.h>
 
-/* Rows padded to a multiple of 4 and of the score phase's row parts, as the shader pads them
- * (RWP). */
-static uint32_t padded_rows(uint32_t rows, uint32_t bn)
+uint32_t fa_vk_decode_shared_bytes(uint32_t d, uint32_t rows, uint32_t subgroup)
 {
-    const uint32_t parts = FA_VK_DECODE_THREADS / bn, align = parts > 4u ? parts : 4u;
-    return (rows + align - 1u) / align * align;
+    const uint32_t q = rows * d * 4u;                    /* Q, then O, as f32 */
+    const uint32_t p = FA_VK_DECODE_THREADS * rows * 4u; /* P per lane */
+    const uint32_t offsets = FA_VK_DECODE_THREADS * 4u;  /* paged V rows per lane */
+    const uint32_t stats = 2u * (FA_VK_DECODE_THREADS / subgroup) * rows * 4u; /* m, l */
+    return q + p + offsets + stats;
 }
 
-uint32_t fa_vk_decode_shared_bytes(uint32_t d, uint32_t element_bytes, uint32_t rows, uint32_t bn,
-                                   uint32_t subgroup_min)
+/* The subgroup size the pipeline runs at: the device's only one; else, where a pipeline may
+ * require one, 32 (the rows of a V tile a subgroup loads) or the nearest the device has; else 0. */
+static uint32_t subgroup_size(const fa_vk_decode_device *dev)
 {
-    const uint32_t units = d * element_bytes / 16u, rwp = padded_rows(rows, bn);
-    const uint32_t tiles = 2u * bn * (units + 1u) * 16u; /* K and V, rows padded by 16 bytes */
-    const uint32_t q = rwp * (d / 4u) * 16u;             /* Q rows as f32 */
-    const uint32_t p = rwp * bn * 4u;                    /* P */
-    const uint32_t red = FA_VK_DECODE_THREADS / subgroup_min * rwp * 4u; /* per-subgroup rows */
-    return tiles + q + p + red + rwp * 4u;                               /* + final maxima */
-}
-
-/* Whether O (padded rows x head dim, f32), which the K/V tiles hold at the end of a chunk, fits
- * in them. */
-static bool scratch_fits(uint32_t d, uint32_t element_bytes, uint32_t rows, uint32_t bn)
-{
-    const uint32_t units = d * element_bytes / 16u;
-    return (uint64_t)padded_rows(rows, bn) * (d / 4u) <= 2ull * bn * (units + 1u);
+    if (dev->subgroup_min == dev->subgroup_max)
+        return dev->subgroup_min;
+    if (!dev->subgroup_required)
+        return 0;
+    return dev->subgroup_min > 32   ? dev->subgroup_min
+           : dev->subgroup_max < 32 ? dev->subgroup_max
+                                    : 32;
 }
 
 #define WHY(...) (snprintf(why, why_size, __VA_ARGS__), false)
@@ -46,33 +41,25 @@ bool fa_vk_decode_plan_select(const fa_vk_decode_device *dev, const fa_vk_decode
         return WHY("head dim %lld, %u-byte elements", (long long)pb->head_dim, pb->element_bytes);
     if (!dev->subgroup_arithmetic)
         return WHY("no subgroup arithmetic in compute shaders");
-    if (dev->subgroup_min < 4 || dev->subgroup_max > 64 ||
-        FA_VK_DECODE_THREADS % dev->subgroup_max || dev->max_invocations < FA_VK_DECODE_THREADS)
-        return WHY("subgroups of %u-%u invocations, workgroups up to %u", dev->subgroup_min,
-                   dev->subgroup_max, dev->max_invocations);
-    const uint32_t d = (uint32_t)pb->head_dim, rows = (uint32_t)packed;
-    static const uint32_t tiles[3] = {64, 32, 16};
-    for (int i = 0; i < 3 && !plan->bn; i++) {
-        const uint32_t bn = tiles[i];
-        if (pb->tile && bn != pb->tile)
-            continue;
-        const uint32_t bytes =
-            fa_vk_decode_shared_bytes(d, pb->element_bytes, rows, bn, dev->subgroup_min);
-        if (bn >= dev->subgroup_max && bytes <= dev->shared_memory_bytes &&
-            scratch_fits(d, pb->element_bytes, rows, bn)) {
-            plan->bn = bn;
-            plan->shared_bytes = bytes;
-        }
-    }
-    if (!plan->bn)
-        return WHY("%u rows at head dim %u need more than %u bytes of shared memory", rows, d,
+    const uint32_t sg = subgroup_size(dev);
+    if (!sg)
+        return WHY("subgroups of %u-%u invocations and no way to require one", dev->subgroup_min,
+                   dev->subgroup_max);
+    if (sg < 4 || sg > 64 || FA_VK_DECODE_THREADS % sg ||
+        dev->max_invocations < FA_VK_DECODE_THREADS)
+        return WHY("subgroups of %u invocations, workgroups up to %u", sg, dev->max_invocations);
+    const uint32_t d = (uint32_t)pb->head_dim;
+    plan->rows = packed <= 4 ? 4u : FA_VK_DECODE_GROUP_ROWS;
+    plan->row_groups = (uint32_t)((packed + plan->rows - 1) / plan->rows);
+    plan->subgroup = sg;
+    plan->shared_bytes = fa_vk_decode_shared_bytes(d, plan->rows, sg);
+    if (plan->shared_bytes > dev->shared_memory_bytes)
+        return WHY("%u rows at head dim %u need more than %u bytes of shared memory", plan->rows, d,
                    dev->shared_memory_bytes);
-    plan->rows = rows;
-    plan->subgroups = FA_VK_DECODE_THREADS / dev->subgroup_min;
-    if ((uint64_t)pb->heads_kv > dev->max_group_count_y)
+    if ((uint64_t)pb->heads_kv * plan->row_groups > dev->max_group_count_y)
         return WHY("%lld KV heads exceed maxComputeWorkGroupCount[1]", (long long)pb->heads_kv);
     plan->split =
-        fa_split_choose(pb->batch * pb->heads_kv, pb->seq_k,
+        fa_split_choose(pb->batch * pb->heads_kv * plan->row_groups, pb->seq_k,
                         dev->compute_units ? dev->compute_units : FA_VK_DECODE_DEFAULT_UNITS,
                         FA_VK_DECODE_GROUPS_PER_UNIT, pb->num_splits);
     if (plan->split.splits > 1) {

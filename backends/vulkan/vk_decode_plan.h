@@ -14,8 +14,9 @@
 /* Invocations per workgroup of both shaders (their local_size_x). */
 #define FA_VK_DECODE_THREADS 128
 /* The most query rows (query positions x the query heads of one KV head) a KV head may have for
- * the path: a workgroup takes up to this many of them. */
+ * the path; a workgroup takes up to FA_VK_DECODE_GROUP_ROWS of them. */
 #define FA_VK_DECODE_MAX_ROWS 16
+#define FA_VK_DECODE_GROUP_ROWS 8
 /* Compute units assumed where the driver does not say (no VK_NV_shader_sm_builtins nor
  * VK_AMD_shader_core_properties). */
 #define FA_VK_DECODE_DEFAULT_UNITS 16
@@ -26,6 +27,7 @@ typedef struct fa_vk_decode_device {
     uint32_t shared_memory_bytes;        /* maxComputeSharedMemorySize */
     uint32_t max_invocations;            /* per workgroup along x */
     uint32_t subgroup_min, subgroup_max; /* sizes the driver may run a pipeline at */
+    bool subgroup_required;              /* a pipeline may require one of them (size control) */
     bool subgroup_arithmetic;            /* subgroup arithmetic in compute shaders */
     uint32_t compute_units;              /* 0: unknown */
     uint32_t max_group_count_y;
@@ -36,29 +38,27 @@ typedef struct fa_vk_decode_problem {
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
     uint32_t element_bytes; /* 2 (f16, bf16) or 4 (f32) */
     int32_t num_splits;     /* fa_attention_desc.num_splits: 0 = choose */
-    uint32_t tile;          /* keys per tile asked for (FA_VULKAN_DECODE, tuning): 0 = choose */
 } fa_vk_decode_problem;
 
 typedef struct fa_vk_decode_plan {
-    uint32_t rows;         /* packed query rows per workgroup (RW in attn_decode.comp) */
-    uint32_t bn;           /* keys per tile */
-    uint32_t subgroups;    /* NSG_MAX: the most subgroups a workgroup can have */
-    uint32_t shared_bytes; /* what the decode shader declares */
-    fa_split split;
+    uint32_t rows;            /* packed query rows per workgroup (RW in attn_decode.comp): 4 or 8 */
+    uint32_t row_groups;      /* workgroups per KV head along the packed rows */
+    uint32_t subgroup;        /* the subgroup size the pipeline runs at (SG; required if several) */
+    uint32_t shared_bytes;    /* what the decode shader declares */
+    fa_split split;           /* over B x KV heads x row_groups items */
     uint64_t workspace_bytes; /* partial O and LSE where split.splits > 1, else 0 */
     uint64_t part_lse_offset; /* in floats, within the workspace */
 } fa_vk_decode_plan;
 
-/* The shared memory attn_decode.comp declares for rows x bn at head dim d, with elements of
- * element_bytes, on a device whose smallest subgroup is subgroup_min. */
-uint32_t fa_vk_decode_shared_bytes(uint32_t d, uint32_t element_bytes, uint32_t rows, uint32_t bn,
-                                   uint32_t subgroup_min);
+/* The shared memory attn_decode.comp declares for `rows` packed rows at head dim d with
+ * subgroups of `subgroup`. */
+uint32_t fa_vk_decode_shared_bytes(uint32_t d, uint32_t rows, uint32_t subgroup);
 
 /* Whether the call takes the decoding path, and its plan; false with the reason in `why`. The
- * rule: at most FA_VK_DECODE_MAX_ROWS packed rows per KV head, head dim a multiple of 8 up to 256,
- * subgroup arithmetic, subgroups of 4 to 64 invocations, key tiles of 64 (else 32, else 16) of at
- * least a subgroup that fit the shared memory; the chunk count from fa_split_choose for the
- * device's compute units. */
+ * rule: at most FA_VK_DECODE_MAX_ROWS packed rows per KV head (4 or 8 a workgroup), head dim a
+ * multiple of 8 up to 256, subgroup arithmetic, one subgroup size of 4 to 64 invocations (the
+ * device's only one, else 32 or the nearest it has, required at pipeline creation), shared
+ * memory for it; the chunk count from fa_split_choose for the device's compute units. */
 bool fa_vk_decode_plan_select(const fa_vk_decode_device *dev, const fa_vk_decode_problem *pb,
                               fa_vk_decode_plan *plan, char *why, size_t why_size);
 

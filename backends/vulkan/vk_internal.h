@@ -73,6 +73,7 @@ typedef enum fa_vk_kernel {
     FA_VK_MATRIX_LAYOUT, /* the accumulator layout probe (vk_matrix_layout.c) */
     FA_VK_DECODE,        /* the decoding forward and its merge (vk_decode.c) */
     FA_VK_MERGE,
+    FA_VK_DECODE_SG32, /* the decoding forward compiled for subgroups of 32 and unrolled */
     FA_VK_KERNEL_COUNT
 } fa_vk_kernel;
 
@@ -103,7 +104,7 @@ typedef struct fa_vk_spec {
      * accumulator layout its catalogue module was compiled for (zero: none). */
     uint32_t cm_m, cm_n, cm_k, cm_sg, cm_nsg, cm_tm, cm_bn;
     fa_vk_matrix_layout cm_layout;
-    uint32_t dec_rw, dec_bn, dec_nsg; /* the decoding forward's plan (vk_decode_plan.h) */
+    uint32_t dec_rw, dec_sg; /* the decoding forward's plan (vk_decode_plan.h) */
 } fa_vk_spec;
 
 typedef struct fa_vk_pipeline {
@@ -244,6 +245,9 @@ void fa_vk_buffer_free(fa_context *ctx, void *handle);
 fa_status fa_vk_buffer_write(fa_context *ctx, void *handle, size_t offset, const void *src,
                              size_t size);
 fa_status fa_vk_buffer_read(fa_context *ctx, void *handle, size_t offset, void *dst, size_t size);
+/* fa_backend_iface.copy_regions: one vkCmdCopyBuffer, submitted without waiting. */
+fa_status fa_vk_copy_regions(fa_context *ctx, void *src, void *dst, const fa_copy_region *regions,
+                             size_t n);
 /* Grows the context's workspace to at least `size` bytes (waits first; tracked). */
 fa_status fa_vk_workspace(fa_context *ctx, VkDeviceSize size);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Buffers: device-local storage buffers for tensors and the workspace, and one host-visible
- * staging buffer per context through which writes and reads pass in chunks. */
+/* Buffers: device-local storage buffers for tensors and the workspace, one host-visible
+ * staging buffer per context through which writes and reads pass in chunks, and copies between
+ * buffers on the device. */
 #include "vk_internal.h"
 
 #include <stdlib.h>
@@ -173,6 +174,26 @@ fa_status fa_vk_buffer_write(fa_context *ctx, void *handle, size_t offset, const
 fa_status fa_vk_buffer_read(fa_context *ctx, void *handle, size_t offset, void *dst, size_t size)
 {
     return copy(ctx, handle, offset, dst, size, false);
+}
+
+fa_status fa_vk_copy_regions(fa_context *ctx, void *src, void *dst, const fa_copy_region *regions,
+                             size_t n)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    if (n > UINT32_MAX)
+        return fa_fail(ctx, FA_ERROR_TOO_LARGE, "vulkan: %zu copies in one command", n);
+    VkBufferCopy *copies = malloc(n * sizeof *copies);
+    if (!copies)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot list %zu copies", n);
+    for (size_t i = 0; i < n; i++)
+        copies[i] = (VkBufferCopy){regions[i].src_offset, regions[i].dst_offset, regions[i].bytes};
+    /* fa_vk_begin orders it after earlier work; the next recording's barrier, before later. */
+    fa_status s = fa_vk_begin(ctx);
+    if (s == FA_OK)
+        st->vk.vkCmdCopyBuffer(st->cmd, ((fa_vk_buffer *)src)->buffer,
+                               ((fa_vk_buffer *)dst)->buffer, (uint32_t)n, copies);
+    free(copies);
+    return s == FA_OK ? fa_vk_finish(ctx, FA_OK, false) : s;
 }
 
 fa_status fa_vk_workspace(fa_context *ctx, VkDeviceSize size)

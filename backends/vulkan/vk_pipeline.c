@@ -25,6 +25,7 @@ FA_VK_SPV_KERNEL_(attn_bwd_dkdv)
 FA_VK_SPV_KERNEL_(attn_bwd_dq)
 FA_VK_SPV_KERNEL_(attn_decode)
 FA_VK_SPV_KERNEL_(attn_merge)
+FA_VK_SPV_KERNEL_(attn_decode_sg32)
 FA_VK_SPV_(attn_fwd_cm, f16_s16)
 FA_VK_SPV_(attn_bwd_dkdv_cm, f16_s16)
 FA_VK_SPV_(attn_bwd_dq_cm, f16_s16)
@@ -50,6 +51,7 @@ static const spv_blob spirv[FA_VK_KERNEL_COUNT][FA_VK_STORAGE_COUNT] = {
     [FA_VK_BWD_DQ] = FA_VK_ROW_(attn_bwd_dq),
     [FA_VK_DECODE] = FA_VK_ROW_(attn_decode),
     [FA_VK_MERGE] = FA_VK_ROW_(attn_merge),
+    [FA_VK_DECODE_SG32] = FA_VK_ROW_(attn_decode_sg32),
     /* The matrix kernels: f16 in 16-bit storage only; the other variants stay NULL. */
     [FA_VK_FWD_CM][FA_VK_F16_S16] = {fa_spv_attn_fwd_cm_f16_s16, &fa_spv_attn_fwd_cm_f16_s16_size},
     [FA_VK_BWD_DKDV_CM][FA_VK_F16_S16] = {fa_spv_attn_bwd_dkdv_cm_f16_s16,
@@ -61,8 +63,9 @@ static const spv_blob spirv[FA_VK_KERNEL_COUNT][FA_VK_STORAGE_COUNT] = {
 };
 
 static const char *const kernel_names[FA_VK_KERNEL_COUNT] = {
-    "attn_fwd",         "attn_bwd_prep",  "attn_bwd_dkdv", "attn_bwd_dq", "attn_fwd_cm",
-    "attn_bwd_dkdv_cm", "attn_bwd_dq_cm", "matrix_layout", "attn_decode", "attn_merge",
+    "attn_fwd",    "attn_bwd_prep",    "attn_bwd_dkdv",    "attn_bwd_dq",
+    "attn_fwd_cm", "attn_bwd_dkdv_cm", "attn_bwd_dq_cm",   "matrix_layout",
+    "attn_decode", "attn_merge",       "attn_decode_sg32",
 };
 
 /* The kernels that declare cooperative matrices (f16 in 16-bit storage only, run at the plan's
@@ -76,7 +79,7 @@ static bool is_matrix_kernel(fa_vk_kernel kernel)
 /* Storage-buffer bindings of each kernel, numbered 0..n-1 (see shaders/vulkan/). */
 uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel)
 {
-    static const uint32_t n[FA_VK_KERNEL_COUNT] = {6, 4, 7, 6, 6, 7, 6, 1, 8, 3};
+    static const uint32_t n[FA_VK_KERNEL_COUNT] = {6, 4, 7, 6, 6, 7, 6, 1, 8, 3, 8};
     return n[kernel];
 }
 
@@ -343,10 +346,9 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         [FA_SPEC_CM_BN] = spec->cm_bn,
         [FA_SPEC_CM_WG] = spec->cm_sg * spec->cm_nsg,
         [FA_SPEC_DEC_RW] = spec->dec_rw,
-        [FA_SPEC_DEC_BN] = spec->dec_bn,
-        [FA_SPEC_DEC_NSG] = spec->dec_nsg,
+        [FA_SPEC_DEC_SG] = spec->dec_sg,
     };
-    _Static_assert(FA_SPEC_COUNT == FA_SPEC_DEC_NSG + 1, "FA_SPEC_COUNT counts every ID");
+    _Static_assert(FA_SPEC_COUNT == FA_SPEC_DEC_SG + 1, "FA_SPEC_COUNT counts every ID");
     /* Constant i at offset 4 i; zeros keep the default. The bools (causal, the forward's 16-bit
      * tiles, the backward's alignment) take 4 bytes as well (VkBool32), 0 or 1. */
     VkSpecializationMapEntry entries[sizeof values / sizeof values[0]];
@@ -360,20 +362,23 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         .dataSize = sizeof values,
         .pData = values,
     };
-    /* The matrix kernels run at the plan's subgroup size: where the device has several, it is
-     * required, with full subgroups where the device can promise them. */
+    /* The matrix kernels and the decoding forward run at their plan's subgroup size: where the
+     * device has several, it is required, with full subgroups where the device can promise them
+     * (both features are enabled with the matrix path's: vk_device.c, fa_vk_decode_plan_for). */
+    const bool decode = kernel == FA_VK_DECODE || kernel == FA_VK_DECODE_SG32;
     const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
-        .requiredSubgroupSize = spec->cm_sg,
+        .requiredSubgroupSize = decode ? spec->dec_sg : spec->cm_sg,
     };
-    const fa_vk_matrix_caps *caps = &st->matrix_caps;
-    const bool require_size = is_matrix_kernel(kernel) && st->phys->size_control &&
-                              caps->subgroup_min != caps->subgroup_max;
-    /* The decoding kernels reduce over whole subgroups (subgroupMax, subgroupAdd); the feature
-     * is enabled with the matrix path's (vk_device.c). */
-    const bool whole = st->matrix && (kernel == FA_VK_DECODE || kernel == FA_VK_MERGE);
+    const fa_vk_physical *ph = st->phys;
+    const bool require_size =
+        (is_matrix_kernel(kernel) || (decode && st->matrix)) && ph->size_control &&
+        (decode ? ph->info.subgroup_size_min != ph->info.subgroup_size_max
+                : st->matrix_caps.subgroup_min != st->matrix_caps.subgroup_max);
+    /* The decoding kernels reduce over whole subgroups (subgroupMax, subgroupAdd). */
+    const bool whole = st->matrix && (decode || kernel == FA_VK_MERGE);
     VkPipelineShaderStageCreateFlags stage_flags = 0;
-    if ((require_size || whole) && st->phys->full_subgroups)
+    if ((require_size || whole) && ph->full_subgroups)
         stage_flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
     const VkComputePipelineCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
@@ -404,11 +409,11 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
                spec->cm_bn, spec->cm_layout.elements, spec->cm_layout.slot_shift,
                spec->cm_layout.slot_bits, spec->cm_layout.lane_xor, spec->cm_layout.a_from_c,
                require_size ? " (subgroup size required)" : "", cat >= 0 ? "catalogue" : "generic");
-    else if (kernel == FA_VK_DECODE)
+    else if (decode)
         fa_log(ctx, FA_LOG_DEBUG,
-               "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u rows=%u BN=%u subgroups<=%u",
+               "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u rows=%u SG=%u%s",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
-               spec->dec_rw, spec->dec_bn, spec->dec_nsg);
+               spec->dec_rw, spec->dec_sg, require_size ? " (subgroup size required)" : "");
     else if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u S_TX=%u "

@@ -26,6 +26,15 @@ typedef struct fa_cuda_params {
     int has_lse;
     float scale;      /* softmax scale */
     float scale_log2; /* scale * log2(e): scores go through exp2 */
+    /* Read by the split-key forward alone. Where has_seqlens_k, batch entry b has the int32
+     * seqlens_k.ptr[b * stride_b] keys (clamped into [0, seq_k]) and its causal mask aligns on
+     * that length. Where page_size > 0, a paged cache: K and V hold num_pages pages (their
+     * stride_b strides pages, stride_s rows within a page), entry b's page p is the int32
+     * block_table.ptr[b * stride_b + p * stride_s] (clamped into [0, num_pages)), and key n is
+     * row n % page_size of page n / page_size. */
+    fa_cuda_tensor seqlens_k, block_table;
+    int has_seqlens_k;
+    int page_size, num_pages; /* num_pages: at most INT_MAX, as many as int32 entries reach */
 } fa_cuda_params;
 
 /* Tiles of the tensor-core forward (shaders/cuda/fa_forward_mma.cuh), one kernel per head dim
@@ -68,7 +77,8 @@ typedef struct fa_cuda_params {
  * each for one key chunk and FA_DEC_ROWS packed query rows (query heads of one KV head x
  * queries); the merge takes one warp per output row and at most FA_DEC_MAX_SPLITS chunks
  * (runtime/fa_split.h's FA_MAX_SPLITS). The planner takes it where a KV head has at most
- * FA_DEC_MAX_ROWS packed rows. */
+ * FA_DEC_MAX_ROWS packed rows; it is the one kernel that takes per-sequence key counts and a
+ * paged cache (fa_cuda_params.seqlens_k, block_table). */
 #define FA_DEC_WARPS 4
 #define FA_DEC_THREADS (32 * FA_DEC_WARPS)
 #define FA_DEC_ROWS 4

@@ -14,6 +14,10 @@
 //   whole by the warp.
 // The warps' partial results are merged through shared memory; with one chunk the block writes
 // O and LSE, else its chunk's normalised O (f32) and LSE to the workspace for fa_decode_merge.
+// Per-sequence key counts (seqlens_k) end each sequence's keys, and its causal mask, at its own
+// length: a chunk past it sees no key and writes O = 0, LSE = -inf. A paged cache (block_table)
+// maps key n of entry b to row n % page_size of page table[b][n / page_size], clamped into
+// [0, num_pages).
 //
 // fa_decode_merge: one warp per output row: O = sum_s w_s O_s / sum_s w_s with
 // w_s = exp(LSE_s - max LSE), LSE = max + log(sum_s w_s); a row no chunk saw gets O = 0 and
@@ -75,23 +79,50 @@ __device__ __forceinline__ float fa_warp_sum(float x)
     return x;
 }
 
+// Batch entry b's keys: seqlens_k[b] where the call has lengths, clamped into [0, seq_k] (the
+// host checked them; the clamp keeps a value changed since inside the cache), else seq_k.
+__device__ __forceinline__ int fa_dec_keys(const fa_cuda_params &p, int b)
+{
+    if (!p.has_seqlens_k)
+        return p.seq_k;
+    const int n = __ldg((const int *)p.seqlens_k.ptr + (long long)b * p.seqlens_k.stride_b);
+    return min(max(n, 0), p.seq_k);
+}
+
+// The block-table entry of key n of batch entry b (a paged cache), as stored: the caller clamps
+// it into [0, num_pages), so that no value reads outside K and V.
+__device__ __forceinline__ int fa_dec_entry(const fa_cuda_params &p, int b, int n)
+{
+    return __ldg((const int *)p.block_table.ptr + (long long)b * p.block_table.stride_b +
+                 (long long)(n / p.page_size) * p.block_table.stride_s);
+}
+
+// The split kernel's shared memory, declared once by fa_decode_split for both of its bodies.
+template <int DMAX> struct fa_dec_smem {
+    float q[FA_DEC_ROWS][DMAX];               // Q * scale * log2(e)
+    float p[FA_DEC_WARPS][32][FA_DEC_ROWS];   // P of the warp's current 32 keys
+    float o[FA_DEC_WARPS][FA_DEC_ROWS][DMAX]; // the warps' partial O
+    long long vrow[FA_DEC_WARPS][32];         // paged: where the V row of each of those keys lies
+    float m[FA_DEC_WARPS][FA_DEC_ROWS], l[FA_DEC_WARPS][FA_DEC_ROWS];
+};
+
 // EPL head-dim elements per lane: head dims up to 32 EPL (EPL = 2, 4 or 8). Each step of 32
 // keys issues the lane's K row and its slices of up to VR V rows before using any of them, so
-// that a warp has up to 16 KiB in flight.
-template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_params &p)
+// that a warp has up to 16 KiB in flight. PAGED: K and V rows through the block table, each
+// lane finding its own key's row (its table entry requested a step ahead) and the warp's V rows
+// shared through sm.vrow; else the contiguous rows of batch entry b.
+template <typename T, int EPL, bool PAGED>
+__device__ __forceinline__ void fa_decode_split_keys(const fa_cuda_params &p,
+                                                     fa_dec_smem<32 * EPL> &sm)
 {
     constexpr int R = FA_DEC_ROWS, W = FA_DEC_WARPS, DMAX = 32 * EPL;
     static_assert(R == 4, "P is read as one float4 per key");
     constexpr int KB = 256; // K bytes per piece: 16 loads
     constexpr int KPIECES = (DMAX * (int)sizeof(T) + KB - 1) / KB;
-    constexpr int KE = KB / (int)sizeof(T);         // K elements per piece
-    constexpr int EU = 16 / (int)sizeof(T);         // elements per 16-byte load
-    constexpr int VB = EPL * (int)sizeof(T);        // V bytes per lane and row
-    constexpr int VR = VB <= 8 ? 32 : 256 / VB;     // V rows in flight (64 registers)
-    __shared__ __align__(16) float q_s[R][DMAX];    // Q * scale * log2(e)
-    __shared__ __align__(16) float p_s[W][32][R];   // P of the warp's current 32 keys
-    __shared__ __align__(16) float o_s[W][R][DMAX]; // the warps' partial O
-    __shared__ float m_s[W][R], l_s[W][R];
+    constexpr int KE = KB / (int)sizeof(T);     // K elements per piece
+    constexpr int EU = 16 / (int)sizeof(T);     // elements per 16-byte load
+    constexpr int VB = EPL * (int)sizeof(T);    // V bytes per lane and row
+    constexpr int VR = VB <= 8 ? 32 : 256 / VB; // V rows in flight (64 registers)
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int split = blockIdx.x, b = blockIdx.z;
@@ -107,18 +138,20 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
             const int i = pr / p.group, h = hk * p.group + pr % p.group;
             q = fa_to_float<T>(((const T *)p.q.ptr)[fa_at(p.q, b, i, h) + d]) * p.scale_log2;
         }
-        q_s[r][d] = q;
+        sm.q[r][d] = q;
     }
 
-    // This chunk's keys; each row's last visible key (-1: a row past the end sees none).
+    // This chunk's keys of the sequence; each row's last visible key (-1: a row past the end
+    // sees none), the causal mask aligned on the sequence's own length.
+    const int seq_k = fa_dec_keys(p, b);
     const int k0 = split * p.split_keys;
-    int k1 = min(p.seq_k, k0 + p.split_keys);
+    int k1 = min(seq_k, k0 + p.split_keys);
     int last[R];
     int last_max = -1;
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const int pr = r0 + r;
-        last[r] = pr >= rows ? -1 : p.causal ? pr / p.group + p.causal_offset : k1 - 1;
+        last[r] = pr >= rows ? -1 : p.causal ? pr / p.group + seq_k - p.seq_q : k1 - 1;
         last_max = max(last_max, last[r]);
     }
     k1 = min(k1, last_max + 1);
@@ -133,15 +166,38 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
         for (int e = 0; e < EPL; e++)
             o[r][e] = 0.f;
     }
-    const T *kb = (const T *)p.k.ptr + fa_at(p.k, b, 0, hk);
-    const T *vb = (const T *)p.v.ptr + fa_at(p.v, b, 0, hk);
     const int d0 = lane * EPL;
     const bool has_d = d0 < D;
+    // paged: K and V index pages by their batch stride, so b is in the table, not the base
+    const T *kb =
+        (const T *)p.k.ptr + (PAGED ? (long long)hk * p.k.stride_h : fa_at(p.k, b, 0, hk));
+    const T *vb =
+        (const T *)p.v.ptr + (PAGED ? (long long)hk * p.v.stride_h : fa_at(p.v, b, 0, hk)) + d0;
+    int entry = 0; // paged: the table entry of the lane's key of the warp's next step
+    if (PAGED && k0 + warp * 32 + lane < k1)
+        entry = fa_dec_entry(p, b, k0 + warp * 32 + lane);
 
     for (int n0 = k0 + warp * 32; n0 < k1; n0 += W * 32) {
         const int key = n0 + lane, nk = min(32, k1 - n0);
-        const T *kr = kb + (long long)key * p.k.stride_s;
-        const T *vr = vb + (long long)n0 * p.v.stride_s + d0;
+        const T *kr, *vr = vb;
+        if constexpr (PAGED) {
+            const long long page = min(max(entry, 0), p.num_pages - 1), row = key % p.page_size;
+            if (key + W * 32 < k1)
+                entry = fa_dec_entry(p, b, key + W * 32);
+            kr = kb + page * p.k.stride_b + row * p.k.stride_s;
+            sm.vrow[warp][lane] = page * p.v.stride_b + row * p.v.stride_s;
+            __syncwarp();
+        } else {
+            kr = kb + (long long)key * p.k.stride_s;
+            vr = vb + (long long)n0 * p.v.stride_s;
+        }
+        // V row j of this step (j < nk)
+        auto vrow = [&](int j) -> const T * {
+            if constexpr (PAGED)
+                return vb + sm.vrow[warp][j];
+            else
+                return vr + (long long)j * p.v.stride_s;
+        };
         // Everything of the first K piece and V batch is requested before any is used.
         fa_raw<KB> kraw;
         fa_raw<VB> vraw[VR];
@@ -150,7 +206,7 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
 #pragma unroll
         for (int j = 0; j < VR; j++)
             if (has_d && j < nk)
-                fa_ld_raw<VB>(vr + (long long)j * p.v.stride_s, vraw[j]);
+                fa_ld_raw<VB>(vrow(j), vraw[j]);
 
         float s[R];
 #pragma unroll
@@ -172,7 +228,8 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
                         for (int r = 0; r < R; r++)
 #pragma unroll
                             for (int f = 0; f < EU; f += 4) {
-                                const float4 qv = *reinterpret_cast<const float4 *>(&q_s[r][d + f]);
+                                const float4 qv =
+                                    *reinterpret_cast<const float4 *>(&sm.q[r][d + f]);
                                 s[r] += qv.x * kf[f] + qv.y * kf[f + 1] + qv.z * kf[f + 2] +
                                         qv.w * kf[f + 3];
                             }
@@ -193,7 +250,7 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
 #pragma unroll
             for (int e = 0; e < EPL; e++)
                 o[r][e] *= alpha;
-            p_s[warp][lane][r] = pv;
+            sm.p[warp][lane][r] = pv;
         }
         __syncwarp();
         if (has_d) {
@@ -203,13 +260,13 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
 #pragma unroll
                     for (int j = 0; j < VR; j++)
                         if (j0 + j < nk)
-                            fa_ld_raw<VB>(vr + (long long)(j0 + j) * p.v.stride_s, vraw[j]);
+                            fa_ld_raw<VB>(vrow(j0 + j), vraw[j]);
 #pragma unroll
                 for (int j = 0; j < VR; j++) {
                     if (j0 + j < nk) {
                         float vf[EPL];
                         fa_raw_floats<T, EPL, VB>(vraw[j], vf);
-                        const float4 pj = *reinterpret_cast<const float4 *>(&p_s[warp][j0 + j][0]);
+                        const float4 pj = *reinterpret_cast<const float4 *>(&sm.p[warp][j0 + j][0]);
                         const float pr[R] = {pj.x, pj.y, pj.z, pj.w};
 #pragma unroll
                         for (int r = 0; r < R; r++)
@@ -220,7 +277,7 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
                 }
             }
         }
-        __syncwarp(); // P is read before the next step rewrites it
+        __syncwarp(); // P (and the V rows' places) read before the next step rewrites them
     }
 
     // Merge the warps.
@@ -228,13 +285,13 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
     for (int r = 0; r < R; r++) {
         const float lr = fa_warp_sum(l[r]);
         if (lane == 0) {
-            m_s[warp][r] = m[r];
-            l_s[warp][r] = lr;
+            sm.m[warp][r] = m[r];
+            sm.l[warp][r] = lr;
         }
         if (has_d)
 #pragma unroll
             for (int e = 0; e < EPL; e++)
-                o_s[warp][r][d0 + e] = o[r][e];
+                sm.o[warp][r][d0 + e] = o[r][e];
     }
     __syncthreads();
     for (int x = threadIdx.x; x < R * DMAX; x += W * 32) {
@@ -244,16 +301,18 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
         float mx = -INFINITY;
 #pragma unroll
         for (int w = 0; w < W; w++)
-            mx = fmaxf(mx, m_s[w][r]);
+            mx = fmaxf(mx, sm.m[w][r]);
         // mx = -inf: no warp saw a key (weights 0) or a NaN score (weights NaN)
         const float m_use = mx == -INFINITY ? 0.f : mx;
         float sum = 0.f, acc = 0.f;
 #pragma unroll
         for (int w = 0; w < W; w++) {
-            const float f = fa_exp2(m_s[w][r] - m_use);
-            sum += f * l_s[w][r];
-            acc += f * o_s[w][r][d];
+            const float f = fa_exp2(sm.m[w][r] - m_use);
+            sum += f * sm.l[w][r];
+            acc += f * sm.o[w][r][d];
         }
+        // a chunk past the sequence's end (or its mask) saw no key: O = 0 and LSE = -inf, which
+        // the merge weighs 0
         const float out = sum != 0.f ? acc / sum : 0.f;
         const float lse = sum != 0.f ? (mx + log2f(sum)) * FA_LN2 : -INFINITY;
         const int i = pr / p.group, h = hk * p.group + pr % p.group;
@@ -268,6 +327,17 @@ template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_par
                 ((float *)p.part_lse)[row] = lse;
         }
     }
+}
+
+// The split kernel: the paged body only where the call has a block table, so that the
+// contiguous one keeps its plain row arithmetic.
+template <typename T, int EPL> __device__ void fa_decode_split(const fa_cuda_params &p)
+{
+    __shared__ __align__(16) fa_dec_smem<32 * EPL> sm;
+    if (p.page_size > 0)
+        fa_decode_split_keys<T, EPL, true>(p, sm);
+    else
+        fa_decode_split_keys<T, EPL, false>(p, sm);
 }
 
 // One warp per (batch, query head, query) row; FA_DEC_WARPS rows per block.

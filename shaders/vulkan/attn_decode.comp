@@ -1,61 +1,79 @@
 // SPDX-License-Identifier: MIT
 #version 450
-// Decoding forward (flash-decoding): few query rows against a long cache. A workgroup takes one
-// KV head of one batch entry with all its packed query rows (the query heads that share the KV
-// head x the query positions, at most 16: GQA packing, so each K and V row is read once for all
-// of them) over one chunk of the keys (gl_WorkGroupID.x; the host chose the chunks:
+// Decoding forward (flash-decoding): few query rows against a long cache. A workgroup takes RW
+// packed query rows of one KV head (the query heads that share it x the query positions, heads
+// slowest: GQA packing, so each K and V row it reads serves all of them) of one batch entry, over
+// one chunk of the keys (gl_WorkGroupID.x; the host chose the chunks and RW:
 // backends/vulkan/vk_decode_plan.c). With one chunk it writes O and the LSE; with several, each
 // writes its normalised O (f32) and LSE to the workspace and attn_merge.comp combines them.
 //
-// Per tile of BN keys (3 barriers): K and V -> shared (other workgroups on the compute unit hide
-// the loads' latency); scores: invocation t takes key t % BN and the rows
-// p, p + NRP, ... (p = t / BN) against Q in shared memory (f32); row maxima by subgroupMax, then
-// across the subgroups of a row part through shared memory; P -> shared; O += P V: invocation t
-// takes the 16 bytes of head dim at unit t % DU of the rows rp, rp + ORP, ... and the keys ks,
-// ks + NKS, ... of the tile; the key subsets' sums are added up at the end. Every invocation keeps the
-// running maxima of its own rows (the same values, computed from the same shared partials).
+// Each subgroup walks its own steps of SG keys (the chunk's keys n, n + NT, ... from its first),
+// with no workgroup barrier until the end:
+// - lane j scores key j of the step: its K row comes straight from global memory in pieces of
+//   256 bytes, the first requested together with the lane's slices of the step's V rows, so that
+//   a subgroup has up to 16 KiB in flight; Q (f32) from shared memory;
+// - online softmax per row: the subgroup's maxima by subgroupMax, P into the subgroup's part of
+//   shared memory;
+// - O += P V: lane j holds head-dim quads j, j + SG, ... of every row.
+// At the end the subgroups' (maximum, sum, O) are combined through shared memory.
+// A key past the chunk's end (or a sequence's length) is read clamped to the last key and never
+// enters P V, so no row sees a value it must not see.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_GOOGLE_include_directive : require
 #include "fa_common.glsl"
 
 layout(local_size_x = 128) in; // FA_VK_DECODE_THREADS
-layout(constant_id = FA_SPEC_DEC_RW) const uint RW = 4;       // packed query rows (<= 16)
-layout(constant_id = FA_SPEC_DEC_BN) const uint BN = 64;      // keys per tile: 16, 32 or 64
-layout(constant_id = FA_SPEC_DEC_NSG) const uint NSG_MAX = 32; // NT / the smallest subgroup
+layout(constant_id = FA_SPEC_DEC_RW) const uint RW = 4; // packed rows per workgroup: 4 or 8
+// FA_DEC_FIXED_SG: the subgroup size as a compile-time constant, so that every loop that indexes
+// a register array has a compile-time trip count and spirv-opt unrolls it (the build's
+// attn_decode_sg32 modules): NVIDIA's driver keeps arrays it cannot resolve in local memory.
+// There the loops run to compile-time bounds (RWM rows, QPLM quads) and skip what the
+// specialization constants leave out; in the generic module the bounds are those constants.
+#ifdef FA_DEC_FIXED_SG
+const uint SG = FA_DEC_FIXED_SG;
+#else
+layout(constant_id = FA_SPEC_DEC_SG) const uint SG = 32; // the subgroup size (the host requires it)
+#endif
 
-const uint NT = 128u;
+const uint NT = 128u, NSG = NT / SG;
 // LD_UNIT: the G elements at i_ (i_ % G == 0) as 16 bytes, in one load when v8_ (every offset
 // and stride of the view a multiple of 8), else in pieces; LD_UNIT_ALIGNED: one load, for
 // views whose offsets and strides are multiples of G.
 #ifdef DTYPE_F32
-const uint G = 4u; // elements per 16-byte unit
+const uint G = 4u;      // elements per 16-byte unit
+const uint RAW4_BYTES = 16u;
 #define TENSOR_U TENSOR4
 #define LD_UNIT(name_, i_, v8_, v4_) floatBitsToUint(LD_RAW4(name_, i_, v4_))
 #define LD_UNIT_ALIGNED(name_, i_) floatBitsToUint(name_##_v[(i_) >> 2])
 vec4 unit_quad(uvec4 x, uint k) { return uintBitsToFloat(x); }
 #else
 const uint G = 8u;
+const uint RAW4_BYTES = 8u;
 #define TENSOR_U TENSOR8
 #define LD_UNIT(name_, i_, v8_, v4_) LD_RAW8(name_, i_, v8_, v4_)
 #define LD_UNIT_ALIGNED(name_, i_) name_##_q[(i_) >> 3]
 vec4 unit_quad(uvec4 x, uint k) { return raw4_to_f32(k == 0u ? x.xy : x.zw); }
 #endif
-const uint QPU = G / 4u;                 // vec4 per unit
-const uint DU = D / G, DQ = D / 4u;      // units, vec4 per row
-const uint LDU = DU + 1u;                // tile row pitch in units
-const uint NRP = NT / BN;                // row parts of the score phase
-const uint RWA = NRP > 4u ? NRP : 4u;
-const uint RWP = (RW + RWA - 1u) / RWA * RWA; // rows padded (padding rows compute unused values)
-const uint RPP = RWP / NRP;              // rows per invocation there
-const uint ORP = RWP > 8u ? 2u : 1u;     // row parts of the P V phase
-const uint ORW = RWP / ORP;              // rows per invocation there
-const uint NKS = (NT / DU) / ORP;        // key subsets of the P V phase
-const uint FPT = (BN * DU + NT - 1u) / NT; // units of one tile per invocation
+const uint QPU = G / 4u;                 // quads per unit
+const uint DU = D / G, DQ = D / 4u;      // units, quads per row
+const uint PU = 16u;                     // units per K piece (256 bytes)
+const uint KP = (DU + PU - 1u) / PU;     // K pieces per row
+const uint QPL = (DQ + SG - 1u) / SG;    // quads per lane in P V
+#ifdef FA_DEC_FIXED_SG
+const uint RWM = 8u;                     // bounds of the loops over rows and quads
+const uint QPLM = (64u + SG - 1u) / SG;  // (head dims up to 256)
+const uint VR = SG < 16u ? SG : 16u;     // V rows in flight
+#else
+const uint RWM = RW, QPLM = QPL;
+const uint VR0 = 256u / (QPL * RAW4_BYTES);
+const uint VR = VR0 < SG ? VR0 : SG; // V rows in flight (256 bytes a lane)
+#endif
+const uint R4 = RW / 4u, R4M = RWM / 4u;
 
 TENSOR_U(0, q_buf)
 TENSOR_U(1, k_buf)
-TENSOR_U(2, v_buf)
+TENSOR4(2, v_buf)
 TENSOR4(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
@@ -69,46 +87,26 @@ layout(set = 0, binding = 7, std430) readonly buffer bt_block { int bt_buf[]; };
 // them anyway, so that no value reads outside K and V). 128 bytes in all.
 FA_FWD_PARAMS_WITH(uint split_keys; uint bt_off; uint bt_sb; uint page_size; uint num_pages;)
 
-shared uvec4 kv[2u * BN * LDU]; // K then V; at the end, O (f32)
-shared vec4 qs[RWP * DQ];
-shared float ps[RWP * BN];
-shared float red[NSG_MAX * RWP]; // per-subgroup row maxima, then row sums
-shared float m_fin[RWP];
-
-// The largest of the row's per-subgroup partials (the subgroups of its score-phase row part).
-float row_partials_max(uint r, uint per_part)
-{
-    float m = neg_inf();
-    const uint s0 = (r % NRP) * per_part;
-    for (uint k = 0u; k < per_part; k++)
-        m = max(m, red[(s0 + k) * RWP + r]);
-    return m;
-}
-
-float row_partials_sum(uint r, uint per_part)
-{
-    float l = 0.0;
-    const uint s0 = (r % NRP) * per_part;
-    for (uint k = 0u; k < per_part; k++)
-        l += red[(s0 + k) * RWP + r];
-    return l;
-}
+shared vec4 qs[RW * DQ];      // Q (f32); at the end, the workgroup's O
+shared vec4 ps[NT * R4];      // P: lane t's RW values at t * R4
+shared uint vrow[NT];         // paged: lane t's V row offset
+shared float m_sh[NSG * RW];  // the subgroups' row maxima
+shared float l_sh[NSG * RW];  // and row sums
 
 void main()
 {
     const float NEG_INF = neg_inf();
-    // Positions from the subgroups, so that each subgroup lies inside one row part.
-    const uint t = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
-    const uint per_part = BN / gl_SubgroupSize; // subgroups per score-phase row part
-    const uint chunk = gl_WorkGroupID.x, hk = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-    const uint packed = GQA * pc.seq_q;
+    const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID, t = sg * SG + lane;
+    const uint packed = GQA * pc.seq_q, row_chunks = (packed + RW - 1u) / RW;
+    const uint chunk = gl_WorkGroupID.x, b = gl_WorkGroupID.z;
+    const uint hk = gl_WorkGroupID.y / row_chunks, r0 = gl_WorkGroupID.y % row_chunks * RW;
     const uint seq_k = FA_SEQ_K_OF(b);
     const int diag = int(seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
     const uint n_begin = min(chunk * pc.split_keys, seq_k);
     uint n_stop = min(seq_k, n_begin + pc.split_keys);
     if (CAUSAL) { // no key past the last visible one of the workgroup's last query
         uint i_max = 0u;
-        for (uint r = 0u; r < min(RW, packed); r++)
+        for (uint r = r0; r < min(r0 + RW, packed); r++)
             i_max = max(i_max, r % pc.seq_q);
         n_stop = uint(clamp(int(i_max) + diag + 1, int(n_begin), int(n_stop)));
     }
@@ -117,180 +115,210 @@ void main()
     const bool q4 = ((pc.q_off | pc.q_sb | pc.q_ss | pc.q_sh) & 3u) == 0u;
     const bool k8 = ((pc.k_off | pc.k_sb | pc.k_ss | pc.k_sh) & 7u) == 0u;
     const bool k4 = ((pc.k_off | pc.k_sb | pc.k_ss | pc.k_sh) & 3u) == 0u;
-    const bool v8 = ((pc.v_off | pc.v_sb | pc.v_ss | pc.v_sh) & 7u) == 0u;
+    const bool k_units = ((pc.k_off | pc.k_sb | pc.k_ss | pc.k_sh) & (G - 1u)) == 0u;
     const bool v4 = ((pc.v_off | pc.v_sb | pc.v_ss | pc.v_sh) & 3u) == 0u;
     const bool paged = pc.page_size != 0u;
     const uint k_base = pc.k_off + (paged ? 0u : b * pc.k_sb) + hk * pc.k_sh;
     const uint v_base = pc.v_off + (paged ? 0u : b * pc.v_sb) + hk * pc.v_sh;
 
-    // Q rows -> shared (f32); row r is query r % Sq of query head hk * GQA + r / Sq.
-    for (uint e = t; e < RWP * DU; e += NT) {
-        const uint r = e / DU, u = e - r * DU;
+    // Q rows -> shared (f32); packed row pr is query pr % Sq of query head hk * GQA + pr / Sq.
+    for (uint e = t; e < RW * DU; e += NT) {
+        const uint r = e / DU, u = e - r * DU, pr = r0 + r;
         uvec4 x = uvec4(0);
-        if (r < RW && r < packed) {
-            const uint i = r % pc.seq_q, h = hk * GQA + r / pc.seq_q;
+        if (pr < packed) {
+            const uint i = pr % pc.seq_q, h = hk * GQA + pr / pc.seq_q;
             x = LD_UNIT(q_buf, pc.q_off + b * pc.q_sb + h * pc.q_sh + i * pc.q_ss + u * G, q8, q4);
         }
         [[unroll]] for (uint k = 0u; k < QPU; k++)
             qs[r * DQ + u * QPU + k] = unit_quad(x, k);
     }
+    barrier();
 
-    const bool kv_units = ((pc.k_off | pc.k_sb | pc.k_ss | pc.k_sh | pc.v_off | pc.v_sb |
-                            pc.v_ss | pc.v_sh) & (G - 1u)) == 0u;
-// Where key n_ of this sequence lies in K (KEY_ROW_K) and V (KEY_ROW_V), from the bases.
+// Where key n_ of this sequence lies in K and V, from k_base and v_base.
 #define KEY_PAGE(n_)                                                                           \
     min(uint(max(bt_buf[pc.bt_off + b * pc.bt_sb + (n_) / pc.page_size], 0)), pc.num_pages - 1u)
-#define KEY_ROW_K(n_)                                                                          \
-    (paged ? KEY_PAGE(n_) * pc.k_sb + (n_) % pc.page_size * pc.k_ss : (n_) * pc.k_ss)
-#define KEY_ROW_V(n_)                                                                          \
-    (paged ? KEY_PAGE(n_) * pc.v_sb + (n_) % pc.page_size * pc.v_ss : (n_) * pc.v_ss)
-// The tile of keys [n0_, n0_ + BN) into kv, zero past n_stop. Every load of the tile is issued
-// before the first store; where the views allow, each is one 16-byte load with no branch around
-// it (rows past n_stop read the last row and are zeroed). The loads are not carried across a
-// barrier: on NVIDIA's driver, register prefetches held over barriers made each step wait for
-// them one by one (docs/PERF.md).
-#define LOAD_TILE(n0_)                                                                         \
-    {                                                                                          \
-        uvec4 k_[FPT];                                                                         \
-        uvec4 v_[FPT];                                                                         \
-        [[unroll]] for (uint f_ = 0u; f_ < FPT; f_++) {                                        \
-            const uint e_ = t + f_ * NT, j_ = e_ / DU, u_ = e_ - j_ * DU;                      \
-            const bool ok_ = e_ < BN * DU && (n0_) + j_ < n_stop;                              \
-            if (kv_units) {                                                                    \
-                const uint n_ = min((n0_) + j_, n_stop - 1u);                                  \
-                k_[f_] = LD_UNIT_ALIGNED(k_buf, k_base + KEY_ROW_K(n_) + u_ * G);              \
-                v_[f_] = LD_UNIT_ALIGNED(v_buf, v_base + KEY_ROW_V(n_) + u_ * G);              \
-            } else {                                                                           \
-                k_[f_] = uvec4(0);                                                             \
-                v_[f_] = uvec4(0);                                                             \
-                if (ok_) {                                                                     \
-                    const uint m_ = (n0_) + j_;                                                \
-                    k_[f_] = LD_UNIT(k_buf, k_base + KEY_ROW_K(m_) + u_ * G, k8, k4);          \
-                    v_[f_] = LD_UNIT(v_buf, v_base + KEY_ROW_V(m_) + u_ * G, v8, v4);          \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
-        [[unroll]] for (uint f_ = 0u; f_ < FPT; f_++) {                                        \
-            const uint e_ = t + f_ * NT, j_ = e_ / DU, u_ = e_ - j_ * DU;                      \
-            const bool ok_ = (n0_) + j_ < n_stop;                                              \
-            if (e_ < BN * DU) {                                                                \
-                kv[j_ * LDU + u_] = ok_ ? k_[f_] : uvec4(0);                                   \
-                kv[(BN + j_) * LDU + u_] = ok_ ? v_[f_] : uvec4(0);                            \
-            }                                                                                  \
+#define KEY_ROW(n_, sb_, ss_)                                                                  \
+    (paged ? KEY_PAGE(n_) * (sb_) + (n_) % pc.page_size * (ss_) : (n_) * (ss_))
+// The lane's slices of V rows j0_ .. j0_ + VR - 1 of the step at n0_ into vr (quads past the
+// head dim zero), with one load each where aligned_ (the view's offsets and strides multiples of
+// 4), else element by element.
+#define LOAD_V_AS(j0_, n0_, aligned_)                                                          \
+    [[unroll]] for (uint j_ = 0u; j_ < VR; j_++) {                                             \
+        const uint jj_ = (j0_) + j_;                                                           \
+        const uint row_ = paged ? vrow[sg * SG + jj_] : min((n0_) + jj_, n_stop - 1u) * pc.v_ss; \
+        [[unroll]] for (uint q_ = 0u; q_ < QPLM; q_++) {                                       \
+            const uint c_ = lane + SG * q_;                                                    \
+            RAW4 x_ = RAW4(0);                                                                 \
+            if (jj_ < SG && q_ < QPL && c_ < DQ)                                               \
+                x_ = LD_RAW4(v_buf, v_base + row_ + 4u * c_, aligned_);                        \
+            vr[j_ * QPLM + q_] = x_;                                                           \
         }                                                                                      \
     }
-
-    // Score phase: key j, rows p + i NRP. P V phase: unit cg, rows rp + i ORP, keys ks + NKS x.
-    const uint j = t % BN, p = t / BN;
-    const uint cg = t % DU, rest = t / DU, rp = rest % ORP, ks = rest / ORP;
-    const bool pv_lane = ks < NKS;
-    int lim[RPP]; // each score row's last visible key
-    float m_s[RPP], l_part[RPP];
-    [[unroll]] for (uint i = 0u; i < RPP; i++) {
-        lim[i] = int((p + i * NRP) % pc.seq_q) + diag;
-        m_s[i] = NEG_INF;
-        l_part[i] = 0.0;
+#define LOAD_V(j0_, n0_)                                                                       \
+    if (v4) {                                                                                  \
+        LOAD_V_AS(j0_, n0_, true)                                                              \
+    } else {                                                                                   \
+        LOAD_V_AS(j0_, n0_, false)                                                             \
     }
-    float m_o[ORW];
-    vec4 o[ORW * QPU];
-    [[unroll]] for (uint i = 0u; i < ORW; i++) {
-        m_o[i] = NEG_INF;
-        [[unroll]] for (uint k = 0u; k < QPU; k++)
-            o[i * QPU + k] = vec4(0.0);
+// Units [c_ PU, (c_ + 1) PU) of the lane's K row into kr, one load each where k_units.
+#define LOAD_K(c_)                                                                             \
+    if (k_units) {                                                                             \
+        [[unroll]] for (uint u_ = 0u; u_ < PU; u_++)                                           \
+            if ((c_) * PU + u_ < DU)                                                           \
+                kr[u_] = LD_UNIT_ALIGNED(k_buf, k_row + ((c_) * PU + u_) * G);                 \
+    } else {                                                                                   \
+        [[unroll]] for (uint u_ = 0u; u_ < PU; u_++)                                           \
+            if ((c_) * PU + u_ < DU)                                                           \
+                kr[u_] = LD_UNIT(k_buf, k_row + ((c_) * PU + u_) * G, k8, k4);                 \
     }
 
-    for (uint n0 = n_begin; n0 < n_stop; n0 += BN) {
-        barrier(); // the previous tile's K, V and P are no longer read
-        LOAD_TILE(n0)
-        barrier();
+    int lim[RWM]; // each row's last visible key
+    float m[RWM], l[RWM];
+    vec4 o[RWM * QPLM];
+    [[unroll]] for (uint r = 0u; r < RWM; r++) {
+        lim[r] = int((r0 + r) % pc.seq_q) + diag;
+        m[r] = NEG_INF;
+        l[r] = 0.0;
+        [[unroll]] for (uint q = 0u; q < QPLM; q++)
+            o[r * QPLM + q] = vec4(0.0);
+    }
 
-        float s[RPP];
-        [[unroll]] for (uint i = 0u; i < RPP; i++)
-            s[i] = 0.0;
-        for (uint u = 0u; u < DU; u++) {
-            const uvec4 x = kv[j * LDU + u];
-            [[unroll]] for (uint k = 0u; k < QPU; k++) {
-                const vec4 kf = unit_quad(x, k);
-                [[unroll]] for (uint i = 0u; i < RPP; i++) { // one rounding per term
-                    const vec4 q = qs[(p + i * NRP) * DQ + u * QPU + k];
-                    s[i] = fma(kf.w, q.w, fma(kf.z, q.z, fma(kf.y, q.y, fma(kf.x, q.x, s[i]))));
-                }
-            }
+    for (uint n0 = n_begin + sg * SG; n0 < n_stop; n0 += NT) {
+        const uint key = n0 + lane, kn = min(key, n_stop - 1u);
+        const uint k_row = k_base + KEY_ROW(kn, pc.k_sb, pc.k_ss);
+        if (paged) {
+            vrow[t] = KEY_ROW(kn, pc.v_sb, pc.v_ss);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
         }
-        const uint n = n0 + j;
-        [[unroll]] for (uint i = 0u; i < RPP; i++) {
-            const bool visible = n < n_stop && (!CAUSAL || int(n) <= lim[i]);
-            s[i] = visible ? s[i] * pc.scale_log2 : NEG_INF;
-            const float mx = subgroupMax(s[i]);
-            if (subgroupElect())
-                red[gl_SubgroupID * RWP + p + i * NRP] = mx;
-        }
-        barrier();
-        // m = -inf: nothing visible so far, so nothing is rescaled and P = exp2(s).
-        [[unroll]] for (uint i = 0u; i < RPP; i++) {
-            const float m_new = max(m_s[i], row_partials_max(p + i * NRP, per_part));
-            const bool none = m_new == NEG_INF;
-            const float pr = exp2(s[i] - (none ? 0.0 : m_new));
-            l_part[i] = l_part[i] * (none ? 1.0 : exp2(m_s[i] - m_new)) + pr;
-            m_s[i] = m_new;
-            ps[(p + i * NRP) * BN + j] = pr;
-        }
-        barrier();
-        if (pv_lane) {
-            [[unroll]] for (uint i = 0u; i < ORW; i++) {
-                const float m_new = max(m_o[i], row_partials_max(rp + i * ORP, per_part));
-                const float alpha = m_new == NEG_INF ? 1.0 : exp2(m_o[i] - m_new);
-                m_o[i] = m_new;
-                [[unroll]] for (uint k = 0u; k < QPU; k++)
-                    o[i * QPU + k] *= alpha;
-            }
-            for (uint jj = ks; jj < BN; jj += NKS) {
-                const uvec4 x = kv[(BN + jj) * LDU + cg];
+        // The first K piece and the first V rows are requested before any is used.
+        uvec4 kr[PU];
+        RAW4 vr[VR * QPLM];
+        LOAD_K(0u)
+        LOAD_V(0u, n0)
+
+        float s[RWM];
+        [[unroll]] for (uint r = 0u; r < RWM; r++)
+            s[r] = 0.0;
+        [[dont_unroll]] for (uint c = 0u; c < KP; c++) {
+            if (c > 0u)
+                LOAD_K(c)
+            [[unroll]] for (uint u = 0u; u < PU; u++)
                 [[unroll]] for (uint k = 0u; k < QPU; k++) {
-                    const vec4 vf = unit_quad(x, k);
-                    [[unroll]] for (uint i = 0u; i < ORW; i++)
-                        o[i * QPU + k] += ps[(rp + i * ORP) * BN + jj] * vf;
+                    const vec4 kf = unit_quad(kr[u], k);
+                    [[unroll]] for (uint r = 0u; r < RWM; r++) { // one rounding per term
+                        if (r < RW && c * PU + u < DU) {
+                            const vec4 q = qs[r * DQ + (c * PU + u) * QPU + k];
+                            s[r] = fma(kf.w, q.w,
+                                       fma(kf.z, q.z, fma(kf.y, q.y, fma(kf.x, q.x, s[r]))));
+                        }
+                    }
+                }
+        }
+
+        float pv[RWM];
+        [[unroll]] for (uint r = 0u; r < RWM; r++) {
+            pv[r] = 0.0;
+            if (r < RW) {
+                const bool visible = key < n_stop && (!CAUSAL || int(key) <= lim[r]);
+                const float x = visible ? s[r] * pc.scale_log2 : NEG_INF;
+                const float m_new = max(m[r], subgroupMax(x));
+                // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled; a NaN
+                // score stays NaN (P = exp2(NaN)).
+                const bool none = m_new == NEG_INF;
+                const float alpha = none ? 1.0 : exp2(m[r] - m_new);
+                pv[r] = exp2(x - (none ? 0.0 : m_new));
+                l[r] = l[r] * alpha + pv[r];
+                m[r] = m_new;
+                [[unroll]] for (uint q = 0u; q < QPLM; q++)
+                    if (q < QPL)
+                        o[r * QPLM + q] *= alpha;
+            }
+        }
+        [[unroll]] for (uint i = 0u; i < R4M; i++)
+            if (i < R4)
+                ps[t * R4 + i] =
+                    vec4(pv[4u * i], pv[4u * i + 1u], pv[4u * i + 2u], pv[4u * i + 3u]);
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+
+        const uint keys = min(SG, n_stop - n0);
+        [[unroll]] for (uint j0 = 0u; j0 < SG; j0 += VR) {
+            if (j0 > 0u)
+                LOAD_V(j0, n0)
+            [[unroll]] for (uint j = 0u; j < VR; j++) {
+                const uint jj = j0 + j;
+                if (jj < SG && jj < keys) { // the same for every lane
+                    [[unroll]] for (uint i = 0u; i < R4M; i++) {
+                        const vec4 p = ps[(sg * SG + jj) * R4 + (i < R4 ? i : 0u)];
+                        [[unroll]] for (uint q = 0u; q < QPLM; q++) {
+                            const vec4 vf = raw4_to_f32(vr[j * QPLM + q]);
+                            if (i < R4 && q < QPL) {
+                                o[(4u * i) * QPLM + q] += p.x * vf;
+                                o[(4u * i + 1u) * QPLM + q] += p.y * vf;
+                                o[(4u * i + 2u) * QPLM + q] += p.z * vf;
+                                o[(4u * i + 3u) * QPLM + q] += p.w * vf;
+                            }
+                        }
+                    }
                 }
             }
         }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier(); // P and the V rows' offsets are read before the next step rewrites them
     }
 
-    // The row sums, the final maxima and O (the key subsets' sums added up); then each (row, 4
-    // dims) normalised and written.
+    // The subgroups' maxima and sums; then their O, each scaled to the workgroup's maxima, added
+    // one subgroup after the other into qs (Q is no longer read).
+    [[unroll]] for (uint r = 0u; r < RWM; r++) {
+        if (r < RW) {
+            const float lr = subgroupAdd(l[r]);
+            if (subgroupElect()) {
+                m_sh[sg * RW + r] = m[r];
+                l_sh[sg * RW + r] = lr;
+            }
+        }
+    }
     barrier();
-    [[unroll]] for (uint i = 0u; i < RPP; i++) {
-        const float l = subgroupAdd(l_part[i]);
-        if (subgroupElect())
-            red[gl_SubgroupID * RWP + p + i * NRP] = l;
-        if (j == 0u)
-            m_fin[p + i * NRP] = m_s[i];
+    float f[RWM]; // exp2(m - the row's largest maximum); 0 where no subgroup saw a key
+    [[unroll]] for (uint r = 0u; r < RWM; r++) {
+        float mx = NEG_INF;
+        [[unroll]] for (uint x = 0u; x < NSG; x++)
+            if (r < RW)
+                mx = max(mx, m_sh[x * RW + r]);
+        f[r] = mx == NEG_INF ? 0.0 : exp2(m[r] - mx);
     }
-    for (uint x = 0u; x < NKS; x++) { // one key subset after the other into the tiles' memory
-        if (pv_lane && ks == x)
-            [[unroll]] for (uint i = 0u; i < ORW; i++)
-                [[unroll]] for (uint k = 0u; k < QPU; k++) {
-                    const uint a = (rp + i * ORP) * DQ + cg * QPU + k;
-                    const vec4 prev = x == 0u ? vec4(0.0) : uintBitsToFloat(kv[a]);
-                    kv[a] = floatBitsToUint(prev + o[i * QPU + k]);
+    for (uint x = 0u; x < NSG; x++) {
+        if (sg == x)
+            [[unroll]] for (uint r = 0u; r < RWM; r++)
+                [[unroll]] for (uint q = 0u; q < QPLM; q++) {
+                    const uint c = lane + SG * q;
+                    if (r < RW && q < QPL && c < DQ)
+                        qs[r * DQ + c] =
+                            (x == 0u ? vec4(0.0) : qs[r * DQ + c]) + f[r] * o[r * QPLM + q];
                 }
         barrier();
     }
 
     const bool split = gl_NumWorkGroups.x > 1u;
-    const uint heads_q = gl_NumWorkGroups.y * GQA;
+    const uint heads_q = gl_NumWorkGroups.y / row_chunks * GQA;
     const uint out_rows = gl_NumWorkGroups.z * heads_q * pc.seq_q;
     // The chunks' LSEs after their O, at a multiple of 64 floats (vk_decode_plan.c).
     const uint ws_lse_off = (gl_NumWorkGroups.x * out_rows * D + 63u) / 64u * 64u;
     const bool o4 = ((pc.o_off | pc.o_sb | pc.o_ss | pc.o_sh) & 3u) == 0u;
-    for (uint e = t; e < RWP * DQ; e += NT) {
-        const uint r = e / DQ, dq = e - r * DQ;
-        if (r >= RW || r >= packed)
+    for (uint e = t; e < RW * DQ; e += NT) {
+        const uint r = e / DQ, dq = e - r * DQ, pr = r0 + r;
+        if (pr >= packed)
             continue;
-        const vec4 acc = uintBitsToFloat(kv[r * DQ + dq]);
-        const float l = row_partials_sum(r, per_part), m = m_fin[r];
-        const vec4 out_v = l != 0.0 ? acc / l : vec4(0.0); // no visible key: O = 0, LSE = -inf
-        const float lse = l != 0.0 ? (m + log2(l)) * LN2 : NEG_INF;
-        const uint i = r % pc.seq_q, h = hk * GQA + r / pc.seq_q;
+        float mx = NEG_INF, sum = 0.0;
+        for (uint x = 0u; x < NSG; x++)
+            mx = max(mx, m_sh[x * RW + r]);
+        if (mx != NEG_INF)
+            for (uint x = 0u; x < NSG; x++)
+                sum += exp2(m_sh[x * RW + r] - mx) * l_sh[x * RW + r];
+        const vec4 out_v = sum != 0.0 ? qs[e] / sum : vec4(0.0); // no visible key: O = 0
+        const float lse = sum != 0.0 ? (mx + log2(sum)) * LN2 : NEG_INF;
+        const uint i = pr % pc.seq_q, h = hk * GQA + pr / pc.seq_q;
         if (split) {
             const uint row = chunk * out_rows + (b * heads_q + h) * pc.seq_q + i;
             ws_v[row * DQ + dq] = out_v;

@@ -45,10 +45,9 @@
 #define FA_SPEC_CM_WG 30  /* invocations per workgroup, CM_SG * CM_NSG (local_size_x_id) */
 
 /* The decoding forward (attn_decode.comp). */
-#define FA_SPEC_DEC_RW 31  /* packed query rows per workgroup */
-#define FA_SPEC_DEC_BN 32  /* keys per tile */
-#define FA_SPEC_DEC_NSG 33 /* the most subgroups a workgroup can have */
+#define FA_SPEC_DEC_RW 31 /* packed query rows per workgroup */
+#define FA_SPEC_DEC_SG 32 /* invocations per subgroup (required at pipeline creation) */
 
-#define FA_SPEC_COUNT 34
+#define FA_SPEC_COUNT 33
 
 #endif

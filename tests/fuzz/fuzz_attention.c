@@ -2,7 +2,8 @@
 /* libFuzzer harness over argument validation and tensor descriptions: each input describes the
  * tensors (buffer, byte offset, dtype, shape, strides) and options of one forward or backward
  * call on the CPU backend, over four host buffers (a forward may take the unused gradient
- * tensors as its seqlens_k and block_table, whose values are then whatever the buffers hold).
+ * tensors as its seqlens_k and block_table, whose values are then whatever the buffers hold, and
+ * as the k_new and v_new of an append, which makes k and v outputs).
  * Whatever the bytes, the library must answer with a status and never read or write outside the
  * buffers (AddressSanitizer watches), nor touch the inputs. Built and run by tools/fuzz.sh. */
 #include <stdint.h>
@@ -70,12 +71,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else {
         desc.seqlens_k = data[3] & 4 ? &t[5] : NULL;
         desc.block_table = data[3] & 8 ? &t[6] : NULL;
+        desc.k_new = data[3] & 16 ? &t[7] : NULL;
+        desc.v_new = data[3] & 32 ? &t[8] : NULL;
         fa_attention_forward(ctx, &desc, &t[0], &t[1], &t[2], &t[3], with_lse ? &t[4] : NULL);
     }
     fa_context_synchronize(ctx);
     /* the call may write its outputs; where none of them is in buffer 0, it must leave buffer 0
      * as it was (inputs are never written) */
-    bool output_in_0 = false;
+    const bool append = !backward && (data[3] & 48);
+    bool output_in_0 = append && (t[1].buffer == buffers[0] || t[2].buffer == buffers[0]);
     for (int i = 3; i < TENSORS; i++)
         output_in_0 |= t[i].buffer == buffers[0] && (i == 3 || i == 4 || (backward && i >= 6));
     if (!output_in_0 && fa_buffer_read(buffers[0], 0, now, sizeof now) == FA_OK &&

@@ -46,6 +46,7 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
 {
     memset(a, 0, sizeof *a);
     a->ctx = ctx;
+    a->seed = seed;
     a->shape = *shape;
     a->with_grads = with_grads;
     a->desc = (fa_attention_desc){
@@ -169,7 +170,7 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
         a->tdk = fa_tensor_bshd(a->d_k, s->dtype, s->batch, s->seq_k, s->heads_kv, s->head_dim);
         a->tdv = fa_tensor_bshd(a->d_v, s->dtype, s->batch, s->seq_k, s->heads_kv, s->head_dim);
     }
-    return FA_OK;
+    return s->append > 0 ? cli_attn_append_init(a) : FA_OK;
 }
 
 void cli_attn_unpage(const cli_attn *a, const void *paged, void *logical)
@@ -191,15 +192,18 @@ void cli_attn_unpage(const cli_attn *a, const void *paged, void *logical)
 
 void cli_attn_destroy(cli_attn *a)
 {
-    fa_buffer *bufs[] = {a->q, a->k, a->v, a->o, a->lse, a->d_o, a->d_q, a->d_k, a->d_v, a->table};
+    fa_buffer *bufs[] = {a->q,   a->k,   a->v,     a->o,     a->lse,   a->d_o, a->d_q,
+                         a->d_k, a->d_v, a->table, a->k_new, a->v_new, a->lens};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         fa_buffer_destroy(bufs[i]);
     a->q = a->k = a->v = a->o = a->lse = a->d_o = a->d_q = a->d_k = a->d_v = a->table = NULL;
+    a->k_new = a->v_new = a->lens = NULL;
     free(a->table_host);
     a->table_host = NULL;
 }
 
-fa_status cli_attn_call(cli_attn *a, bool backward)
+/* One call, queued: no synchronisation. */
+static fa_status enqueue(cli_attn *a, bool backward)
 {
     a->detail[0] = '\0';
     fa_status st;
@@ -213,9 +217,23 @@ fa_status cli_attn_call(cli_attn *a, bool backward)
     } else {
         st = fa_attention_forward(a->ctx, &a->desc, &a->tq, &a->tk, &a->tv, &a->to, &a->tlse);
     }
-    if (st != FA_OK)
-        return st;
+    return st;
+}
+
+/* `calls` calls queued back to back, then one synchronisation. */
+static fa_status call_group(cli_attn *a, bool backward, int calls)
+{
+    for (int i = 0; i < calls; i++) {
+        fa_status st = enqueue(a, backward);
+        if (st != FA_OK)
+            return st;
+    }
     return fa_context_synchronize(a->ctx);
+}
+
+fa_status cli_attn_call(cli_attn *a, bool backward)
+{
+    return call_group(a, backward, 1);
 }
 
 int cli_attn_fail(const cli_attn *a, fa_status status)
@@ -285,22 +303,29 @@ fa_status cli_attn_time(cli_attn *a, bool backward, const cli_time_plan *plan, c
         }
         /* The first calls may have spent their time building programs, GPU idle. */
         double warm_s = 0.0;
+        int warm_calls = 0;
         while (out->warmup_runs < warmup || warm_s < plan->warmup_s) {
             t0 = cli_now();
             st = cli_attn_call(a, backward);
             if (st != FA_OK)
                 return st;
             warm_s += cli_now() - t0;
+            warm_calls++;
             out->warmup_runs++;
         }
         double total = n ? samples[0] : 0.0;
+        const double per_call = warm_calls ? warm_s / warm_calls : 0.0;
+        int calls = 1;
+        if (plan->sample_s > 0 && per_call > 0 && per_call < plan->sample_s)
+            calls = (int)(plan->sample_s / per_call) + 1;
+        out->calls_per_sample = calls;
         while (n < repeat && !(plan->max_total_s > 0 && n > 0 && total >= plan->max_total_s)) {
             t0 = cli_now();
-            st = cli_attn_call(a, backward);
+            st = call_group(a, backward, calls);
             double t = cli_now() - t0;
             if (st != FA_OK)
                 return st;
-            samples[n++] = t;
+            samples[n++] = t / calls;
             total += t;
         }
     }

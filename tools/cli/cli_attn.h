@@ -18,6 +18,8 @@ typedef struct cli_attn_shape {
     bool deterministic; /* fa_attention_desc.deterministic */
     int32_t num_splits; /* fa_attention_desc.num_splits */
     int64_t page_size;  /* > 0: K and V as a paged cache (forward), seq_k a multiple */
+    int64_t append;     /* > 0: each forward appends this many rows per sequence (k_new, v_new)
+                           to a cache of seq_k - append keys, then attends to all seq_k */
 } cli_attn_shape;
 
 typedef struct cli_attn {
@@ -35,6 +37,11 @@ typedef struct cli_attn {
     int32_t *table_host;
     fa_buffer *table;
     fa_tensor ttable;
+    /* An append (shape.append > 0; cli_append.c): desc.k_new, v_new and seqlens_k point at
+     * these, so the same rows are written again at every call. */
+    uint64_t seed;
+    fa_buffer *k_new, *v_new, *lens;
+    fa_tensor tk_new, tv_new, tlens;
     char detail[256]; /* a failure of the tool's own (host memory, sizes); "" otherwise */
 } cli_attn;
 
@@ -46,6 +53,13 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
 /** K or V as read back from its buffer (`paged`), in the logical (B, Sk, Hkv, D) order into
  * `logical`; a copy where the cache is not paged. */
 void cli_attn_unpage(const cli_attn *a, const void *paged, void *logical);
+/** With shape.append: creates k_new and v_new (random from the seed) and seqlens_k (seq_k -
+ * append for every sequence) and points the forward's desc at them (cli_attn_create calls it). */
+fa_status cli_attn_append_init(cli_attn *a);
+/** With shape.append: what K (which = 0) or V (1) must hold after the calls, in the logical
+ * (B, Sk, Hkv, D) order: their first contents with each sequence's last `append` keys replaced
+ * by the rows of k_new or v_new. False when out of host memory. */
+bool cli_attn_appended(const cli_attn *a, int which, void *logical);
 /** Frees the buffers; a zeroed or half-created cli_attn is fine. */
 void cli_attn_destroy(cli_attn *a);
 
@@ -75,6 +89,10 @@ typedef struct cli_time_plan {
     /* After the warm-up calls, more until the warm-up has taken this long: a GPU raises its
      * clocks only after some busy time, and short calls would be timed before it does. */
     double warmup_s;
+    /* With sample_s > 0, calls shorter than it are timed in groups queued back to back with one
+     * synchronisation at the end (each sample the group's time over its calls), so that a short
+     * GPU call is not timed with a host round trip per call. */
+    double sample_s;
 } cli_time_plan;
 
 typedef struct cli_timing {
@@ -82,6 +100,7 @@ typedef struct cli_timing {
     double median_s; /* median of the timed runs */
     double min_s;
     int warmup_runs, timed_runs;
+    int calls_per_sample;    /* cli_time_plan.sample_s */
     bool reduced;            /* auto_reduce took the first call as the measurement */
     cli_rss_probe first_rss; /* peak resident growth over the first call */
 } cli_timing;

@@ -36,6 +36,9 @@ static const char usage[] =
     "                   (decoding; 0, the default: the backend chooses; 1: none)\n"
     "  --page-size N    K and V as a paged cache of N-key pages in a shuffled block table\n"
     "                   (fa_attention_desc.block_table; forward, --seq-k a multiple of N)\n"
+    "  --append N       each call first appends N new rows per sequence to a cache holding\n"
+    "                   --seq-k minus N keys (fa_attention_desc.k_new, v_new, seqlens_k), then\n"
+    "                   attends to all --seq-k; with --check, K and V are checked too\n"
     "  --backward       time the backward pass (one forward supplies O and LSE first)\n"
     "  --check          compare 64 sampled rows of O and LSE with a float64 reference (with\n"
     "                   --backward also dQ on sampled query rows and dK, dV on sampled key\n"
@@ -60,7 +63,7 @@ static const char usage[] =
 typedef struct run_options {
     const char *backend_name, *dtype_name;
     int64_t device, batch, heads, kv_heads, seq, seq_q, seq_k, head_dim;
-    int64_t repeat, warmup, threads, seed, splits, page_size;
+    int64_t repeat, warmup, threads, seed, splits, page_size, append;
     bool causal, backward, check, json;
     bool device_seen, kv_heads_seen, seq_q_seen, seq_k_seen, repeat_seen, warmup_seen;
 } run_options;
@@ -85,6 +88,7 @@ static int parse_options(int argc, char **argv, run_options *o)
         {"--causal", CLI_OPT_FLAG, &o->causal, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o->splits, 0, 256, NULL},
         {"--page-size", CLI_OPT_INT, &o->page_size, 1, INT32_MAX, NULL},
+        {"--append", CLI_OPT_INT, &o->append, 1, INT32_MAX, NULL},
         {"--backward", CLI_OPT_FLAG, &o->backward, 0, 0, NULL},
         {"--check", CLI_OPT_FLAG, &o->check, 0, 0, NULL},
         {"--repeat", CLI_OPT_INT, &o->repeat, 1, 1000, &o->repeat_seen},
@@ -162,9 +166,27 @@ static fa_status check_grads(cli_attn *a, uint64_t seed, fa_grad_check *out, cha
     return st;
 }
 
-/* Reads q, k, v, o and lse back and checks CHECK_ROWS sampled rows. */
-static fa_status check_rows(cli_attn *a, uint64_t seed, fa_row_check *out, char *detail,
-                            size_t detail_size)
+/* With --append: whether k and v (logical order) are the cache after the append. */
+static bool append_matches(const cli_attn *a, const void *k, const void *v, fa_status *st)
+{
+    const size_t bytes = a->kv_elems * fa_dtype_size(a->shape.dtype);
+    void *want = malloc(bytes ? bytes : 1);
+    bool same = want != NULL;
+    for (int x = 0; same && x < 2; x++) {
+        if (!cli_attn_appended(a, x, want))
+            *st = FA_ERROR_OUT_OF_HOST_MEMORY;
+        same = *st == FA_OK && memcmp(want, x ? v : k, bytes) == 0;
+    }
+    if (!want)
+        *st = FA_ERROR_OUT_OF_HOST_MEMORY;
+    free(want);
+    return same;
+}
+
+/* Reads q, k, v, o and lse back and checks CHECK_ROWS sampled rows (with --append, also the
+ * cache into *append_ok). */
+static fa_status check_rows(cli_attn *a, uint64_t seed, fa_row_check *out, bool *append_ok,
+                            char *detail, size_t detail_size)
 {
     size_t elem = fa_dtype_size(a->shape.dtype);
     size_t q_bytes = a->q_elems * elem, kv_bytes = a->kv_elems * elem;
@@ -182,6 +204,8 @@ static fa_status check_rows(cli_attn *a, uint64_t seed, fa_row_check *out, char 
         memcpy(v, logical, kv_bytes);
         free(logical);
     }
+    if (st == FA_OK && a->shape.append > 0)
+        *append_ok = append_matches(a, k, v, &st);
     if (st == FA_OK) {
         const fa_ref_problem p = ref_problem(a);
         fa_testkit_check_forward_rows(&p, q, k, v, o, lse, CHECK_ROWS, seed, out);
@@ -213,6 +237,7 @@ typedef struct run_result {
     fa_memory_stats memory;
     bool checked;
     fa_row_check check;
+    bool append_ok;     /* with --append and --check: k and v hold the cache after the append */
     bool grads_checked; /* with --backward */
     fa_grad_check grads;
     double load; /* 1-minute load average before the run; < 0 unknown */
@@ -265,6 +290,13 @@ static void print_text(const run_options *o, const run_result *r)
         printf("note      load average %.1f on %u cores: other processes shared the CPU,\n"
                "          so the times are longer than this machine's own\n",
                r->load, (unsigned)r->device.compute_units);
+    if (s->append > 0)
+        printf("append    %" PRId64 " rows per sequence written at key %" PRId64
+               " by each call%s\n",
+               s->append, s->seq_k - s->append,
+               !r->checked    ? ""
+               : r->append_ok ? "; k and v as expected"
+                              : "; k and v DIFFER from the expected cache");
     if (r->checked) {
         const fa_row_check *c = &r->check;
         printf("check     %" PRId64 " rows vs float64: O max abs err %.3g (same-dtype baseline "
@@ -340,6 +372,9 @@ static void print_json(const run_options *o, const run_result *r)
         cli_json_number(stdout, c->max_err_lse);
         printf(", \"non_finite\": %s, \"pass\": %s}", c->non_finite ? "true" : "false",
                c->pass ? "true" : "false");
+        if (s->append > 0)
+            printf(", \"append\": %" PRId64 ", \"append_ok\": %s", s->append,
+                   r->append_ok ? "true" : "false");
     }
     if (r->grads_checked) {
         const fa_grad_check *g = &r->grads;
@@ -374,7 +409,8 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
                                 .head_dim = o->head_dim,
                                 .causal = o->causal,
                                 .num_splits = (int32_t)o->splits,
-                                .page_size = o->page_size};
+                                .page_size = o->page_size,
+                                .append = o->append};
 
     r->load = cli_load_average();
     cli_attn a;
@@ -408,7 +444,8 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
 
     if (o->check) {
         char detail[256] = "";
-        st = check_rows(&a, (uint64_t)o->seed + 100, &r->check, detail, sizeof detail);
+        st = check_rows(&a, (uint64_t)o->seed + 100, &r->check, &r->append_ok, detail,
+                        sizeof detail);
         if (st != FA_OK) {
             int rc = detail[0] ? cli_fail_detail(st, detail) : cli_fail(ctx, st);
             cli_attn_destroy(&a);
@@ -437,6 +474,10 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
                 "LSE max rel err %.3g (allowed 1e-3)%s\n",
                 r->check.max_err_o, r->check.baseline_err_o, r->check.max_err_lse,
                 r->check.non_finite ? ", non-finite values" : "");
+        return CLI_EXIT_FAILURE;
+    }
+    if (r->checked && r->shape.append > 0 && !r->append_ok) {
+        fprintf(stderr, "flashattn: check failed: k and v are not the cache after the append\n");
         return CLI_EXIT_FAILURE;
     }
     if (r->grads_checked && !r->grads.pass) {

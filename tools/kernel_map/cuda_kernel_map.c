@@ -164,6 +164,12 @@ int main(void)
         "\nP1, P2: the forward's query rows per block; backward v4's query rows per tile and keys\n"
         "per block. The split-key forward serves calls with at most 16 query rows per KV head\n"
         "(queries x query heads per KV head) and 16-byte aligned rows, any dtype; the chunk count\n"
-        "is runtime/split.c's (fa_attention_desc.num_splits overrides it).\n");
+        "is runtime/split.c's (fa_attention_desc.num_splits overrides it). It is the one CUDA\n"
+        "kernel that takes per-sequence key counts (seqlens_k: a chunk past a sequence's length\n"
+        "writes O = 0 and LSE = -inf, which the merge weighs 0) and a paged KV cache "
+        "(block_table,\n"
+        "any page size: K and V rows read through the table, entries clamped into\n"
+        "[0, num_pages)); a call with either that it does not serve (more packed rows, unaligned\n"
+        "views, FA_CUDA_KERNELS=general) is ERROR_UNSUPPORTED.\n");
     return 0;
 }

@@ -9,7 +9,8 @@
  * lengths and head dim, so large cases stay affordable. One axis is the scores' magnitude (Q and K
  * scaled so that scores are ~1, 1e2 or 1e4); --full takes the product at 1 and adds the quick
  * array's larger ones. Fixed edge cases (huge scales among them), cases with scores of 1e6 or a
- * NaN or infinity planted in an input, and decoding cases follow the table. */
+ * NaN or infinity planted in an input, decoding cases, and appends to a KV cache follow the
+ * table. */
 #include "tk_internal.h"
 
 #include <math.h>
@@ -364,14 +365,14 @@ static const edge_spec seqlens_cases[] = {
 
 void tk_case_seqlens(const tk_case *c, int32_t *out)
 {
-    const int64_t sk = c->p.seq_k;
+    const int64_t sk = c->p.seq_k - c->append; /* what the cache may hold before an append */
     uint64_t s = c->seed ^ 0x5eed1e45ull;
     for (int64_t b = 0; b < c->p.batch; b++) {
         const int64_t pick = b % 4;
         const int64_t between =
             sk > 2 ? 2 + (int64_t)(fa_testkit_splitmix64(&s) % (uint64_t)(sk - 2)) : sk;
         const int64_t n = pick == 0 ? sk : pick == 1 ? 0 : pick == 2 ? 1 : between;
-        out[b] = (int32_t)(n < sk ? n : sk);
+        out[b] = (int32_t)((n < sk ? n : sk) + c->append);
     }
 }
 
@@ -402,6 +403,28 @@ static const paged_spec paged_cases[] = {
      64,
      false},
     {{FA_DTYPE_F32, 4, 37, 512, 4, 2, 32, 0, true, false, false, " paged=32 seqlens", 0}, 32, true},
+};
+
+/* ---- appending to the cache (fa_attention_desc.k_new, v_new) ---- */
+
+/* A decoding step (1 new row per sequence) and a chunk of 4 or 37 (whose queries are the new
+ * rows), into a contiguous cache in either layout and a paged one, over sequences that held
+ * Sk - S_new, 0, 1 and a length between before it (tk_case_seqlens). */
+typedef struct append_spec {
+    edge_spec e;
+    int32_t append, page_size;
+} append_spec;
+
+static const append_spec append_cases[] = {
+    {{FA_DTYPE_F16, 4, 1, 1024, 8, 2, 128, 0, false, false, false, " decode append=1", 0}, 1, 0},
+    {{FA_DTYPE_BF16, 4, 4, 300, 8, 2, 64, 0, true, false, true, " decode append=4", 0}, 4, 0},
+    {{FA_DTYPE_F32, 4, 1, 512, 4, 1, 64, 0, false, false, false, " decode paged=16 append=1", 0},
+     1,
+     16},
+    {{FA_DTYPE_F16, 5, 4, 700, 8, 2, 128, 0, true, false, false, " decode paged=7 append=4", 0},
+     4,
+     7},
+    {{FA_DTYPE_F32, 2, 37, 203, 4, 2, 32, 0, true, false, true, " append=37", 0}, 37, 0},
 };
 
 /* ---- decoding cases ---- */
@@ -449,13 +472,14 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     const int64_t n_seqlens = (int64_t)(sizeof seqlens_cases / sizeof seqlens_cases[0]);
     const int64_t n_paged = (int64_t)(sizeof paged_cases / sizeof paged_cases[0]);
     const int64_t n_planted = (int64_t)(sizeof planted / sizeof planted[0]);
+    const int64_t n_append = (int64_t)(sizeof append_cases / sizeof append_cases[0]);
     /* --full: the quick array's cases with logits above 1 follow the product */
     int(*extra)[AX_COUNT] = NULL;
     const axes quick = table_axes(false);
     const int64_t n_extra = full ? covering_array(&quick, &extra) : 0;
-    tk_case *cases =
-        malloc((size_t)(n_table + n_extra + n_edges + n_planted + n_decodes + n_seqlens + n_paged) *
-               sizeof *cases);
+    tk_case *cases = malloc((size_t)(n_table + n_extra + n_edges + n_planted + n_decodes +
+                                     n_seqlens + n_paged + n_append) *
+                            sizeof *cases);
     if (!cases) {
         free(rows);
         free(extra);
@@ -499,6 +523,12 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
         cases[n] = case_from_edge(&paged_cases[e].e);
         cases[n].seqlens = paged_cases[e].seqlens;
         cases[n++].page_size = paged_cases[e].page_size;
+    }
+    for (int64_t e = 0; e < n_append; e++) {
+        cases[n] = case_from_edge(&append_cases[e].e);
+        cases[n].seqlens = true;
+        cases[n].append = append_cases[e].append;
+        cases[n++].page_size = append_cases[e].page_size;
     }
     for (int64_t c = 0; c < n; c++) {
         uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)c;

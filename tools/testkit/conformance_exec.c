@@ -8,7 +8,8 @@
  * unchanged, every output element must have been written (no poison left) and be finite where
  * the reference is, and the values are compared with the float64 reference under the
  * baseline-relative tolerance. A backward case runs the backend's own forward first and feeds
- * its O and LSE to the backward, as a caller would. */
+ * its O and LSE to the backward, as a caller would. An append case's K and V start as the cache
+ * after the append with the rows it writes poisoned, and must end as that cache bit for bit. */
 #include "tk_internal.h"
 
 #include <math.h>
@@ -383,63 +384,51 @@ static bool call_ok(fa_context *ctx, const char *what, fa_status st, tk_result *
     return false;
 }
 
-/* A paged cache for case c (c->page_size > 0): the block table (B x max_pages) gives each
- * sequence's pages in a seeded order over num_pages = B max_pages + 2 pages, so that spare pages
- * lie between them; entries past a sequence's length (lens) are -1, which nothing may read. */
-typedef struct paged {
-    int64_t max_pages, num_pages;
-    int32_t *table;
-    unsigned char *k, *v; /* packed (num_pages, page_size, Hkv, D) */
-} paged;
-
-static bool paged_init(paged *pg, const tk_case *c, const tk_inputs *in, const int32_t *lens)
+/* The rows an append case writes into K or V (tb) hold the poison on the device before the call,
+ * so that a row the append misses shows, as NaN scores and in append_check; mask marks their
+ * elements. tb's image stays the cache after the append. */
+static bool append_stage(tbuf *tb, const tk_case *c, const tk_paged *pg, const int32_t *lens,
+                         unsigned char *mask, tk_result *r)
 {
-    const fa_ref_problem *p = &c->p;
-    const int64_t ps = c->page_size, B = p->batch;
-    const size_t row = (size_t)(p->heads_kv * p->head_dim) * fa_dtype_size(p->dtype);
-    pg->max_pages = p->seq_k / ps;
-    pg->num_pages = B * pg->max_pages + 2;
-    const size_t n = (size_t)pg->num_pages;
-    pg->table = malloc((size_t)(B * pg->max_pages + 1) * sizeof *pg->table);
-    pg->k = malloc(n * (size_t)ps * row);
-    pg->v = malloc(n * (size_t)ps * row);
-    int32_t *perm = malloc(n * sizeof *perm);
-    if (!pg->table || !pg->k || !pg->v || !perm) {
-        free(perm);
+    unsigned char *before = malloc(tb->total);
+    if (!before) {
+        fail(r, "out of host memory");
         return false;
     }
-    uint64_t s = c->seed ^ 0x9a6edca5eull;
-    for (size_t i = 0; i < n; i++)
-        perm[i] = (int32_t)i;
-    for (size_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
-        const size_t j = (size_t)(fa_testkit_splitmix64(&s) % (uint64_t)(i + 1));
-        const int32_t x = perm[i];
-        perm[i] = perm[j];
-        perm[j] = x;
-    }
-    memset(pg->k, 0x5a, n * (size_t)ps * row); /* spare rows: finite values that would show */
-    memset(pg->v, 0x5a, n * (size_t)ps * row);
-    for (int64_t b = 0; b < B; b++) {
-        const int64_t len = lens ? lens[b] : p->seq_k;
-        for (int64_t pi = 0; pi < pg->max_pages; pi++) {
-            const int32_t page = perm[b * pg->max_pages + pi];
-            pg->table[b * pg->max_pages + pi] = pi * ps < len ? page : -1;
-            const size_t from = (size_t)(b * p->seq_k + pi * ps) * row;
-            memcpy(pg->k + (size_t)page * (size_t)ps * row, (const unsigned char *)in->k + from,
-                   (size_t)ps * row);
-            memcpy(pg->v + (size_t)page * (size_t)ps * row, (const unsigned char *)in->v + from,
-                   (size_t)ps * row);
-        }
-    }
-    free(perm);
-    return true;
+    memcpy(before, tb->image, tb->total);
+    for (int64_t b = 0; b < c->p.batch; b++)
+        for (int64_t i = 0; i < c->append; i++)
+            for (int64_t h = 0; h < tb->H; h++) {
+                int64_t block, row;
+                tk_cache_slot(c, pg, b, lens[b] + i, &block, &row);
+                const size_t x = elem_index(tb, block, row, h, 0);
+                poison_fill(before + TK_OFFSET + x * tb->esize, (size_t)tb->D * tb->esize,
+                            tb->esize);
+                memset(mask + x, 1, (size_t)tb->D);
+            }
+    fa_status st = fa_buffer_write(tb->buf, 0, before, tb->total);
+    free(before);
+    if (st != FA_OK)
+        fail(r, "fa_buffer_write(%s): %s", tb->name, fa_status_name(st));
+    return st == FA_OK;
 }
 
-static void paged_free(paged *pg)
+/* After an append K or V must be the cache after it, bit for bit: the appended rows those of
+ * k_new or v_new, every other row (spare pages included) as it was. */
+static void append_check(tbuf *tb, const unsigned char *mask, tk_result *r)
 {
-    free(pg->table);
-    free(pg->k);
-    free(pg->v);
+    check_unchanged(tb, false, r);
+    for (size_t x = 0; x < tb->count; x++) {
+        const size_t at = TK_OFFSET + x * tb->esize, rest = x / (size_t)tb->D;
+        if (memcmp(tb->got + at, tb->image + at, tb->esize) == 0)
+            continue;
+        const size_t S = (size_t)tb->S, H = (size_t)tb->H;
+        const size_t s = tb->bhsd ? rest % S : rest / H % S, h = tb->bhsd ? rest / S % H : rest % H;
+        fail(r, "%s[%zu][%zu][%zu][%zu] (%s) is %.6g, expected %.6g", tb->name, rest / S / H, s, h,
+             x % (size_t)tb->D, mask[x] ? "an appended row" : "a row the append must leave",
+             elem_value(tb, tb->got, x), elem_value(tb, tb->image, x));
+        return;
+    }
 }
 
 void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, const tk_data *t,
@@ -453,9 +442,16 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
     memset(tb, 0, sizeof tb);
     tbuf_init(&tb[T_Q], "q", false, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q, p->head_dim,
               false);
-    paged pg = {0};
-    if (c->page_size > 0 && !paged_init(&pg, c, in, t->seqlens)) {
-        paged_free(&pg);
+    tk_paged pg = {0};
+    if (c->page_size > 0 && !tk_paged_init(&pg, c, in, t->seqlens)) {
+        tk_paged_free(&pg);
+        fail(r, "out of host memory");
+        return;
+    }
+    tk_append ap = {0};
+    if (c->append > 0 && !tk_append_init(&ap, c, in, t->seqlens)) {
+        tk_append_free(&ap);
+        tk_paged_free(&pg);
         fail(r, "out of host memory");
         return;
     }
@@ -484,13 +480,28 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
     bool ok = true;
     for (int x = 0; ok && x < n_bufs; x++)
         ok = tbuf_create(ctx, &tb[x], data[x], r);
-    /* Per-sequence key counts: B int32 values (tk_case_seqlens), left as they were written. */
+    /* An append: k_new and v_new in the case's layout, and the rows they go to staged. */
+    tbuf nb[2];
+    memset(nb, 0, sizeof nb);
+    unsigned char *mask[2] = {NULL, NULL};
+    for (int x = 0; ok && c->append > 0 && x < 2; x++) {
+        tbuf_init(&nb[x], x ? "v_new" : "k_new", false, p->dtype, c->bhsd, p->batch, c->append,
+                  p->heads_kv, p->head_dim, false);
+        mask[x] = calloc(tb[T_K + x].count, 1);
+        if (!mask[x])
+            fail(r, "out of host memory");
+        ok = mask[x] && tbuf_create(ctx, &nb[x], x ? ap.v_new : ap.k_new, r) &&
+             append_stage(&tb[T_K + x], c, &pg, ap.lens, mask[x], r);
+    }
+    /* Per-sequence key counts: B int32 values (tk_case_seqlens; before an append), left as they
+     * were written. */
+    const int32_t *lens_host = c->append > 0 ? ap.lens : t->seqlens;
     fa_buffer *lens = NULL;
     fa_tensor lens_tensor = {0};
     if (ok && t->seqlens) {
         const size_t bytes = (size_t)p->batch * sizeof(int32_t);
         fa_status st = fa_buffer_create(
-            ctx, &(fa_buffer_desc){.size = bytes ? bytes : 4, .data = t->seqlens}, &lens);
+            ctx, &(fa_buffer_desc){.size = bytes ? bytes : 4, .data = lens_host}, &lens);
         ok = call_ok(ctx, "fa_buffer_create(seqlens_k)", st, r);
         lens_tensor = fa_tensor_bshd(lens, FA_DTYPE_I32, p->batch, 1, 1, 1);
     }
@@ -509,7 +520,9 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
                                     .deterministic = c->deterministic,
                                     .num_splits = c->num_splits,
                                     .seqlens_k = t->seqlens ? &lens_tensor : NULL,
-                                    .block_table = pg.table ? &table_tensor : NULL};
+                                    .block_table = pg.table ? &table_tensor : NULL,
+                                    .k_new = c->append > 0 ? &nb[0].tensor : NULL,
+                                    .v_new = c->append > 0 ? &nb[1].tensor : NULL};
     unsigned char *o_after_fwd = NULL, *lse_after_fwd = NULL;
 
     if (ok)
@@ -543,9 +556,17 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
     }
     for (int x = 0; ok && x < n_bufs; x++)
         ok = tbuf_read(ctx, &tb[x], r);
+    for (int x = 0; ok && c->append > 0 && x < 2; x++)
+        ok = tbuf_read(ctx, &nb[x], r);
 
     if (ok) {
+        for (int x = 0; x < 2 && c->append > 0; x++) {
+            check_unchanged(&nb[x], true, r);
+            append_check(&tb[T_K + x], mask[x], r);
+        }
         for (int x = 0; x < n_bufs; x++) {
+            if (c->append > 0 && (x == T_K || x == T_V))
+                continue;
             if (!tb[x].output || c->noop) {
                 check_unchanged(&tb[x], true, r);
             } else {
@@ -565,15 +586,18 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
                 compare_all(t, e, tb, r);
         }
     }
-    for (int x = 0; x < T_COUNT; x++) {
-        fa_buffer_destroy(tb[x].buf);
-        free(tb[x].image);
-        free(tb[x].got);
+    for (int x = 0; x < T_COUNT + 2; x++) {
+        tbuf *one = x < T_COUNT ? &tb[x] : &nb[x - T_COUNT];
+        fa_buffer_destroy(one->buf);
+        free(one->image);
+        free(one->got);
     }
+    free(mask[0]);
+    free(mask[1]);
     if (lens && r->outcome != TK_SKIP) {
         int32_t after[64];
         const size_t bytes = (size_t)(p->batch < 64 ? p->batch : 64) * sizeof(int32_t);
-        if (fa_buffer_read(lens, 0, after, bytes) != FA_OK || memcmp(after, t->seqlens, bytes))
+        if (fa_buffer_read(lens, 0, after, bytes) != FA_OK || memcmp(after, lens_host, bytes))
             fail(r, "seqlens_k changed");
     }
     fa_buffer_destroy(lens);
@@ -585,7 +609,8 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         free(after);
     }
     fa_buffer_destroy(table);
-    paged_free(&pg);
+    tk_paged_free(&pg);
+    tk_append_free(&ap);
     free(o_after_fwd);
     free(lse_after_fwd);
     r->seconds = tk_now() - start;

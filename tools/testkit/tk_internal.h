@@ -169,6 +169,8 @@ typedef struct tk_case {
     float logits;       /* > 1: Q and K scaled by sqrt(logits), so scores are ~logits x N(0, 1) */
     bool seqlens;       /* per-sequence key counts (tk_case_seqlens) */
     int32_t page_size;  /* > 0: K and V as a paged cache of pages this long (Sk a multiple) */
+    int32_t append;     /* > 0: this many rows per sequence appended through k_new and v_new
+                           before the attention (needs seqlens; conformance_exec.c) */
     tk_special special;
     uint64_t seed;
 } tk_case;
@@ -228,8 +230,39 @@ typedef struct tk_inputs {
  * (conformance_cases.c). */
 void tk_case_fill_inputs(const tk_case *c, const tk_inputs *in);
 /* Case c's per-sequence key counts (c->seqlens), B of them into out: the capacity, 0, 1 and a
- * seeded length between, in turn. */
+ * seeded length between, in turn. With an append (c->append), the counts after it: the cache
+ * then held Sk - append, 0, 1 or a length between before it. */
 void tk_case_seqlens(const tk_case *c, int32_t *out);
+
+/* ---- the K/V cache of a case (conformance_cache.c) ---- */
+
+/* A paged cache for case c (c->page_size > 0): the block table (B x max_pages) gives each
+ * sequence's pages in a seeded order over num_pages = B max_pages + 2 pages, so that spare pages
+ * lie between them; entries past a sequence's length (lens) are -1, which nothing may read. */
+typedef struct tk_paged {
+    int64_t max_pages, num_pages;
+    int32_t *table;
+    unsigned char *k, *v; /* packed (num_pages, page_size, Hkv, D) */
+} tk_paged;
+
+bool tk_paged_init(tk_paged *pg, const tk_case *c, const tk_inputs *in, const int32_t *lens);
+void tk_paged_free(tk_paged *pg);
+/* Where key pos of sequence b is in K and V as the device holds them: the batch entry (paged:
+ * the page) and the row within it. pg is zeroed when the cache is not paged. */
+void tk_cache_slot(const tk_case *c, const tk_paged *pg, int64_t b, int64_t pos, int64_t *block,
+                   int64_t *row);
+
+/* What an append case (c->append rows per sequence) passes besides the cache: the lengths
+ * before the append, and k_new, v_new packed BSHD (B, append, Hkv, D) in the case's dtype, the
+ * rows [lens[b], lens[b] + append) of in->k and in->v, which are the cache after the append. */
+typedef struct tk_append {
+    int32_t *lens;
+    void *k_new, *v_new;
+} tk_append;
+
+bool tk_append_init(tk_append *ap, const tk_case *c, const tk_inputs *in,
+                    const int32_t *lens_after);
+void tk_append_free(tk_append *ap);
 
 /* Runs case c on ctx and checks it against e (NULL for a no-op case), filling r. */
 void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, const tk_data *t,
