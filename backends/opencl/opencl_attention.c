@@ -323,16 +323,27 @@ static uint64_t dec_local_bytes(int d, int rows, int bn)
     return 2 * (uint64_t)bn * (d4 + 1) * 16 + rwp * d4 * 16 + rwp * (uint64_t)bn * 4 + 3 * rwp * 4;
 }
 
+/* Whether the decoding kernels may run on the device: FA_OPENCL_DECODE=0 never, =1 always;
+ * by default not on NVIDIA's driver, whose compiler failed on them on the H200 (driver 580:
+ * CL_INVALID_PROGRAM without a build log, then a crash inside the driver; docs/PERF.md), so
+ * decoding calls there take the ordinary forward, which that driver has run. */
+static bool decode_enabled(const fa_context *ctx, const fa_cl_device *dev)
+{
+    const char *knob = fa_knob_value(ctx, FA_KNOB_OPENCL_DECODE);
+    if (knob && (!strcmp(knob, "0") || !strcmp(knob, "1")))
+        return knob[0] == '1';
+    return !strstr(dev->info.vendor, "NVIDIA");
+}
+
 /* Calls with at most DEC_MAX_ROWS query rows per KV head take the decoding kernels, with the
- * largest key tile of 64, 32 or 16 whose local memory fits (FA_OPENCL_DECODE=0: never). */
+ * largest key tile of 64, 32 or 16 whose local memory fits (decode_enabled permitting). */
 static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
                         const fa_attention_call *call, size_t max_wg, void *tiles, int *nt,
                         char *options, size_t size)
 {
     dec_tiles *t = tiles;
-    const char *knob = fa_knob_value(ctx, FA_KNOB_OPENCL_DECODE);
     const int64_t rows = call->seq_q * (call->heads_q / call->heads_kv);
-    if ((knob && !strcmp(knob, "0")) || rows > DEC_MAX_ROWS || max_wg < DEC_NT)
+    if (!decode_enabled(ctx, dev) || rows > DEC_MAX_ROWS || max_wg < DEC_NT)
         return false;
     static const int tiles_bn[3] = {64, 32, 16};
     t->bn = 0;

@@ -47,14 +47,15 @@ bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk
     return false;
 }
 
-/* The unrolled module compiled for subgroups of 32 where the plan runs at that size (unless
- * FA_VULKAN_DECODE=generic), else the generic one. */
+/* The generic module; with FA_VULKAN_DECODE=sg32, where the plan runs at subgroups of 32, the
+ * one compiled for that size and unrolled, which no GPU has run yet (docs/PERF.md): it becomes
+ * the default once it has. */
 static fa_vk_kernel plan_kernel(fa_context *ctx, const fa_vk_decode_plan *plan,
                                 fa_vk_storage storage)
 {
     const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
-    const bool generic = knob && !strcmp(knob, "generic");
-    return plan->subgroup == 32 && !generic && fa_vk_kernel_built(FA_VK_DECODE_SG32, storage)
+    const bool sg32 = knob && !strcmp(knob, "sg32");
+    return plan->subgroup == 32 && sg32 && fa_vk_kernel_built(FA_VK_DECODE_SG32, storage)
                ? FA_VK_DECODE_SG32
                : FA_VK_DECODE;
 }

@@ -68,28 +68,12 @@ typedef float4 fa_raw4;
 typedef ushort4 fa_raw4;
 #endif
 
-#if FA_DTYPE == FA_CL_DTYPE_F16
-/* f16 bits to f32 by integer arithmetic (no cl_khr_fp16; vload_half4 would need the bits in
- * memory): normal numbers rebias the exponent, subnormals are m 2^-24 exactly, and infinities
- * and NaNs keep their payload. */
-inline float4 fa_half_bits_to_f32(ushort4 h)
-{
-    const uint4 x = convert_uint4(h);
-    const uint4 sign = (x & 0x8000u) << 16, e = (x >> 10) & 0x1fu, m = x & 0x3ffu;
-    const uint4 normal = sign | ((e + 112u) << 23) | (m << 13);
-    const uint4 special = sign | 0x7f800000u | (m << 13);
-    const float4 sub = copysign(convert_float4(m) * 0x1p-24f, as_float4(sign | 0x3f800000u));
-    float4 f = as_float4(e == 0x1fu ? special : normal);
-    return select(f, sub, as_int4(e == 0u));
-}
-#endif
-
 inline float4 raw_to_f32(fa_raw4 u)
 {
 #if FA_DTYPE == FA_CL_DTYPE_F32
     return u;
 #elif FA_DTYPE == FA_CL_DTYPE_F16
-    return fa_half_bits_to_f32(u);
+    return vload_half4(0, (const half *)&u);
 #else
     return as_float4(convert_uint4(u) << 16);
 #endif
