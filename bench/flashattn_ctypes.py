@@ -110,6 +110,7 @@ def load(path=None):
         "fa_tensor_bshd": (Tensor, [c_void_p, c_int, c_int64, c_int64, c_int64, c_int64]),
         "fa_tensor_bhsd": (Tensor, [c_void_p, c_int, c_int64, c_int64, c_int64, c_int64]),
         "fa_tensor_lse": (Tensor, [c_void_p, c_int64, c_int64, c_int64]),
+        "fa_convert": (c_int, [c_int, c_void_p, c_int, c_void_p, c_size_t]),
         "fa_attention_forward": (c_int, [c_void_p, POINTER(AttentionDesc)] + [POINTER(Tensor)] * 5),
         "fa_attention_backward": (c_int,
                                   [c_void_p, POINTER(AttentionDesc)] + [POINTER(Tensor)] * 9),

@@ -237,6 +237,14 @@ typedef enum fa_dtype {
 FA_API const char *fa_dtype_name(fa_dtype dtype); /* "f32", "f16", "bf16", "i32", "invalid" */
 FA_API size_t fa_dtype_size(fa_dtype dtype);      /* bytes per element, 0 if invalid */
 
+/** Converts `count` elements of dtype `from` at `src` into dtype `to` at `dst`, on the host, for
+ * filling f16 and bf16 tensors and reading them back: f32, f16 and bf16 in any direction, rounding
+ * to nearest even (the rounding the backends use), overflow to infinity, NaN to a quiet NaN; the
+ * same dtype copies. In place only where dst == src and the element sizes agree; any other
+ * overlap is FA_ERROR_INVALID_ARGUMENT. Other dtypes: FA_ERROR_UNSUPPORTED_DTYPE; NULL with
+ * count > 0: FA_ERROR_NULL_POINTER. Needs no context; thread-safe. */
+FA_API fa_status fa_convert(fa_dtype to, void *dst, fa_dtype from, const void *src, size_t count);
+
 enum { FA_DIM_BATCH = 0, FA_DIM_SEQ = 1, FA_DIM_HEADS = 2, FA_DIM_HEAD = 3 };
 
 /** A view of a buffer as a 4-D tensor in the logical order (batch, seq, heads, head_dim).
