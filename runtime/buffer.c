@@ -2,6 +2,7 @@
 /* Device buffers: a runtime record around each backend allocation, listed in its context so
  * that a context's destruction frees what the caller left. */
 #include "fa_internal.h"
+#include "flashattn/opencl.h"
 
 #include <stdlib.h>
 
@@ -66,27 +67,31 @@ fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, fa_buffe
     return FA_OK;
 }
 
-fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t bytes,
-                              fa_buffer **out)
+/* A buffer over memory the caller owns, through the backend's buffer_wrap; `what` names the
+ * public call in messages. */
+static fa_status wrap(fa_context *ctx, fa_backend backend, const char *what, uint64_t native,
+                      size_t offset, size_t bytes, fa_buffer **out)
 {
     if (!ctx || !out)
-        return ctx ? fa_fail(ctx, FA_ERROR_NULL_POINTER, "fa_buffer_wrap_cuda: out is NULL")
+        return ctx ? fa_fail(ctx, FA_ERROR_NULL_POINTER, "%s: out is NULL", what)
                    : FA_ERROR_NULL_POINTER;
     *out = NULL;
     if (ctx->lost)
         return fa_fail(ctx, FA_ERROR_CONTEXT_LOST, "the context lost its device earlier");
-    if (ctx->backend->id != FA_BACKEND_CUDA || !ctx->backend->buffer_wrap)
-        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                       "fa_buffer_wrap_cuda: the context runs on %s, not cuda", ctx->backend->name);
-    if (!device_pointer)
-        return fa_fail(ctx, FA_ERROR_NULL_POINTER, "fa_buffer_wrap_cuda: device pointer is 0");
+    if (ctx->backend->id != backend || !ctx->backend->buffer_wrap)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "%s: the context runs on %s, not %s", what,
+                       ctx->backend->name, fa_backend_name(backend));
+    if (!native)
+        return fa_fail(ctx, FA_ERROR_NULL_POINTER, "%s: the handle is 0", what);
+    if (offset > UINT64_MAX - native)
+        return fa_fail(ctx, FA_ERROR_SIZE_OVERFLOW, "%s: offset %zu overflows", what, offset);
     fa_buffer *buf = calloc(1, sizeof *buf);
     if (!buf)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate a buffer record");
     fa_status st = fa_backend_enter(ctx);
     if (st == FA_OK)
         st = fa_backend_leave(ctx,
-                              ctx->backend->buffer_wrap(ctx, device_pointer, bytes, &buf->handle));
+                              ctx->backend->buffer_wrap(ctx, native, offset, bytes, &buf->handle));
     if (st != FA_OK) {
         free(buf);
         return st;
@@ -96,6 +101,18 @@ fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t b
     adopt(ctx, buf);
     *out = buf;
     return FA_OK;
+}
+
+fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t bytes,
+                              fa_buffer **out)
+{
+    return wrap(ctx, FA_BACKEND_CUDA, "fa_buffer_wrap_cuda", device_pointer, 0, bytes, out);
+}
+
+fa_status fa_buffer_wrap_opencl(fa_context *ctx, uint64_t mem, size_t offset, size_t bytes,
+                                fa_buffer **out)
+{
+    return wrap(ctx, FA_BACKEND_OPENCL, "fa_buffer_wrap_opencl", mem, offset, bytes, out);
 }
 
 void fa_buffer_destroy(fa_buffer *buf)

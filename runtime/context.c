@@ -2,6 +2,7 @@
 /* Contexts: choosing a backend and device, opening it, and tearing it down. */
 #include "fa_append.h"
 #include "fa_cache.h"
+#include "flashattn/opencl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -78,14 +79,9 @@ static fa_status apply_environment(fa_backend *backend, int *device)
     return FA_OK;
 }
 
-fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
+/* The fields of desc that every context takes, checked. */
+static fa_status check_desc(const fa_context_desc *desc)
 {
-    static const fa_context_desc defaults = {0};
-    if (!out)
-        return fa_fail(NULL, FA_ERROR_NULL_POINTER, "fa_context_create: out is NULL");
-    *out = NULL;
-    if (!desc)
-        desc = &defaults;
     if (!fa_reserved_zero(desc->reserved, sizeof desc->reserved / sizeof desc->reserved[0]))
         return fa_fail(NULL, FA_ERROR_INVALID_ARGUMENT, FA_RESERVED_MESSAGE, "fa_context_desc",
                        fa_version_string());
@@ -94,46 +90,36 @@ fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
                        (int)desc->backend);
     if (desc->device < 0)
         return fa_fail(NULL, FA_ERROR_INVALID_DEVICE, "device index %d is negative", desc->device);
-
-    fa_backend backend = desc->backend;
-    int device = desc->device;
-    if (backend == FA_BACKEND_AUTO) {
-        fa_backend forced = FA_BACKEND_AUTO;
-        int forced_device = -1;
-        fa_status st = apply_environment(&forced, &forced_device);
-        if (st != FA_OK)
-            return st;
-        if (forced == FA_BACKEND_AUTO)
-            choose_auto(&backend, &device);
-        else
-            backend = forced;
-        if (forced_device >= 0)
-            device = forced_device;
-    }
-
-    fa_backend_info info;
-    fa_backend_query(backend, &info);
-    if (!info.built)
-        return fa_fail(NULL, FA_ERROR_BACKEND_NOT_BUILT, "%s backend: not built into this library",
-                       info.name);
-    if (!info.available)
-        return fa_fail(NULL, FA_ERROR_BACKEND_UNAVAILABLE, "%s backend unavailable: %s", info.name,
-                       info.reason);
-    if (device >= info.device_count)
-        return fa_fail(NULL, FA_ERROR_INVALID_DEVICE,
-                       "%s backend has %d device(s); index %d does not exist", info.name,
-                       info.device_count, device);
-
     if (desc->cache_dir && strlen(desc->cache_dir) >= sizeof((fa_context *)0)->cache_dir)
         return fa_fail(NULL, FA_ERROR_INVALID_ARGUMENT,
                        "cache_dir is %zu bytes long; at most %zu are supported",
                        strlen(desc->cache_dir), sizeof((fa_context *)0)->cache_dir - 1);
+    return FA_OK;
+}
+
+/* The backend built and available here, its description in *info. */
+static fa_status check_backend(fa_backend backend, fa_backend_info *info)
+{
+    fa_backend_query(backend, info);
+    if (!info->built)
+        return fa_fail(NULL, FA_ERROR_BACKEND_NOT_BUILT, "%s backend: not built into this library",
+                       info->name);
+    if (!info->available)
+        return fa_fail(NULL, FA_ERROR_BACKEND_UNAVAILABLE, "%s backend unavailable: %s", info->name,
+                       info->reason);
+    return FA_OK;
+}
+
+/* A context on `backend`: on its device `device` (context_init), or on the application's own
+ * objects `app` (context_adopt, which finds the device). */
+static fa_status open_context(const fa_context_desc *desc, fa_backend backend, int device,
+                              const void *app, fa_context **out)
+{
     fa_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return fa_fail(NULL, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate a context");
     fa_cache_configure(ctx, desc->cache_dir, desc->cache_max_bytes);
     ctx->backend = fa_registry_get(backend);
-    ctx->device = device;
     ctx->log = desc->log;
     ctx->log_user_data = desc->log_user_data;
     ctx->log_level = desc->log_level;
@@ -145,21 +131,97 @@ fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
     }
     const char *inject = fa_knob_value(ctx, FA_KNOB_TEST_DEVICE_LOSS);
     ctx->inject_loss_at = inject ? strtol(inject, NULL, 10) : 0;
-    fa_device_query(backend, device, &ctx->device_info);
 
-    fa_status st = ctx->backend->context_init(ctx, device);
+    fa_status st;
+    if (app) {
+        st = ctx->backend->context_adopt(ctx, app, &device);
+    } else {
+        fa_device_query(backend, device, &ctx->device_info);
+        st = ctx->backend->context_init(ctx, device);
+    }
     if (st != FA_OK) {
         fa_fail(NULL, st, "%s", ctx->last_error);
         fa_tuning_free(&ctx->tuning);
         free(ctx);
         return st;
     }
-    fa_log(ctx, FA_LOG_INFO, "context on %s device %d: %s", info.name, device,
-           ctx->device_info.name);
+    ctx->device = device;
+    if (app)
+        fa_device_query(backend, device, &ctx->device_info);
+    fa_log(ctx, FA_LOG_INFO, "context on %s device %d%s: %s", ctx->backend->name, device,
+           app ? " (the application's objects)" : "", ctx->device_info.name);
     if (desc->cuda_stream && backend != FA_BACKEND_CUDA)
-        fa_log(ctx, FA_LOG_WARN, "cuda_stream ignored: the context runs on %s", info.name);
+        fa_log(ctx, FA_LOG_WARN, "cuda_stream ignored: the context runs on %s", ctx->backend->name);
     *out = ctx;
     return FA_OK;
+}
+
+fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
+{
+    static const fa_context_desc defaults = {0};
+    if (!out)
+        return fa_fail(NULL, FA_ERROR_NULL_POINTER, "fa_context_create: out is NULL");
+    *out = NULL;
+    if (!desc)
+        desc = &defaults;
+    fa_status st = check_desc(desc);
+    if (st != FA_OK)
+        return st;
+
+    fa_backend backend = desc->backend;
+    int device = desc->device;
+    if (backend == FA_BACKEND_AUTO) {
+        fa_backend forced = FA_BACKEND_AUTO;
+        int forced_device = -1;
+        st = apply_environment(&forced, &forced_device);
+        if (st != FA_OK)
+            return st;
+        if (forced == FA_BACKEND_AUTO)
+            choose_auto(&backend, &device);
+        else
+            backend = forced;
+        if (forced_device >= 0)
+            device = forced_device;
+    }
+
+    fa_backend_info info;
+    if ((st = check_backend(backend, &info)) != FA_OK)
+        return st;
+    if (device >= info.device_count)
+        return fa_fail(NULL, FA_ERROR_INVALID_DEVICE,
+                       "%s backend has %d device(s); index %d does not exist", info.name,
+                       info.device_count, device);
+    return open_context(desc, backend, device, NULL, out);
+}
+
+fa_status fa_context_create_opencl(const fa_context_desc *desc, const fa_opencl_objects *app,
+                                   fa_context **out)
+{
+    static const fa_context_desc defaults = {0};
+    if (!out)
+        return fa_fail(NULL, FA_ERROR_NULL_POINTER, "fa_context_create_opencl: out is NULL");
+    *out = NULL;
+    if (!desc)
+        desc = &defaults;
+    if (!app || !app->context || !app->queue)
+        return fa_fail(NULL, FA_ERROR_NULL_POINTER,
+                       "fa_context_create_opencl: the application's context and queue are needed");
+    fa_status st = check_desc(desc);
+    if (st != FA_OK)
+        return st;
+    if (!fa_reserved_zero(app->reserved, sizeof app->reserved / sizeof app->reserved[0]))
+        return fa_fail(NULL, FA_ERROR_INVALID_ARGUMENT, FA_RESERVED_MESSAGE, "fa_opencl_objects",
+                       fa_version_string());
+    if (desc->backend != FA_BACKEND_AUTO && desc->backend != FA_BACKEND_OPENCL)
+        return fa_fail(NULL, FA_ERROR_INVALID_BACKEND,
+                       "fa_context_create_opencl: desc names the %s backend",
+                       fa_backend_name(desc->backend));
+    fa_backend_info info;
+    if ((st = check_backend(FA_BACKEND_OPENCL, &info)) != FA_OK)
+        return st;
+    if (!fa_registry_get(FA_BACKEND_OPENCL)->context_adopt)
+        return fa_fail(NULL, FA_ERROR_UNSUPPORTED, "opencl: no interop in this build");
+    return open_context(desc, FA_BACKEND_OPENCL, 0, app, out);
 }
 
 fa_status fa_backend_enter(fa_context *ctx)

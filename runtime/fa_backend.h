@@ -62,11 +62,17 @@ typedef struct fa_backend_iface {
     void (*device_info)(int index, fa_device_info *out);
     /* Opens device `index` for ctx, storing whatever it needs in ctx->backend_state. */
     fa_status (*context_init)(fa_context *ctx, int index);
+    /* (optional) Opens ctx on the application's own objects (`app`: the backend's interop struct,
+     * such as fa_opencl_objects), setting *index to their device's index in the backend's list.
+     * NULL = the backend has no interop. */
+    fa_status (*context_adopt)(fa_context *ctx, const void *app, int *index);
     void (*context_release)(fa_context *ctx);
     fa_status (*buffer_alloc)(fa_context *ctx, size_t size, void **handle);
-    /* (optional) a handle over memory the caller owns (a device pointer); buffer_free must then
-     * release only the handle, never the memory. NULL = the backend cannot wrap. */
-    fa_status (*buffer_wrap)(fa_context *ctx, uint64_t native, size_t size, void **handle);
+    /* (optional) a handle over `size` bytes from byte `offset` of memory the caller owns (a
+     * device pointer, a cl_mem); buffer_free must then release only the handle (and what the
+     * backend retained), never the memory. NULL = the backend cannot wrap. */
+    fa_status (*buffer_wrap)(fa_context *ctx, uint64_t native, size_t offset, size_t size,
+                             void **handle);
     void (*buffer_free)(fa_context *ctx, void *handle);
     fa_status (*buffer_write)(fa_context *ctx, void *handle, size_t offset, const void *src,
                               size_t size);

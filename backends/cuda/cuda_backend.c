@@ -355,11 +355,12 @@ static fa_status cuda_buffer_alloc(fa_context *ctx, size_t size, void **handle)
 }
 
 /* The caller's device memory: it must lie on this context's device, and `size` bytes from `ptr`
- * must stay inside its allocation. */
-static fa_status cuda_buffer_wrap(fa_context *ctx, uint64_t native, size_t size, void **handle)
+ * (native + offset) must stay inside its allocation. */
+static fa_status cuda_buffer_wrap(fa_context *ctx, uint64_t native, size_t offset, size_t size,
+                                  void **handle)
 {
     fa_cuda_state *st = ctx->backend_state;
-    const CUdeviceptr ptr = (CUdeviceptr)native;
+    const CUdeviceptr ptr = (CUdeviceptr)(native + offset);
     fa_status status = fa_cuda_enter(ctx);
     if (status != FA_OK)
         return status;

@@ -45,6 +45,13 @@ typedef struct fa_cl_state {
     size_t delta_bytes;
 } fa_cl_state;
 
+/* opencl_interop.c: a context on the application's cl_context and in-order queue
+ * (fa_opencl_objects; iface context_adopt), and buffers over its cl_mem objects (iface
+ * buffer_wrap). */
+fa_status fa_cl_context_adopt(fa_context *ctx, const void *app, int *index);
+fa_status fa_cl_buffer_wrap(fa_context *ctx, uint64_t native, size_t offset, size_t size,
+                            void **handle);
+
 /* Maps a failed CL call to a status: out of device memory for CL_OUT_OF_RESOURCES and
  * CL_MEM_OBJECT_ALLOCATION_FAILURE, out of host memory for CL_OUT_OF_HOST_MEMORY, else a device
  * error; the message names the call and the code ("clFinish: CL_INVALID_VALUE (-30)"). */

@@ -22,6 +22,12 @@
     X(clReleaseContext)                                                                            \
     X(clCreateCommandQueue)                                                                        \
     X(clReleaseCommandQueue)                                                                       \
+    X(clRetainContext)                                                                             \
+    X(clRetainCommandQueue)                                                                        \
+    X(clGetCommandQueueInfo)                                                                       \
+    X(clRetainMemObject)                                                                           \
+    X(clGetMemObjectInfo)                                                                          \
+    X(clCreateSubBuffer)                                                                           \
     X(clCreateBuffer)                                                                              \
     X(clReleaseMemObject)                                                                          \
     X(clEnqueueWriteBuffer)                                                                        \
