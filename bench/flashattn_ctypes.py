@@ -158,14 +158,21 @@ class Buffer:
             self.handle = None
 
 
+CUDA_STREAM_LEGACY = 1  # FA_CUDA_STREAM_LEGACY
+
+
 class Context:
     """One fa_context. Raises FaError with the library's sentence on any failure."""
 
     def __init__(self, lib, backend="auto", device=0, cuda_stream=None, log_level=None,
                  cpu_threads=0):
         self.lib, self.handle = lib, c_void_p()
+        # A stream handle of 0 (PyTorch's default stream) is the legacy default stream, which
+        # the C struct takes as FA_CUDA_STREAM_LEGACY (1): NULL there means "none given".
+        if cuda_stream == 0:
+            cuda_stream = CUDA_STREAM_LEGACY
         desc = ContextDesc(backend=BACKENDS[backend], device=device, cpu_threads=cpu_threads,
-                           cuda_stream=cuda_stream or None)
+                           cuda_stream=cuda_stream)
         if log_level is not None:  # keep the callback alive as long as the context
             names = ("error", "warning", "info", "debug")
             self._log = LOG_FN(lambda _u, level, msg: print(

@@ -145,6 +145,12 @@ typedef enum fa_log_level {
 
 typedef void (*fa_log_fn)(void *user_data, fa_log_level level, const char *message);
 
+/** fa_context_desc.cuda_stream for CUDA's default streams: the driver's CU_STREAM_LEGACY (the
+ * legacy default stream, which cudaStreamLegacy and a stream handle of 0 name) and
+ * CU_STREAM_PER_THREAD. */
+#define FA_CUDA_STREAM_LEGACY ((void *)0x1)
+#define FA_CUDA_STREAM_PER_THREAD ((void *)0x2)
+
 /** How to open a context. Defaults (all zero): AUTO backend, whose choice the environment
  * variables FA_BACKEND (cuda|vulkan|opencl|cpu) and FA_DEVICE (index) override; device 0 of an
  * explicitly named backend; no logging; OpenMP's default thread count on the CPU backend. */
@@ -156,7 +162,10 @@ typedef struct fa_context_desc {
     fa_log_level log_level; /* messages at or below this level reach `log`; default ERROR */
     int cpu_threads;        /* CPU backend only; 0 = default */
     void *cuda_stream;      /* CUDA only: a CUstream to issue work on, not owned; NULL = the
-                               context's own. Ignored (with a warning) on other backends. */
+                               context's own. The default streams, whose handle 0 would read as
+                               NULL here (PyTorch's default stream is one): pass
+                               FA_CUDA_STREAM_LEGACY or FA_CUDA_STREAM_PER_THREAD. Ignored
+                               (with a warning) on other backends. */
     /* Where compiled programs are kept between runs (Vulkan pipeline caches, OpenCL binaries):
      * NULL = $XDG_CACHE_HOME/flashattn or ~/.cache/flashattn, "" = no disk cache. Files carry
      * the library version, the device and its driver, and a checksum: a stale, foreign or
