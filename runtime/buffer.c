@@ -3,6 +3,7 @@
  * that a context's destruction frees what the caller left. */
 #include "fa_internal.h"
 #include "flashattn/opencl.h"
+#include "flashattn/vulkan.h"
 
 #include <stdlib.h>
 
@@ -107,6 +108,12 @@ fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t b
                               fa_buffer **out)
 {
     return wrap(ctx, FA_BACKEND_CUDA, "fa_buffer_wrap_cuda", device_pointer, 0, bytes, out);
+}
+
+fa_status fa_buffer_wrap_vulkan(fa_context *ctx, uint64_t buffer, size_t offset, size_t bytes,
+                                fa_buffer **out)
+{
+    return wrap(ctx, FA_BACKEND_VULKAN, "fa_buffer_wrap_vulkan", buffer, offset, bytes, out);
 }
 
 fa_status fa_buffer_wrap_opencl(fa_context *ctx, uint64_t mem, size_t offset, size_t bytes,

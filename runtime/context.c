@@ -3,6 +3,7 @@
 #include "fa_append.h"
 #include "fa_cache.h"
 #include "flashattn/opencl.h"
+#include "flashattn/vulkan.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -194,34 +195,53 @@ fa_status fa_context_create(const fa_context_desc *desc, fa_context **out)
     return open_context(desc, backend, device, NULL, out);
 }
 
-fa_status fa_context_create_opencl(const fa_context_desc *desc, const fa_opencl_objects *app,
-                                   fa_context **out)
+/* A context on the application's own objects `app` (a backend's interop struct, whose
+ * `reserved` tail of `reserved_count` words is checked) for `backend`; `what` names the call. */
+static fa_status create_on_app(const char *what, const fa_context_desc *desc, fa_backend backend,
+                               const void *app, bool app_given, const uint64_t *reserved,
+                               size_t reserved_count, fa_context **out)
 {
     static const fa_context_desc defaults = {0};
     if (!out)
-        return fa_fail(NULL, FA_ERROR_NULL_POINTER, "fa_context_create_opencl: out is NULL");
+        return fa_fail(NULL, FA_ERROR_NULL_POINTER, "%s: out is NULL", what);
     *out = NULL;
     if (!desc)
         desc = &defaults;
-    if (!app || !app->context || !app->queue)
-        return fa_fail(NULL, FA_ERROR_NULL_POINTER,
-                       "fa_context_create_opencl: the application's context and queue are needed");
+    if (!app || !app_given)
+        return fa_fail(NULL, FA_ERROR_NULL_POINTER, "%s: the application's objects are needed",
+                       what);
     fa_status st = check_desc(desc);
     if (st != FA_OK)
         return st;
-    if (!fa_reserved_zero(app->reserved, sizeof app->reserved / sizeof app->reserved[0]))
-        return fa_fail(NULL, FA_ERROR_INVALID_ARGUMENT, FA_RESERVED_MESSAGE, "fa_opencl_objects",
+    if (!fa_reserved_zero(reserved, reserved_count))
+        return fa_fail(NULL, FA_ERROR_INVALID_ARGUMENT, FA_RESERVED_MESSAGE, what,
                        fa_version_string());
-    if (desc->backend != FA_BACKEND_AUTO && desc->backend != FA_BACKEND_OPENCL)
-        return fa_fail(NULL, FA_ERROR_INVALID_BACKEND,
-                       "fa_context_create_opencl: desc names the %s backend",
+    if (desc->backend != FA_BACKEND_AUTO && desc->backend != backend)
+        return fa_fail(NULL, FA_ERROR_INVALID_BACKEND, "%s: desc names the %s backend", what,
                        fa_backend_name(desc->backend));
     fa_backend_info info;
-    if ((st = check_backend(FA_BACKEND_OPENCL, &info)) != FA_OK)
+    if ((st = check_backend(backend, &info)) != FA_OK)
         return st;
-    if (!fa_registry_get(FA_BACKEND_OPENCL)->context_adopt)
-        return fa_fail(NULL, FA_ERROR_UNSUPPORTED, "opencl: no interop in this build");
-    return open_context(desc, FA_BACKEND_OPENCL, 0, app, out);
+    if (!fa_registry_get(backend)->context_adopt)
+        return fa_fail(NULL, FA_ERROR_UNSUPPORTED, "%s: no interop in this build", what);
+    return open_context(desc, backend, 0, app, out);
+}
+
+fa_status fa_context_create_opencl(const fa_context_desc *desc, const fa_opencl_objects *app,
+                                   fa_context **out)
+{
+    return create_on_app("fa_context_create_opencl", desc, FA_BACKEND_OPENCL, app,
+                         app && app->context && app->queue, app ? app->reserved : NULL,
+                         app ? sizeof app->reserved / sizeof app->reserved[0] : 0, out);
+}
+
+fa_status fa_context_create_vulkan(const fa_context_desc *desc, const fa_vulkan_objects *app,
+                                   fa_context **out)
+{
+    return create_on_app("fa_context_create_vulkan", desc, FA_BACKEND_VULKAN, app,
+                         app && app->instance && app->physical_device && app->device,
+                         app ? app->reserved : NULL,
+                         app ? sizeof app->reserved / sizeof app->reserved[0] : 0, out);
 }
 
 fa_status fa_backend_enter(fa_context *ctx)

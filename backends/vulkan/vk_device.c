@@ -19,6 +19,8 @@ enum { SETS_PER_SUBMISSION = 16, BINDINGS_PER_SET = 8 };
 static const char *matrix_off_reason(const fa_context *ctx, const fa_vk_state *st)
 {
     const char *want = fa_knob_value(ctx, FA_KNOB_VULKAN_MATRIX);
+    if (st->adopted)
+        return "the application's device (flashattn/vulkan.h: its enabled features are not known)";
     if (!st->phys->matrix_supported)
         return st->phys->matrix_note;
     if (want && strcmp(want, "0") == 0)
@@ -185,8 +187,17 @@ fa_status fa_vk_context_init(fa_context *ctx, int index)
     st->matrix_caps = st->phys->matrix;
     ctx->backend_state = st;
     fa_status s = create_device(ctx, st);
-    if (s == FA_OK)
-        s = create_submission_objects(ctx, st);
+    if (s != FA_OK) {
+        fa_vk_context_release(ctx);
+        return s;
+    }
+    return fa_vk_context_open(ctx);
+}
+
+fa_status fa_vk_context_open(fa_context *ctx)
+{
+    fa_vk_state *st = ctx->backend_state;
+    fa_status s = create_submission_objects(ctx, st);
     if (s == FA_OK)
         s = fa_vk_check_validation(ctx);
     if (s != FA_OK) {
@@ -213,7 +224,10 @@ void fa_vk_context_release(fa_context *ctx)
     if (!st)
         return;
     if (st->device) {
-        st->vk.vkDeviceWaitIdle(st->device);
+        if (st->adopted) /* the application's queue may hold its own work: wait for ours */
+            fa_vk_wait(ctx);
+        else
+            st->vk.vkDeviceWaitIdle(st->device);
         fa_vk_pipeline_cache_save(ctx);
         fa_vk_pipelines_release(st);
         fa_vk_buffer_destroy(st, &st->staging);
@@ -228,7 +242,8 @@ void fa_vk_context_release(fa_context *ctx)
             st->vk.vkDestroyFence(st->device, st->fence, NULL);
         if (st->pool)
             st->vk.vkDestroyCommandPool(st->device, st->pool, NULL);
-        st->vk.vkDestroyDevice(st->device, NULL);
+        if (!st->adopted)
+            st->vk.vkDestroyDevice(st->device, NULL);
     }
     free(st);
     ctx->backend_state = NULL;
@@ -273,6 +288,20 @@ void fa_vk_barrier(fa_vk_state *st)
     st->vk.vkCmdPipelineBarrier(st->cmd, stages, stages, 0, 1, &barrier, 0, NULL, 0, NULL);
 }
 
+/* On the application's queue: every command before the barrier in submission order, the
+ * application's included, and its writes, against every command after it. */
+static void queue_barrier(fa_vk_state *st)
+{
+    const VkMemoryBarrier barrier = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
+    };
+    st->vk.vkCmdPipelineBarrier(st->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                                VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &barrier, 0, NULL, 0,
+                                NULL);
+}
+
 fa_status fa_vk_begin(fa_context *ctx)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
@@ -288,7 +317,10 @@ fa_status fa_vk_begin(fa_context *ctx)
         return fa_vk_fail(ctx, r, "vkBeginCommandBuffer");
     st->recording = true;
     /* Work of earlier submissions (finished, but not made visible by the fence) comes first. */
-    fa_vk_barrier(st);
+    if (st->adopted)
+        queue_barrier(st);
+    else
+        fa_vk_barrier(st);
     return FA_OK;
 }
 
@@ -308,6 +340,8 @@ fa_status fa_vk_submit(fa_context *ctx, bool wait)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
     st->recording = false;
+    if (st->adopted) /* and what the application submits next sees its results */
+        queue_barrier(st);
     VkResult r = st->vk.vkEndCommandBuffer(st->cmd);
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkEndCommandBuffer");

@@ -273,8 +273,9 @@ static void describe(fa_vk_physical *p)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceSubgroupSizeControlProperties size_control = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
     VkPhysicalDeviceSubgroupProperties subgroup = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES, .pNext = &id};
     VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
                                           .pNext = &subgroup};
     if (has_driver_props) {
@@ -299,6 +300,7 @@ static void describe(fa_vk_physical *p)
         props2.pNext = &amd_core;
     }
     vkGetPhysicalDeviceProperties2(p->handle, &props2);
+    memcpy(p->device_uuid, id.deviceUUID, VK_UUID_SIZE);
     if (nv_sm.shaderSMCount)
         d->compute_units = nv_sm.shaderSMCount;
     else if (amd_core.shaderEngineCount)

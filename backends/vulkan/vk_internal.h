@@ -22,6 +22,7 @@ typedef struct fa_vk_physical {
     uint32_t api_version;
     uint32_t vendor_id, device_id;
     uint8_t cache_uuid[VK_UUID_SIZE];
+    uint8_t device_uuid[VK_UUID_SIZE]; /* VkPhysicalDeviceIDProperties: the GPU across instances */
     uint32_t max_push_constants;
     uint32_t max_group_count[3];
     uint32_t max_group_size_x; /* maxComputeWorkGroupSize[0] */
@@ -60,6 +61,7 @@ typedef struct fa_vk_buffer {
     VkDeviceMemory memory;
     VkDeviceSize size;
     void *mapped; /* staging only */
+    bool wrapped; /* the application's VkBuffer (fa_buffer_wrap_vulkan): never destroyed here */
 } fa_vk_buffer;
 
 typedef enum fa_vk_kernel {
@@ -129,6 +131,7 @@ typedef struct fa_vk_state {
     bool pending; /* a submission may still run */
     bool recording;
     VkDescriptorPool descriptors;
+    bool adopted; /* the device is the application's (flashattn/vulkan.h): never destroyed here */
     bool storage16;      /* 16-bit storage enabled (FA_VULKAN_NO_16BIT_STORAGE=1 turns it off) */
     bool pipeline_stats; /* FA_VULKAN_PIPELINE_STATS=1: each new pipeline's statistics logged */
     bool matrix;         /* the cooperative-matrix kernels serve f16 (FA_VULKAN_MATRIX=0: off) */
@@ -222,6 +225,15 @@ void fa_vk_matrix_layout_probe(fa_context *ctx);
 
 /* vk_device.c */
 fa_status fa_vk_context_init(fa_context *ctx, int index);
+/* The context's submission objects, pipeline cache and probes, on ctx->backend_state's device
+ * (made by fa_vk_context_init or adopted by fa_vk_context_adopt); releases the state on
+ * failure. */
+fa_status fa_vk_context_open(fa_context *ctx);
+/* vk_interop.c: a context on the application's device and queue (fa_vulkan_objects; iface
+ * context_adopt), and buffers over its VkBuffers (iface buffer_wrap). */
+fa_status fa_vk_context_adopt(fa_context *ctx, const void *app, int *index);
+fa_status fa_vk_buffer_wrap(fa_context *ctx, uint64_t native, size_t offset, size_t size,
+                            void **handle);
 void fa_vk_context_release(fa_context *ctx);
 /* Waits for the submission in flight, if any, and makes its descriptor sets reusable. */
 fa_status fa_vk_wait(fa_context *ctx);

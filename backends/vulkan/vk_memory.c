@@ -78,7 +78,7 @@ fa_status fa_vk_buffer_create(fa_context *ctx, VkDeviceSize size, bool staging, 
 
 void fa_vk_buffer_destroy(fa_vk_state *st, fa_vk_buffer *buf)
 {
-    if (buf->buffer)
+    if (buf->buffer && !buf->wrapped)
         st->vk.vkDestroyBuffer(st->device, buf->buffer, NULL);
     if (buf->memory)
         st->vk.vkFreeMemory(st->device, buf->memory, NULL); /* unmaps too */
