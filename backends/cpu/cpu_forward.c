@@ -12,10 +12,12 @@
  * queries and lets K and V be used as loaded, untransposed; P V reads P^T in place.
  *
  * Decoding (all queries of a KV head's query heads fit one tile): a work item is (batch, KV
- * head) with those rows packed together, so each K and V tile is loaded once for the group.
- * Where the items are fewer than the threads, or fa_attention_desc.num_splits asks, the keys are
- * cut into chunks (runtime/split.c) whose normalised O and LSE go to a shared scratch and are
- * merged exactly by their LSEs at the end. */
+ * head) with those rows packed together, so each K and V row is read once for the group. Up to
+ * FA_CPU_DECODE_ROWS rows skip the scratch tiles: the kernel set's decode_block reads K and V
+ * rows where they lie (through the block table, if any) and converts them in registers, since
+ * then nothing but those reads bounds the call. Where the items are fewer than the threads, or
+ * fa_attention_desc.num_splits asks, the keys are cut into chunks (runtime/split.c) whose
+ * normalised O and LSE go to a shared scratch and are merged exactly by their LSEs at the end. */
 #include <math.h>
 #include <omp.h>
 
@@ -90,6 +92,94 @@ static int64_t out_row(const fa_attention_call *c, int64_t b, int64_t i, int64_t
     return (b * c->heads_q + h) * c->seq_q + i;
 }
 
+/* The tile of keys k0 .. k0 + n - 1 of batch b, KV head hk, in K; through the block table where
+ * the call has one (the runtime checked the pages these keys cover). */
+static fa_cpu_tile key_tile(const fa_attention_call *c, int64_t b, int64_t hk, int64_t k0, int n)
+{
+    fa_cpu_tile kt = fa_cpu_tile_at(&c->k, c->dtype, b, k0, hk, n, (int)c->head_dim);
+    if (c->has_block_table) {
+        kt.pages = (const int32_t *)c->block_table.buffer + c->block_table.offset +
+                   b * c->block_table.stride_b;
+        kt.page_step = c->block_table.stride_s;
+        kt.page_size = c->page_size;
+    }
+    return kt;
+}
+
+/* A few rows (decoding): keys [k_begin, k_end) through the fused kernel, K and V read where
+ * they lie; Q row-major in q_t (row stride dp, padding zero). */
+static void decode_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, forward_scratch *w,
+                        int64_t b, int64_t hk, const row_map *rm, int64_t k_begin, int64_t k_end,
+                        int64_t off)
+{
+    const int64_t dp = fa_cpu_round_up(c->head_dim, FA_CPU_PAD);
+    const void *k_rows[BK + FA_CPU_DECODE_AHEAD], *v_rows[BK];
+    int visible[FA_CPU_DECODE_ROWS];
+    fa_cpu_decode_step st = {.dtype = c->dtype,
+                             .dim = (int)c->head_dim,
+                             .nq = rm->n,
+                             .k = k_rows,
+                             .v = v_rows,
+                             .q = w->q_t,
+                             .ldq = dp,
+                             .scale = c->scale * FA_LOG2E,
+                             .m = w->m,
+                             .l = w->l,
+                             .o = w->o,
+                             .ldo = dp};
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
+        st.nk = (int)(k_end - k0 < BK ? k_end - k0 : BK);
+        const int64_t after = k_end - k0 - st.nk;
+        st.ahead = (int)(after < FA_CPU_DECODE_AHEAD ? after : FA_CPU_DECODE_AHEAD);
+        fa_cpu_tile kt = key_tile(c, b, hk, k0, st.nk + st.ahead);
+        fa_cpu_tile_rows(&kt, k_rows);
+        kt.view = &c->v;
+        kt.rows = st.nk;
+        fa_cpu_tile_rows(&kt, v_rows);
+        st.visible = NULL;
+        if (c->causal && k0 + st.nk - 1 > rm->qi[0] + off) { /* rows' diagonals in the block */
+            for (int r = 0; r < rm->n; r++) {
+                const int64_t seen = rm->qi[r] + off + 1 - k0;
+                visible[r] = seen < 0 ? 0 : seen > st.nk ? st.nk : (int)seen;
+            }
+            st.visible = visible;
+        }
+        kern->decode_block(&st);
+    }
+}
+
+/* More rows: keys [k_begin, k_end) a 64-key tile at a time, K and V converted into scratch,
+ * S^T = K Q^T and O = alpha O + P V by the GEMM; Q^T in q_t. */
+static void gemm_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, forward_scratch *w,
+                      int64_t b, int64_t hk, const row_map *rm, int64_t k_begin, int64_t k_end,
+                      int64_t off)
+{
+    const int dim = (int)c->head_dim;
+    const int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
+    const int nq = rm->n;
+    const int n_pad = (int)fa_cpu_round_up(nq, FA_CPU_PAD);
+    for (int d = 0; d < dim; d++) /* the padding columns of Q^T: zeros, not a previous item's */
+        for (int r = nq; r < n_pad; r++)
+            w->q_t[d * BQ + r] = 0.0f;
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
+        const int nk = (int)(k_end - k0 < BK ? k_end - k0 : BK);
+        fa_cpu_tile kt = key_tile(c, b, hk, k0, nk);
+        fa_cpu_tile vt = kt;
+        vt.view = &c->v;
+        fa_cpu_load_rows(kern, &kt, 1.0f, w->k, dim);
+        fa_cpu_load_rows(kern, &vt, 1.0f, w->v, dp);
+
+        kern->gemm(nk, n_pad, dim, w->k, dim, 1, w->q_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
+        fa_cpu_scale_tile(w->s, nk, nq, BQ, c->scale * FA_LOG2E);
+        if (c->causal && k0 + nk - 1 > rm->qi[0] + off)
+            mask_causal_cols(w->s, nk, rm, k0, off);
+        kern->softmax_cols(w->s, nk, nq, BQ, w->m, w->l, w->alpha);
+        /* O = alpha O + P V, reading P = (P^T)^T in place */
+        kern->gemm(nq, (int)dp, nk, w->s, 1, BQ, w->v, dp, w->o, dp, FA_CPU_GEMM_RESCALE_ADD,
+                   w->alpha);
+    }
+}
+
 /* Attends rows rm of batch b (KV head hk), whose sequence has seq_k keys, to keys [k_begin,
  * k_end). */
 static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c, forward_scratch *w,
@@ -101,14 +191,18 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
     const int nq = rm->n;
     const int64_t off = seq_k - c->seq_q;
 
-    /* A few rows (decoding): Q row-major in q_t's space, scored with dots; else Q^T and GEMMs. */
-    const bool few = nq <= FA_CPU_DOT_ROWS;
+    /* A few rows (decoding): Q row-major in q_t's space and the fused kernel; else Q^T and
+     * GEMMs on tiles loaded into scratch. */
+    const bool few = nq <= FA_CPU_DECODE_ROWS;
     for (int r = 0; r < nq; r++) {
         fa_cpu_tile qt = fa_cpu_tile_at(&c->q, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim);
-        if (few)
-            fa_cpu_load_rows(kern, &qt, 1.0f, w->q_t + r * dim, dim);
-        else
+        if (few) {
+            fa_cpu_load_rows(kern, &qt, 1.0f, w->q_t + r * dp, dp);
+            for (int64_t d = dim; d < dp; d++)
+                w->q_t[r * dp + d] = 0.0f;
+        } else {
             fa_cpu_load_cols(kern, &qt, 1.0f, w->q_t + r, BQ, w->row);
+        }
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -121,38 +215,11 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
         last = rm->qi[r] > last ? rm->qi[r] : last;
     if (c->causal && last + off + 1 < k_end)
         k_end = last + off + 1;
-    const int n_pad = (int)fa_cpu_round_up(nq, FA_CPU_PAD);
-    if (!few && n_pad > nq) /* the padding columns of Q^T: zeros, not a previous item's rows */
-        for (int d = 0; d < dim; d++)
-            for (int r = nq; r < n_pad; r++)
-                w->q_t[d * BQ + r] = 0.0f;
 
-    for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
-        const int nk = (int)(k_end - k0 < BK ? k_end - k0 : BK);
-        fa_cpu_tile kt = fa_cpu_tile_at(&c->k, c->dtype, b, k0, hk, nk, dim);
-        if (c->has_block_table) { /* the runtime checked the pages these keys cover */
-            kt.pages = (const int32_t *)c->block_table.buffer + c->block_table.offset +
-                       b * c->block_table.stride_b;
-            kt.page_step = c->block_table.stride_s;
-            kt.page_size = c->page_size;
-        }
-        fa_cpu_tile vt = kt;
-        vt.view = &c->v;
-        fa_cpu_load_rows(kern, &kt, 1.0f, w->k, dim);
-        fa_cpu_load_rows(kern, &vt, 1.0f, w->v, dp);
-
-        if (few)
-            kern->dots(nk, nq, dim, w->k, dim, w->q_t, dim, w->s, BQ);
-        else
-            kern->gemm(nk, n_pad, dim, w->k, dim, 1, w->q_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
-        fa_cpu_scale_tile(w->s, nk, nq, BQ, c->scale * FA_LOG2E);
-        if (c->causal && k0 + nk - 1 > rm->qi[0] + off)
-            mask_causal_cols(w->s, nk, rm, k0, off);
-        kern->softmax_cols(w->s, nk, nq, BQ, w->m, w->l, w->alpha);
-        /* O = alpha O + P V, reading P = (P^T)^T in place */
-        kern->gemm(nq, (int)dp, nk, w->s, 1, BQ, w->v, dp, w->o, dp, FA_CPU_GEMM_RESCALE_ADD,
-                   w->alpha);
-    }
+    if (few)
+        decode_keys(kern, c, w, b, hk, rm, k_begin, k_end, off);
+    else
+        gemm_keys(kern, c, w, b, hk, rm, k_begin, k_end, off);
 
     for (int r = 0; r < nq; r++) {
         const float lse = w->l[r] != 0.0f ? (w->m[r] + log2f(w->l[r])) * FA_LN2 : -INFINITY;
