@@ -14,30 +14,36 @@
 
 /* Tile sizes: 128 queries share each 64-key K/V tile that is loaded (halving the conversion and
  * memory traffic of 64), and a head_dim-256 step still fits a 2 MiB L2 (forward: about 420 KiB;
- * backward: about 1 MiB). Up to FA_CPU_DECODE_ROWS query rows take the decoding kernel, which
- * requests K rows FA_CPU_DECODE_AHEAD keys before it reads them. */
+ * backward: about 1 MiB). Up to FA_CPU_DECODE_ROWS query rows per KV head take the decoding
+ * kernel, which scores up to FA_CPU_DECODE_HEADS KV heads a block and requests each K row
+ * FA_CPU_DECODE_AHEAD rows before it reads it. */
 enum {
     FA_CPU_TILE_Q = 128,
     FA_CPU_TILE_K = 64,
     FA_CPU_PAD = 16,
     FA_CPU_DECODE_ROWS = 8,
+    FA_CPU_DECODE_HEADS = 16,
     FA_CPU_DECODE_AHEAD = 16
 };
 
-/* One block of decoding's fused kernel: nq query rows against nk keys (at most FA_CPU_TILE_K),
- * K and V read as stored. */
+/* One block of decoding's fused kernel: nq query rows for each of `heads` KV heads against nk
+ * keys (at most FA_CPU_TILE_K), K and V read as stored. Row r = h * nq + i is query row i of
+ * the block's KV head h (heads * nq <= FA_CPU_TILE_Q). */
 typedef struct fa_cpu_decode_step {
     fa_dtype dtype; /* of K and V */
-    int dim, nq, nk;
-    int ahead; /* rows k[nk .. nk + ahead - 1] to request for the next block */
-    const void *const *k, *const *v; /* row pointers: nk + ahead of K, nk of V */
-    const float *q;                  /* nq x ldq, f32, columns dim .. ldq - 1 zero */
+    int dim, heads, nq, nk;
+    /* K and V rows of key j, head h at k[j * heads + h], v[j * heads + h] (the order they lie in
+     * for BSHD and paged caches); k has `ahead` more, the next block's first, to request */
+    const void *const *k, *const *v;
+    int ahead;
+    const float *q; /* heads * nq rows of ldq, f32, columns dim .. ldq - 1 zero */
     int64_t ldq;
     float scale;        /* applied to the raw dot products: scale * log2(e) */
     const int *visible; /* NULL, or per row: keys [0, visible[r]) seen, the rest masked */
     float *m, *l;       /* per row: running max (log2 units) and sum */
-    float *o;           /* nq x ldo accumulator, ldo a multiple of FA_CPU_PAD */
+    float *o;           /* per row, ldo floats (a multiple of FA_CPU_PAD): the accumulator */
     int64_t ldo;
+    float *s; /* scratch of heads * nq * FA_CPU_TILE_K floats, 64-byte aligned */
 } fa_cpu_decode_step;
 
 typedef enum fa_cpu_gemm_mode {
