@@ -23,6 +23,7 @@
 #define CK_NV 4
 #define CK_ROWS 3
 #define CK_VFMA(c, a, b) ((c) + (a) * (b))
+#define CK_VFMAV(c, a, b) ((c) + (a) * (b))
 #define CK_FMAF(a, b, c) ((a) * (b) + (c))
 #include "cpu_kernels_impl.h"
 #undef CK_NAME
@@ -31,6 +32,7 @@
 #undef CK_NV
 #undef CK_ROWS
 #undef CK_VFMA
+#undef CK_VFMAV
 #undef CK_FMAF
 
 #if FA_CPU_X86_SETS
@@ -42,14 +44,21 @@
 #pragma GCC target("avx2,fma,f16c")
 #endif
 #define CK_NAME(x) fa_cpu_##x##_avx2
-#define CK_F16_VEC(d, s)                                                                           \
-    _mm256_storeu_ps((d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s))))
+#define CK_F16_LOAD(s) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s)))
+#define CK_HSUM(v) fa_cpu_avx2_lane_sum(v)
 #define CK_NAME_STRING "avx2"
 #define CK_VW 8
 #define CK_NV 2
 #define CK_ROWS 6
 #define CK_VFMA(c, a, b) _mm256_fmadd_ps(_mm256_set1_ps(a), (b), (c))
+#define CK_VFMAV(c, a, b) _mm256_fmadd_ps((a), (b), (c))
 #define CK_FMAF(a, b, c) __builtin_fmaf((a), (b), (c))
+static inline float fa_cpu_avx2_lane_sum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
 #include "cpu_kernels_impl.h"
 #undef CK_NAME
 #undef CK_NAME_STRING
@@ -57,8 +66,10 @@
 #undef CK_NV
 #undef CK_ROWS
 #undef CK_VFMA
+#undef CK_VFMAV
 #undef CK_FMAF
-#undef CK_F16_VEC
+#undef CK_F16_LOAD
+#undef CK_HSUM
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -73,13 +84,14 @@
 #pragma GCC target("avx512f,fma,prefer-vector-width=512")
 #endif
 #define CK_NAME(x) fa_cpu_##x##_avx512
-#define CK_F16_VEC(d, s)                                                                           \
-    _mm512_storeu_ps((d), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s))))
+#define CK_F16_LOAD(s) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s)))
+#define CK_HSUM(v) _mm512_reduce_add_ps(v)
 #define CK_NAME_STRING "avx512"
 #define CK_VW 16
 #define CK_NV 2
 #define CK_ROWS 8
 #define CK_VFMA(c, a, b) _mm512_fmadd_ps(_mm512_set1_ps(a), (b), (c))
+#define CK_VFMAV(c, a, b) _mm512_fmadd_ps((a), (b), (c))
 #define CK_FMAF(a, b, c) __builtin_fmaf((a), (b), (c))
 #include "cpu_kernels_impl.h"
 #undef CK_NAME
@@ -88,8 +100,10 @@
 #undef CK_NV
 #undef CK_ROWS
 #undef CK_VFMA
+#undef CK_VFMAV
 #undef CK_FMAF
-#undef CK_F16_VEC
+#undef CK_F16_LOAD
+#undef CK_HSUM
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -106,14 +120,24 @@ static bool has_f16c(void)
 }
 #endif
 
-const fa_cpu_kernels *fa_cpu_kernels_select(void)
+int fa_cpu_kernels_available(const fa_cpu_kernels **sets, int max)
 {
+    int n = 0;
 #if FA_CPU_X86_SETS
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        return &fa_cpu_kernels_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
-        return &fa_cpu_kernels_avx2;
+    if (n < max && __builtin_cpu_supports("avx512f"))
+        sets[n++] = &fa_cpu_kernels_avx512;
+    if (n < max && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
+        sets[n++] = &fa_cpu_kernels_avx2;
 #endif
-    return &fa_cpu_kernels_generic;
+    if (n < max)
+        sets[n++] = &fa_cpu_kernels_generic;
+    return n;
+}
+
+const fa_cpu_kernels *fa_cpu_kernels_select(void)
+{
+    const fa_cpu_kernels *best;
+    fa_cpu_kernels_available(&best, 1);
+    return best;
 }

@@ -14,8 +14,37 @@
 
 /* Tile sizes: 128 queries share each 64-key K/V tile that is loaded (halving the conversion and
  * memory traffic of 64), and a head_dim-256 step still fits a 2 MiB L2 (forward: about 420 KiB;
- * backward: about 1 MiB). */
-enum { FA_CPU_TILE_Q = 128, FA_CPU_TILE_K = 64, FA_CPU_PAD = 16, FA_CPU_DOT_ROWS = 8 };
+ * backward: about 1 MiB). Up to FA_CPU_DECODE_ROWS query rows per KV head take the decoding
+ * kernel, which scores up to FA_CPU_DECODE_HEADS KV heads a block and requests each K row
+ * FA_CPU_DECODE_AHEAD rows before it reads it. */
+enum {
+    FA_CPU_TILE_Q = 128,
+    FA_CPU_TILE_K = 64,
+    FA_CPU_PAD = 16,
+    FA_CPU_DECODE_ROWS = 8,
+    FA_CPU_DECODE_HEADS = 16,
+    FA_CPU_DECODE_AHEAD = 16
+};
+
+/* One block of decoding's fused kernel: nq query rows for each of `heads` KV heads against nk
+ * keys (at most FA_CPU_TILE_K), K and V read as stored. Row r = h * nq + i is query row i of
+ * the block's KV head h (heads * nq <= FA_CPU_TILE_Q). */
+typedef struct fa_cpu_decode_step {
+    fa_dtype dtype; /* of K and V */
+    int dim, heads, nq, nk;
+    /* K and V rows of key j, head h at k[j * heads + h], v[j * heads + h] (the order they lie in
+     * for BSHD and paged caches); k has `ahead` more, the next block's first, to request */
+    const void *const *k, *const *v;
+    int ahead;
+    const float *q; /* heads * nq rows of ldq, f32, columns dim .. ldq - 1 zero */
+    int64_t ldq;
+    float scale;        /* applied to the raw dot products: scale * log2(e) */
+    const int *visible; /* NULL, or per row: keys [0, visible[r]) seen, the rest masked */
+    float *m, *l;       /* per row: running max (log2 units) and sum */
+    float *o;           /* per row, ldo floats (a multiple of FA_CPU_PAD): the accumulator */
+    int64_t ldo;
+    float *s; /* scratch of heads * nq * FA_CPU_TILE_K floats, 64-byte aligned */
+} fa_cpu_decode_step;
 
 typedef enum fa_cpu_gemm_mode {
     FA_CPU_GEMM_SET,         /* C = A B */
@@ -29,11 +58,11 @@ typedef struct fa_cpu_kernels {
      * read transposed; B and C are row-major with ldb, ldc. n is a multiple of FA_CPU_PAD. */
     void (*gemm)(int m, int n, int k, const float *a, int64_t a_row, int64_t a_col, const float *b,
                  int64_t ldb, float *c, int64_t ldc, fa_cpu_gemm_mode mode, const float *alpha);
-    /* s[j * lds + r] = sum_d k[j * ldk + d] q[r * ldq + d] for nk keys and nq (1 to
-     * FA_CPU_DOT_ROWS) query rows: decoding's scores, each K row read once for all the rows,
-     * where the GEMM would pad the rows to FA_CPU_PAD columns. */
-    void (*dots)(int nk, int nq, int dim, const float *k, int64_t ldk, const float *q, int64_t ldq,
-                 float *s, int64_t lds);
+    /* Decoding (few query rows): per key, the rows' scores straight from the K row, then one
+     * online-softmax step per row over the block (m, l; masked keys weigh 0), then
+     * O = alpha O + P V straight from the V rows. Each K and V byte is read once, never
+     * copied: decoding is bound by those reads. */
+    void (*decode_block)(const fa_cpu_decode_step *step);
     /* dst[i] = scale * src[i] for n elements of `dtype` (f16 and bf16 converted exactly). */
     void (*load_row)(fa_dtype dtype, const void *src, int64_t n, float scale, float *dst);
     /* One online-softmax step on scores s (rows = keys, cols = queries, log2 units): per
@@ -52,5 +81,7 @@ typedef struct fa_cpu_kernels {
 
 /* The fastest kernel set this CPU supports. */
 const fa_cpu_kernels *fa_cpu_kernels_select(void);
+/* Up to max of the kernel sets this CPU supports, fastest first (tests run each); how many. */
+int fa_cpu_kernels_available(const fa_cpu_kernels **sets, int max);
 
 #endif

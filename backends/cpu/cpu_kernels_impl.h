@@ -4,9 +4,11 @@
  *   CK_VW           floats per native vector (16 AVX-512, 8 AVX2, 4 otherwise)
  *   CK_NV           vectors per micro-kernel row (its width is CK_VW * CK_NV columns)
  *   CK_ROWS         rows per micro-kernel
- *   CK_VFMA(c,a,b)  c + a * b on vectors, fused where the set has FMA
+ *   CK_VFMA(c,a,b)  c + a * b on vectors, a a float, fused where the set has FMA
+ *   CK_VFMAV(c,a,b) c + a * b on vectors, fused where the set has FMA
  *   CK_FMAF(a,b,c)  a * b + c on floats, fused where the set has FMA
- *   CK_F16_VEC(d,s) (optional) converts CK_VW f16 at s to f32 at d with the hardware (F16C)
+ *   CK_F16_LOAD(s)  (optional) CK_VW f16 at s as an f32 vector, by the hardware (F16C)
+ *   CK_HSUM(v)      (optional) the sum of a vector's elements
  * No include guard on purpose. */
 
 typedef float CK_NAME(vec) __attribute__((vector_size(CK_VW * 4)));
@@ -150,11 +152,9 @@ static void CK_NAME(load_row)(fa_dtype dtype, const void *src, int64_t n, float 
     } else if (dtype == FA_DTYPE_F16) {
         const uint16_t *s = src;
         int64_t i = 0;
-#ifdef CK_F16_VEC
-        for (; i + CK_VW <= n; i += CK_VW) {
-            CK_F16_VEC(dst + i, s + i);
-            *(CK_NAME(vec_u) *)(dst + i) = *(CK_NAME(vec_u) *)(dst + i) * scale;
-        }
+#ifdef CK_F16_LOAD
+        for (; i + CK_VW <= n; i += CK_VW)
+            *(CK_NAME(vec_u) *)(dst + i) = (CK_NAME(vec))CK_F16_LOAD(s + i) * scale;
 #endif
         for (; i < n; i++)
             dst[i] = CK_NAME(f16_to_f32)(s[i]) * scale;
@@ -217,58 +217,13 @@ static void CK_NAME(grad_scores)(const float *p, float *dp, int rows, int cols, 
     }
 }
 
-/* dots for a constant number of rows r, so that the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void
-CK_NAME(dots_rows)(const int r, int nk, int dim, const float *restrict k, int64_t ldk,
-                   const float *restrict q, int64_t ldq, float *restrict s, int64_t lds)
-{
-    for (int j = 0; j < nk; j++) {
-        const float *kj = k + j * ldk;
-        CK_NAME(vec) acc[FA_CPU_DOT_ROWS];
-        for (int i = 0; i < r; i++)
-            acc[i] = (CK_NAME(vec)){0};
-        int d = 0;
-        for (; d + CK_VW <= dim; d += CK_VW) {
-            const CK_NAME(vec) kv = *(const CK_NAME(vec_u) *)(kj + d);
-            for (int i = 0; i < r; i++)
-                acc[i] += kv * *(const CK_NAME(vec_u) *)(q + i * ldq + d);
-        }
-        for (int i = 0; i < r; i++) {
-            float t = 0.0f;
-            for (int l = 0; l < CK_VW; l++)
-                t += acc[i][l];
-            for (int e = d; e < dim; e++)
-                t = CK_FMAF(kj[e], q[i * ldq + e], t);
-            s[j * lds + i] = t;
-        }
-    }
-}
-
-static void CK_NAME(dots)(int nk, int nq, int dim, const float *k, int64_t ldk, const float *q,
-                          int64_t ldq, float *s, int64_t lds)
-{
-    switch (nq) {
-#define CK_DOTS_CASE(r)                                                                            \
-    case r:                                                                                        \
-        CK_NAME(dots_rows)(r, nk, dim, k, ldk, q, ldq, s, lds);                                    \
-        break;
-        CK_DOTS_CASE(1)
-        CK_DOTS_CASE(2)
-        CK_DOTS_CASE(3)
-        CK_DOTS_CASE(4)
-        CK_DOTS_CASE(5)
-        CK_DOTS_CASE(6)
-        CK_DOTS_CASE(7)
-        CK_DOTS_CASE(8)
-#undef CK_DOTS_CASE
-    }
-}
+#include "cpu_decode_impl.h"
 
 static const fa_cpu_kernels CK_NAME(kernels) = {
     .name = CK_NAME_STRING,
     .gemm = CK_NAME(gemm),
     .load_row = CK_NAME(load_row),
-    .dots = CK_NAME(dots),
+    .decode_block = CK_NAME(decode_block),
     .softmax_cols = CK_NAME(softmax_cols),
     .exp2_sub = CK_NAME(exp2_sub),
     .grad_scores = CK_NAME(grad_scores),

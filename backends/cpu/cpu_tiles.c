@@ -22,6 +22,12 @@ static void *element_ptr(const fa_cpu_tile *t, int64_t r)
     return (uint16_t *)t->view->buffer + i;
 }
 
+void fa_cpu_tile_rows(const fa_cpu_tile *t, const void **rows, int64_t step)
+{
+    for (int r = 0; r < t->rows; r++)
+        rows[r * step] = element_ptr(t, r);
+}
+
 /* Rows ahead of the one being converted whose cache lines are requested: strided rows (a KV
  * head's rows between the other heads') defeat the hardware prefetcher. */
 enum { PREFETCH_ROWS = 16 };

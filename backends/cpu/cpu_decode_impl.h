@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+/* Decoding's fused kernel, part of each kernel set: included by cpu_kernels_impl.h, whose macros,
+ * vector types, exp2 and f16_to_f32 it uses. No include guard on purpose.
+ *
+ * A block of up to FA_CPU_TILE_K keys, several KV heads and up to FA_CPU_DECODE_ROWS query rows
+ * per head (a KV head's packed query heads). Three passes, all in cache but the first reads:
+ * 1. scores, key by key and within a key head by head (the order K lies in: BSHD and paged
+ *    caches keep a key's heads together, so the reads stream): each K row, converted to f32 in
+ *    registers as it is read, dotted with its head's query rows (Q in f32 scratch), one vector
+ *    accumulator per row, summed across lanes. Meanwhile the V row of the same key and head is
+ *    requested, in the same streaming order, and the K row FA_CPU_DECODE_AHEAD rows on;
+ * 2. an online-softmax step per row over the block's scores (vectorized across keys);
+ * 3. O = alpha O + P V head by head: per CK_NV-vector slice of the head dim, the head's O
+ *    slices in registers while the slice of each of its V rows (in cache by now) is converted
+ *    and accumulated.
+ * Reading a head's rows alone instead (a stride of heads x row through memory) measured half
+ * the streaming rate here: the hardware prefetchers follow the stream, not the stride. */
+
+typedef uint16_t CK_NAME(h16) __attribute__((vector_size(CK_VW * 2), aligned(2)));
+typedef uint32_t CK_NAME(u32) __attribute__((vector_size(CK_VW * 4)));
+
+/* Elements d .. d + CK_VW - 1 of a row of dtype dt as f32. */
+static inline __attribute__((always_inline)) CK_NAME(vec)
+    CK_NAME(row_vec)(const fa_dtype dt, const void *row, int d)
+{
+    if (dt == FA_DTYPE_F32)
+        return *(const CK_NAME(vec_u) *)((const float *)row + d);
+    const uint16_t *h = (const uint16_t *)row + d;
+    if (dt == FA_DTYPE_BF16)
+        return (CK_NAME(vec))(__builtin_convertvector(*(const CK_NAME(h16) *)h, CK_NAME(u32))
+                              << 16);
+#ifdef CK_F16_LOAD
+    return (CK_NAME(vec))CK_F16_LOAD(h);
+#else
+    CK_NAME(vec) x;
+    for (int l = 0; l < CK_VW; l++)
+        x[l] = CK_NAME(f16_to_f32)(h[l]);
+    return x;
+#endif
+}
+
+/* Elements d .. dim - 1 (fewer than CK_VW) as f32, the rest of the vector 0. */
+static inline CK_NAME(vec) CK_NAME(row_tail)(const fa_dtype dt, const void *row, int d, int dim)
+{
+    CK_NAME(vec) x = {0};
+    for (int l = 0; d + l < dim; l++) {
+        const uint16_t h = dt == FA_DTYPE_F32 ? 0 : ((const uint16_t *)row)[d + l];
+        x[l] = dt == FA_DTYPE_F32    ? ((const float *)row)[d + l]
+               : dt == FA_DTYPE_BF16 ? fa_bits_f32((uint32_t)h << 16)
+                                     : CK_NAME(f16_to_f32)(h);
+    }
+    return x;
+}
+
+static inline float CK_NAME(hsum)(CK_NAME(vec) v)
+{
+#ifdef CK_HSUM
+    return CK_HSUM(v);
+#else
+    float t = 0.0f;
+    for (int l = 0; l < CK_VW; l++)
+        t += v[l];
+    return t;
+#endif
+}
+
+/* Requests the cache lines of `bytes` bytes from p. */
+static inline void CK_NAME(prefetch)(const void *p, int64_t bytes)
+{
+    const uintptr_t end = (uintptr_t)p + (uintptr_t)bytes;
+    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64)
+        __builtin_prefetch((const void *)a);
+}
+
+/* Pass 1: s[r * FA_CPU_TILE_K + j] = K row (j, head of r) . Q row r, raw. */
+static inline __attribute__((always_inline)) void
+CK_NAME(decode_scores)(const int nq, const fa_dtype dt, const fa_cpu_decode_step *a)
+{
+    const int dim = a->dim, heads = a->heads;
+    const int64_t bytes = (int64_t)dim * (dt == FA_DTYPE_F32 ? 4 : 2);
+    const int rows = a->nk * heads + a->ahead;
+    for (int j = 0; j < a->nk; j++) {
+        for (int h = 0; h < heads; h++) {
+            const int x = j * heads + h;
+            if (x + FA_CPU_DECODE_AHEAD < rows)
+                CK_NAME(prefetch)(a->k[x + FA_CPU_DECODE_AHEAD], bytes);
+            CK_NAME(prefetch)(a->v[x], bytes);
+            const void *kx = a->k[x];
+            const float *q = a->q + h * nq * a->ldq;
+            CK_NAME(vec) acc[FA_CPU_DECODE_ROWS];
+            for (int i = 0; i < nq; i++)
+                acc[i] = (CK_NAME(vec)){0};
+            int d = 0;
+            for (; d + CK_VW <= dim; d += CK_VW) {
+                const CK_NAME(vec) kv = CK_NAME(row_vec)(dt, kx, d);
+                for (int i = 0; i < nq; i++)
+                    acc[i] = CK_VFMAV(acc[i], kv, *(const CK_NAME(vec_u) *)(q + i * a->ldq + d));
+            }
+            if (d < dim) { /* Q's columns past dim are zero */
+                const CK_NAME(vec) kv = CK_NAME(row_tail)(dt, kx, d, dim);
+                for (int i = 0; i < nq; i++)
+                    acc[i] = CK_VFMAV(acc[i], kv, *(const CK_NAME(vec_u) *)(q + i * a->ldq + d));
+            }
+            float *s = a->s + h * nq * FA_CPU_TILE_K + j;
+            for (int i = 0; i < nq; i++)
+                s[i * FA_CPU_TILE_K] = CK_NAME(hsum)(acc[i]);
+        }
+    }
+}
+
+/* Pass 2: scales and masks row r's scores, updates m[r] and l[r], replaces the scores by
+ * P = exp2(s - m) (0 for masked keys and up to a whole vector past nk) and sets alpha[r], the old O's factor. As
+ * softmax_cols: a NaN score never becomes the max, and while the max is -inf P stays 0. */
+static void CK_NAME(decode_softmax)(const fa_cpu_decode_step *a, float *alpha)
+{
+    const int n = (a->nk + CK_VW - 1) / CK_VW * CK_VW; /* whole vectors */
+    for (int r = 0; r < a->heads * a->nq; r++) {
+        float *sr = a->s + r * FA_CPU_TILE_K;
+        const int seen = a->visible ? a->visible[r] : a->nk;
+        float mx = a->m[r];
+        for (int j = 0; j < n; j++) {
+            const float x = j < seen ? sr[j] * a->scale : -INFINITY;
+            sr[j] = x;
+            mx = x > mx ? x : mx;
+        }
+        const float m_use = mx == -INFINITY ? 0.0f : mx;
+        alpha[r] = CK_NAME(exp2)(a->m[r] - m_use);
+        a->m[r] = mx;
+        for (int j = 0; j < n; j++)
+            sr[j] = CK_NAME(exp2)(sr[j] - m_use);
+        CK_NAME(vec) sum = {0};
+        for (int j = 0; j < n; j += CK_VW)
+            sum += *(const CK_NAME(vec) *)(sr + j);
+        a->l[r] = a->l[r] * alpha[r] + CK_NAME(hsum)(sum);
+    }
+}
+
+/* Pass 3 for head h on the nv vectors of O's columns from d0: O = alpha O + P V. */
+static inline __attribute__((always_inline)) void
+CK_NAME(decode_pv)(const int nq, const int nv, const fa_dtype dt, const fa_cpu_decode_step *a,
+                   int h, const float *alpha, int d0)
+{
+    const float *p = a->s + h * nq * FA_CPU_TILE_K;
+    float *o = a->o + h * nq * a->ldo + d0;
+    alpha += h * nq;
+    CK_NAME(vec) acc[FA_CPU_DECODE_ROWS][CK_NV];
+    for (int i = 0; i < nq; i++)
+        for (int v = 0; v < nv; v++)
+            acc[i][v] = alpha[i] * *(const CK_NAME(vec_u) *)(o + i * a->ldo + v * CK_VW);
+    const bool whole = d0 + nv * CK_VW <= a->dim;
+    for (int j = 0; j < a->nk; j++) {
+        const void *vx = a->v[j * a->heads + h];
+        CK_NAME(vec) vv[CK_NV];
+        for (int v = 0; v < nv; v++) {
+            const int d = d0 + v * CK_VW;
+            vv[v] = whole || d + CK_VW <= a->dim ? CK_NAME(row_vec)(dt, vx, d)
+                                                 : CK_NAME(row_tail)(dt, vx, d, a->dim);
+        }
+        for (int i = 0; i < nq; i++) {
+            const float pij = p[i * FA_CPU_TILE_K + j];
+            for (int v = 0; v < nv; v++)
+                acc[i][v] = CK_VFMA(acc[i][v], pij, vv[v]);
+        }
+    }
+    for (int i = 0; i < nq; i++)
+        for (int v = 0; v < nv; v++)
+            *(CK_NAME(vec_u) *)(o + i * a->ldo + v * CK_VW) = acc[i][v];
+}
+
+/* The three passes for a constant row count and dtype, so the accumulators are registers. */
+static inline __attribute__((always_inline)) void
+CK_NAME(decode_rows)(const int nq, const fa_dtype dt, const fa_cpu_decode_step *a)
+{
+    float alpha[FA_CPU_TILE_Q];
+    CK_NAME(decode_scores)(nq, dt, a);
+    CK_NAME(decode_softmax)(a, alpha);
+    /* O's columns padded to FA_CPU_PAD: whole vectors, CK_NV at a time, then what is left */
+    const int padded = (a->dim + FA_CPU_PAD - 1) / FA_CPU_PAD * FA_CPU_PAD;
+    for (int h = 0; h < a->heads; h++) {
+        int d0 = 0;
+        for (; d0 + CK_NV * CK_VW <= padded; d0 += CK_NV * CK_VW)
+            CK_NAME(decode_pv)(nq, CK_NV, dt, a, h, alpha, d0);
+        for (; d0 < padded; d0 += CK_VW)
+            CK_NAME(decode_pv)(nq, 1, dt, a, h, alpha, d0);
+    }
+}
+
+static void CK_NAME(decode_block)(const fa_cpu_decode_step *a)
+{
+#define CK_DECODE_CASE(dt, r)                                                                      \
+    case r:                                                                                        \
+        CK_NAME(decode_rows)(r, dt, a);                                                            \
+        break;
+#define CK_DECODE_DTYPE(dt)                                                                        \
+    switch (a->nq) {                                                                               \
+        CK_DECODE_CASE(dt, 1)                                                                      \
+        CK_DECODE_CASE(dt, 2)                                                                      \
+        CK_DECODE_CASE(dt, 3)                                                                      \
+        CK_DECODE_CASE(dt, 4)                                                                      \
+        CK_DECODE_CASE(dt, 5)                                                                      \
+        CK_DECODE_CASE(dt, 6)                                                                      \
+        CK_DECODE_CASE(dt, 7)                                                                      \
+        CK_DECODE_CASE(dt, 8)                                                                      \
+    }
+    if (a->dtype == FA_DTYPE_F32) {
+        CK_DECODE_DTYPE(FA_DTYPE_F32)
+    } else if (a->dtype == FA_DTYPE_F16) {
+        CK_DECODE_DTYPE(FA_DTYPE_F16)
+    } else {
+        CK_DECODE_DTYPE(FA_DTYPE_BF16)
+    }
+#undef CK_DECODE_DTYPE
+#undef CK_DECODE_CASE
+}
