@@ -43,10 +43,25 @@ class Tensor(Structure):
                 ("shape", c_int64 * 4), ("stride", c_int64 * 4)]
 
 
+class Window(Structure):
+    """fa_window: a sliding window, bounds of -1 meaning none (flashattn.h)."""
+    _fields_ = [("enabled", c_bool), ("left", c_int32), ("right", c_int32)]
+
+
+class _WindowWords(ctypes.Union):
+    _fields_ = [("window", Window), ("words", c_uint64 * 2)]
+
+
+class _SoftcapWord(ctypes.Union):
+    _fields_ = [("softcap", c_float), ("word", c_uint64)]
+
+
 class AttentionDesc(Structure):
+    _anonymous_ = ("_window", "_softcap")
     _fields_ = [("scale", c_float), ("causal", c_bool), ("deterministic", c_bool),
                 ("num_splits", c_int32), ("seqlens_k", c_void_p), ("block_table", c_void_p),
-                ("k_new", c_void_p), ("v_new", c_void_p), ("reserved", c_uint64 * 26)]
+                ("k_new", c_void_p), ("v_new", c_void_p), ("_window", _WindowWords),
+                ("_softcap", _SoftcapWord), ("reserved", c_uint64 * 23)]
 
 
 class DeviceInfo(Structure):

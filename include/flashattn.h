@@ -277,6 +277,19 @@ FA_API fa_tensor fa_tensor_bhsd(fa_buffer *buf, fa_dtype dtype, int64_t batch, i
 /** Packed (batch, heads, seq_q) f32 LSE view. */
 FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int64_t seq_q);
 
+/** A sliding window (fa_attention_desc.window), FlashAttention's local attention. Off (`enabled`
+ * false, the zero value): every key the call's other options allow. On: query i sees the keys j
+ * with i + Sk - Sq - left <= j <= i + Sk - Sq + right (aligned bottom-right like the causal mask;
+ * Sk is the sequence's own key count where seqlens_k gives one), a bound of -1 meaning none; so
+ * (-1, 0) is the causal mask, and with fa_attention_desc.causal set too the right bound is
+ * min(right, 0). Bounds below -1 are ERROR_INVALID_ARGUMENT, and so are bounds other than 0 and
+ * -1 while `enabled` is false (a window set up but not switched on). A row that sees no key gets
+ * O = 0 and LSE = -inf. */
+typedef struct fa_window {
+    bool enabled;
+    int32_t left, right; /* keys before and after the row's diagonal it sees; -1: all */
+} fa_window;
+
 /** Options of one attention call. Zero is the default for every field:
  *   scale  0 -> 1/sqrt(head_dim);
  *   causal off; when on, aligned bottom-right: query i sees keys j <= i + seq_k - seq_q;
@@ -323,7 +336,14 @@ FA_API fa_tensor fa_tensor_lse(fa_buffer *buf, int64_t batch, int64_t heads, int
  *   outside [0, num_pages) for a page the call writes or reads, is ERROR_OUT_OF_BOUNDS with
  *   nothing written. S_new = 0 writes nothing; the rows are written even when the attention
  *   itself has nothing to do (Sq = 0). Every backend that takes seqlens_k takes it (the runtime
- *   copies the rows on the device, queued before the attention). */
+ *   copies the rows on the device, queued before the attention);
+ *   window off: no sliding window (fa_window above); forward and backward;
+ *   softcap 0: off. Else logit softcapping, as in Gemma 2: each scaled score s becomes
+ *   softcap * tanh(s / softcap) before the softmax (and the backward takes its derivative,
+ *   1 - tanh^2); it must be finite and positive (a negative or non-finite value is
+ *   ERROR_INVALID_ARGUMENT). Forward and backward.
+ *   A backend that does not implement window or softcap for a call returns ERROR_UNSUPPORTED
+ *   with the reason (README's support table says which take them where). */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;
@@ -345,7 +365,15 @@ typedef struct fa_attention_desc {
         const fa_tensor *v_new;
         uint64_t v_new_word_;
     };
-    uint64_t reserved[26]; /* zero (ABI, above) */
+    union { /* 16 bytes on every target, as the two reserved words it took */
+        fa_window window;
+        uint64_t window_words_[2];
+    };
+    union { /* 8 bytes on every target, as the reserved word it took */
+        float softcap;
+        uint64_t softcap_word_;
+    };
+    uint64_t reserved[23]; /* zero (ABI, above) */
 } fa_attention_desc;
 
 /** O = softmax(scale * Q K^T [masked]) V and LSE = logsumexp of each row (natural log, f32).

@@ -104,6 +104,12 @@ static fa_status dispatch(fa_context *ctx, fa_attention_call *call, bool backwar
     if (call->has_block_table && !be->paged_kv)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "block_table: the %s backend does not take a paged KV cache yet", be->name);
+    if (call->window && !be->window)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "window: the %s backend does not take a sliding window yet", be->name);
+    if (call->softcap != 0.0f && !be->softcap)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "softcap: the %s backend does not take logit softcapping yet", be->name);
     if (call->has_append && !be->copy_regions)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "k_new: the %s backend cannot append to a KV cache", be->name);

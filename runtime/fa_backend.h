@@ -20,8 +20,18 @@ typedef struct fa_view {
 typedef struct fa_attention_call {
     fa_dtype dtype; /* of q, k, v, o, d_o, d_q, d_k, d_v; lse is always f32 */
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
-    float scale;        /* resolved: never 0 */
-    bool causal;        /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
+    float scale; /* resolved: never 0 */
+    bool causal; /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
+    /* A sliding window narrower than causal (fa_window, resolved): query i sees keys j with
+     * j >= i + off - window_left (where window_left >= 0) and j <= i + off + window_right (where
+     * window_right >= 0), off = seq_k - seq_q (per sequence with seqlens_k). Resolved so that
+     * `window` is set only when a bound cuts: causal is folded in (a right bound of 0 sets causal,
+     * and with causal window_right is 0), and bounds that reach past every key are -1, so that
+     * window_left < seq_k and window_right < seq_q. fa_call_left and fa_call_right give the
+     * bounds of any call. */
+    bool window;
+    int32_t window_left, window_right;
+    float softcap;      /* 0: off; else scaled scores s become softcap * tanh(s / softcap) */
     bool deterministic; /* backward: bitwise-identical results run to run */
     int32_t num_splits; /* forward: 0 or the key chunks asked for (<= FA_MAX_SPLITS): fa_split.h */
     bool has_lse;
@@ -46,6 +56,17 @@ typedef struct fa_attention_call {
     fa_view k_new, v_new;
     fa_view d_o, d_q, d_k, d_v; /* backward only */
 } fa_attention_call;
+
+/* The keys a query row sees, relative to its diagonal (key i + seq_k - seq_q of query i): from
+ * fa_call_left(c) before it to fa_call_right(c) after it, -1 meaning no bound. */
+static inline int64_t fa_call_left(const fa_attention_call *c)
+{
+    return c->window ? c->window_left : -1;
+}
+static inline int64_t fa_call_right(const fa_attention_call *c)
+{
+    return c->causal ? 0 : c->window ? c->window_right : -1;
+}
 
 /* One copy of copy_regions: `bytes` (> 0) bytes from byte src_offset of the source buffer to
  * byte dst_offset of the destination. */
@@ -94,6 +115,11 @@ typedef struct fa_backend_iface {
     /* The forward takes a paged K/V cache (fa_attention_call.block_table); check_call may still
      * refuse particular calls. */
     bool paged_kv;
+    /* The forward and backward take a sliding window (fa_attention_call.window) and logit
+     * softcapping (fa_attention_call.softcap); the runtime refuses such calls on a backend that
+     * does not say so, and check_call may still refuse particular ones. */
+    bool window;
+    bool softcap;
 } fa_backend_iface;
 
 #endif

@@ -235,6 +235,41 @@ static bool overlap(const span *a, const span *b)
     return !interleaved_disjoint(a, b);
 }
 
+/* A window's bounds are -1 (none) or key counts; switched off, only 0 and -1 (FlashAttention's
+ * "no window") are accepted, so that bounds set without `enabled` are not silently ignored. */
+static fa_status check_window(fa_context *ctx, const fa_window *w)
+{
+    const int32_t bound[2] = {w->left, w->right};
+    static const char *const side[2] = {"left", "right"};
+    for (int i = 0; i < 2; i++) {
+        if (bound[i] < -1)
+            return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                           "window.%s is %d; a bound is -1 (none) or a key count >= 0", side[i],
+                           (int)bound[i]);
+        if (!w->enabled && bound[i] != 0 && bound[i] != -1)
+            return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                           "window.%s is %d but window.enabled is false: set enabled to apply "
+                           "the window",
+                           side[i], (int)bound[i]);
+    }
+    return FA_OK;
+}
+
+/* The window as backends take it (fa_attention_call.window): causal folded in, bounds that
+ * reach past every key dropped. A left bound of seq_k or more reaches key 0 from every row (the
+ * last row's diagonal is at most key seq_k - 1), a right bound of seq_q or more the last key
+ * from every row (the first row's diagonal is at least key -seq_q + its sequence's length). */
+static void resolve_window(const fa_window *w, fa_attention_call *call)
+{
+    call->causal = call->causal || (w->enabled && w->right == 0);
+    const int64_t left = w->enabled ? w->left : -1, right = w->enabled ? w->right : -1;
+    call->window_left = left >= 0 && left < call->seq_k ? (int32_t)left : -1;
+    call->window_right = call->causal ? 0 : right >= 0 && right < call->seq_q ? (int32_t)right : -1;
+    call->window = call->window_left >= 0 || call->window_right > 0;
+    if (!call->window)
+        call->window_left = call->window_right = -1;
+}
+
 fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, const fa_tensor *q,
                                 const fa_tensor *k, const fa_tensor *v, const fa_tensor *o,
                                 const fa_tensor *lse, const fa_backward_tensors *grad,
@@ -398,6 +433,11 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     float scale = desc->scale != 0.0f ? desc->scale : 1.0f / sqrtf((float)head_dim);
     if (!isfinite(scale))
         return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT, "scale %g is not finite", desc->scale);
+    if ((st = check_window(ctx, &desc->window)) != FA_OK)
+        return st;
+    if (!isfinite(desc->softcap) || desc->softcap < 0.0f)
+        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                       "softcap %g is not a finite value >= 0 (0: off)", desc->softcap);
 
     call->dtype = q->dtype;
     call->batch = batch;
@@ -410,6 +450,8 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     call->causal = desc->causal;
     call->deterministic = desc->deterministic;
     call->num_splits = desc->num_splits;
+    resolve_window(&desc->window, call);
+    call->softcap = desc->softcap > 0.0f ? desc->softcap : 0.0f;
     if (bt) {
         call->page_size = k->shape[1];
         call->num_pages = k->shape[0];

@@ -85,6 +85,18 @@ Test(cli, a_small_checked_run_succeeds)
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --append 2 --backward"), 1);
     cr_assert_eq(run_cli("run --backend cpu --seq-q 1 --seq-k 8 --append 9"), 1);
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --append 0"), 2);
+    /* a sliding window with a softcap, forward and backward, checked; malformed and refused */
+    cr_assert_eq(run_cli("run --backend cpu --seq-q 90 --seq-k 150 --heads 4 --kv-heads 2 "
+                         "--head-dim 32 --window 20,5 --softcap 30 --check"),
+                 0);
+    cr_assert_eq(run_cli("run --backend cpu --seq 100 --heads 2 --head-dim 32 --causal "
+                         "--window 16,-1 --softcap 50 --backward --check --json"),
+                 0);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --window 16"), 2);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --window 1,2,3"), 2);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --softcap thirty"), 2);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --window -2,0"), 1);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --softcap -30"), 1);
 }
 
 /* --shard I/N: the shards of the quick matrix are disjoint and together are the whole of it. */

@@ -50,8 +50,14 @@ static double max_error(const void *out, fa_dtype dtype, const double *ref, size
 static void check_case(cpu_case c)
 {
     cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU}, &ctx), FA_OK);
-    const fa_ref_problem p = {c.dtype,    c.batch,    c.seq_q, c.seq_k, c.heads_q,
-                              c.heads_kv, c.head_dim, 0.0f,    c.causal};
+    const fa_ref_problem p = {.dtype = c.dtype,
+                              .batch = c.batch,
+                              .seq_q = c.seq_q,
+                              .seq_k = c.seq_k,
+                              .heads_q = c.heads_q,
+                              .heads_kv = c.heads_kv,
+                              .head_dim = c.head_dim,
+                              .causal = c.causal};
     const size_t es = fa_dtype_size(c.dtype);
     const size_t nq = (size_t)(c.batch * c.seq_q * c.heads_q * c.head_dim);
     const size_t nk = (size_t)(c.batch * c.seq_k * c.heads_kv * c.head_dim);
@@ -147,7 +153,14 @@ ParameterizedTest(cpu_case *c, cpu_backend, matches_float64_reference)
 Test(cpu_backend, row_check_agrees_on_a_large_causal_problem)
 {
     cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU}, &ctx), FA_OK);
-    const fa_ref_problem p = {FA_DTYPE_F16, 1, 3000, 3000, 2, 1, 64, 0.0f, true};
+    const fa_ref_problem p = {.dtype = FA_DTYPE_F16,
+                              .batch = 1,
+                              .seq_q = 3000,
+                              .seq_k = 3000,
+                              .heads_q = 2,
+                              .heads_kv = 1,
+                              .head_dim = 64,
+                              .causal = true};
     const size_t nq = 3000 * 2 * 64, nk = 3000 * 64;
     uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2), *o = malloc(nq * 2);
     float *lse = malloc(2 * 3000 * 4);

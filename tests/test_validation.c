@@ -264,6 +264,53 @@ Test(validation, num_splits_from_0_to_256)
         FA_OK, "%s", fa_context_last_error(ctx));
 }
 
+/* A window's bounds are -1 or key counts, and are set only with the window on. */
+Test(validation, window_bounds)
+{
+    const fa_window bad[] = {
+        {true, -2, 0},  {true, 3, -7}, {true, INT32_MIN, INT32_MIN},
+        {false, 16, 0}, /* set up but not switched on */
+        {false, -1, 4},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const fa_attention_desc desc = {.window = bad[i]};
+        EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_INVALID_ARGUMENT);
+        cr_assert(strstr(fa_context_last_error(ctx), "window."), "%s", fa_context_last_error(ctx));
+        EXPECT(fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v),
+               FA_ERROR_INVALID_ARGUMENT);
+    }
+    const fa_window good[] = {
+        {false, 0, 0}, {false, -1, -1}, {true, -1, -1},       {true, 0, 0},
+        {true, 3, -1}, {true, -1, 2},   {true, INT32_MAX, 0}, {true, 1, INT32_MAX},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        const fa_attention_desc desc = {.window = good[i], .causal = i % 2 != 0};
+        cr_assert_eq(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_OK, "%zu: %s", i,
+                     fa_context_last_error(ctx));
+        cr_assert_eq(
+            fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v), FA_OK,
+            "%zu: %s", i, fa_context_last_error(ctx));
+    }
+}
+
+/* softcap: 0 (off) or a finite positive value. */
+Test(validation, softcap_finite_and_not_negative)
+{
+    const float bad[] = {-1.0f, -1e-30f, NAN, INFINITY, -INFINITY};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const fa_attention_desc desc = {.softcap = bad[i]};
+        EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_INVALID_ARGUMENT);
+        cr_assert(strstr(fa_context_last_error(ctx), "softcap"), "%s", fa_context_last_error(ctx));
+        EXPECT(fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v),
+               FA_ERROR_INVALID_ARGUMENT);
+    }
+    const fa_attention_desc on = {.softcap = 30.0f};
+    cr_assert_eq(fa_attention_forward(ctx, &on, &q, &k, &v, &o, &lse), FA_OK, "%s",
+                 fa_context_last_error(ctx));
+    cr_assert_eq(fa_attention_backward(ctx, &on, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v),
+                 FA_OK, "%s", fa_context_last_error(ctx));
+}
+
 /* Per-sequence key counts: an (B, 1, 1, 1) i32 tensor of values in [0, SK], forward only. */
 Test(validation, seqlens_k)
 {

@@ -7,10 +7,11 @@
  *  2. dK, dV: work items are (batch, KV head, key tile of FA_CPU_TILE_K = 64). A thread holds
  *     K^T and V^T for its keys and the dK, dV accumulators, and walks every query head of the
  *     GQA group and every query tile that can see the keys: S = Q K^T scale log2 e (scaled
- *     after the product, as in the forward), P = exp2(S - LSE log2 e), dV += P^T dO, dP = dO V^T,
- * dS = P (dP - Delta), dK += dS^T Q; finally dK *= scale.
+ *     after the product, or softcapped, as in the forward: cpu_mask.h), P = exp2(S - LSE log2 e),
+ *     dV += P^T dO, dP = dO V^T, dS = P (dP - Delta) (times the softcap's 1 - tanh^2),
+ *     dK += dS^T Q; finally dK *= scale.
  *  3. dQ: work items are (batch, query head, query tile of FA_CPU_TILE_Q = 128). A thread
- *     holds Q^T and dO^T and walks the visible key tiles: S^T = K Q^T, P^T,
+ *     holds Q^T and dO^T and walks the key tiles its rows see: S^T = K Q^T, P^T,
  *     dP^T = V dO^T, dS^T, dQ += dS K; finally dQ *= scale.
  * dQ is the pass that recomputes S and dP a second time: 7 tile GEMMs per (query, key) tile
  * pair where the forward has 2, the price of needing neither atomics nor O(Sq x D) partials.
@@ -21,6 +22,7 @@
 #include <omp.h>
 
 #include "cpu_backend.h"
+#include "cpu_mask.h"
 #include "cpu_tiles.h"
 
 #define FA_LOG2E 1.4426950408889634f
@@ -34,6 +36,7 @@ typedef struct backward_scratch {
     float *acc1, *acc2;  /* dK, dV (BK x Dp) or dQ (BQ x Dp) */
     float *lse2, *delta; /* per query: LSE log2 e (+inf if none), Delta */
     float *zeros, *row;  /* BMAX zeros, Dp staging */
+    float *dcap;         /* BQ x BK: the softcap's 1 - tanh^2 of each score, laid out as s */
 } backward_scratch;
 
 /* Lays out one thread's scratch in `slice` and returns it; with slice NULL only its size in
@@ -55,6 +58,7 @@ static backward_scratch backward_scratch_carve(float *slice, int64_t dim, size_t
     w.delta = fa_cpu_carve(&c, BMAX);
     w.zeros = fa_cpu_carve(&c, BMAX);
     w.row = fa_cpu_carve(&c, dp);
+    w.dcap = fa_cpu_carve(&c, BQ * BK);
     if (floats)
         *floats = c.used;
     return w;
@@ -108,33 +112,36 @@ static void dkdv_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
         w->acc2[i] = 0.0f;
     }
 
-    /* queries i >= k0 - off see key k0 when causal */
-    int64_t q_begin = c->causal && k0 - off > 0 ? (k0 - off) / BQ * BQ : 0;
+    /* the queries that see a key of the tile: i >= k0 - off - right and i <= k0 + nk - 1 - off +
+     * left, where those bounds are set (causal: right = 0) */
+    const fa_cpu_mask mask = fa_cpu_mask_of(c);
+    const int64_t q_first = mask.right >= 0 ? k0 - off - mask.right : 0;
+    const int64_t q_begin = q_first > 0 ? q_first / BQ * BQ : 0;
+    int64_t q_end = mask.left >= 0 ? k0 + nk - off + mask.left : c->seq_q;
+    q_end = q_end < c->seq_q ? q_end : c->seq_q;
     for (int64_t h = hk * group; h < (hk + 1) * group; h++) {
-        for (int64_t q0 = q_begin; q0 < c->seq_q; q0 += BQ) {
-            const int nq = (int)(c->seq_q - q0 < BQ ? c->seq_q - q0 : BQ);
+        for (int64_t q0 = q_begin; q0 < q_end; q0 += BQ) {
+            const int nq = (int)(q_end - q0 < BQ ? q_end - q0 : BQ);
             fa_cpu_tile qt = fa_cpu_tile_at(&c->q, c->dtype, b, q0, h, nq, dim);
             fa_cpu_tile dot = fa_cpu_tile_at(&c->d_o, c->dtype, b, q0, h, nq, dim);
             fa_cpu_load_rows(kern, &qt, 1.0f, w->x, dp);
             fa_cpu_load_rows(kern, &dot, 1.0f, w->y, dp);
             load_row_stats(c, delta, w, b, h, q0, nq);
 
-            /* S = Q K^T (queries x keys), masked after each query's diagonal, then P */
+            /* S = Q K^T (queries x keys), masked outside each query's keys, then P */
             kern->gemm(nq, n_pad, dim, w->x, dp, 1, w->a_t, BK, w->s, BK, FA_CPU_GEMM_SET, NULL);
-            fa_cpu_scale_tile(w->s, nq, nk, BK, c->scale * FA_LOG2E);
-            if (c->causal && k0 + nk - 1 > q0 + off) {
-                for (int i = 0; i < nq; i++) {
-                    int64_t first_hidden = q0 + i + off - k0 + 1;
-                    for (int64_t j = first_hidden < 0 ? 0 : first_hidden; j < nk; j++)
-                        w->s[i * BK + j] = -INFINITY;
-                }
-            }
+            fa_cpu_scores(kern, c, w->s, nq, nk, BK, w->dcap);
+            if (fa_cpu_mask_cuts(&mask, q0 + off, q0 + nq - 1 + off, k0, nk))
+                for (int i = 0; i < nq; i++)
+                    fa_cpu_mask_row(&mask, q0 + i + off, k0, nk, w->s + i * BK, 1);
             kern->exp2_sub(w->s, nq, nk, BK, w->lse2, w->zeros);
             /* dV += P^T dO */
             kern->gemm(nk, (int)dp, nq, w->s, 1, BK, w->y, dp, w->acc2, dp, FA_CPU_GEMM_ADD, NULL);
             /* dP = dO V^T, dS = P (dP - Delta), dK += dS^T Q */
             kern->gemm(nq, n_pad, dim, w->y, dp, 1, w->b_t, BK, w->dp, BK, FA_CPU_GEMM_SET, NULL);
             kern->grad_scores(w->s, w->dp, nq, nk, BK, w->delta, w->zeros);
+            if (c->softcap > 0.0f)
+                fa_cpu_softcap_grad(w->dp, w->dcap, nq, nk, BK);
             kern->gemm(nk, (int)dp, nq, w->dp, 1, BK, w->x, dp, w->acc1, dp, FA_CPU_GEMM_ADD, NULL);
         }
     }
@@ -162,31 +169,28 @@ static void dq_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, back
     for (int64_t i = 0; i < nq * dp; i++)
         w->acc1[i] = 0.0f;
 
-    int64_t k_end = c->seq_k;
-    if (c->causal && q0 + nq + off < k_end)
-        k_end = q0 + nq + off < 0 ? 0 : q0 + nq + off;
-    for (int64_t k0 = 0; k0 < k_end; k0 += BK) {
+    const fa_cpu_mask mask = fa_cpu_mask_of(c);
+    const int64_t k_begin = fa_cpu_keys_begin(&mask, q0 + off, 0);
+    const int64_t k_end = fa_cpu_keys_end(&mask, q0 + nq - 1 + off, c->seq_k);
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
         const int nk = (int)(k_end - k0 < BK ? k_end - k0 : BK);
         fa_cpu_tile kt = fa_cpu_tile_at(&c->k, c->dtype, b, k0, hk, nk, dim);
         fa_cpu_tile vt = fa_cpu_tile_at(&c->v, c->dtype, b, k0, hk, nk, dim);
         fa_cpu_load_rows(kern, &kt, 1.0f, w->x, dp);
         fa_cpu_load_rows(kern, &vt, 1.0f, w->y, dp);
 
-        /* S^T = K Q^T (keys x queries), masked before each query's diagonal, then P^T */
+        /* S^T = K Q^T (keys x queries), masked outside each query's keys, then P^T */
         kern->gemm(nk, n_pad, dim, w->x, dp, 1, w->a_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
-        fa_cpu_scale_tile(w->s, nk, nq, BQ, c->scale * FA_LOG2E);
-        if (c->causal && k0 + nk - 1 > q0 + off) {
-            for (int j = 0; j < nk; j++) {
-                int64_t first_visible = k0 + j - q0 - off;
-                int64_t end = first_visible > nq ? nq : first_visible;
-                for (int64_t i = 0; i < end; i++)
-                    w->s[j * BQ + i] = -INFINITY;
-            }
-        }
+        fa_cpu_scores(kern, c, w->s, nk, nq, BQ, w->dcap);
+        if (fa_cpu_mask_cuts(&mask, q0 + off, q0 + nq - 1 + off, k0, nk))
+            for (int i = 0; i < nq; i++)
+                fa_cpu_mask_row(&mask, q0 + i + off, k0, nk, w->s + i, BQ);
         kern->exp2_sub(w->s, nk, nq, BQ, w->zeros, w->lse2);
         /* dP^T = V dO^T, dS^T = P^T (dP^T - Delta), dQ += dS K */
         kern->gemm(nk, n_pad, dim, w->y, dp, 1, w->b_t, BQ, w->dp, BQ, FA_CPU_GEMM_SET, NULL);
         kern->grad_scores(w->s, w->dp, nk, nq, BQ, w->zeros, w->delta);
+        if (c->softcap > 0.0f)
+            fa_cpu_softcap_grad(w->dp, w->dcap, nk, nq, BQ);
         kern->gemm(nq, (int)dp, nk, w->dp, 1, BQ, w->x, dp, w->acc1, dp, FA_CPU_GEMM_ADD, NULL);
     }
     fa_cpu_tile dqt = fa_cpu_tile_at(&c->d_q, c->dtype, b, q0, h, nq, dim);

@@ -4,9 +4,10 @@
  * OpenMP threads share out (batch, query head, 128-query tile) work items, longest first when
  * causal. A thread keeps its query tile transposed (Q^T, D x 128) and an f32 accumulator O
  * (128 x D) in its scratch, then streams the head's 64-key K and V tiles: S^T = K Q^T (keys x
- * queries), scaled by scale * log2(e) after the product (fa_cpu_scale_tile), masked on the diagonal
- * when causal, an online softmax step per query column (running max and sum, P = exp2(S - max)),
- * and O = alpha O + P V. Keys past the diagonal are never loaded. At the end O / sum is rounded to
+ * queries), scaled by scale * log2(e) after the product, or softcapped (cpu_mask.h), masked where
+ * the causal diagonal or the sliding window cuts the tile, an online softmax step per query column
+ * (running max and sum, P = exp2(S - max)), and O = alpha O + P V. Keys no row of the tile sees
+ * (past the diagonal, outside the window) are never loaded. At the end O / sum is rounded to
  * the dtype and LSE = (max + log2 sum) ln 2. Extra memory: one slice per thread (Q^T, O, K, V, S^T:
  * 224 KiB at head_dim 128). Working on S^T (keys x queries) lets the softmax vectorize across
  * queries and lets K and V be used as loaded, untransposed; P V reads P^T in place.
@@ -22,10 +23,10 @@
 #include <omp.h>
 
 #include "cpu_backend.h"
+#include "cpu_mask.h"
 #include "cpu_tiles.h"
 #include "fa_split.h"
 
-#define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
 
 enum { BQ = FA_CPU_TILE_Q, BK = FA_CPU_TILE_K };
@@ -82,17 +83,6 @@ typedef struct row_map {
     int64_t qi[BQ], qh[BQ];
 } row_map;
 
-/* Sets S^T[j][r] = -inf where key k0 + j is after row r's diagonal (query qi[r] sees keys up to
- * qi[r] + off). */
-static void mask_causal_cols(float *s_t, int nk, const row_map *rm, int64_t k0, int64_t off)
-{
-    for (int r = 0; r < rm->n; r++) {
-        const int64_t first_hidden = rm->qi[r] + off + 1 - k0;
-        for (int64_t j = first_hidden < 0 ? 0 : first_hidden; j < nk; j++)
-            s_t[j * BQ + r] = -INFINITY;
-    }
-}
-
 /* Where a work item's results go: O and the LSE, or (a chunk of split keys) its normalised O,
  * f32 (rows x D, row stride D), and LSE at part_o / part_lse + the rows' output index. */
 typedef struct forward_out {
@@ -119,6 +109,13 @@ static fa_cpu_tile key_tile(const fa_attention_call *c, int64_t b, int64_t hk, i
     return kt;
 }
 
+/* Whether rows_per_kv rows of a KV head take the fused decoding kernel: a few, and no sliding
+ * window or softcap, which it does not apply (those calls take the GEMM path). */
+static bool fused_decode(const fa_attention_call *c, int64_t rows_per_kv)
+{
+    return rows_per_kv <= FA_CPU_DECODE_ROWS && !c->window && !(c->softcap > 0.0f);
+}
+
 /* A few rows per KV head (decoding): keys [k_begin, k_end) of KV heads hk .. hk + heads - 1
  * through the fused kernel, K and V read where they lie; Q row-major in q_t (row stride dp,
  * padding zero), rows of one KV head after another. */
@@ -143,7 +140,7 @@ static void decode_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, 
                              .v = v_rows,
                              .q = w->q_t,
                              .ldq = dp,
-                             .scale = c->scale * FA_LOG2E,
+                             .scale = c->scale * FA_CPU_LOG2E,
                              .m = w->m,
                              .l = w->l,
                              .o = w->o,
@@ -177,7 +174,7 @@ static void decode_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, 
  * S^T = K Q^T and O = alpha O + P V by the GEMM; Q^T in q_t. */
 static void gemm_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, forward_scratch *w,
                       int64_t b, int64_t hk, const row_map *rm, int64_t k_begin, int64_t k_end,
-                      int64_t off)
+                      int64_t off, const fa_cpu_mask *mask, int64_t first, int64_t last)
 {
     const int dim = (int)c->head_dim;
     const int64_t dp = fa_cpu_round_up(dim, FA_CPU_PAD);
@@ -195,9 +192,10 @@ static void gemm_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, fo
         fa_cpu_load_rows(kern, &vt, 1.0f, w->v, dp);
 
         kern->gemm(nk, n_pad, dim, w->k, dim, 1, w->q_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
-        fa_cpu_scale_tile(w->s, nk, nq, BQ, c->scale * FA_LOG2E);
-        if (c->causal && k0 + nk - 1 > rm->qi[0] + off)
-            mask_causal_cols(w->s, nk, rm, k0, off);
+        fa_cpu_scores(kern, c, w->s, nk, nq, BQ, NULL);
+        if (fa_cpu_mask_cuts(mask, first + off, last + off, k0, nk))
+            for (int r = 0; r < nq; r++)
+                fa_cpu_mask_row(mask, rm->qi[r] + off, k0, nk, w->s + r, BQ);
         kern->softmax_cols(w->s, nk, nq, BQ, w->m, w->l, w->alpha);
         /* O = alpha O + P V, reading P = (P^T)^T in place */
         kern->gemm(nq, (int)dp, nk, w->s, 1, BQ, w->v, dp, w->o, dp, FA_CPU_GEMM_RESCALE_ADD,
@@ -218,7 +216,7 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
 
     /* A few rows per KV head (decoding): Q row-major in q_t's space and the fused kernel; else
      * Q^T and GEMMs on tiles loaded into scratch. */
-    const bool few = nq / heads <= FA_CPU_DECODE_ROWS;
+    const bool few = fused_decode(c, nq / heads);
     for (int r = 0; r < nq; r++) {
         fa_cpu_tile qt = fa_cpu_tile_at(&c->q, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim);
         if (few) {
@@ -234,17 +232,20 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
     for (int64_t i = 0; i < nq * dp; i++)
         w->o[i] = 0.0f;
 
-    /* keys the rows can see: j <= qi + off when causal */
-    int64_t last = -1;
-    for (int r = 0; r < nq; r++)
+    /* keys the rows can see: those their causal mask and window leave them */
+    const fa_cpu_mask mask = fa_cpu_mask_of(c);
+    int64_t first = rm->qi[0], last = rm->qi[0];
+    for (int r = 1; r < nq; r++) {
+        first = rm->qi[r] < first ? rm->qi[r] : first;
         last = rm->qi[r] > last ? rm->qi[r] : last;
-    if (c->causal && last + off + 1 < k_end)
-        k_end = last + off + 1;
+    }
+    k_begin = fa_cpu_keys_begin(&mask, first + off, k_begin);
+    k_end = fa_cpu_keys_end(&mask, last + off, k_end);
 
     if (few)
         decode_keys(kern, c, w, b, hk, heads, rm, k_begin, k_end, off);
     else
-        gemm_keys(kern, c, w, b, hk, rm, k_begin, k_end, off);
+        gemm_keys(kern, c, w, b, hk, rm, k_begin, k_end, off, &mask, first, last);
 
     for (int r = 0; r < nq; r++) {
         const float lse = w->l[r] != 0.0f ? (w->m[r] + log2f(w->l[r])) * FA_LN2 : -INFINITY;
@@ -318,7 +319,7 @@ static forward_items forward_items_of(const fa_attention_call *c)
 {
     forward_items it = {.group = c->heads_q / c->heads_kv, .q_tiles = 1};
     const int64_t per_kv = c->seq_q * it.group;
-    if (per_kv <= FA_CPU_DECODE_ROWS) /* decoding: one item reads several heads' K and V */
+    if (fused_decode(c, per_kv)) /* decoding: one item reads several heads' K and V */
         it.kv_heads = c->heads_kv < FA_CPU_DECODE_HEADS ? c->heads_kv : FA_CPU_DECODE_HEADS;
     else if (it.group > 1 && per_kv <= BQ) /* GQA packing */
         it.kv_heads = 1;

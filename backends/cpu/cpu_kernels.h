@@ -77,6 +77,10 @@ typedef struct fa_cpu_kernels {
     /* dp[r][c] = p[r][c] * (dp[r][c] - row_bias[r] - col_bias[c]): dS from P, dP and Delta. */
     void (*grad_scores)(const float *p, float *dp, int rows, int cols, int64_t ld,
                         const float *row_bias, const float *col_bias);
+    /* Logit softcapping of raw scores: s[r][c] = out tanh(in s[r][c]) (in = scale / cap, out =
+     * cap log2 e), and where deriv is not NULL deriv[r * ld + c] = 1 - tanh^2, the factor the
+     * backward's dS takes. */
+    void (*softcap)(float *s, int rows, int cols, int64_t ld, float in, float out, float *deriv);
 } fa_cpu_kernels;
 
 /* The fastest kernel set this CPU supports. */

@@ -65,6 +65,16 @@ static void common_options(const fa_cl_device *dev, const fa_attention_call *cal
     o->causal = call->causal ? 1 : 0;
     o->gqa = (int)(call->heads_q / call->heads_kv);
     o->unroll_loops = unroll_loops(dev);
+    o->window = call->window ? 1 : 0;
+    o->softcap = call->softcap > 0.0f ? 1 : 0;
+}
+
+/* The kernel arguments of the variants: the raw score's multiplier (scale log2 e, or with a
+ * softcap scale / softcap), softcap log2 e, and the window's bounds with causal folded in (-1:
+ * none). */
+static float score_mul(const fa_attention_call *call)
+{
+    return call->softcap > 0.0f ? call->scale / call->softcap : call->scale * LOG2E;
 }
 
 /* The build options: `prefix`, every option of the program's lists, then `extra` (the tuning
@@ -223,6 +233,10 @@ fa_status fa_cl_check_call(fa_context *ctx, const fa_attention_call *call, bool 
                        (long long)call->head_dim, (unsigned long long)st->dev->local_mem_bytes);
     /* Positions within a sequence are 32-bit in the kernels (offsets are 64-bit). */
     const int64_t max_seq = INT_MAX / 2;
+    if (call->has_block_table && (call->window || call->softcap > 0.0f))
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "opencl: a paged KV cache with a sliding window or a softcap: the paged "
+                       "cache is read on the decoding path only, which has neither");
     if (call->has_block_table && (backward || !decode_applies(ctx, st->dev, call)))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "opencl: a paged KV cache only on the decoding path (at most %d query rows "
@@ -343,7 +357,9 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
 {
     dec_tiles *t = tiles;
     const int64_t rows = call->seq_q * (call->heads_q / call->heads_kv);
-    if (!decode_enabled(ctx, dev) || rows > DEC_MAX_ROWS || max_wg < DEC_NT)
+    /* fa_decode.cl has no window or softcap: the forward serves those calls */
+    if (!decode_enabled(ctx, dev) || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window ||
+        call->softcap > 0.0f)
         return false;
     static const int tiles_bn[3] = {64, 32, 16};
     t->bn = 0;
@@ -466,7 +482,10 @@ fa_status fa_cl_forward(fa_context *ctx, const fa_attention_call *call)
     arg_int(&a, call->has_seqlens_k ? 1 : 0);
     arg_int(&a, call->seq_q);
     arg_int(&a, call->seq_k);
-    arg_float(&a, call->scale * LOG2E);
+    arg_float(&a, score_mul(call));
+    arg_float(&a, call->softcap * LOG2E);
+    arg_int(&a, fa_call_left(call));
+    arg_int(&a, fa_call_right(call));
     const size_t global[3] = {tiles_of(call->seq_q, t.bm) * (size_t)t.nt, (size_t)call->heads_q,
                               (size_t)call->batch};
     const size_t local[3] = {(size_t)t.nt, 1, 1};
@@ -516,8 +535,11 @@ static void backward_args(args *a, const fa_attention_call *call, cl_mem delta, 
     arg_int(a, call->seq_q);
     arg_int(a, call->seq_k);
     arg_int(a, call->heads_q);
-    arg_float(a, call->scale * LOG2E);
+    arg_float(a, score_mul(call));
     arg_float(a, call->scale);
+    arg_float(a, call->softcap * LOG2E);
+    arg_int(a, fa_call_left(call));
+    arg_int(a, fa_call_right(call));
 }
 
 fa_status fa_cl_backward(fa_context *ctx, const fa_attention_call *call)

@@ -89,7 +89,9 @@ static bool matrix_plan(const fa_context *ctx, fa_vk_matrix_kernel kernel,
                         const fa_attention_call *call, fa_vk_matrix_plan *plan)
 {
     const fa_vk_state *st = ctx->backend_state;
-    if (!st->matrix || !st->storage16 || call->dtype != FA_DTYPE_F16)
+    /* the matrix shaders have no window or softcap: the scalar ones serve those calls */
+    if (!st->matrix || !st->storage16 || call->dtype != FA_DTYPE_F16 || call->window ||
+        call->softcap > 0.0f)
         return false;
     char why[160];
     const char *tiles =
@@ -140,6 +142,10 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     const fa_vk_state *st = fa_vk_state_of(ctx);
     const fa_vk_physical *ph = st->phys;
     fa_vk_decode_plan decode;
+    if (call->has_block_table && (call->window || call->softcap > 0.0f))
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "vulkan: a paged KV cache with a sliding window or a softcap: the paged "
+                       "cache is read on the decoding path only, which has neither");
     if (call->has_block_table && !fa_vk_decode_plan_for(ctx, call, &decode))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "vulkan: a paged KV cache only on the decoding path (at most %d query rows "
@@ -159,6 +165,10 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     if (call->seq_q > INT32_MAX || call->seq_k > INT32_MAX)
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "vulkan: sequence lengths above 2^31 - 1 are not supported");
+    /* the window's bounds reach i + seq_k - seq_q + right < seq_k + seq_q in 32-bit ints */
+    if (call->window && call->seq_q + call->seq_k > INT32_MAX)
+        return fa_fail(ctx, FA_ERROR_TOO_LARGE,
+                       "vulkan: a sliding window over seq_q + seq_k above 2^31 - 1");
     uint64_t rows_q = backward ? (uint64_t)bt.bm : (uint64_t)ft.bm, rows_k = (uint64_t)bt.bn;
     fa_vk_matrix_plan mp, mq;
     if (!backward && matrix_plan(ctx, FA_VK_MATRIX_FWD, call, &mp))
@@ -250,6 +260,17 @@ fa_vk_fwd_push fa_vk_fwd_push_of(const fa_attention_call *call)
     };
 }
 
+fa_vk_variant_push fa_vk_variant_push_of(const fa_attention_call *call)
+{
+    const bool cap = call->softcap > 0.0f;
+    return (fa_vk_variant_push){
+        cap ? call->scale / call->softcap : call->scale * FA_VK_LOG2E,
+        cap ? call->softcap * FA_VK_LOG2E : 0.0f,
+        (int32_t)fa_call_left(call),
+        (int32_t)fa_call_right(call),
+    };
+}
+
 static fa_status forward(fa_context *ctx, const fa_attention_call *call)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
@@ -258,7 +279,9 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
         return fa_vk_decode_forward(ctx, call, &decode);
     fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
                        .causal = call->causal,
-                       .gqa = (uint32_t)(call->heads_q / call->heads_kv)};
+                       .gqa = (uint32_t)(call->heads_q / call->heads_kv),
+                       .window = call->window,
+                       .softcap = call->softcap > 0.0f};
     fa_vk_kernel kernel = FA_VK_FWD;
     uint64_t rows;
     fa_vk_matrix_plan plan;
@@ -286,7 +309,12 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     if (s != FA_OK)
         return s;
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
-    const fa_vk_fwd_push push = fa_vk_fwd_push_of(call);
+    /* the matrix forward reads the first part only */
+    const struct {
+        fa_vk_fwd_push common;
+        fa_vk_variant_push variant;
+    } push = {fa_vk_fwd_push_of(call), fa_vk_variant_push_of(call)};
+    _Static_assert(sizeof push <= 128, "the forward's push constants fit 128 bytes");
     const VkBuffer buffers[6] = {fa_vk_handle(&call->q),
                                  fa_vk_handle(&call->k),
                                  fa_vk_handle(&call->v),
@@ -337,8 +365,10 @@ static bool bwd_aligned4(const fa_vk_push_view *const views[4])
 typedef struct grad_push {
     fa_vk_push_view q, k, v, d_o, g0, g1;
     uint32_t seq_q, seq_k, delta_off;
-    float scale, scale_log2;
+    float scale;
+    fa_vk_variant_push variant;
 } grad_push;
+_Static_assert(sizeof(grad_push) == 128, "the backward's push constants fill 128 bytes");
 
 static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
                                  const fa_bwd_tiling *t)
@@ -360,7 +390,7 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         (uint32_t)Sk,
         delta_off,
         call->scale,
-        call->scale * FA_VK_LOG2E,
+        fa_vk_variant_push_of(call),
     };
     const fa_vk_push_view *const loads[4] = {&push.q, &push.k, &push.v, &push.d_o};
     VkPipeline prep, dkdv, dq;
@@ -368,6 +398,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
     fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
                        .causal = call->causal,
                        .gqa = (uint32_t)(Hq / Hkv),
+                       .window = call->window,
+                       .softcap = call->softcap > 0.0f,
                        .bwd_threads = (uint32_t)t->nt,
                        .bwd_bm = (uint32_t)t->bm,
                        .bwd_bn = (uint32_t)t->bn,
@@ -468,6 +500,8 @@ const fa_backend_iface fa_vulkan_backend_iface = {
     .name = "vulkan",
     .seqlens_k = true,
     .paged_kv = true, /* on the decoding path (check_call) */
+    .window = true,   /* on the scalar shaders: the decoding and matrix paths leave them */
+    .softcap = true,  /* likewise */
     .probe = fa_vk_probe,
     .device_info = fa_vk_device_info,
     .context_init = fa_vk_context_init,

@@ -106,7 +106,8 @@ typedef struct fa_vk_spec {
      * accumulator layout its catalogue module was compiled for (zero: none). */
     uint32_t cm_m, cm_n, cm_k, cm_sg, cm_nsg, cm_tm, cm_bn;
     fa_vk_matrix_layout cm_layout;
-    uint32_t dec_rw, dec_sg; /* the decoding forward's plan (vk_decode_plan.h) */
+    uint32_t dec_rw, dec_sg;  /* the decoding forward's plan (vk_decode_plan.h) */
+    uint32_t window, softcap; /* the scalar forward's and backward's variants (bools) */
 } fa_vk_spec;
 
 typedef struct fa_vk_pipeline {
@@ -194,6 +195,16 @@ typedef struct fa_vk_fwd_push {
     uint32_t sl_off, sl_sb, has_sl;
 } fa_vk_fwd_push;
 fa_vk_fwd_push fa_vk_fwd_push_of(const fa_attention_call *call);
+
+/* The push constants the scalar forward (after fa_vk_fwd_push) and the backward passes end with
+ * (FA_VARIANT_MEMBERS in shaders/vulkan/fa_params.glsl): the raw score's multiplier (scale
+ * log2 e, or with a softcap scale / softcap), softcap log2 e, and the window's bounds with causal
+ * folded in (-1: none). */
+typedef struct fa_vk_variant_push {
+    float score_mul, cap_log2;
+    int32_t win_left, win_right;
+} fa_vk_variant_push;
+fa_vk_variant_push fa_vk_variant_push_of(const fa_attention_call *call);
 
 /* vk_instance.c: errors and validation messages. */
 const char *fa_vk_result_name(VkResult result);

@@ -8,7 +8,9 @@
  *     key tiles of FA_BN and accumulating dQ += dS K on a (BM x D) register tile.
  * Per (query tile, key tile) both compute S = Q K^T, then dP = dO V^T, on a (BM x BN) register
  * tile (FA_SX work-items along keys), P = exp2(S * scale * log2e - LSE * log2e) and
- * dS = P * (dP - Delta). Rows that saw no key (LSE = -inf) get P = 0.
+ * dS = P * (dP - Delta) (with FA_SOFTCAP, S softcapped and dS times 1 - tanh^2: fa_score). Rows
+ * that saw no key (LSE = -inf) get P = 0; causal and a sliding window (FA_WINDOW) skip the tiles
+ * no row or key of the other tile sees.
  *
  * Local memory, f32: P and dS, LSE and Delta per query row, and one staging area refilled from
  * global memory in rounds (two barriers each): S and dP read their operands in column chunks of
@@ -191,11 +193,20 @@ FA_UNROLL
     }
 }
 
+/* What fa_bwd_p needs besides the tile: the raw score's multiplier and the softcap (fa_score),
+ * and the mask's bounds (FA_LEFT, FA_RIGHT). */
+typedef struct fa_bwd_variant {
+    float score_mul, cap_log2;
+    int left, right;
+} fa_bwd_variant;
+
 /* P from S (in x) into p[r * rs + c * cs] for query row r and key c of the tile: zero where
- * the key is past `keys`, the row past `rows` or without keys, or (causal) c - r > lim. */
-inline void fa_bwd_p(float x[S_TM][S_TN], __local float *p, int rs, int cs,
+ * the key is past `keys`, the row past `rows` or without keys, or outside the row's mask (key
+ * c - r against the diagonal lim = m0 + diag - n0); with FA_SOFTCAP the softcap's 1 - tanh^2
+ * into sd. */
+inline void fa_bwd_p(float x[S_TM][S_TN], float sd[S_TM][S_TN], __local float *p, int rs, int cs,
                      __local const float *lse_s, int2 s, int rows, int keys, int lim,
-                     float scale_log2)
+                     fa_bwd_variant var)
 {
 FA_UNROLL
     for (int i = 0; i < S_TM; i++) {
@@ -204,18 +215,18 @@ FA_UNROLL
 FA_UNROLL
         for (int j = 0; j < S_TN; j++) {
             const int c = s.x + FA_SX * j;
-            bool visible = r < rows && c < keys && l2 != -INFINITY;
-#if FA_CAUSAL
-            visible = visible && c - r <= lim;
-#endif
-            p[r * rs + c * cs] = visible ? exp2(x[i][j] * scale_log2 - l2) : 0.0f;
+            const bool visible = r < rows && c < keys && l2 != -INFINITY &&
+                                 fa_sees(c - r, lim, var.left, var.right);
+            const float sc = fa_score(x[i][j], var.score_mul, var.cap_log2, &sd[i][j]);
+            p[r * rs + c * cs] = visible ? exp2(sc - l2) : 0.0f;
         }
     }
 }
 
-/* dS = P * (dP - Delta) into ds, from dP (in x) and this work-item's own entries of p. */
-inline void fa_bwd_ds(float x[S_TM][S_TN], __local const float *p, __local float *ds, int rs,
-                      int cs, __local const float *dl_s, int2 s)
+/* dS = P * (dP - Delta) (with FA_SOFTCAP times sd) into ds, from dP (in x) and this work-item's
+ * own entries of p. */
+inline void fa_bwd_ds(float x[S_TM][S_TN], float sd[S_TM][S_TN], __local const float *p,
+                      __local float *ds, int rs, int cs, __local const float *dl_s, int2 s)
 {
 FA_UNROLL
     for (int i = 0; i < S_TM; i++) {
@@ -224,7 +235,11 @@ FA_UNROLL
 FA_UNROLL
         for (int j = 0; j < S_TN; j++) {
             const int at = r * rs + (s.x + FA_SX * j) * cs;
+#if FA_SOFTCAP
+            ds[at] = p[at] * (x[i][j] - dl) * sd[i][j];
+#else
             ds[at] = p[at] * (x[i][j] - dl);
+#endif
         }
     }
 }
@@ -275,7 +290,8 @@ inline void fa_bwd_row_stats(__local float *lse_s, __local float *dl_s, __global
         __global const float *lse, long l_off, long l_sb, long l_ss, long l_sh,                   \
         __global const float *delta, __global fa_st *out, long x_off, long x_sb, long x_ss,       \
         long x_sh, __global fa_st *out2, long y_off, long y_sb, long y_ss, long y_sh, int seq_q,  \
-        int seq_k, int heads_q, float scale_log2, float scale
+        int seq_k, int heads_q, float score_mul, float scale, float cap_log2, int win_left,       \
+        int win_right
 
 /* out = dK, out2 = dV. */
 __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void fa_backward_dkdv(FA_BWD_ARGS)
@@ -303,13 +319,13 @@ FA_UNROLL
         for (int j = 0; j < K_TN; j++)
             dk[i][j] = dv[i][j] = (float4)(0.0f);
 
-    /* Causal: query rows before n0 - diag see none of these keys. One flat loop over the query
-     * tiles of the FA_GQA heads (fewer values for the compiler to keep than two nested). */
-    int m_begin = 0;
-#if FA_CAUSAL
-    m_begin = clamp(n0 - diag, 0, seq_q) / FA_BM * FA_BM;
-#endif
-    const int tiles = (seq_q - m_begin + FA_BM - 1) / FA_BM;
+    /* The query rows that see these keys: from n0 - diag - right (causal: right = 0) to
+     * n0 + keys - 1 - diag + left where those bounds are set. One flat loop over the query tiles
+     * of the FA_GQA heads (fewer values for the compiler to keep than two nested). */
+    const fa_bwd_variant var = {score_mul, cap_log2, FA_LEFT(win_left), FA_RIGHT(win_right)};
+    const int m_begin = var.right < 0 ? 0 : clamp(n0 - diag - var.right, 0, seq_q) / FA_BM * FA_BM;
+    const int m_end = var.left < 0 ? seq_q : clamp(n0 + keys - diag + var.left, 0, seq_q);
+    const int tiles = m_end > m_begin ? (m_end - m_begin + FA_BM - 1) / FA_BM : 0;
     for (int t = 0; t < FA_GQA * tiles; t++) {
         const long h = hk * FA_GQA + t / tiles;
         const int m0 = m_begin + t % tiles * FA_BM;
@@ -319,11 +335,11 @@ FA_UNROLL
         /* the previous tile read these before the barriers of its dV/dK rounds */
         fa_bwd_row_stats(lse_s, dl_s, lse, l_off + b * l_sb + h * l_sh + (long)m0 * l_ss, l_ss,
                          delta, (b * heads_q + h) * (long)seq_q + m0, rows);
-        float x[S_TM][S_TN];
+        float x[S_TM][S_TN], sd[S_TM][S_TN];
         fa_bwd_dot(x, stage, q, qb, ss[0], rows, k, kb, ss[1], keys, s);
-        fa_bwd_p(x, pf, 4 * LDK, 1, lse_s, s, rows, keys, m0 + diag - n0, scale_log2);
+        fa_bwd_p(x, sd, pf, 4 * LDK, 1, lse_s, s, rows, keys, m0 + diag - n0, var);
         fa_bwd_dot(x, stage, d_o, gb, ss[3], rows, v, vb, ss[2], keys, s);
-        fa_bwd_ds(x, pf, dsf, 4 * LDK, 1, dl_s, s);
+        fa_bwd_ds(x, sd, pf, dsf, 4 * LDK, 1, dl_s, s);
 
         for (int r0 = 0; r0 < rows; r0 += FA_RK) {
             __local float4 *qs = stage, *dos = stage + FA_RK * LDD;
@@ -394,10 +410,10 @@ __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void fa_backward_dq(
     fa_bwd_row_stats(lse_s, dl_s, lse, l_off + b * l_sb + h * l_sh + (long)m0 * l_ss, l_ss,
                      delta, (b * heads_q + h) * (long)seq_q + m0, rows);
 
-    int n_end = seq_k;
-#if FA_CAUSAL
-    n_end = clamp(m0 + rows + diag, 0, seq_k);
-#endif
+    /* the keys the tile's rows see (all of them without a mask) */
+    const fa_bwd_variant var = {score_mul, cap_log2, FA_LEFT(win_left), FA_RIGHT(win_right)};
+    const int n_begin = fa_keys_begin(m0 + diag, var.left);
+    const int n_end = fa_keys_end(m0 + rows - 1 + diag, var.right, seq_k);
     float4 acc[4 * Q_TM][Q_TN];
 FA_UNROLL
     for (int i = 0; i < 4 * Q_TM; i++)
@@ -405,15 +421,15 @@ FA_UNROLL
         for (int j = 0; j < Q_TN; j++)
             acc[i][j] = (float4)(0.0f);
 
-    for (int n0 = 0; n0 < n_end; n0 += FA_BN) {
+    for (int n0 = n_begin; n0 < n_end; n0 += FA_BN) {
         const int keys = min(FA_BN, seq_k - n0);
         const long kb = k_off + b * k_sb + hk * k_sh + (long)n0 * k_ss;
         const long vb = v_off + b * v_sb + hk * v_sh + (long)n0 * v_ss;
-        float x[S_TM][S_TN];
+        float x[S_TM][S_TN], sd[S_TM][S_TN];
         fa_bwd_dot(x, stage, q, qb, ss[0], rows, k, kb, ss[1], keys, s);
-        fa_bwd_p(x, dsf, 1, 4 * LDQ, lse_s, s, rows, keys, m0 + diag - n0, scale_log2);
+        fa_bwd_p(x, sd, dsf, 1, 4 * LDQ, lse_s, s, rows, keys, m0 + diag - n0, var);
         fa_bwd_dot(x, stage, d_o, gb, ss[3], rows, v, vb, ss[2], keys, s);
-        fa_bwd_ds(x, dsf, dsf, 1, 4 * LDQ, dl_s, s);
+        fa_bwd_ds(x, sd, dsf, dsf, 1, 4 * LDQ, dl_s, s);
 
         for (int c0 = 0; c0 < keys; c0 += FA_RQ) {
             barrier(CLK_LOCAL_MEM_FENCE); /* dS written; the stage's readers done */

@@ -17,6 +17,57 @@ FA_CL_COMMON_OPTIONS(FA_CL_REQUIRE)
 #define FA_LSE_LIMIT 2097152.0f /* FA_BACKWARD_LSE_LIMIT of flashattn.h */
 #define FA_LN2 0.6931471805599453f
 
+/* The mask: the query whose diagonal is key qd (query i's is i + seq_k - seq_q) sees the keys
+ * qd - left .. qd + right, a bound of -1 being none. FA_LEFT and FA_RIGHT take the window's
+ * bounds (kernel arguments, causal folded in) and are constants where FA_WINDOW is 0. */
+#define FA_LEFT(win_left_) (FA_WINDOW ? (win_left_) : -1)
+#define FA_RIGHT(win_right_) (FA_CAUSAL ? 0 : FA_WINDOW ? (win_right_) : -1)
+inline bool fa_sees(int j, int qd, int left, int right)
+{
+    return (left < 0 || j >= qd - left) && (right < 0 || j <= qd + right);
+}
+/* The keys [fa_keys_begin, fa_keys_end) within [0, seq_k) that queries whose diagonals lie in
+ * [qd_min, qd_max] may see (empty where begin >= end). */
+inline int fa_keys_begin(int qd_min, int left)
+{
+    return left < 0 ? 0 : max(qd_min - left, 0);
+}
+inline int fa_keys_end(int qd_max, int right, int seq_k)
+{
+    return right < 0 ? seq_k : clamp(qd_max + right + 1, 0, seq_k);
+}
+
+/* tanh within a few ulp for any input: an odd Taylor polynomial below |x| = 1/4, else
+ * (1 - e) / (1 + e) with e = 2^(-2 log2(e) |x|); NaN stays NaN. */
+inline float fa_tanh(float x)
+{
+    const float a = fabs(x), a2 = a * a;
+    float p = -0.00886323552990220f; /* -1382/155925 */
+    p = fma(p, a2, 0.0218694885361552f);
+    p = fma(p, a2, -0.0539682539682540f);
+    p = fma(p, a2, 0.133333333333333f);
+    p = fma(p, a2, -0.333333333333333f);
+    const float e = exp2(-2.8853900817779268f * a);
+    const float t = a < 0.25f ? fma(p * a2, a, a) : (1.0f - e) / (1.0f + e);
+    return x < 0.0f ? -t : t;
+}
+
+/* A raw score q.k in log2 units: q.k mul (mul: scale log2(e)), or with FA_SOFTCAP
+ * cap_log2 tanh(q.k mul) (mul: scale / softcap); *slope gets the softcap's 1 - tanh^2 (what
+ * the backward's dS takes), 1 without. */
+inline float fa_score(float raw, float mul, float cap_log2, float *slope)
+{
+#if FA_SOFTCAP
+    const float t = fa_tanh(raw * mul);
+    *slope = 1.0f - t * t;
+    return cap_log2 * t;
+#else
+    (void)cap_log2;
+    *slope = 1.0f;
+    return raw * mul;
+#endif
+}
+
 #if FA_DTYPE == FA_CL_DTYPE_F32
 typedef float fa_st;
 #elif FA_DTYPE == FA_CL_DTYPE_F16 || FA_DTYPE == FA_CL_DTYPE_BF16

@@ -15,8 +15,8 @@
  *     loads.
  * Per key tile: K (fetched earlier) to kv, fetch V -> S = Q K^T, mask, scale (log2 domain), row
  * max partials -> barrier -> V to kv, fetch the next K; new max, P = exp2(S - m) into pt,
- * alpha -> barrier -> O = alpha O + P V. Causal: key tiles past the tile's last visible key are
- * never visited.
+ * alpha -> barrier -> O = alpha O + P V. Causal and a sliding window (FA_WINDOW): key tiles no
+ * row of the tile sees are never visited; FA_SOFTCAP: each score goes through fa_score.
  *
  * The local tiles are declared as float4 arrays: NVIDIA's OpenCL compiler splits vload4 from a
  * __local float pointer into four scalar loads, but keeps float4 element accesses whole. */
@@ -99,7 +99,7 @@ fa_forward(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
            __global fa_st *o, long o_off, long o_sb, long o_ss, long o_sh,
            __global float *lse, long l_off, long l_sb, long l_ss, long l_sh, int has_lse,
            __global const int *sl, long sl_off, long sl_sb, long sl_ss, long sl_sh, int has_sl,
-           int seq_q, int seq_cap, float scale_log2)
+           int seq_q, int seq_cap, float score_mul, float cap_log2, int win_left, int win_right)
 {
     __local float4 qs4[FA_BM * LDS4];
     __local float4 kv4[FA_BN * LDS4];
@@ -122,10 +122,10 @@ fa_forward(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
     const long vbase = v_off + b * v_sb + hk * v_sh;
     q_tile_load(qs4, q, q_off + b * q_sb + h * q_sh + (long)q0 * q_ss, q_ss, rows);
 
-    int n_end = seq_k;
-#if FA_CAUSAL
-    n_end = clamp(q0 + rows + diag, 0, seq_k);
-#endif
+    /* the keys the tile's rows see: from the first row's window start to the last row's end */
+    const int left = FA_LEFT(win_left), right = FA_RIGHT(win_right);
+    const int n_begin = fa_keys_begin(q0 + diag, left);
+    const int n_end = fa_keys_end(q0 + rows - 1 + diag, right, seq_k);
 
     const int sx = lid % FA_S_TX, sy = lid / FA_S_TX, sr = sy * S_TM;
     const int ox = lid % FA_O_TX, oy = lid / FA_O_TX, orow = oy * O_TM;
@@ -143,9 +143,9 @@ FA_UNROLL
             acc[i][g] = (float4)(0.0f);
 
     fa_raw4 reg[KE];
-    if (n_end > 0)
-        tile_fetch(reg, k, kbase, k_ss, min(FA_BN, seq_k));
-    for (int n0 = 0; n0 < n_end; n0 += FA_BN) {
+    if (n_begin < n_end)
+        tile_fetch(reg, k, kbase + (long)n_begin * k_ss, k_ss, min(FA_BN, seq_k - n_begin));
+    for (int n0 = n_begin; n0 < n_end; n0 += FA_BN) {
         const int keys = min(FA_BN, seq_k - n0);
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's P V is done with kv and pt */
         tile_store(kv4, reg);
@@ -182,11 +182,10 @@ FA_UNROLL
 FA_UNROLL
             for (int j = 0; j < S_TN; j++) {
                 const int c = sx + FA_S_TX * j;
-                bool visible = c < keys;
-#if FA_CAUSAL
-                visible = visible && n0 + c <= q0 + sr + i + diag;
-#endif
-                s[i][j] = visible ? s[i][j] * scale_log2 : -INFINITY;
+                const bool visible = c < keys && fa_sees(n0 + c, q0 + sr + i + diag, left, right);
+                float slope;
+                const float x = fa_score(s[i][j], score_mul, cap_log2, &slope);
+                s[i][j] = visible ? x : -INFINITY;
                 mx = fmax(mx, s[i][j]);
             }
             red[sx * FA_BM + sr + i] = mx;

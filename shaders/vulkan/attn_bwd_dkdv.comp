@@ -2,7 +2,7 @@
 #version 450
 // Backward, pass 2: dK and dV for one key tile of BN keys of one KV head, one workgroup per
 // (key tile, KV head, batch), looping over the query tiles of BM rows of the query heads that
-// share the KV head (causal: from the first tile that sees a key of this tile on). Per query
+// share the KV head (causal or windowed: only those that see a key of this tile). Per query
 // tile: S, P -> ps, dP, dS -> ds ([query][key], keys contiguous); then rounds of RK query rows of
 // Q and dO through the stage for dV += P^T dO and dK += dS^T Q. dK is scaled once at the end.
 // The tiling and the shared memory are described in fa_backward.glsl.
@@ -34,12 +34,17 @@ void main()
         dv[i] = vec4(0.0);
     }
 
-    // Causal: query rows before n0 - diag see none of these keys. One flat loop over the query
-    // tiles of the gqa heads.
+    // The query rows that see these keys: from n0 - diag - right (causal: right = 0) to
+    // n0 + keys - 1 - diag + left where those bounds are set. One flat loop over the query tiles
+    // of the gqa heads.
+    const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     uint m_begin = 0;
-    if (CAUSAL)
-        m_begin = uint(clamp(int(n0) - diag, 0, int(pc.seq_q))) / BM * BM;
-    const uint tiles = (pc.seq_q - m_begin + BM - 1u) / BM;
+    if (right >= 0)
+        m_begin = uint(clamp(int(n0) - diag - right, 0, int(pc.seq_q))) / BM * BM;
+    uint m_end = pc.seq_q;
+    if (left >= 0)
+        m_end = uint(clamp(int(n0 + keys) - diag + left, 0, int(pc.seq_q)));
+    const uint tiles = m_end > m_begin ? (m_end - m_begin + BM - 1u) / BM : 0u;
     for (uint t = 0; t < GQA * tiles; t++) {
         const uint h = hk * GQA + t / tiles;
         const uint m0 = m_begin + t % tiles * BM;
@@ -56,9 +61,8 @@ void main()
             const float l2 = lse_s[r];
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
-                const float p = bwd_visible(r, c, rows, keys, lim, l2)
-                                    ? exp2(xs[i * S_TN + j] * pc.scale_log2 - l2)
-                                    : 0.0;
+                const float x = bwd_score(i * S_TN + j);
+                const float p = bwd_visible(r, c, rows, keys, lim, l2) ? exp2(x - l2) : 0.0;
                 ps[r * LDK + c / 4u][c % 4u] = p;
             }
         }
@@ -68,8 +72,9 @@ void main()
             const float dl = dl_s[r];
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
+                const uint e = i * S_TN + j;
                 ds[r * LDK + c / 4u][c % 4u] =
-                    ps[r * LDK + c / 4u][c % 4u] * (xs[i * S_TN + j] - dl);
+                    ps[r * LDK + c / 4u][c % 4u] * (xs[e] - dl) * bwd_slope(e);
             }
         }
 

@@ -103,7 +103,7 @@ void main()
             [[unroll]] for (uint tt = 0; tt < TM; tt++)
                 for (uint e = 0; e < lm.length(); e++) {
                     const uint i = tt * BNN + j;
-                    float p = lm[e] == NEG_INF ? 0.0 : exp2(s[i][e] * pc.scale_log2 - lm[e]);
+                    float p = lm[e] == NEG_INF ? 0.0 : exp2(s[i][e] * pc.score_mul - lm[e]);
                     if (edge) {
                         // The first visible query of this key, tile-relative.
                         const uint v = uint(ix[e]);

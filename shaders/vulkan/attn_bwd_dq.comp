@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #version 450
 // Backward, pass 3: dQ for one query tile of BM rows, one workgroup per (query tile, query head,
-// batch), looping over the key tiles of BN (causal: none past the tile's last visible key). Per
+// batch), looping over the key tiles of BN that its rows see (causal, window). Per
 // key tile: S, P, dP and dS -> ds ([key][query], query rows contiguous, dS over P); then rounds
 // of RQ keys of K through the stage for dQ += dS K. dQ is scaled once at the end. The tiling and
 // the shared memory are described in fa_backward.glsl.
@@ -26,13 +26,14 @@ void main()
 
     bwd_row_stats((b * gl_NumWorkGroups.y + h) * pc.seq_q + m0, rows);
 
-    uint n_end = pc.seq_k;
-    if (CAUSAL)
-        n_end = uint(clamp(int(m0 + rows) + diag, 0, int(pc.seq_k)));
+    // the keys the tile's rows see (all of them without a mask)
+    const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
+    const uint n_begin = fa_keys_begin(int(m0) + diag, left);
+    const uint n_end = fa_keys_end(int(m0 + rows) - 1 + diag, right, pc.seq_k);
     [[unroll]] for (uint i = 0; i < 4u * Q_TM * Q_TN; i++)
         acc[i] = vec4(0.0);
 
-    for (uint n0 = 0; n0 < n_end; n0 += BN) {
+    for (uint n0 = n_begin; n0 < n_end; n0 += BN) {
         const uint keys = min(BN, pc.seq_k - n0);
         const uint kb = pc.k_off + b * pc.k_sb + hk * pc.k_sh + n0 * pc.k_ss;
         const uint vb = pc.v_off + b * pc.v_sb + hk * pc.v_sh + n0 * pc.v_ss;
@@ -43,10 +44,9 @@ void main()
             const float l2 = lse_s[r];
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
+                const float x = bwd_score(i * S_TN + j);
                 ds[c * LDQ + r / 4u][r % 4u] =
-                    bwd_visible(r, c, rows, keys, lim, l2)
-                        ? exp2(xs[i * S_TN + j] * pc.scale_log2 - l2)
-                        : 0.0;
+                    bwd_visible(r, c, rows, keys, lim, l2) ? exp2(x - l2) : 0.0;
             }
         }
         bwd_dot(SRC_DO, gb, rows, SRC_V, vb, keys, s);
@@ -55,7 +55,7 @@ void main()
             const float dl = dl_s[r];
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
-                ds[c * LDQ + r / 4u][r % 4u] *= xs[i * S_TN + j] - dl;
+                ds[c * LDQ + r / 4u][r % 4u] *= (xs[i * S_TN + j] - dl) * bwd_slope(i * S_TN + j);
             }
         }
 

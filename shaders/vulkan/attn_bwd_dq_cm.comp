@@ -107,7 +107,7 @@ void main()
                 for (uint e = 0; e < lm.length(); e++) {
 #endif
                     const uint i = t * BNN + j;
-                    float p = LM_(e) == NEG_INF ? 0.0 : exp2(s[i][e] * pc.scale_log2 - LM_(e));
+                    float p = LM_(e) == NEG_INF ? 0.0 : exp2(s[i][e] * pc.score_mul - LM_(e));
                     if (edge) {
                         const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
                         const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);

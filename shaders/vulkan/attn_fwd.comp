@@ -26,8 +26,9 @@
 // red; V -> kv, new max, P = exp2(S - m) -> pt, alpha; O = alpha O + P V.
 // Global loads go to registers one phase before their tile is stored to shared memory (K of the
 // next tile during P V, V during S), four elements per load when the view is aligned; they stay
-// in storage form (RAW4) until stored. Causal: key tiles past the tile's last visible key are
-// never visited. No subgroup operation, so any subgroup size works.
+// in storage form (RAW4) until stored. Causal and a sliding window (WINDOW): key tiles that no row
+// of the tile sees are never visited; SOFTCAP: each score goes through softcap tanh(s / softcap)
+// (fa_score). No subgroup operation, so any subgroup size works.
 //
 // Tuning variants (specialization constants 20 and 21, FA_VULKAN_FWD_VARIANT and
 // FA_VULKAN_FWD_UNROLL; 0 and 0 are the design above), each meant to cut live registers:
@@ -67,7 +68,7 @@ TENSOR4(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
 
-FA_FWD_PARAMS
+FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
 
 const uint NT = gl_WorkGroupSize.x;
 const uint D4 = D / 4, D8 = D / 8;
@@ -361,9 +362,10 @@ void main()
         }
     }
 
-    uint n_end = seq_k;
-    if (CAUSAL)
-        n_end = uint(clamp(int(q0 + rows) + diag, 0, int(seq_k)));
+    // the keys the tile's rows see: from the first row's window start to the last row's end
+    const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
+    const uint n_begin = fa_keys_begin(int(q0) + diag, left);
+    const uint n_end = fa_keys_end(int(q0 + rows) - 1 + diag, right, seq_k);
 
     sx = lid % S_TX;
     sr = (lid / S_TX) * S_TM;
@@ -377,17 +379,18 @@ void main()
     [[unroll]] for (uint i = 0; i < O_TM * O_TG * CW; i++)
         acc[i] = vec4(0.0);
 
-    if (n_end > 0u && SPLIT) {
+    if (n_begin < n_end && SPLIT) {
         // The first K straight into its tile, PR pieces at a time (the loop's first barrier
         // makes it visible).
         for (uint p = 0; p < KP; p += PR) {
-            pieces_fetch(false, k_base, pc.k_ss, min(BN, seq_k), p, min(p + PR, KP));
+            pieces_fetch(false, k_base + n_begin * pc.k_ss, pc.k_ss, min(BN, seq_k - n_begin), p,
+                         min(p + PR, KP));
             pieces_store(0u, p, min(p + PR, KP));
         }
-    } else if (n_end > 0u) {
-        tile_fetch(false, k_base, pc.k_ss, min(BN, seq_k));
+    } else if (n_begin < n_end) {
+        tile_fetch(false, k_base + n_begin * pc.k_ss, pc.k_ss, min(BN, seq_k - n_begin));
     }
-    for (uint n0 = 0; n0 < n_end; n0 += BN) {
+    for (uint n0 = n_begin; n0 < n_end; n0 += BN) {
         const uint keys = min(BN, seq_k - n0);
         barrier(); // the previous tile's P V is done with kv and pt (SPLIT: and K is in place)
         if (!SPLIT) {
@@ -414,9 +417,11 @@ void main()
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = sx + S_TX * j;
                 bool visible = c < keys;
-                if (CAUSAL)
-                    visible = visible && int(n0 + c) <= int(q0 + sr + i) + diag;
-                s[i * S_TN + j] = visible ? s[i * S_TN + j] * pc.scale_log2 : NEG_INF;
+                if (CAUSAL || WINDOW)
+                    visible = visible && fa_sees(int(n0 + c), int(q0 + sr + i) + diag, left, right);
+                float slope;
+                const float x = fa_score(s[i * S_TN + j], pc.score_mul, pc.cap_log2, slope);
+                s[i * S_TN + j] = visible ? x : NEG_INF;
                 mx = max(mx, s[i * S_TN + j]);
             }
             red[sx * BM + sr + i] = mx;

@@ -9,8 +9,9 @@
 //   dQ: one workgroup per (query tile of BM, query head, batch), looping over key tiles of BN;
 //     dQ += dS K on a (BM x DP) register tile.
 // Per (query tile, key tile) both compute S = Q K^T, then dP = dO V^T, on a (BM x BN) register
-// tile (SX invocations along keys), P = exp2(S scale log2e - LSE2) and dS = P (dP - Delta). Rows
-// that saw no key (LSE = -inf) get P = 0.
+// tile (SX invocations along keys), P = exp2(S scale log2e - LSE2) and dS = P (dP - Delta) (with
+// SOFTCAP, S softcapped and dS times 1 - tanh^2). Rows that saw no key (LSE = -inf) get P = 0;
+// causal and a sliding window (WINDOW) skip the tiles no row or key of the other tile sees.
 //
 // Shared memory (f32, vec4 arrays so that drivers emit 16-byte loads, rows padded to an odd
 // number of vec4 against bank conflicts): P and dS, LSE and Delta per query row, and one staging
@@ -187,11 +188,26 @@ void bwd_row_stats(uint w0, uint rows)
 }
 
 // Whether query row r of the tile (LSE2 l2) sees key c: inside the tile, a row with keys, and
-// (causal) c - r <= lim.
+// within its mask, with lim = m0 + diag - n0 (the diagonal of row 0 in the tile's key index):
+// c - r against lim as key against diagonal.
 bool bwd_visible(uint r, uint c, uint rows, uint keys, int lim, float l2)
 {
-    return r < rows && c < keys && l2 != neg_inf() && (!CAUSAL || int(c) - int(r) <= lim);
+    return r < rows && c < keys && l2 != neg_inf() &&
+           fa_sees(int(c) - int(r), lim, fa_left(pc.win_left), fa_right(pc.win_right));
 }
+
+// The S register tile's scores in log2 units (fa_score) and, with SOFTCAP, their 1 - tanh^2 for
+// dS (sd, the same layout).
+float sd[SOFTCAP ? S_TM * S_TN : 1u];
+float bwd_score(uint e)
+{
+    float slope;
+    const float x = fa_score(xs[e], pc.score_mul, pc.cap_log2, slope);
+    if (SOFTCAP)
+        sd[e] = slope;
+    return x;
+}
+float bwd_slope(uint e) { return SOFTCAP ? sd[e] : 1.0; }
 
 // ACC[(4 i + e) TN + j] += W[i].e * Y[j]: one step of a product whose invocation rows come in
 // groups of 4 (W) and whose columns are vec4 groups of the head dim (Y).

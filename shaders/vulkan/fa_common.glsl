@@ -172,3 +172,52 @@ layout(constant_id = FA_SPEC_HEAD_DIM) const uint D = 64;     // head dim, a mul
 #endif
 layout(constant_id = FA_SPEC_CAUSAL) const bool CAUSAL = false;
 layout(constant_id = FA_SPEC_GQA) const uint GQA = 1;   // query heads per key/value head
+// The variants, in the scalar forward and backward: a sliding window, logit softcapping.
+layout(constant_id = FA_SPEC_WINDOW) const bool WINDOW = false;
+layout(constant_id = FA_SPEC_SOFTCAP) const bool SOFTCAP = false;
+
+// The mask: the query whose diagonal is key qd (query i's is i + seq_k - seq_q) sees the keys
+// qd - left .. qd + right, a bound of -1 being none; fa_left and fa_right take the pushed window
+// bounds (FA_VARIANT_MEMBERS) and give constants where WINDOW is off.
+int fa_left(int win_left) { return WINDOW ? win_left : -1; }
+int fa_right(int win_right) { return CAUSAL ? 0 : WINDOW ? win_right : -1; }
+bool fa_sees(int j, int qd, int left, int right)
+{
+    return (left < 0 || j >= qd - left) && (right < 0 || j <= qd + right);
+}
+// The keys [fa_keys_begin, fa_keys_end) within [0, seq_k) that queries whose diagonals lie in
+// [qd_min, qd_max] may see (empty where begin >= end).
+uint fa_keys_begin(int qd_min, int left) { return left < 0 ? 0u : uint(max(qd_min - left, 0)); }
+uint fa_keys_end(int qd_max, int right, uint seq_k)
+{
+    return right < 0 ? seq_k : uint(clamp(qd_max + right + 1, 0, int(seq_k)));
+}
+
+// tanh within a few ulp for any input (a driver's own may turn large |x| into NaN): an odd Taylor
+// polynomial below |x| = 1/4, else (1 - e) / (1 + e) with e = 2^(-2 log2(e) |x|); NaN stays NaN.
+float fa_tanh(float x)
+{
+    const float a = abs(x), a2 = a * a;
+    float p = -0.00886323552990220; // -1382/155925
+    p = fma(p, a2, 0.0218694885361552);
+    p = fma(p, a2, -0.0539682539682540);
+    p = fma(p, a2, 0.133333333333333);
+    p = fma(p, a2, -0.333333333333333);
+    const float e = exp2(-2.8853900817779268 * a);
+    const float t = a < 0.25 ? fma(p * a2, a, a) : (1.0 - e) / (1.0 + e);
+    return x < 0.0 ? -t : t;
+}
+
+// A raw score q.k in log2 units: q.k mul (mul: scale log2(e)), or with SOFTCAP
+// cap_log2 tanh(q.k mul) (mul: scale / softcap); slope is the softcap's 1 - tanh^2 (the
+// backward's dS takes it), 1 without.
+float fa_score(float raw, float mul, float cap_log2, out float slope)
+{
+    if (!SOFTCAP) {
+        slope = 1.0;
+        return raw * mul;
+    }
+    const float t = fa_tanh(raw * mul);
+    slope = 1.0 - t * t;
+    return cap_log2 * t;
+}

@@ -28,7 +28,17 @@
 #define FA_SEQLENS_BINDING                                                                     \
     layout(set = 0, binding = 5, std430) readonly buffer sl_block { int sl_buf[]; };
 
+// The members the scalar forward (after FA_FWD_PARAMS's) and the backward passes end with
+// (backends/vulkan/vk_attention.c, fa_vk_variant_push): the multiplier of the raw score q.k,
+// scale log2(e) or with SOFTCAP scale / softcap, then softcap log2(e); the window's bounds
+// (WINDOW), causal folded in, -1 for none (fa_attention_call.window).
+#define FA_VARIANT_MEMBERS                                                                     \
+    float score_mul;                                                                           \
+    float cap_log2;                                                                            \
+    int win_left, win_right;
+
 // g0 is dK or dQ, g1 dV (unused by dQ); Delta at ws[delta_off + row], the LSE (log2) at ws[row].
+// 128 bytes, the most a device must take.
 #define FA_BWD_PARAMS                                                                          \
     layout(push_constant) uniform Params {                                                     \
         uint q_off, q_sb, q_ss, q_sh;                                                          \
@@ -39,5 +49,5 @@
         uint g1_off, g1_sb, g1_ss, g1_sh;                                                      \
         uint seq_q, seq_k, delta_off;                                                          \
         float scale;                                                                           \
-        float scale_log2;                                                                      \
+        FA_VARIANT_MEMBERS                                                                     \
     } pc;

@@ -48,6 +48,11 @@
 #define FA_SPEC_DEC_RW 31 /* packed query rows per workgroup */
 #define FA_SPEC_DEC_SG 32 /* invocations per subgroup (required at pipeline creation) */
 
-#define FA_SPEC_COUNT 33
+/* The variants (fa_common.glsl): a sliding window, logit softcapping (bools; their values are
+ * push constants, FA_VARIANT_MEMBERS in fa_params.glsl). The scalar forward and backward only. */
+#define FA_SPEC_WINDOW 33
+#define FA_SPEC_SOFTCAP 34
+
+#define FA_SPEC_COUNT 35
 
 #endif

@@ -3,7 +3,8 @@
  * tensors (buffer, byte offset, dtype, shape, strides) and options of one forward or backward
  * call on the CPU backend, over four host buffers (a forward may take the unused gradient
  * tensors as its seqlens_k and block_table, whose values are then whatever the buffers hold, and
- * as the k_new and v_new of an append, which makes k and v outputs).
+ * as the k_new and v_new of an append, which makes k and v outputs), with or without a sliding
+ * window and a softcap.
  * Whatever the bytes, the library must answer with a status and never read or write outside the
  * buffers (AddressSanitizer watches), nor touch the inputs. Built and run by tools/fuzz.sh. */
 #include <stdint.h>
@@ -54,7 +55,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         setup();
     if (size < 4 + TENSORS * TENSOR_BYTES)
         return 0;
-    fa_attention_desc desc = {.causal = data[0] & 1, .deterministic = data[0] & 2};
+    /* a window's bounds from -2 (invalid) up, switched on or not; a softcap off, on, negative
+     * or NaN */
+    static const float softcaps[4] = {0.0f, 30.0f, -1.0f, __builtin_nanf("")};
+    fa_attention_desc desc = {
+        .causal = data[0] & 1,
+        .deterministic = data[0] & 2,
+        .window = {data[0] & 4, (data[0] >> 3 & 7) - 2, (data[3] >> 6) - 2},
+        .softcap = softcaps[data[0] >> 6],
+    };
     uint32_t scale_bits = (uint32_t)(data[1] | data[2] << 8) << 16;
     memcpy(&desc.scale, &scale_bits, sizeof desc.scale); /* any float, NaN and inf included */
     const bool backward = data[3] & 1, with_lse = data[3] & 2;

@@ -54,6 +54,8 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
         .causal = shape->causal,
         .deterministic = shape->deterministic,
         .num_splits = shape->num_splits,
+        .window = shape->window,
+        .softcap = shape->softcap,
     };
 
     const cli_attn_shape *s = shape;
@@ -243,12 +245,31 @@ int cli_attn_fail(const cli_attn *a, fa_status status)
     return cli_fail(a->ctx, status);
 }
 
+/* The (query, key) pairs a window leaves one batch entry and head, counted row by row. */
+static double window_pairs(const cli_attn_shape *s)
+{
+    double pairs = 0.0;
+    const int64_t right = s->causal                                            ? 0
+                          : s->window.right >= 0 && s->window.right < s->seq_q ? s->window.right
+                                                                               : -1;
+    for (int64_t i = 0; i < s->seq_q; i++) {
+        const int64_t diag = i + s->seq_k - s->seq_q;
+        int64_t first = s->window.left >= 0 ? diag - s->window.left : 0;
+        int64_t last = right >= 0 ? diag + right : s->seq_k - 1;
+        first = first < 0 ? 0 : first;
+        last = last > s->seq_k - 1 ? s->seq_k - 1 : last;
+        pairs += last >= first ? (double)(last - first + 1) : 0.0;
+    }
+    return pairs;
+}
+
 double cli_attn_flops(const cli_attn_shape *s, bool backward)
 {
-    double f = 4.0 * (double)s->batch * (double)s->heads_q * (double)s->seq_q * (double)s->seq_k *
-               (double)s->head_dim;
-    if (s->causal)
-        f *= 0.5;
+    double f = 4.0 * (double)s->batch * (double)s->heads_q * (double)s->head_dim;
+    if (s->window.enabled)
+        f *= window_pairs(s);
+    else
+        f *= (double)s->seq_q * (double)s->seq_k * (s->causal ? 0.5 : 1.0);
     return backward ? 2.5 * f : f;
 }
 

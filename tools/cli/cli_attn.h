@@ -20,6 +20,8 @@ typedef struct cli_attn_shape {
     int64_t page_size;  /* > 0: K and V as a paged cache (forward), seq_k a multiple */
     int64_t append;     /* > 0: each forward appends this many rows per sequence (k_new, v_new)
                            to a cache of seq_k - append keys, then attends to all seq_k */
+    fa_window window;   /* fa_attention_desc.window */
+    float softcap;      /* fa_attention_desc.softcap */
 } cli_attn_shape;
 
 typedef struct cli_attn {
@@ -69,7 +71,8 @@ fa_status cli_attn_call(cli_attn *a, bool backward);
 /** Prints the failure of one of the calls above (cli_fail format); returns 1. */
 int cli_attn_fail(const cli_attn *a, fa_status status);
 
-/** FlashAttention's FLOP count: forward 4*B*H*Sq*Sk*D, halved when causal; backward 2.5x. */
+/** FlashAttention's FLOP count: forward 4*B*H*Sq*Sk*D, halved when causal; backward 2.5x. With
+ * a window, 4*B*H*D per (query, key) pair the mask leaves, counted. */
 double cli_attn_flops(const cli_attn_shape *s, bool backward);
 /** The bytes of K and V a forward reads at least once: 2*B*Sk*Hkv*D*element size. */
 double cli_attn_kv_bytes(const cli_attn_shape *s);

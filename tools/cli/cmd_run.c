@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* `flashattn run`: one attention problem, timed, with its memory beside a standard attention's,
  * and optionally checked against a float64 reference on sampled rows. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,10 @@ static const char usage[] =
     "  --head-dim N     head dimension (default 128)\n"
     "  --dtype T        f32, f16 or bf16 (default f16; f32 on the CPU backend)\n"
     "  --causal         causal mask, aligned bottom-right\n"
+    "  --window L,R     sliding window (fa_attention_desc.window): query i sees keys\n"
+    "                   i + Sk - Sq - L .. i + Sk - Sq + R, -1 for no bound (with --causal\n"
+    "                   R is at most 0)\n"
+    "  --softcap C      logit softcapping: scores s become C tanh(s / C) (0: off)\n"
     "  --splits N       fa_attention_desc.num_splits: key chunks of the split-key forward\n"
     "                   (decoding; 0, the default: the backend chooses; 1: none)\n"
     "  --page-size N    K and V as a paged cache of N-key pages in a shuffled block table\n"
@@ -54,19 +59,50 @@ static const char usage[] =
     "own: it is the first warm-up run. When neither --repeat nor --warmup is given and that\n"
     "call takes more than 2 s, it is the measurement and nothing more is run (1 timed run,\n"
     "0 warm-up), so that large problems cost one call.\n"
-    "TFLOP/s counts 4*B*H*Sq*Sk*D per forward, half of that when causal, 2.5x for backward;\n"
+    "TFLOP/s counts 4*B*H*Sq*Sk*D per forward, half of that when causal (with --window,\n"
+    "4*B*H*D per query and key the window leaves), 2.5x for backward;\n"
     "GB/s (forward) counts K and V read once, 2*B*Sk*Hkv*D*element size: what bounds decoding.\n"
     "Memory: the library's workspace peak (device memory beyond inputs and outputs) beside\n"
     "the B*H*Sq*Sk*4 bytes a standard attention's score matrix takes; on the CPU backend also\n"
     "the process's peak resident growth over the first call, measured by the OS.\n";
 
 typedef struct run_options {
-    const char *backend_name, *dtype_name;
+    const char *backend_name, *dtype_name, *window_name, *softcap_name;
+    fa_window window;
+    float softcap;
     int64_t device, batch, heads, kv_heads, seq, seq_q, seq_k, head_dim;
     int64_t repeat, warmup, threads, seed, splits, page_size, append;
     bool causal, backward, check, json;
     bool device_seen, kv_heads_seen, seq_q_seen, seq_k_seen, repeat_seen, warmup_seen;
 } run_options;
+
+/* "L,R" as two int32 values (the library checks their range: -1 or more). */
+static bool parse_window(const char *text, fa_window *out)
+{
+    char *end;
+    errno = 0;
+    const long left = strtol(text, &end, 10);
+    if (end == text || *end != ',' || errno)
+        return false;
+    const char *second = end + 1;
+    const long right = strtol(second, &end, 10);
+    if (end == second || *end || errno || left < INT32_MIN || left > INT32_MAX ||
+        right < INT32_MIN || right > INT32_MAX)
+        return false;
+    *out = (fa_window){.enabled = true, .left = (int32_t)left, .right = (int32_t)right};
+    return true;
+}
+
+/* A number, as a float (the library checks its value: finite and not negative). */
+static bool parse_softcap(const char *text, float *out)
+{
+    char *end;
+    const double x = strtod(text, &end);
+    if (end == text || *end)
+        return false;
+    *out = (float)x;
+    return true;
+}
 
 static int parse_options(int argc, char **argv, run_options *o)
 {
@@ -86,6 +122,8 @@ static int parse_options(int argc, char **argv, run_options *o)
         {"--head-dim", CLI_OPT_INT, &o->head_dim, 1, 1 << 20, NULL},
         {"--dtype", CLI_OPT_STRING, &o->dtype_name, 0, 0, NULL},
         {"--causal", CLI_OPT_FLAG, &o->causal, 0, 0, NULL},
+        {"--window", CLI_OPT_STRING, &o->window_name, 0, 0, NULL},
+        {"--softcap", CLI_OPT_STRING, &o->softcap_name, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o->splits, 0, 256, NULL},
         {"--page-size", CLI_OPT_INT, &o->page_size, 1, INT32_MAX, NULL},
         {"--append", CLI_OPT_INT, &o->append, 1, INT32_MAX, NULL},
@@ -106,6 +144,13 @@ static int parse_options(int argc, char **argv, run_options *o)
         o->seq_q = o->seq;
     if (!o->seq_k_seen)
         o->seq_k = o->seq;
+    if (o->window_name && !parse_window(o->window_name, &o->window))
+        return cli_usage_error("run", usage,
+                               "--window takes L,R: two integers (-1: no bound), "
+                               "not '%s'",
+                               o->window_name);
+    if (o->softcap_name && !parse_softcap(o->softcap_name, &o->softcap))
+        return cli_usage_error("run", usage, "--softcap takes a number, not '%s'", o->softcap_name);
     return CLI_CONTINUE;
 }
 
@@ -121,7 +166,9 @@ static fa_ref_problem ref_problem(const cli_attn *a)
                             .heads_kv = s->heads_kv,
                             .head_dim = s->head_dim,
                             .scale = a->desc.scale,
-                            .causal = s->causal};
+                            .causal = s->causal,
+                            .window = s->window,
+                            .softcap = s->softcap};
 }
 
 /* Reads a buffer of `bytes` back into a new host array (NULL when out of memory or the read
@@ -249,10 +296,17 @@ static void print_text(const run_options *o, const run_result *r)
     bool cpu = r->backend == FA_BACKEND_CPU;
     printf("backend   %s, device %d: %s\n", fa_backend_name(r->backend), r->device.index,
            r->device.name);
+    char variant[64] = "";
+    if (s->window.enabled)
+        snprintf(variant, sizeof variant, " window=%d,%d", (int)s->window.left,
+                 (int)s->window.right);
+    if (s->softcap != 0.0f)
+        snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " softcap=%g",
+                 (double)s->softcap);
     printf("problem   B=%" PRId64 " Hq=%" PRId64 " Hkv=%" PRId64 " Sq=%" PRId64 " Sk=%" PRId64
-           " D=%" PRId64 " %s%s, %s\n",
+           " D=%" PRId64 " %s%s%s, %s\n",
            s->batch, s->heads_q, s->heads_kv, s->seq_q, s->seq_k, s->head_dim,
-           fa_dtype_name(s->dtype), s->causal ? " causal" : "",
+           fa_dtype_name(s->dtype), s->causal ? " causal" : "", variant,
            o->backward ? "backward" : "forward");
     if (o->backward)
         printf("forward   one call %.3f ms (supplies O and LSE)\n", 1e3 * r->forward_first_s);
@@ -329,6 +383,10 @@ static void print_json(const run_options *o, const run_result *r)
            ", \"causal\": %s, \"direction\": \"%s\"",
            s->batch, s->heads_q, s->heads_kv, s->seq_q, s->seq_k, s->head_dim,
            s->causal ? "true" : "false", o->backward ? "backward" : "forward");
+    if (s->window.enabled)
+        printf(", \"window\": [%d, %d]", (int)s->window.left, (int)s->window.right);
+    printf(", \"softcap\": ");
+    cli_json_number(stdout, s->softcap);
     printf(", \"time_ms\": ");
     cli_json_number(stdout, 1e3 * t->median_s);
     printf(", \"min_ms\": ");
@@ -410,7 +468,9 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
                                 .causal = o->causal,
                                 .num_splits = (int32_t)o->splits,
                                 .page_size = o->page_size,
-                                .append = o->append};
+                                .append = o->append,
+                                .window = o->window,
+                                .softcap = o->softcap};
 
     r->load = cli_load_average();
     cli_attn a;

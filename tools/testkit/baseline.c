@@ -3,18 +3,18 @@
  * tolerance is set (a multiple of the baseline's error against the float64 reference).
  *
  * Forward: an ordinary, non-flash implementation that stores every matrix it materialises in the
- * dtype and accumulates every product in f32: S = scale Q K^T (f32 accumulation, rounded),
- * P = softmax(S) in f32 then rounded, O = P V (f32 accumulation, rounded), LSE = max + log(sum)
- * in f32.
+ * dtype and accumulates every product in f32: S = scale Q K^T (f32 accumulation, rounded), with a
+ * softcap c then S = c tanh(S / c) (f32, rounded), P = softmax(S) in f32 then rounded, O = P V
+ * (f32 accumulation, rounded), LSE = max + log(sum) in f32.
  *
  * Backward: FlashAttention's backward done plainly, from what its interface hands it: the O of
  * an exact forward rounded to the dtype and its LSE rounded to f32. Per row, in f32: S = scale Q
- * K^T, P = exp(S - LSE), Delta = rowsum(dO * O), dP = dO V^T, dS = P (dP - Delta); P and dS
- * rounded to the dtype where they enter a product (dV = P^T dO, dK = scale dS^T Q, dQ = scale
- * dS K; f32 accumulation, rounded). So the tolerance includes what the interface itself costs:
- * P recomputed from an LSE rounded to f32 (a relative error of about |LSE| 2^-24, which an
- * implementation that keeps its softmax in memory does not pay) and Delta from the rounded O.
- * Works row by row like the reference (see reference64.c). */
+ * K^T (softcapped), P = exp(S - LSE), Delta = rowsum(dO * O), dP = dO V^T, dS = P (dP - Delta)
+ * (times the softcap's 1 - tanh^2); P and dS rounded to the dtype where they enter a product
+ * (dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K; f32 accumulation, rounded). So the tolerance
+ * includes what the interface itself costs: P recomputed from an LSE rounded to f32 (a relative
+ * error of about |LSE| 2^-24, which an implementation that keeps its softmax in memory does not
+ * pay) and Delta from the rounded O. Works row by row like the reference (see reference64.c). */
 #include "tk_internal.h"
 
 #include <math.h>
@@ -32,11 +32,25 @@ static void axpy32(float *y, float a, const float *x, int64_t n)
         y[d] += a * x[d];
 }
 
+/* A scaled score through the softcap, c tanh(s / c), in f32; *slope gets 1 - tanh^2 (1 without
+ * a softcap). */
+static float base_softcap(const tk_data *t, float s, float *slope)
+{
+    if (t->p.softcap <= 0.0f) {
+        *slope = 1.0f;
+        return s;
+    }
+    const float th = tanhf(s / t->p.softcap);
+    *slope = 1.0f - th * th;
+    return t->p.softcap * th;
+}
+
 int64_t tk_base_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, float *p_row,
                             float *o_row, float *lse)
 {
     const fa_dtype dt = t->p.dtype;
-    const int64_t D = t->D, n = tk_visible_keys(t, b, i), hk = h / t->group;
+    int64_t j0;
+    const int64_t D = t->D, n = tk_key_range(t, b, i, &j0), hk = h / t->group;
     const float *q = t->qf + tk_q_index(t, b, i, h);
     for (int64_t d = 0; d < D; d++)
         o_row[d] = 0.0f;
@@ -44,19 +58,21 @@ int64_t tk_base_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, f
         *lse = -INFINITY;
         return 0;
     }
-    float m = -INFINITY;
-    for (int64_t j = 0; j < n; j++) {
+    float m = -INFINITY, slope;
+    for (int64_t j = j0; j < j0 + n; j++) {
         float s = tk_round_f(dt, t->scale_f * base_dot(t, q, t->kf + tk_k_index(t, b, j, hk), D));
+        if (t->p.softcap > 0.0f) /* as a plain implementation does: a new tensor, rounded */
+            s = tk_round_f(dt, base_softcap(t, s, &slope));
         p_row[j] = s;
         if (s > m)
             m = s;
     }
     float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++) {
+    for (int64_t j = j0; j < j0 + n; j++) {
         p_row[j] = expf(p_row[j] - m);
         sum += p_row[j];
     }
-    for (int64_t j = 0; j < n; j++) {
+    for (int64_t j = j0; j < j0 + n; j++) {
         p_row[j] = tk_round_f(dt, p_row[j] / sum);
         axpy32(o_row, p_row[j], t->vf + tk_k_index(t, b, j, hk), D);
     }
@@ -82,11 +98,12 @@ static void base_pair(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t
                       const tk_base_stats *st, float *p, float *ds)
 {
     const int64_t hk = h / t->group, kj = tk_k_index(t, b, j, hk), qi = tk_q_index(t, b, i, h);
-    const float s = t->scale_f * base_dot(t, t->qf + qi, t->kf + kj, t->D);
+    float slope;
+    const float s = base_softcap(t, t->scale_f * base_dot(t, t->qf + qi, t->kf + kj, t->D), &slope);
     const float p32 = expf(s - st->lse);
     const float dp = base_dot(t, t->d_of + qi, t->vf + kj, t->D);
     *p = tk_round_f(t->p.dtype, p32);
-    *ds = tk_round_f(t->p.dtype, p32 * (dp - st->delta));
+    *ds = tk_round_f(t->p.dtype, p32 * (dp - st->delta) * slope);
 }
 
 void tk_base_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t n,
@@ -97,7 +114,9 @@ void tk_base_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int
     const float *d_o = t->d_of + tk_q_index(t, b, i, h);
     for (int64_t d = 0; d < D; d++)
         dq_row[d] = 0.0f;
-    for (int64_t j = 0; j < n; j++) {
+    int64_t j0;
+    tk_key_range(t, b, i, &j0);
+    for (int64_t j = j0; j < j0 + n; j++) {
         const int64_t kj = tk_k_index(t, b, j, hk);
         float p, ds;
         base_pair(t, b, h, i, j, st, &p, &ds);
@@ -119,7 +138,7 @@ void tk_base_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j,
     for (int64_t g = 0; g < t->group; g++) {
         const int64_t h = hk * t->group + g;
         for (int64_t i = 0; i < t->Sq; i++) {
-            if (j >= tk_visible_keys(t, b, i))
+            if (!tk_sees(t, b, i, j))
                 continue;
             float p, ds;
             base_pair(t, b, h, i, j, &st[g * t->Sq + i], &p, &ds);

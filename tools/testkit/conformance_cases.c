@@ -9,8 +9,8 @@
  * lengths and head dim, so large cases stay affordable. One axis is the scores' magnitude (Q and K
  * scaled so that scores are ~1, 1e2 or 1e4); --full takes the product at 1 and adds the quick
  * array's larger ones. Fixed edge cases (huge scales among them), cases with scores of 1e6 or a
- * NaN or infinity planted in an input, decoding cases, and appends to a KV cache follow the
- * table. */
+ * NaN or infinity planted in an input, decoding cases, appends to a KV cache, and sliding
+ * windows and softcaps follow the table. */
 #include "tk_internal.h"
 
 #include <math.h>
@@ -72,13 +72,18 @@ static tk_heads_kind heads_kind(int64_t hq, int64_t hkv)
 static void name_case(tk_case *c, const char *extra)
 {
     const fa_ref_problem *p = &c->p;
-    char logits[32] = "";
+    char logits[32] = "", window[48] = "", softcap[32] = "";
     if (c->logits > 1.0f)
         snprintf(logits, sizeof logits, " logits=1e%d", (int)lround(log10((double)c->logits)));
-    snprintf(c->name, sizeof c->name, "%s %s d=%lld sq=%lld sk=%lld %s %s %s%s%s",
+    if (p->window.enabled)
+        snprintf(window, sizeof window, " window=%d,%d", (int)p->window.left, (int)p->window.right);
+    if (p->softcap > 0.0f)
+        snprintf(softcap, sizeof softcap, " softcap=%g", (double)p->softcap);
+    snprintf(c->name, sizeof c->name, "%s %s d=%lld sq=%lld sk=%lld %s %s %s%s%s%s%s",
              c->backward ? "bwd" : "fwd", fa_dtype_name(p->dtype), (long long)p->head_dim,
              (long long)p->seq_q, (long long)p->seq_k, p->causal ? "causal" : "noncausal",
-             tk_heads_name(c->heads), c->bhsd ? "bhsd" : "bshd", logits, extra ? extra : "");
+             tk_heads_name(c->heads), c->bhsd ? "bhsd" : "bshd", logits, window, softcap,
+             extra ? extra : "");
 }
 
 static tk_case case_from_values(const axes *a, const int *val)
@@ -455,6 +460,150 @@ static const edge_spec decodes[] = {
     {FA_DTYPE_BF16, 1, 1, 16000, 16, 16, 96, 0, false, false, false, " splitkv=64", 64},
 };
 
+/* ---- sliding windows and logit softcapping (fa_attention_desc.window, softcap) ---- */
+
+/* Windows that cut key tiles on both sides, windows smaller than any tile (down to the diagonal
+ * alone), left-only (with causal: Mistral's), right-only, both, with GQA and MQA, Sq below and
+ * above Sk (rows that see no key), bounds reaching past every key, decoding steps and split keys,
+ * per-sequence lengths; softcaps of 30 and 50 at scores of 1e2 and 1e4 (where tanh saturates),
+ * and the two together (Gemma 2's local layers); forward and backward. The cases share a few
+ * dtype, head dim and mask combinations, so that the GPU backends build few programs for them. */
+typedef struct variant_spec {
+    edge_spec e;
+    fa_window window;
+    float softcap;
+    float logits; /* 0: 1 */
+    bool seqlens;
+} variant_spec;
+
+static const variant_spec variants[] = {
+    {{FA_DTYPE_F32, 2, 300, 300, 2, 2, 64, 0, false, false, false, NULL, 0},
+     {true, 32, 32},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F16, 1, 1000, 1000, 8, 2, 128, 0, true, false, false, NULL, 0},
+     {true, 256, -1},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F16, 2, 200, 200, 8, 2, 128, 0, false, false, true, NULL, 0},
+     {true, 5, 0},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_BF16, 2, 113, 203, 4, 1, 32, 0, false, false, false, NULL, 0},
+     {true, -1, 7},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F32, 2, 203, 113, 2, 2, 64, 0, false, false, false, " edge:no-key-rows", 0},
+     {true, 10, 3},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F32, 2, 64, 64, 2, 2, 64, 0, false, false, false, NULL, 0},
+     {true, -1, -1},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F32, 1, 77, 77, 2, 2, 64, 0, true, false, false, NULL, 0},
+     {true, 1000, 5},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F16, 2, 1, 2000, 8, 2, 128, 0, true, false, false, " decode", 0},
+     {true, 100, -1},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F16, 2, 4, 3000, 8, 2, 128, 0, true, false, false, " decode splitkv=4", 4},
+     {true, 512, 0},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F16, 4, 37, 203, 8, 2, 128, 0, true, false, false, " seqlens", 0},
+     {true, 20, 0},
+     0,
+     0,
+     true},
+    {{FA_DTYPE_F32, 2, 300, 300, 2, 2, 64, 0, false, true, false, NULL, 0},
+     {true, 32, 32},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F16, 1, 513, 513, 8, 2, 128, 0, true, true, false, NULL, 0},
+     {true, 100, -1},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_BF16, 2, 113, 203, 4, 1, 32, 0, false, true, true, NULL, 0},
+     {true, -1, 7},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F32, 2, 203, 113, 2, 2, 64, 0, false, true, false, " edge:no-key-rows", 0},
+     {true, 10, 3},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F16, 2, 150, 150, 8, 2, 128, 0, false, true, false, NULL, 0},
+     {true, 0, 0},
+     0,
+     0,
+     false},
+    {{FA_DTYPE_F32, 2, 300, 300, 2, 2, 64, 0, false, false, false, NULL, 0},
+     {false, 0, 0},
+     30.0f,
+     1e2f,
+     false},
+    {{FA_DTYPE_F16, 1, 1000, 1000, 8, 2, 128, 0, true, false, false, NULL, 0},
+     {false, 0, 0},
+     50.0f,
+     1e2f,
+     false},
+    {{FA_DTYPE_BF16, 2, 129, 257, 4, 1, 64, 0, false, false, true, NULL, 0},
+     {false, 0, 0},
+     30.0f,
+     1e4f,
+     false},
+    {{FA_DTYPE_F16, 2, 1, 3000, 8, 2, 128, 0, true, false, false, " decode", 0},
+     {false, 0, 0},
+     50.0f,
+     1e2f,
+     false},
+    {{FA_DTYPE_F32, 2, 200, 200, 2, 2, 64, 0, false, true, false, NULL, 0},
+     {false, 0, 0},
+     50.0f,
+     1e2f,
+     false},
+    {{FA_DTYPE_F16, 1, 300, 300, 8, 2, 128, 0, true, true, true, NULL, 0},
+     {false, 0, 0},
+     30.0f,
+     1e2f,
+     false},
+    {{FA_DTYPE_BF16, 2, 129, 257, 4, 1, 64, 0, false, true, false, NULL, 0},
+     {false, 0, 0},
+     50.0f,
+     1e4f,
+     false},
+    {{FA_DTYPE_F32, 2, 100, 100, 2, 2, 64, 0, false, true, false, NULL, 0},
+     {false, 0, 0},
+     30.0f,
+     0,
+     false},
+    {{FA_DTYPE_F16, 2, 500, 500, 8, 2, 128, 0, true, false, false, NULL, 0},
+     {true, 128, 0},
+     50.0f,
+     1e2f,
+     false},
+    {{FA_DTYPE_F16, 2, 300, 300, 8, 2, 128, 0, true, true, false, NULL, 0},
+     {true, 64, 0},
+     30.0f,
+     1e2f,
+     false},
+};
+
 int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
 {
     axes a = table_axes(full);
@@ -473,12 +622,13 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     const int64_t n_paged = (int64_t)(sizeof paged_cases / sizeof paged_cases[0]);
     const int64_t n_planted = (int64_t)(sizeof planted / sizeof planted[0]);
     const int64_t n_append = (int64_t)(sizeof append_cases / sizeof append_cases[0]);
+    const int64_t n_variants = (int64_t)(sizeof variants / sizeof variants[0]);
     /* --full: the quick array's cases with logits above 1 follow the product */
     int(*extra)[AX_COUNT] = NULL;
     const axes quick = table_axes(false);
     const int64_t n_extra = full ? covering_array(&quick, &extra) : 0;
     tk_case *cases = malloc((size_t)(n_table + n_extra + n_edges + n_planted + n_decodes +
-                                     n_seqlens + n_paged + n_append) *
+                                     n_seqlens + n_paged + n_append + n_variants) *
                             sizeof *cases);
     if (!cases) {
         free(rows);
@@ -529,6 +679,15 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
         cases[n].seqlens = true;
         cases[n].append = append_cases[e].append;
         cases[n++].page_size = append_cases[e].page_size;
+    }
+    for (int64_t e = 0; e < n_variants; e++) {
+        cases[n] = case_from_edge(&variants[e].e);
+        cases[n].p.window = variants[e].window;
+        cases[n].p.softcap = variants[e].softcap;
+        cases[n].logits = variants[e].logits;
+        cases[n].seqlens = variants[e].seqlens;
+        name_case(&cases[n], variants[e].e.extra);
+        n++;
     }
     for (int64_t c = 0; c < n; c++) {
         uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)c;

@@ -517,6 +517,8 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
     }
     const fa_attention_desc desc = {.scale = p->scale,
                                     .causal = p->causal,
+                                    .window = p->window,
+                                    .softcap = p->softcap,
                                     .deterministic = c->deterministic,
                                     .num_splits = c->num_splits,
                                     .seqlens_k = t->seqlens ? &lens_tensor : NULL,

@@ -27,8 +27,10 @@ extern "C" {
 typedef struct fa_ref_problem {
     fa_dtype dtype;
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
-    float scale; /* 0 -> 1/sqrt(head_dim) */
-    bool causal; /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
+    float scale;      /* 0 -> 1/sqrt(head_dim) */
+    bool causal;      /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
+    fa_window window; /* fa_attention_desc.window: as the library takes it */
+    float softcap;    /* fa_attention_desc.softcap: 0 off, else s -> softcap tanh(s / softcap) */
 } fa_ref_problem;
 
 /* Deterministic random fill (splitmix/xorshift from seed) of n elements of dtype: values ~
@@ -82,9 +84,12 @@ void fa_testkit_store(void *base, fa_dtype dtype, size_t i, double x);
 double fa_testkit_round(fa_dtype dtype, double x);
 /** The scale a problem actually uses: p->scale, or 1/sqrt(head_dim) when it is 0. */
 double fa_ref_scale(const fa_ref_problem *p);
-/** Index of the last key query row i sees: i + Sk - Sq when causal, Sk - 1 otherwise (may be < 0,
- * meaning no key). */
+/** Index of the last key query row i sees: i + Sk - Sq when causal, Sk - 1 otherwise, and with
+ * a window at most i + Sk - Sq + right (may be < 0, meaning no key). */
 int64_t fa_ref_last_key(const fa_ref_problem *p, int64_t i);
+/** Index of the first key query row i sees: 0, or with a window's left bound
+ * max(0, i + Sk - Sq - left) (past the last key when it sees none). */
+int64_t fa_ref_first_key(const fa_ref_problem *p, int64_t i);
 
 /* ---- float64 reference ------------------------------------------------------------------------
  */

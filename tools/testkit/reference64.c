@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* The float64 reference: attention computed in double from the inputs as their dtype holds them.
  *
- * It works one query row at a time: the row's scores against every visible key are materialised
- * (Sk doubles), normalised by a two-pass softmax (max, then sum of exponentials), and used at
- * once for O and, in the backward, for dQ and the row's contribution to dK and dV. This is the
- * score matrix of each (b, h) one row after another: the same arithmetic as materialising it,
- * in O(Sk) memory. A row that sees no key has O = 0, LSE = -inf and zero gradients. */
+ * It works one query row at a time: the row's scores against every visible key (those the causal
+ * mask and the sliding window leave it; tk_key_range) are materialised (Sk doubles), softcapped
+ * where the problem says so, normalised by a two-pass softmax (max, then sum of exponentials),
+ * and used at once for O and, in the backward, for dQ and the row's contribution to dK and dV
+ * (through the softcap's derivative). This is the score matrix of each (b, h) one row after
+ * another: the same arithmetic as materialising it, in O(Sk) memory. A row that sees no key has O =
+ * 0, LSE = -inf and zero gradients. */
 #include "tk_internal.h"
 
 #include <math.h>
@@ -18,29 +20,38 @@ static void axpy64(double *y, double a, const double *x, int64_t n)
         y[d] += a * x[d];
 }
 
+/* The score of query row (b, h, i) and key j as the softmax takes it (scaled, then softcapped),
+ * and into *slope its derivative by the scaled score. */
+static double ref_score(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t j, double *slope)
+{
+    const double *q = t->q + tk_q_index(t, b, i, h);
+    const double *k = t->k + tk_k_index(t, b, j, h / t->group);
+    return tk_softcap64(t, t->scale * tk_dot64(q, k, t->D), slope);
+}
+
 int64_t tk_ref_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, double *p_row,
                            double *o_row, double *lse)
 {
-    const int64_t D = t->D, n = tk_visible_keys(t, b, i), hk = h / t->group;
-    const double *q = t->q + tk_q_index(t, b, i, h);
+    int64_t j0;
+    const int64_t D = t->D, n = tk_key_range(t, b, i, &j0), hk = h / t->group;
     memset(o_row, 0, (size_t)D * sizeof *o_row);
     if (n == 0) {
         *lse = -INFINITY;
         return 0;
     }
-    double m = -INFINITY;
-    for (int64_t j = 0; j < n; j++) {
-        double s = t->scale * tk_dot64(q, t->k + tk_k_index(t, b, j, hk), D);
+    double m = -INFINITY, slope;
+    for (int64_t j = j0; j < j0 + n; j++) {
+        double s = ref_score(t, b, h, i, j, &slope);
         p_row[j] = s;
         if (s > m)
             m = s;
     }
     double sum = 0.0;
-    for (int64_t j = 0; j < n; j++) {
+    for (int64_t j = j0; j < j0 + n; j++) {
         p_row[j] = exp(p_row[j] - m);
         sum += p_row[j];
     }
-    for (int64_t j = 0; j < n; j++) {
+    for (int64_t j = j0; j < j0 + n; j++) {
         p_row[j] /= sum;
         axpy64(o_row, p_row[j], t->v + tk_k_index(t, b, j, hk), D);
     }
@@ -63,10 +74,14 @@ void tk_ref_row_backward(const tk_data *t, int64_t b, int64_t h, int64_t i, int6
     const double *d_o = t->d_o + tk_q_index(t, b, i, h);
     memset(dq_row, 0, (size_t)D * sizeof *dq_row);
     double delta = tk_dot64(d_o, o_row, D); /* = sum_j P_ij dP_ij */
-    for (int64_t j = 0; j < n; j++) {
+    int64_t j0;
+    tk_key_range(t, b, i, &j0);
+    for (int64_t j = j0; j < j0 + n; j++) {
         int64_t kj = tk_k_index(t, b, j, hk);
-        double dp = tk_dot64(d_o, t->v + kj, D);
-        double p = p_row[j] * unresolved, ds = p * (dp - delta);
+        double dp = tk_dot64(d_o, t->v + kj, D), slope = 1.0;
+        if (t->p.softcap > 0.0f)
+            ref_score(t, b, h, i, j, &slope);
+        double p = p_row[j] * unresolved, ds = p * (dp - delta) * slope;
         axpy64(dq_row, ds, t->k + kj, D);
         if (dk) {
             axpy64(dk + kj, ds, q, D);
@@ -81,18 +96,19 @@ void tk_ref_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j, con
                          const double *delta, double *dk_row, double *dv_row)
 {
     const int64_t D = t->D;
-    const double *k = t->k + tk_k_index(t, b, j, hk), *v = t->v + tk_k_index(t, b, j, hk);
+    const double *v = t->v + tk_k_index(t, b, j, hk);
     memset(dk_row, 0, (size_t)D * sizeof *dk_row);
     memset(dv_row, 0, (size_t)D * sizeof *dv_row);
     for (int64_t g = 0; g < t->group; g++) {
         int64_t h = hk * t->group + g;
         for (int64_t i = 0; i < t->Sq; i++) {
-            if (j >= tk_visible_keys(t, b, i))
+            if (!tk_sees(t, b, i, j))
                 continue;
             const double *q = t->q + tk_q_index(t, b, i, h);
             const double *d_o = t->d_o + tk_q_index(t, b, i, h);
-            double p = exp(t->scale * tk_dot64(q, k, D) - tk_backward_lse(lse[g * t->Sq + i]));
-            double ds = p * (tk_dot64(d_o, v, D) - delta[g * t->Sq + i]);
+            double slope;
+            double p = exp(ref_score(t, b, h, i, j, &slope) - tk_backward_lse(lse[g * t->Sq + i]));
+            double ds = p * (tk_dot64(d_o, v, D) - delta[g * t->Sq + i]) * slope;
             axpy64(dv_row, p, d_o, D);
             axpy64(dk_row, ds, q, D);
         }
@@ -105,35 +121,41 @@ void tk_ref_block_stats(const tk_data *t, int64_t b, int64_t h, int64_t i0, int6
                         double *o, double *lse, double *delta)
 {
     const int64_t D = t->D, Sk = t->Sk, hk = h / t->group;
-    int64_t nvis[TK_BLOCK], jmax = 0;
+    int64_t j0[TK_BLOCK], j1[TK_BLOCK], jmin = Sk, jmax = 0; /* row r sees [j0, j1) */
     for (int64_t r = 0; r < n; r++) {
-        nvis[r] = tk_visible_keys(t, b, i0 + r);
-        jmax = nvis[r] > jmax ? nvis[r] : jmax;
+        const int64_t count = tk_key_range(t, b, i0 + r, &j0[r]);
+        j1[r] = j0[r] + count;
+        if (j1[r] > j0[r]) {
+            jmin = j0[r] < jmin ? j0[r] : jmin;
+            jmax = j1[r] > jmax ? j1[r] : jmax;
+        }
     }
     /* each key row is loaded once for the whole block */
-    for (int64_t j = 0; j < jmax; j++) {
+    double slope;
+    for (int64_t j = jmin; j < jmax; j++) {
         const double *k = t->k + tk_k_index(t, b, j, hk);
         for (int64_t r = 0; r < n; r++)
-            if (j < nvis[r])
-                s[r * Sk + j] = t->scale * tk_dot64(t->q + tk_q_index(t, b, i0 + r, h), k, D);
+            if (j >= j0[r] && j < j1[r])
+                s[r * Sk + j] = tk_softcap64(
+                    t, t->scale * tk_dot64(t->q + tk_q_index(t, b, i0 + r, h), k, D), &slope);
     }
     for (int64_t r = 0; r < n; r++) {
         double *row = s + r * Sk, m = -INFINITY, sum = 0.0;
-        for (int64_t j = 0; j < nvis[r]; j++)
+        for (int64_t j = j0[r]; j < j1[r]; j++)
             m = row[j] > m ? row[j] : m;
-        for (int64_t j = 0; j < nvis[r]; j++) {
+        for (int64_t j = j0[r]; j < j1[r]; j++) {
             row[j] = exp(row[j] - m);
             sum += row[j];
         }
-        for (int64_t j = 0; j < nvis[r]; j++)
+        for (int64_t j = j0[r]; j < j1[r]; j++)
             row[j] /= sum;
-        lse[r] = nvis[r] > 0 ? m + log(sum) : -INFINITY;
+        lse[r] = j1[r] > j0[r] ? m + log(sum) : -INFINITY;
     }
     memset(o, 0, (size_t)(n * D) * sizeof *o);
-    for (int64_t j = 0; j < jmax; j++) {
+    for (int64_t j = jmin; j < jmax; j++) {
         const double *v = t->v + tk_k_index(t, b, j, hk);
         for (int64_t r = 0; r < n; r++)
-            if (j < nvis[r])
+            if (j >= j0[r] && j < j1[r])
                 axpy64(o + r * D, s[r * Sk + j], v, D);
     }
     for (int64_t r = 0; r < n; r++)

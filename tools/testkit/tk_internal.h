@@ -7,6 +7,8 @@
 
 #include "fa_testkit.h"
 
+#include <math.h>
+
 /* A problem and its inputs, packed BSHD, as the dtype holds them: in double for the reference,
  * in float for the baseline (every f16/bf16/f32 value is exact in both). d_o may be NULL. */
 typedef struct tk_data {
@@ -31,12 +33,41 @@ bool tk_data_init(tk_data *t, const fa_ref_problem *p, const void *q, const void
                   const void *d_o);
 void tk_data_free(tk_data *t);
 
-/* How many keys query i of batch entry b sees (the first ones of its sequence). */
+/* The keys query i of batch entry b sees, [*first, *first + count), count returned: those of its
+ * sequence (its first seqlens[b] keys) that the causal mask and the window leave it. */
+static inline int64_t tk_key_range(const tk_data *t, int64_t b, int64_t i, int64_t *first)
+{
+    fa_ref_problem p = t->p;
+    p.seq_k = t->seqlens ? t->seqlens[b] : t->Sk;
+    const int64_t last = fa_ref_last_key(&p, i), j0 = fa_ref_first_key(&p, i);
+    const int64_t end = last + 1 < p.seq_k ? last + 1 : p.seq_k;
+    *first = j0;
+    return end > j0 ? end - j0 : 0;
+}
+/* How many keys query i of batch entry b sees. */
 static inline int64_t tk_visible_keys(const tk_data *t, int64_t b, int64_t i)
 {
-    const int64_t sk = t->seqlens ? t->seqlens[b] : t->Sk;
-    int64_t n = t->p.causal ? i + sk - t->Sq + 1 : sk;
-    return n < 0 ? 0 : (n > sk ? sk : n);
+    int64_t first;
+    return tk_key_range(t, b, i, &first);
+}
+/* Whether query i of batch entry b sees key j. */
+static inline bool tk_sees(const tk_data *t, int64_t b, int64_t i, int64_t j)
+{
+    int64_t first;
+    const int64_t n = tk_key_range(t, b, i, &first);
+    return j >= first && j < first + n;
+}
+/* A scaled score as the attention takes it: with a softcap c, c tanh(s / c); *slope gets its
+ * derivative d(result)/ds (1 without a softcap). */
+static inline double tk_softcap64(const tk_data *t, double s, double *slope)
+{
+    if (t->p.softcap <= 0.0f) {
+        *slope = 1.0;
+        return s;
+    }
+    const double c = t->p.softcap, th = tanh(s / c);
+    *slope = 1.0 - th * th;
+    return c * th;
 }
 static inline int64_t tk_q_index(const tk_data *t, int64_t b, int64_t i, int64_t h)
 {

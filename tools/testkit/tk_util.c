@@ -106,7 +106,19 @@ double fa_ref_scale(const fa_ref_problem *p)
 
 int64_t fa_ref_last_key(const fa_ref_problem *p, int64_t i)
 {
-    return p->causal ? i + p->seq_k - p->seq_q : p->seq_k - 1;
+    const int64_t diag = i + p->seq_k - p->seq_q;
+    int64_t last = p->causal ? diag : p->seq_k - 1;
+    if (p->window.enabled && p->window.right >= 0 && diag + p->window.right < last)
+        last = diag + p->window.right;
+    return last;
+}
+
+int64_t fa_ref_first_key(const fa_ref_problem *p, int64_t i)
+{
+    const int64_t diag = i + p->seq_k - p->seq_q;
+    if (!p->window.enabled || p->window.left < 0 || diag - p->window.left <= 0)
+        return 0;
+    return diag - p->window.left;
 }
 
 /* Four independent sums: faster than one chain, and the order an unrolled kernel would use. */

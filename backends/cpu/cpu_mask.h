@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+/* What the CPU backend does to raw scores q.k before the softmax, shared by the forward (its
+ * query tiles and its decoding items alike) and the backward: scaling, or logit softcapping, and
+ * the mask of the causal diagonal and the sliding window (fa_attention_call). A row's diagonal is
+ * the key i + seq_k - seq_q of its query i. */
+#ifndef FA_CPU_MASK_H
+#define FA_CPU_MASK_H
+
+#include <math.h>
+
+#include "cpu_kernels.h"
+#include "cpu_tiles.h"
+
+#define FA_CPU_LOG2E 1.4426950408889634f
+
+/* A row with diagonal d sees the keys [d - left, d + right]; a bound of -1 is none. */
+typedef struct fa_cpu_mask {
+    int64_t left, right;
+} fa_cpu_mask;
+
+static inline fa_cpu_mask fa_cpu_mask_of(const fa_attention_call *c)
+{
+    return (fa_cpu_mask){fa_call_left(c), fa_call_right(c)};
+}
+
+/* The first key of [k_begin, ...) that rows whose lowest diagonal is d_min may see. */
+static inline int64_t fa_cpu_keys_begin(const fa_cpu_mask *m, int64_t d_min, int64_t k_begin)
+{
+    return m->left >= 0 && d_min - m->left > k_begin ? d_min - m->left : k_begin;
+}
+
+/* One past the last key of [..., k_end) that rows whose highest diagonal is d_max may see. */
+static inline int64_t fa_cpu_keys_end(const fa_cpu_mask *m, int64_t d_max, int64_t k_end)
+{
+    return m->right >= 0 && d_max + m->right + 1 < k_end ? d_max + m->right + 1 : k_end;
+}
+
+/* Whether the keys [k0, k0 + nk) hold one that some row with a diagonal in [d_min, d_max] does
+ * not see: the tile then needs fa_cpu_mask_row. */
+static inline bool fa_cpu_mask_cuts(const fa_cpu_mask *m, int64_t d_min, int64_t d_max, int64_t k0,
+                                    int nk)
+{
+    return (m->left >= 0 && d_max - m->left > k0) ||
+           (m->right >= 0 && d_min + m->right < k0 + nk - 1);
+}
+
+/* Sets s[j * step] to -inf for the keys k0 + j (j < nk) that the row with diagonal d does not
+ * see. */
+static inline void fa_cpu_mask_row(const fa_cpu_mask *m, int64_t d, int64_t k0, int nk, float *s,
+                                   int64_t step)
+{
+    const int64_t first = m->left >= 0 ? d - m->left - k0 : 0;      /* first visible j */
+    const int64_t end = m->right >= 0 ? d + m->right + 1 - k0 : nk; /* one past the last */
+    for (int64_t j = 0; j < nk && j < first; j++)
+        s[j * step] = -INFINITY;
+    for (int64_t j = end > 0 ? end : 0; j < nk; j++)
+        s[j * step] = -INFINITY;
+}
+
+/* Raw scores (rows x cols, row stride ld) as the softmax takes them, in log2 units: scale
+ * log2(e) q.k, or with a softcap c, c log2(e) tanh(scale q.k / c), and then, where deriv is not
+ * NULL, its 1 - tanh^2 into deriv (same layout) for the backward. */
+static inline void fa_cpu_scores(const fa_cpu_kernels *k, const fa_attention_call *c, float *s,
+                                 int rows, int cols, int64_t ld, float *deriv)
+{
+    if (c->softcap > 0.0f)
+        k->softcap(s, rows, cols, ld, c->scale / c->softcap, c->softcap * FA_CPU_LOG2E, deriv);
+    else
+        fa_cpu_scale_tile(s, rows, cols, ld, c->scale * FA_CPU_LOG2E);
+}
+
+/* ds *= deriv over rows x cols (row stride ld): dS through the softcap. */
+static inline void fa_cpu_softcap_grad(float *ds, const float *deriv, int rows, int cols,
+                                       int64_t ld)
+{
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++)
+            ds[r * ld + j] *= deriv[r * ld + j];
+}
+
+#endif
