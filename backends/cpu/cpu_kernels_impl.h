@@ -250,7 +250,6 @@ static void CK_NAME(softcap)(float *s, int rows, int cols, int64_t ld, float in,
     }
 }
 
-
 static const fa_cpu_kernels CK_NAME(kernels) = {
     .name = CK_NAME_STRING,
     .gemm = CK_NAME(gemm),
