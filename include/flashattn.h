@@ -22,6 +22,10 @@
 
 #include "flashattn/status.h"
 
+/* FA_API marks the exported functions: on Windows dllexport while the DLL is built and dllimport
+ * for its callers (define FA_STATIC to link the static library instead; CMake's
+ * flashattn::flashattn_static does), elsewhere default visibility in a library whose other
+ * symbols are hidden. */
 #if defined(FA_STATIC)
 #define FA_API
 #elif defined(_WIN32)
@@ -30,8 +34,10 @@
 #else
 #define FA_API __declspec(dllimport)
 #endif
-#else
+#elif defined(__GNUC__)
 #define FA_API __attribute__((visibility("default")))
+#else
+#define FA_API
 #endif
 
 #ifdef __cplusplus
@@ -167,9 +173,9 @@ typedef struct fa_context_desc {
                                FA_CUDA_STREAM_LEGACY or FA_CUDA_STREAM_PER_THREAD. Ignored
                                (with a warning) on other backends. */
     /* Where compiled programs are kept between runs (Vulkan pipeline caches, OpenCL binaries):
-     * NULL = $XDG_CACHE_HOME/flashattn or ~/.cache/flashattn, "" = no disk cache. Files carry
-     * the library version, the device and its driver, and a checksum: a stale, foreign or
-     * corrupt file is ignored and replaced. */
+     * NULL = $XDG_CACHE_HOME/flashattn or ~/.cache/flashattn (%LOCALAPPDATA%\flashattn on
+     * Windows), "" = no disk cache. Files carry the library version, the device and its driver,
+     * and a checksum: a stale, foreign or corrupt file is ignored and replaced. */
     const char *cache_dir;
     uint64_t cache_max_bytes; /* the folder's cap: least recently used files go first once
                                  the library's files pass it; 0 = 256 MiB */

@@ -2,28 +2,10 @@
 /* The on-disk cache folder shared by the backends: resolution, file names, LRU eviction. */
 #include "fa_cache.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <utime.h>
 
-/* mkdir -p, owner-only for what it creates. */
-static bool make_folders(char *dir)
-{
-    for (char *s = dir + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        int made = mkdir(dir, 0700);
-        *s = '/';
-        if (made != 0 && errno != EEXIST)
-            return false;
-    }
-    return mkdir(dir, 0700) == 0 || errno == EEXIST;
-}
+#include "fa_platform.h"
 
 void fa_cache_configure(fa_context *ctx, const char *dir, uint64_t max_bytes)
 {
@@ -34,24 +16,17 @@ void fa_cache_configure(fa_context *ctx, const char *dir, uint64_t max_bytes)
         snprintf(ctx->cache_dir, cap, "%s", dir); /* the caller checked the length */
         return;
     }
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
-    int n = 0;
-    if (xdg && xdg[0] == '/') /* the XDG spec ignores relative paths */
-        n = snprintf(ctx->cache_dir, cap, "%s/flashattn", xdg);
-    else if (home && home[0])
-        n = snprintf(ctx->cache_dir, cap, "%s/.cache/flashattn", home);
+    char home[sizeof ctx->cache_dir];
+    if (!fa_cache_home(home, sizeof home))
+        return; /* none, or too long: no disk cache */
+    int n = snprintf(ctx->cache_dir, cap, "%s/flashattn", home);
     if (n < 0 || (size_t)n >= cap)
-        ctx->cache_dir[0] = '\0'; /* too long: no disk cache */
+        ctx->cache_dir[0] = '\0';
 }
 
 bool fa_cache_file(const fa_context *ctx, const char *name, char *path, size_t size)
 {
-    char dir[sizeof ctx->cache_dir];
-    if (!ctx->cache_dir[0])
-        return false;
-    memcpy(dir, ctx->cache_dir, sizeof dir);
-    if (!make_folders(dir))
+    if (!ctx->cache_dir[0] || !fa_dir_make(ctx->cache_dir))
         return false;
     /* another version never reads this version's files (and evicts them in time) */
     int n = snprintf(path, size, "%s/flashattn-%s-%s", ctx->cache_dir, fa_version_string(), name);
@@ -60,7 +35,7 @@ bool fa_cache_file(const fa_context *ctx, const char *name, char *path, size_t s
 
 void fa_cache_touch(const char *path)
 {
-    utime(path, NULL); /* a failure only makes the file look older */
+    fa_file_touch(path); /* a failure only makes the file look older */
 }
 
 void fa_cache_trim(const fa_context *ctx)
@@ -78,32 +53,36 @@ static bool ours(const char *name)
     return false;
 }
 
+/* What one pass over the folder finds: the library's files' total and the oldest of them. */
+typedef struct trim_pass {
+    const char *dir;
+    uint64_t total;
+    int64_t oldest_time;
+    char oldest[1024];
+} trim_pass;
+
+static void trim_visit(const fa_dir_entry *e, void *user)
+{
+    trim_pass *p = user;
+    char path[sizeof p->oldest];
+    if (!ours(e->name) || snprintf(path, sizeof path, "%s/%s", p->dir, e->name) >= (int)sizeof path)
+        return;
+    p->total += e->size;
+    if (!p->oldest[0] || e->mtime < p->oldest_time) {
+        p->oldest_time = e->mtime;
+        memcpy(p->oldest, path, sizeof p->oldest);
+    }
+}
+
 /* One pass per file removed, oldest first, and no allocation: the folder holds tens of files, and
  * a context creation must not fail (or allocate) for its cache's sake. */
 int fa_cache_trim_dir(const char *dir, uint64_t max_bytes)
 {
     int removed = 0;
     for (;;) {
-        DIR *d = opendir(dir);
-        if (!d)
-            return removed;
-        uint64_t total = 0;
-        time_t oldest_time = 0;
-        char oldest[1024] = "", path[1024];
-        for (struct dirent *e; (e = readdir(d)) != NULL;) {
-            struct stat st;
-            if (!ours(e->d_name) ||
-                snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
-                stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-                continue;
-            total += (uint64_t)st.st_size;
-            if (!oldest[0] || st.st_mtime < oldest_time) {
-                oldest_time = st.st_mtime;
-                memcpy(oldest, path, sizeof oldest);
-            }
-        }
-        closedir(d);
-        if (total <= max_bytes || !oldest[0] || remove(oldest) != 0)
+        trim_pass pass = {.dir = dir};
+        if (!fa_dir_files(dir, trim_visit, &pass) || pass.total <= max_bytes || !pass.oldest[0] ||
+            remove(pass.oldest) != 0)
             return removed;
         removed++;
     }

@@ -2,6 +2,7 @@
 /* Contexts: choosing a backend and device, opening it, and tearing it down. */
 #include "fa_append.h"
 #include "fa_cache.h"
+#include "fa_platform.h"
 #include "flashattn/opencl.h"
 #include "flashattn/vulkan.h"
 
@@ -58,10 +59,9 @@ static void choose_auto(fa_backend *backend, int *device)
 }
 
 /* FA_BACKEND and FA_DEVICE, read only when the caller asked for AUTO. */
-static fa_status apply_environment(fa_backend *backend, int *device)
+static fa_status parse_environment(const char *name, const char *index, fa_backend *backend,
+                                   int *device)
 {
-    const char *name = getenv("FA_BACKEND");
-    const char *index = getenv("FA_DEVICE");
     if (name && name[0] && strcmp(name, "auto") != 0) {
         if (fa_backend_from_name(name, backend) != FA_OK)
             return fa_fail(NULL, FA_ERROR_INVALID_BACKEND,
@@ -78,6 +78,18 @@ static fa_status apply_environment(fa_backend *backend, int *device)
         *device = (int)v;
     }
     return FA_OK;
+}
+
+static fa_status apply_environment(fa_backend *backend, int *device)
+{
+    char *name = NULL, *index = NULL;
+    fa_status st = !fa_env_get("FA_BACKEND", &name) || !fa_env_get("FA_DEVICE", &index)
+                       ? fa_fail(NULL, FA_ERROR_OUT_OF_HOST_MEMORY,
+                                 "cannot copy FA_BACKEND and FA_DEVICE from the environment")
+                       : parse_environment(name, index, backend, device);
+    free(name);
+    free(index);
+    return st;
 }
 
 /* The fields of desc that every context takes, checked. */

@@ -14,8 +14,8 @@
 
 #define FA_CACHE_DEFAULT_MAX_BYTES ((uint64_t)256 << 20)
 
-/* Resolves the context's folder at creation: dir NULL = $XDG_CACHE_HOME/flashattn or
- * ~/.cache/flashattn, "" = no disk cache; max_bytes 0 = FA_CACHE_DEFAULT_MAX_BYTES. */
+/* Resolves the context's folder at creation: dir NULL = "flashattn" in the platform's cache
+ * folder (fa_cache_home), "" = no disk cache; max_bytes 0 = FA_CACHE_DEFAULT_MAX_BYTES. */
 void fa_cache_configure(fa_context *ctx, const char *dir, uint64_t max_bytes);
 
 /* Writes to `path` the full name of the context's cache file "flashattn-<version>-<name>", creating

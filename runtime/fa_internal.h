@@ -9,7 +9,9 @@
 
 #include <stdarg.h>
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__) /* the build uses MinGW's C99 printf; plain "printf" means msvcrt's */
+#define FA_PRINTF(fmt_index, args_index) __attribute__((format(gnu_printf, fmt_index, args_index)))
+#elif defined(__GNUC__)
 #define FA_PRINTF(fmt_index, args_index) __attribute__((format(printf, fmt_index, args_index)))
 #else
 #define FA_PRINTF(fmt_index, args_index)

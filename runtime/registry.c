@@ -2,8 +2,8 @@
 /* The backend registry: the one place that knows which backends were built. Each backend is
  * probed (driver loaded, devices counted) once per process, on first use. */
 #include "fa_internal.h"
+#include "fa_platform.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,7 +38,7 @@ typedef struct probe_state {
     char reason[256];
 } probe_state;
 
-static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static fa_mutex probe_lock = FA_MUTEX_INIT;
 static probe_state probes[FA_BACKEND_COUNT];
 
 const fa_backend_iface *fa_registry_get(fa_backend backend)
@@ -51,7 +51,7 @@ const fa_backend_iface *fa_registry_get(fa_backend backend)
 static const probe_state *probe(fa_backend backend)
 {
     probe_state *p = &probes[backend];
-    pthread_mutex_lock(&probe_lock);
+    fa_mutex_lock(&probe_lock);
     if (!p->probed) {
         const fa_backend_iface *iface = built[backend];
         if (!iface) {
@@ -71,7 +71,7 @@ static const probe_state *probe(fa_backend backend)
         }
         p->probed = true;
     }
-    pthread_mutex_unlock(&probe_lock);
+    fa_mutex_unlock(&probe_lock);
     return p;
 }
 

@@ -2,6 +2,8 @@
 /* The developer knobs, read once per context (fa_tuning.h). */
 #include "fa_tuning.h"
 
+#include "fa_platform.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,15 +17,10 @@ bool fa_tuning_read(fa_tuning *t)
 {
     memset(t, 0, sizeof *t);
     for (int i = 0; i < FA_KNOB_COUNT; i++) {
-        const char *env = getenv(knob_names[i]);
-        if (!env)
-            continue;
-        const size_t n = strlen(env) + 1;
-        if (!(t->value[i] = malloc(n))) {
+        if (!fa_env_get(knob_names[i], &t->value[i])) {
             fa_tuning_free(t);
             return false;
         }
-        memcpy(t->value[i], env, n);
     }
     return true;
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Installs, on Debian or Ubuntu, the packages flashattn needs to build and test that are missing.
-# Runs apt-get through sudo when not root. Safe to run again.
+# Installs, on Debian or Ubuntu, the packages flashattn needs to build and test that are missing
+# (with the argument "windows", those of the Windows cross build instead). Runs apt-get through
+# sudo when not root. Safe to run again.
 set -eu
 # Build: compiler, CMake, test framework; GPU headers and shader tools (the GPU drivers themselves
 # are opened at run time); lavapipe and PoCL so that the Vulkan and OpenCL backends can be tested
@@ -28,6 +29,12 @@ install_missing() {
     # shellcheck disable=SC2086
     $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
+# "windows": instead, what tools/windows-check.sh needs to cross-compile the Windows build and run
+# it under wine (README: Windows).
+if [ "${1:-}" = windows ]; then
+    install_missing gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine64
+    exit 0
+fi
 # shellcheck disable=SC2086
 install_missing $packages
 # libFuzzer comes with clang's runtime libraries, named by clang's major version.

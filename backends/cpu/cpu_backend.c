@@ -1,18 +1,15 @@
 // SPDX-License-Identifier: MIT
 /* The CPU backend's interface: one always-present device (this machine), buffers in 64-byte
  * aligned host memory, and synchronous forward and backward calls run with OpenMP. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1 /* sysconf(_SC_PHYS_PAGES) */
-#endif
 #include "cpu_backend.h"
 
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cpu_kernels.h"
+#include "fa_platform.h"
 
 #define FA_STR_(x) #x
 #define FA_STR(x) FA_STR_(x)
@@ -25,51 +22,21 @@ static bool cpu_probe(int *device_count, char *reason, size_t reason_size)
     return true;
 }
 
-/* Copies the value of the first "key<spaces>: value" line of /proc/cpuinfo into out. */
-static bool cpuinfo_field(const char *key, char *out, size_t out_size)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return false;
-    char line[512];
-    bool found = false;
-    size_t key_len = strlen(key);
-    while (!found && fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, key_len) != 0 ||
-            (line[key_len] != ' ' && line[key_len] != '\t' && line[key_len] != ':'))
-            continue;
-        char *value = strchr(line, ':');
-        if (!value)
-            continue;
-        value++;
-        while (*value == ' ' || *value == '\t')
-            value++;
-        value[strcspn(value, "\r\n")] = '\0';
-        snprintf(out, out_size, "%s", value);
-        found = out[0] != '\0';
-    }
-    fclose(f);
-    return found;
-}
-
 static void cpu_device_info(int index, fa_device_info *out)
 {
     memset(out, 0, sizeof *out);
     out->backend = FA_BACKEND_CPU;
     out->index = index;
     out->kind = FA_DEVICE_KIND_CPU;
-    if (!cpuinfo_field("model name", out->name, sizeof out->name))
+    fa_cpu_names(out->name, sizeof out->name, out->vendor, sizeof out->vendor);
+    if (!out->name[0])
         snprintf(out->name, sizeof out->name, "CPU");
-    cpuinfo_field("vendor_id", out->vendor, sizeof out->vendor);
     snprintf(out->driver, sizeof out->driver, "flashattn cpu (%s kernels)",
              fa_cpu_kernels_select()->name);
     snprintf(out->api_version, sizeof out->api_version, "OpenMP %s", FA_STR(_OPENMP));
     out->api_major = _OPENMP / 100; /* yyyymm of the OpenMP specification */
     out->api_minor = _OPENMP % 100;
-    long pages = sysconf(_SC_PHYS_PAGES);
-    long page_size = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page_size > 0)
-        out->memory_bytes = (uint64_t)pages * (uint64_t)page_size;
+    out->memory_bytes = fa_physical_memory();
     out->max_buffer_bytes = INT64_MAX;
     out->compute_units = (uint32_t)omp_get_num_procs();
     out->f16 = true; /* by conversion to f32 */
@@ -102,7 +69,7 @@ static fa_status cpu_buffer_alloc(fa_context *ctx, size_t size, void **handle)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cpu: buffer of %zu bytes", size);
     /* aligned_alloc needs a multiple of the alignment; size 0 still gets a real pointer */
     size_t rounded = size == 0 ? 64 : (size + 63) / 64 * 64;
-    void *p = aligned_alloc(64, rounded);
+    void *p = fa_aligned_alloc(64, rounded);
     if (!p)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY,
                        "cpu: cannot allocate a buffer of %zu bytes", size);
@@ -113,7 +80,7 @@ static fa_status cpu_buffer_alloc(fa_context *ctx, size_t size, void **handle)
 static void cpu_buffer_free(fa_context *ctx, void *handle)
 {
     (void)ctx;
-    free(handle);
+    fa_aligned_free(handle);
 }
 
 static fa_status cpu_buffer_write(fa_context *ctx, void *handle, size_t offset, const void *src,

@@ -7,6 +7,7 @@
 
 #include "cpu_backend.h"
 #include "fa_half.h"
+#include "fa_platform.h"
 
 static void *element_ptr(const fa_cpu_tile *t, int64_t r)
 {
@@ -99,7 +100,7 @@ fa_status fa_cpu_scratch_alloc(fa_context *ctx, fa_cpu_scratch *s, int threads, 
     s->slice_floats = (slice_floats + 15) / 16 * 16;
     size_t floats = s->slice_floats * (size_t)threads + (shared_floats + 15) / 16 * 16;
     s->bytes = floats * sizeof(float);
-    s->base = aligned_alloc(64, s->bytes ? s->bytes : 64);
+    s->base = fa_aligned_alloc(64, s->bytes ? s->bytes : 64);
     if (!s->base)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY,
                        "cpu: cannot allocate %zu bytes of %s scratch", s->bytes, what);
@@ -110,7 +111,7 @@ fa_status fa_cpu_scratch_alloc(fa_context *ctx, fa_cpu_scratch *s, int threads, 
 
 void fa_cpu_scratch_free(fa_context *ctx, fa_cpu_scratch *s)
 {
-    free(s->base);
+    fa_aligned_free(s->base);
     fa_workspace_track(ctx, -(int64_t)s->bytes);
     s->base = NULL;
 }

@@ -5,7 +5,10 @@
 # library. Built when nvcc is found.
 find_program(FA_NVCC nvcc HINTS ENV CUDA_PATH PATH_SUFFIXES bin
   PATHS /usr/local/cuda/bin /opt/cuda/bin)
-if(FA_NVCC)
+# Windows builds leave it out unless asked: nvcc's fatbins hold device code only, the same for
+# every host system (fa_cuda_abi.h uses fixed-width types), and the host side is C opening
+# nvcuda.dll, so it builds; but no Windows machine with an NVIDIA GPU has run it.
+if(FA_NVCC AND NOT WIN32)
   option(FA_WITH_CUDA "Build the CUDA backend (needs nvcc at build time only)" ON)
 else()
   option(FA_WITH_CUDA "Build the CUDA backend (needs nvcc at build time only)" OFF)
@@ -17,6 +20,9 @@ elseif(NOT FA_WITH_CUDA)
   if(NOT FA_NVCC)
     message(STATUS "flashattn: cuda backend not built: nvcc not found (install the CUDA Toolkit, "
                    "or pass -DFA_NVCC=/path/to/nvcc)")
+  elseif(WIN32)
+    message(STATUS "flashattn: cuda backend not built for Windows unless FA_WITH_CUDA=ON "
+                   "(unverified there)")
   else()
     message(STATUS "flashattn: cuda backend not built (FA_WITH_CUDA=OFF)")
   endif()

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../../shaders/cuda/fa_cuda_abi.h"
+#include "fa_platform.h"
 
 extern const unsigned char fa_cuda_fatbin[];
 extern const size_t fa_cuda_fatbin_size;
@@ -148,12 +149,12 @@ void fa_cuda_leave(fa_context *ctx)
 static CUresult load_image(fa_cuda_state *st, CUmodule *module, const unsigned char *data,
                            size_t size)
 {
-    void *image = aligned_alloc(64, (size + 63) / 64 * 64);
+    void *image = fa_aligned_alloc(64, (size + 63) / 64 * 64);
     if (!image)
         return CUDA_ERROR_OUT_OF_MEMORY;
     memcpy(image, data, size);
     CUresult r = st->cu->cuModuleLoadData(module, image);
-    free(image);
+    fa_aligned_free(image);
     return r;
 }
 

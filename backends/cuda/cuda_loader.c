@@ -3,24 +3,29 @@
  * cuInit. Failures become a reason string, never an abort. */
 #include "cuda_loader.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fa_dynlib.h"
+#include "fa_platform.h"
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static fa_once load_once = FA_ONCE_INIT;
 static fa_cuda_driver driver;
 static bool loaded;
 static char load_reason[256];
 
+#if defined(_WIN32)
+#define FA_CUDA_DRIVER_NAMES "nvcuda.dll"
+#else
+#define FA_CUDA_DRIVER_NAMES "libcuda.so.1", "libcuda.so"
+#endif
+
 static void load(void)
 {
-    static const char *const names[] = {"libcuda.so.1", "libcuda.so", NULL};
+    static const char *const names[] = {FA_CUDA_DRIVER_NAMES, NULL};
     char why[192] = "";
     fa_dynlib *lib = fa_dynlib_open(names, why, sizeof why);
     if (!lib) {
-        snprintf(load_reason, sizeof load_reason, "no CUDA driver (libcuda.so.1): %s", why);
+        snprintf(load_reason, sizeof load_reason, "no CUDA driver (%s): %s", names[0], why);
         return;
     }
 #define FA_CUDA_RESOLVE_(name, symbol, params)                                                     \
@@ -48,7 +53,7 @@ static void load(void)
 
 const fa_cuda_driver *fa_cuda_driver_load(char *reason, size_t reason_size)
 {
-    pthread_once(&load_once, load);
+    fa_once_run(&load_once, load);
     if (!loaded && reason && reason_size)
         snprintf(reason, reason_size, "%s", load_reason);
     return loaded ? &driver : NULL;

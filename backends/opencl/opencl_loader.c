@@ -2,21 +2,26 @@
 /* Opening the OpenCL ICD loader into fa_cl, and naming error codes. */
 #include "opencl_loader.h"
 
-#include "fa_dynlib.h"
+#include "fa_platform.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 fa_cl_api fa_cl;
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static fa_once load_once = FA_ONCE_INIT;
 static bool load_ok;
 static char load_reason[256];
 
+#if defined(_WIN32)
+#define FA_OPENCL_LOADER_NAMES "OpenCL.dll"
+#else
+#define FA_OPENCL_LOADER_NAMES "libOpenCL.so.1", "libOpenCL.so"
+#endif
+
 static void load(void)
 {
-    static const char *const names[] = {"libOpenCL.so.1", "libOpenCL.so", NULL};
+    static const char *const names[] = {FA_OPENCL_LOADER_NAMES, NULL};
     char why[200];
     fa_dynlib *lib = fa_dynlib_open(names, why, sizeof why);
     if (!lib) {
@@ -39,7 +44,7 @@ static void load(void)
 
 const fa_cl_api *fa_cl_load(char *reason, size_t reason_size)
 {
-    pthread_once(&load_once, load);
+    fa_once_run(&load_once, load);
     if (!load_ok) {
         if (reason && reason_size)
             snprintf(reason, reason_size, "%s", load_reason);

@@ -3,13 +3,13 @@
  * command buffer and fence through which every call is submitted, and the pipeline cache kept
  * on disk between runs. */
 #include "fa_cache.h"
+#include "fa_platform.h"
 #include "vk_coopmat_compat.h"
 #include "vk_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Descriptor sets one submission may use before the pool is reset (a backward uses 3). */
 enum { SETS_PER_SUBMISSION = 16, BINDINGS_PER_SET = 8 };
@@ -445,13 +445,13 @@ void fa_vk_pipeline_cache_save(fa_context *ctx)
     if (st->vk.vkGetPipelineCacheData(st->device, st->cache, &size, data) == VK_SUCCESS) {
         /* Write a temporary file and rename it into place, so a concurrent reader never sees
          * half a file. Any failure only means no cache. */
-        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+        snprintf(tmp, sizeof tmp, "%s.%lu.tmp", path, fa_process_id());
         FILE *f = fopen(tmp, "wb");
         if (f) {
             const uint64_t sum = fa_cache_hash(FA_CACHE_HASH_SEED, data, size);
             bool ok = fwrite(data, 1, size, f) == size && fwrite(&sum, sizeof sum, 1, f) == 1;
             ok = fclose(f) == 0 && ok;
-            if (!ok || rename(tmp, path) != 0)
+            if (!ok || !fa_file_replace(tmp, path))
                 remove(tmp);
             else
                 fa_cache_trim(ctx);

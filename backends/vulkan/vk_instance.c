@@ -2,9 +2,9 @@
 /* The Vulkan loader, opened at run time through volk; the one VkInstance of the process (with
  * the Khronos validation layer when FA_VULKAN_VALIDATION=1); the physical device list; and the
  * mapping of VkResult values and validation messages to statuses. */
+#include "fa_platform.h"
 #include "vk_internal.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +60,7 @@ fa_status fa_vk_fail(fa_context *ctx, VkResult r, const char *what)
 
 /* ---- validation messages ------------------------------------------------------------------ */
 
-static pthread_mutex_t message_lock = PTHREAD_MUTEX_INITIALIZER;
+static fa_mutex message_lock = FA_MUTEX_INIT;
 static char message[768];
 static unsigned message_count;
 
@@ -79,10 +79,10 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
         strstr(data->pMessage, "vkGetDeviceProcAddr(): pName is trying to grab") &&
         strstr(data->pMessage, "which is an instance level function"))
         return VK_FALSE;
-    pthread_mutex_lock(&message_lock);
+    fa_mutex_lock(&message_lock);
     if (message_count++ == 0)
         snprintf(message, sizeof message, "%s", data && data->pMessage ? data->pMessage : "?");
-    pthread_mutex_unlock(&message_lock);
+    fa_mutex_unlock(&message_lock);
     return VK_FALSE;
 }
 
@@ -92,12 +92,12 @@ fa_status fa_vk_check_validation(fa_context *ctx)
         return FA_OK;
     char text[sizeof message];
     unsigned count;
-    pthread_mutex_lock(&message_lock);
+    fa_mutex_lock(&message_lock);
     count = message_count;
     memcpy(text, message, sizeof text);
     message_count = 0;
     message[0] = '\0';
-    pthread_mutex_unlock(&message_lock);
+    fa_mutex_unlock(&message_lock);
     if (!count)
         return FA_OK;
     return fa_fail(ctx, FA_ERROR_DEVICE, "vulkan validation (%u message%s): %s", count,
@@ -139,8 +139,10 @@ static VkResult create_instance(uint32_t api_version)
     const char *layers[1], *extensions[2];
     uint32_t n_layers = 0, n_ext = 0;
     VkInstanceCreateFlags flags = 0;
-    const char *want = getenv("FA_VULKAN_VALIDATION");
+    char *want = NULL;
+    fa_env_get("FA_VULKAN_VALIDATION", &want); /* out of memory: as if unset */
     bool validation = want && want[0] && strcmp(want, "0") != 0;
+    free(want);
     if (validation) {
         if (!has_layer("VK_LAYER_KHRONOS_validation")) {
             snprintf(fa_vk.validation_note, sizeof fa_vk.validation_note,

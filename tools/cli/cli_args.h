@@ -35,7 +35,9 @@ int cli_parse(int argc, char **argv, const cli_opt *opts, size_t n_opts, const c
 
 /** Prints "flashattn <command>: <problem>" and the usage to stderr; returns 2. */
 int cli_usage_error(const char *command, const char *usage, const char *fmt, ...)
-#if defined(__GNUC__)
+#if defined(__MINGW32__)
+    __attribute__((format(gnu_printf, 3, 4))) /* MinGW's "printf" means msvcrt's */
+#elif defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;

@@ -19,8 +19,9 @@ double cli_load_average(void);
 /** Peak resident memory growth over a stretch of code. On Linux the peak (VmHWM) is reset to the
  * current resident size first (/proc/self/clear_refs), so the growth is exact; where the reset is
  * refused, the growth is measured from the current size to the new peak, an upper bound (the
- * peak may be older than the stretch). Without /proc, the growth of getrusage's ru_maxrss, a lower
- * bound (a stretch that stays under an older peak shows no growth). */
+ * peak may be older than the stretch), as on Windows (the working set and its peak, which cannot
+ * be reset). Without /proc elsewhere, the growth of getrusage's ru_maxrss, a lower bound (a
+ * stretch that stays under an older peak shows no growth). */
 typedef struct cli_rss_probe {
     uint64_t rss_before; /* resident bytes when the stretch began */
     uint64_t peak_after; /* peak resident bytes when it ended */

@@ -4,11 +4,11 @@
 #include "tk_internal.h"
 
 #include "fa_half.h"
+#include "fa_platform.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 uint64_t fa_testkit_splitmix64(uint64_t *state)
 {
@@ -269,7 +269,5 @@ double tk_max_lse_err(const double *out, const double *ref, int64_t n, bool *non
 
 double tk_now(void)
 {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return fa_clock_seconds();
 }
