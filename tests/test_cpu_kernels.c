@@ -98,7 +98,8 @@ static void run_case(const decode_case *c)
                              .l = l,
                              .o = o,
                              .ldo = ldo,
-                             .s = s};
+                             .s = s,
+                             .lds = rows};
     for (int k0 = 0; k0 < KEYS; k0 += c->block) {
         st.nk = KEYS - k0 < c->block ? KEYS - k0 : c->block;
         const int after = KEYS - k0 - st.nk;

@@ -7,9 +7,10 @@
  * 1. scores, key by key and within a key head by head (the order K lies in: BSHD and paged
  *    caches keep a key's heads together, so the reads stream): each K row, converted to f32 in
  *    registers as it is read, dotted with its head's query rows (Q in f32 scratch), one vector
- *    accumulator per row, summed across lanes. Meanwhile the V row of the same key and head is
- *    requested, in the same streaming order, and the K row FA_CPU_DECODE_AHEAD rows on;
- * 2. an online-softmax step per row over the block's scores (vectorized across keys);
+ *    accumulator per row, summed across lanes four rows at a time into S (keys x rows).
+ *    Meanwhile the V row of the same key and head is requested, in the same streaming order,
+ *    and the K row FA_CPU_DECODE_AHEAD rows on;
+ * 2. scale, mask and softmax_cols's online-softmax step, vectorized across the rows;
  * 3. O = alpha O + P V head by head: per CK_NV-vector slice of the head dim, the head's O
  *    slices in registers while the slice of each of its V rows (in cache by now) is converted
  *    and accumulated.
@@ -18,6 +19,7 @@
 
 typedef uint16_t CK_NAME(h16) __attribute__((vector_size(CK_VW * 2), aligned(2)));
 typedef uint32_t CK_NAME(u32) __attribute__((vector_size(CK_VW * 4)));
+typedef int32_t CK_NAME(ivec) __attribute__((vector_size(CK_VW * 4)));
 
 /* Elements d .. d + CK_VW - 1 of a row of dtype dt as f32. */
 static inline __attribute__((always_inline)) CK_NAME(vec)
@@ -64,6 +66,19 @@ static inline float CK_NAME(hsum)(CK_NAME(vec) v)
 #endif
 }
 
+/* dst[i] = the sum of acc[i]'s elements, for i < n. */
+static inline __attribute__((always_inline)) void
+CK_NAME(hsums)(const int n, const CK_NAME(vec) * acc, float *dst)
+{
+    int i = 0;
+#ifdef CK_SUM4
+    for (; i + 4 <= n; i += 4)
+        CK_SUM4(acc[i], acc[i + 1], acc[i + 2], acc[i + 3], dst + i);
+#endif
+    for (; i < n; i++)
+        dst[i] = CK_NAME(hsum)(acc[i]);
+}
+
 /* Requests the cache lines of `bytes` bytes from p. */
 static inline void CK_NAME(prefetch)(const void *p, int64_t bytes)
 {
@@ -72,7 +87,7 @@ static inline void CK_NAME(prefetch)(const void *p, int64_t bytes)
         __builtin_prefetch((const void *)a);
 }
 
-/* Pass 1: s[r * FA_CPU_TILE_K + j] = K row (j, head of r) . Q row r, raw. */
+/* Pass 1: s[j * lds + r] = K row (j, head of r) . Q row r, raw. */
 static inline __attribute__((always_inline)) void
 CK_NAME(decode_scores)(const int nq, const fa_dtype dt, const fa_cpu_decode_step *a)
 {
@@ -101,63 +116,47 @@ CK_NAME(decode_scores)(const int nq, const fa_dtype dt, const fa_cpu_decode_step
                 for (int i = 0; i < nq; i++)
                     acc[i] = CK_VFMAV(acc[i], kv, *(const CK_NAME(vec_u) *)(q + i * a->ldq + d));
             }
-            float *s = a->s + h * nq * FA_CPU_TILE_K + j;
-            for (int i = 0; i < nq; i++)
-                s[i * FA_CPU_TILE_K] = CK_NAME(hsum)(acc[i]);
+            CK_NAME(hsums)(nq, acc, a->s + j * a->lds + h * nq);
         }
     }
 }
 
-/* Pass 2: scales and masks row r's scores, updates m[r] and l[r], replaces the scores by
- * P = exp2(s - m) (0 for masked keys and up to a whole vector past nk) and sets alpha[r], the old O's factor. As
- * softmax_cols: a NaN score never becomes the max, and while the max is -inf P stays 0. */
+/* Pass 2: S scaled (possibly by a negative number), then masked, then softmax_cols. */
 static void CK_NAME(decode_softmax)(const fa_cpu_decode_step *a, float *alpha)
 {
-    const int n = (a->nk + CK_VW - 1) / CK_VW * CK_VW; /* whole vectors */
-    for (int r = 0; r < a->heads * a->nq; r++) {
-        float *sr = a->s + r * FA_CPU_TILE_K;
-        const int seen = a->visible ? a->visible[r] : a->nk;
-        float mx = a->m[r];
-        for (int j = 0; j < n; j++) {
-            const float x = j < seen ? sr[j] * a->scale : -INFINITY;
-            sr[j] = x;
-            mx = x > mx ? x : mx;
-        }
-        const float m_use = mx == -INFINITY ? 0.0f : mx;
-        alpha[r] = CK_NAME(exp2)(a->m[r] - m_use);
-        a->m[r] = mx;
-        for (int j = 0; j < n; j++)
-            sr[j] = CK_NAME(exp2)(sr[j] - m_use);
-        CK_NAME(vec) sum = {0};
-        for (int j = 0; j < n; j += CK_VW)
-            sum += *(const CK_NAME(vec) *)(sr + j);
-        a->l[r] = a->l[r] * alpha[r] + CK_NAME(hsum)(sum);
-    }
+    const int rows = a->heads * a->nq;
+    for (int j = 0; j < a->nk; j++)
+        for (int r = 0; r < rows; r++)
+            a->s[j * a->lds + r] *= a->scale;
+    for (int r = 0; a->visible && r < rows; r++)
+        for (int j = a->visible[r]; j < a->nk; j++)
+            a->s[j * a->lds + r] = -INFINITY;
+    CK_NAME(softmax_cols)(a->s, a->nk, rows, a->lds, a->m, a->l, alpha);
 }
 
-/* Pass 3 for head h on the nv vectors of O's columns from d0: O = alpha O + P V. */
+/* Pass 3 for head h on the nv vectors of O's columns from d0: O = alpha O + P V. With `tail`
+ * the last vector reaches past dim (AVX-512 at head dims 16 n + 8): V's elements there are 0. */
 static inline __attribute__((always_inline)) void
-CK_NAME(decode_pv)(const int nq, const int nv, const fa_dtype dt, const fa_cpu_decode_step *a,
-                   int h, const float *alpha, int d0)
+CK_NAME(decode_pv)(const int nq, const int nv, const bool tail, const fa_dtype dt,
+                   const fa_cpu_decode_step *a, int h, const float *alpha, int d0)
 {
-    const float *p = a->s + h * nq * FA_CPU_TILE_K;
+    const float *p = a->s + h * nq;
     float *o = a->o + h * nq * a->ldo + d0;
+    const void *const *vh = a->v + h;
+    const int heads = a->heads;
     alpha += h * nq;
     CK_NAME(vec) acc[FA_CPU_DECODE_ROWS][CK_NV];
     for (int i = 0; i < nq; i++)
         for (int v = 0; v < nv; v++)
             acc[i][v] = alpha[i] * *(const CK_NAME(vec_u) *)(o + i * a->ldo + v * CK_VW);
-    const bool whole = d0 + nv * CK_VW <= a->dim;
     for (int j = 0; j < a->nk; j++) {
-        const void *vx = a->v[j * a->heads + h];
+        const void *vx = vh[j * heads];
         CK_NAME(vec) vv[CK_NV];
-        for (int v = 0; v < nv; v++) {
-            const int d = d0 + v * CK_VW;
-            vv[v] = whole || d + CK_VW <= a->dim ? CK_NAME(row_vec)(dt, vx, d)
-                                                 : CK_NAME(row_tail)(dt, vx, d, a->dim);
-        }
+        for (int v = 0; v < nv; v++)
+            vv[v] = tail && v == nv - 1 ? CK_NAME(row_tail)(dt, vx, d0 + v * CK_VW, a->dim)
+                                        : CK_NAME(row_vec)(dt, vx, d0 + v * CK_VW);
         for (int i = 0; i < nq; i++) {
-            const float pij = p[i * FA_CPU_TILE_K + j];
+            const float pij = p[j * a->lds + i];
             for (int v = 0; v < nv; v++)
                 acc[i][v] = CK_VFMA(acc[i][v], pij, vv[v]);
         }
@@ -178,10 +177,12 @@ CK_NAME(decode_rows)(const int nq, const fa_dtype dt, const fa_cpu_decode_step *
     const int padded = (a->dim + FA_CPU_PAD - 1) / FA_CPU_PAD * FA_CPU_PAD;
     for (int h = 0; h < a->heads; h++) {
         int d0 = 0;
-        for (; d0 + CK_NV * CK_VW <= padded; d0 += CK_NV * CK_VW)
-            CK_NAME(decode_pv)(nq, CK_NV, dt, a, h, alpha, d0);
-        for (; d0 < padded; d0 += CK_VW)
-            CK_NAME(decode_pv)(nq, 1, dt, a, h, alpha, d0);
+        for (; d0 + CK_NV * CK_VW <= a->dim; d0 += CK_NV * CK_VW)
+            CK_NAME(decode_pv)(nq, CK_NV, false, dt, a, h, alpha, d0);
+        for (; d0 + CK_VW <= a->dim; d0 += CK_VW)
+            CK_NAME(decode_pv)(nq, 1, false, dt, a, h, alpha, d0);
+        if (d0 < padded)
+            CK_NAME(decode_pv)(nq, 1, true, dt, a, h, alpha, d0);
     }
 }
 

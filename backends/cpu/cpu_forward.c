@@ -145,7 +145,8 @@ static void decode_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, 
                              .l = w->l,
                              .o = w->o,
                              .ldo = dp,
-                             .s = w->s};
+                             .s = w->s,
+                             .lds = fa_cpu_round_up(rm->n, FA_CPU_PAD)};
     for (int64_t k0 = k_begin; k0 < k_end; k0 += block) {
         st.nk = (int)(k_end - k0 < block ? k_end - k0 : block);
         const int64_t after = k_end - k0 - st.nk, want = (FA_CPU_DECODE_AHEAD + heads - 1) / heads;

@@ -53,11 +53,19 @@
 #define CK_VFMA(c, a, b) _mm256_fmadd_ps(_mm256_set1_ps(a), (b), (c))
 #define CK_VFMAV(c, a, b) _mm256_fmadd_ps((a), (b), (c))
 #define CK_FMAF(a, b, c) __builtin_fmaf((a), (b), (c))
+#define CK_SUM4(a, b, c, d, dst) fa_cpu_avx2_sum4((a), (b), (c), (d), (dst))
 static inline float fa_cpu_avx2_lane_sum(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+/* dst[0..3] = the sums of a, b, c and d's elements. */
+static inline void fa_cpu_avx2_sum4(__m256 a, __m256 b, __m256 c, __m256 d, float *dst)
+{
+    const __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
+    const __m256 x = _mm256_hadd_ps(ab, cd); /* per 128-bit half: a, b, c, d partial sums */
+    _mm_storeu_ps(dst, _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1)));
 }
 #include "cpu_kernels_impl.h"
 #undef CK_NAME
@@ -70,6 +78,7 @@ static inline float fa_cpu_avx2_lane_sum(__m256 v)
 #undef CK_FMAF
 #undef CK_F16_LOAD
 #undef CK_HSUM
+#undef CK_SUM4
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -86,6 +95,7 @@ static inline float fa_cpu_avx2_lane_sum(__m256 v)
 #define CK_NAME(x) fa_cpu_##x##_avx512
 #define CK_F16_LOAD(s) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s)))
 #define CK_HSUM(v) _mm512_reduce_add_ps(v)
+#define CK_SUM4(a, b, c, d, dst) fa_cpu_avx512_sum4((a), (b), (c), (d), (dst))
 #define CK_NAME_STRING "avx512"
 #define CK_VW 16
 #define CK_NV 2
@@ -93,6 +103,18 @@ static inline float fa_cpu_avx2_lane_sum(__m256 v)
 #define CK_VFMA(c, a, b) _mm512_fmadd_ps(_mm512_set1_ps(a), (b), (c))
 #define CK_VFMAV(c, a, b) _mm512_fmadd_ps((a), (b), (c))
 #define CK_FMAF(a, b, c) __builtin_fmaf((a), (b), (c))
+/* dst[0..3] = the sums of a, b, c and d's elements: pairs of rows interleaved and added within
+ * each 128-bit lane, then the four lanes added. */
+static inline void fa_cpu_avx512_sum4(__m512 a, __m512 b, __m512 c, __m512 d, float *dst)
+{
+    const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+    const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+    const __m512 x =
+        _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xee));
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
+    const __m256 y = _mm256_add_ps(_mm512_castps512_ps256(x), hi);
+    _mm_storeu_ps(dst, _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1)));
+}
 #include "cpu_kernels_impl.h"
 #undef CK_NAME
 #undef CK_NAME_STRING
@@ -104,6 +126,7 @@ static inline float fa_cpu_avx2_lane_sum(__m256 v)
 #undef CK_FMAF
 #undef CK_F16_LOAD
 #undef CK_HSUM
+#undef CK_SUM4
 #if defined(__clang__)
 #pragma clang attribute pop
 #else

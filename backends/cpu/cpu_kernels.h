@@ -43,7 +43,8 @@ typedef struct fa_cpu_decode_step {
     float *m, *l;       /* per row: running max (log2 units) and sum */
     float *o;           /* per row, ldo floats (a multiple of FA_CPU_PAD): the accumulator */
     int64_t ldo;
-    float *s; /* scratch of heads * nq * FA_CPU_TILE_K floats, 64-byte aligned */
+    float *s;    /* scratch of nk x lds floats: S, then P */
+    int64_t lds; /* >= heads * nq */
 } fa_cpu_decode_step;
 
 typedef enum fa_cpu_gemm_mode {

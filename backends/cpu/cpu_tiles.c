@@ -25,8 +25,15 @@ static void *element_ptr(const fa_cpu_tile *t, int64_t r)
 
 void fa_cpu_tile_rows(const fa_cpu_tile *t, const void **rows, int64_t step)
 {
+    if (t->pages) {
+        for (int r = 0; r < t->rows; r++)
+            rows[r * step] = element_ptr(t, r);
+        return;
+    }
+    const char *first = element_ptr(t, 0);
+    const int64_t stride = t->view->stride_s * (int64_t)fa_dtype_size(t->dtype);
     for (int r = 0; r < t->rows; r++)
-        rows[r * step] = element_ptr(t, r);
+        rows[r * step] = first + r * stride;
 }
 
 /* Rows ahead of the one being converted whose cache lines are requested: strided rows (a KV
