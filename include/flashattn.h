@@ -382,7 +382,8 @@ typedef struct fa_attention_desc {
     uint64_t reserved[23]; /* zero (ABI, above) */
 } fa_attention_desc;
 
-/** O = softmax(scale * Q K^T [masked]) V and LSE = logsumexp of each row (natural log, f32).
+/** O = softmax(scale * Q K^T [softcapped, masked]) V and LSE = logsumexp of each row (natural
+ * log, f32).
  * q: (B, Sq, Hq, D); k, v: (B, Sk, Hkv, D) with Hq % Hkv == 0 (query head h reads KV head
  * h / (Hq / Hkv)); o like q; lse (B, Sq, Hq, 1) f32, or NULL when not needed. q, k, v, o share
  * one dtype; accumulation is f32. A row that sees no key gets O = 0 and LSE = -inf. B = 0 or
