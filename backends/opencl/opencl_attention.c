@@ -337,16 +337,12 @@ static uint64_t dec_local_bytes(int d, int rows, int bn)
     return 2 * (uint64_t)bn * (d4 + 1) * 16 + rwp * d4 * 16 + rwp * (uint64_t)bn * 4 + 3 * rwp * 4;
 }
 
-/* Whether the decoding kernels may run on the device: FA_OPENCL_DECODE=0 never, =1 always;
- * by default not on NVIDIA's driver, whose compiler failed on them on the H200 (driver 580:
- * CL_INVALID_PROGRAM without a build log, then a crash inside the driver; docs/PERF.md), so
- * decoding calls there take the ordinary forward, which that driver has run. */
-static bool decode_enabled(const fa_context *ctx, const fa_cl_device *dev)
+/* Whether the decoding kernels may run: FA_OPENCL_DECODE=0 sends decoding calls to the ordinary
+ * forward (a way around a driver that fails on them), anything else leaves them on. */
+static bool decode_enabled(const fa_context *ctx)
 {
     const char *knob = fa_knob_value(ctx, FA_KNOB_OPENCL_DECODE);
-    if (knob && (!strcmp(knob, "0") || !strcmp(knob, "1")))
-        return knob[0] == '1';
-    return !strstr(dev->info.vendor, "NVIDIA");
+    return !(knob && !strcmp(knob, "0"));
 }
 
 /* Calls with at most DEC_MAX_ROWS query rows per KV head take the decoding kernels, with the
@@ -358,7 +354,7 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
     dec_tiles *t = tiles;
     const int64_t rows = call->seq_q * (call->heads_q / call->heads_kv);
     /* fa_decode.cl has no window or softcap: the forward serves those calls */
-    if (!decode_enabled(ctx, dev) || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window ||
+    if (!decode_enabled(ctx) || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window ||
         call->softcap > 0.0f)
         return false;
     static const int tiles_bn[3] = {64, 32, 16};

@@ -38,6 +38,7 @@ static const char usage[] =
     "  --quick          seqlen 512 and 2k only (head dim 64 and 128): for a small CPU\n"
     "  --seqlen N       only the grid's rows with this seqlen\n"
     "  --head-dim N     only the grid's rows with this head dim (64 or 128)\n"
+    "  --batch N        only the grid's rows with this batch size\n"
     "  --causal yes|no  only the causal or only the non-causal rows\n"
     "  --deterministic  time the backward with fa_attention_desc.deterministic set\n"
     "  --dtype T        f32, f16 or bf16 (default f16; f32 on the CPU backend)\n"
@@ -77,7 +78,7 @@ typedef struct bench_row {
 typedef struct bench_options {
     const char *backend_name, *dtype_name, *json_path, *csv_path;
     const char *causal_name, *log_name;
-    int64_t device, repeat, threads, seqlen, head_dim; /* seqlen, head_dim: 0 = all */
+    int64_t device, repeat, threads, seqlen, head_dim, batch; /* the filters: 0 = all */
     int64_t splits, page_size;
     bool quick, device_seen, deterministic, decode;
 } bench_options;
@@ -281,6 +282,7 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                 const int64_t seqlen = seqlens[s], head_dim = head_dims[d];
                 if ((o->seqlen && seqlen != o->seqlen) ||
                     (o->head_dim && head_dim != o->head_dim) ||
+                    (o->batch && TOKENS / seqlen != o->batch) ||
                     (o->causal_name && (causal != 0) != (strcmp(o->causal_name, "yes") == 0)))
                     continue;
                 const cli_attn_shape shape = {.dtype = dtype,
@@ -372,7 +374,8 @@ static int run_decode_grid(fa_context *ctx, const bench_options *o, fa_dtype dty
                                                   .num_splits = (int32_t)o->splits,
                                                   .page_size = o->page_size};
                     if ((o->head_dim && dims[d] != o->head_dim) ||
-                        (o->seqlen && caches[c] != o->seqlen))
+                        (o->seqlen && caches[c] != o->seqlen) ||
+                        (o->batch && batches[b] != o->batch))
                         continue;
                     printf("%5" PRId64 " %7" PRId64 " %4" PRId64 " %4" PRId64 ":%-3" PRId64 " ",
                            shape.batch, shape.seq_k, shape.head_dim, shape.heads_q, shape.heads_kv);
@@ -416,6 +419,7 @@ int fa_cmd_bench(int argc, char **argv)
         {"--csv", CLI_OPT_STRING, &o.csv_path, 0, 0, NULL},
         {"--seqlen", CLI_OPT_INT, &o.seqlen, 1, INT64_MAX, NULL},
         {"--head-dim", CLI_OPT_INT, &o.head_dim, 1, INT64_MAX, NULL},
+        {"--batch", CLI_OPT_INT, &o.batch, 1, INT64_MAX, NULL},
         {"--causal", CLI_OPT_STRING, &o.causal_name, 0, 0, NULL},
         {"--deterministic", CLI_OPT_FLAG, &o.deterministic, 0, 0, NULL},
         {"--log", CLI_OPT_STRING, &o.log_name, 0, 0, NULL},
