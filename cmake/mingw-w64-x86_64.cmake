@@ -2,9 +2,8 @@
 # Cross-compiling for 64-bit Windows with MinGW-w64 (Debian: gcc-mingw-w64-x86-64, and
 # g++-mingw-w64-x86-64 for the C++ header check):
 #   cmake -B build-win -G Ninja --toolchain cmake/mingw-w64-x86_64.cmake
-# Headers and libraries come from the MinGW-w64 tree only, so the GPU backends, whose headers
-# Debian installs for Linux under /usr/include, are left out unless their folders are named
-# (README: Windows).
+# Headers and libraries come from the MinGW-w64 tree only; the GPU backends copy the few headers
+# they need from the build machine (cmake/fa_cross.cmake, README: Windows).
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR x86_64)
 

@@ -57,8 +57,11 @@ void fa_once_run(fa_once *once, void (*fn)(void));
 
 typedef struct fa_dynlib fa_dynlib;
 
-/* Opens the first of `names` (NULL-terminated) that loads. On failure returns NULL and writes
- * the loader's message for the last name tried into `reason`. */
+/* Opens the first of `names` (NULL-terminated) that loads, trying only the names this system's
+ * libraries have: on Windows those ending in ".dll", on macOS those ending in ".dylib", on other
+ * systems the rest. So a caller lists every system's names in one table, without an #if. On
+ * failure returns NULL and writes into `reason` the loader's message for the first name tried,
+ * the usual one (or, when no name fits the system, says so). */
 fa_dynlib *fa_dynlib_open(const char *const *names, char *reason, size_t reason_size);
 /* The address of `symbol`, or NULL when the library lacks it. */
 void *fa_dynlib_symbol(fa_dynlib *lib, const char *symbol);

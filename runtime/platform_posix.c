@@ -33,16 +33,38 @@ void fa_once_run(fa_once *once, void (*fn)(void))
     pthread_once(&once->once, fn);
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* Whether `name` is a library name of this system (fa_dynlib_open). */
+static bool library_name_fits(const char *name)
+{
+    if (ends_with(name, ".dll"))
+        return false;
+#if defined(__APPLE__)
+    return ends_with(name, ".dylib");
+#else
+    return !ends_with(name, ".dylib");
+#endif
+}
+
 fa_dynlib *fa_dynlib_open(const char *const *names, char *reason, size_t reason_size)
 {
     if (reason && reason_size)
-        reason[0] = '\0';
+        snprintf(reason, reason_size, "no library name for this system");
+    int tried = 0;
     for (const char *const *name = names; *name; name++) {
+        if (!library_name_fits(*name))
+            continue;
         void *lib = dlopen(*name, RTLD_NOW | RTLD_LOCAL);
         if (lib)
             return (fa_dynlib *)lib;
-        if (reason && reason_size)
-            snprintf(reason, reason_size, "%s", dlerror());
+        const char *why = dlerror();
+        if (reason && reason_size && !tried++)
+            snprintf(reason, reason_size, "%s", why ? why : *name);
     }
     return NULL;
 }

@@ -56,15 +56,30 @@ static void last_error_text(const char *what, char *out, size_t size)
              (unsigned long)code);
 }
 
+/* Whether `name` is a Windows library name (fa_dynlib_open): one ending in ".dll". */
+static bool library_name_fits(const char *name)
+{
+    size_t n = strlen(name);
+    return n >= 4 && !_stricmp(name + n - 4, ".dll");
+}
+
 fa_dynlib *fa_dynlib_open(const char *const *names, char *reason, size_t reason_size)
 {
     if (reason && reason_size)
-        reason[0] = '\0';
+        snprintf(reason, reason_size, "no library name for this system");
+    int tried = 0;
     for (const char *const *name = names; *name; name++) {
-        HMODULE lib = LoadLibraryA(*name);
+        if (!library_name_fits(*name))
+            continue;
+        /* The application's folder and System32, not the current folder, which a program may
+         * not control; plain LoadLibrary where the system lacks the flag (Windows 7 without
+         * KB2533623). */
+        HMODULE lib = LoadLibraryExA(*name, NULL, LOAD_LIBRARY_SEARCH_DEFAULT_DIRS);
+        if (!lib && GetLastError() == ERROR_INVALID_PARAMETER)
+            lib = LoadLibraryA(*name);
         if (lib)
             return (fa_dynlib *)lib;
-        if (reason && reason_size)
+        if (reason && reason_size && !tried++)
             last_error_text(*name, reason, reason_size);
     }
     return NULL;

@@ -32,7 +32,9 @@ install_missing() {
 # "windows": instead, what tools/windows-check.sh needs to cross-compile the Windows build and run
 # it under wine (README: Windows).
 if [ "${1:-}" = windows ]; then
-    install_missing gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine64
+    # The GPU backends' headers and shader tools are the build machine's, as for Linux.
+    install_missing gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine64 \
+        opencl-headers libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
     exit 0
 fi
 # shellcheck disable=SC2086

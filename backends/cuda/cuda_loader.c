@@ -13,19 +13,14 @@ static fa_cuda_driver driver;
 static bool loaded;
 static char load_reason[256];
 
-#if defined(_WIN32)
-#define FA_CUDA_DRIVER_NAMES "nvcuda.dll"
-#else
-#define FA_CUDA_DRIVER_NAMES "libcuda.so.1", "libcuda.so"
-#endif
-
 static void load(void)
 {
-    static const char *const names[] = {FA_CUDA_DRIVER_NAMES, NULL};
+    /* Linux's and Windows' names; fa_dynlib_open tries those of the system it runs on. */
+    static const char *const names[] = {"libcuda.so.1", "libcuda.so", "nvcuda.dll", NULL};
     char why[192] = "";
     fa_dynlib *lib = fa_dynlib_open(names, why, sizeof why);
     if (!lib) {
-        snprintf(load_reason, sizeof load_reason, "no CUDA driver (%s): %s", names[0], why);
+        snprintf(load_reason, sizeof load_reason, "no CUDA driver: %s", why);
         return;
     }
 #define FA_CUDA_RESOLVE_(name, symbol, params)                                                     \

@@ -2,6 +2,14 @@
 # The OpenCL backend: host code in backends/opencl, OpenCL C kernels in shaders/opencl embedded
 # as C strings. Only the headers are needed at build time (Debian opencl-headers); the ICD
 # loader is opened at run time.
+if(DEFINED FA_WITH_OPENCL AND NOT FA_WITH_OPENCL)
+  message(STATUS "flashattn: opencl backend not built: FA_WITH_OPENCL is OFF")
+  return()
+endif()
+# A cross build takes the headers from the build machine (cmake/fa_cross.cmake).
+if(CMAKE_CROSSCOMPILING)
+  fa_host_headers(FA_OPENCL_INCLUDE_DIR CL/cl.h CL)
+endif()
 find_path(FA_OPENCL_INCLUDE_DIR CL/cl.h)
 if(NOT FA_OPENCL_INCLUDE_DIR)
   message(STATUS

@@ -13,15 +13,10 @@ static fa_once load_once = FA_ONCE_INIT;
 static bool load_ok;
 static char load_reason[256];
 
-#if defined(_WIN32)
-#define FA_OPENCL_LOADER_NAMES "OpenCL.dll"
-#else
-#define FA_OPENCL_LOADER_NAMES "libOpenCL.so.1", "libOpenCL.so"
-#endif
-
 static void load(void)
 {
-    static const char *const names[] = {FA_OPENCL_LOADER_NAMES, NULL};
+    /* Linux's and Windows' names; fa_dynlib_open tries those of the system it runs on. */
+    static const char *const names[] = {"libOpenCL.so.1", "libOpenCL.so", "OpenCL.dll", NULL};
     char why[200];
     fa_dynlib *lib = fa_dynlib_open(names, why, sizeof why);
     if (!lib) {

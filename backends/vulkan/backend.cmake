@@ -2,8 +2,19 @@
 # Vulkan backend: host code in backends/vulkan, GLSL compute shaders in shaders/vulkan compiled at
 # build time to SPIR-V (glslangValidator), validated (spirv-val) and embedded as C arrays. The
 # Vulkan loader is opened at run time through volk, so nothing links libvulkan.
+if(DEFINED FA_WITH_VULKAN AND NOT FA_WITH_VULKAN)
+  message(STATUS "flashattn: vulkan backend not built (FA_WITH_VULKAN=OFF)")
+  return()
+endif()
+# A cross build takes the headers and volk from the build machine (cmake/fa_cross.cmake): they
+# are the same for every system, and volk opens no loader here (vk_instance.c does).
+if(CMAKE_CROSSCOMPILING)
+  fa_host_headers(FA_VOLK_INCLUDE_DIR volk.h volk.h volk.c)
+  fa_host_headers(FA_VULKAN_INCLUDE_DIR vulkan/vulkan_core.h vulkan vk_video)
+endif()
 find_path(FA_VOLK_INCLUDE_DIR volk.h)
-find_file(FA_VOLK_SOURCE volk.c PATHS ${FA_VOLK_INCLUDE_DIR} NO_DEFAULT_PATH)
+find_file(FA_VOLK_SOURCE volk.c PATHS ${FA_VOLK_INCLUDE_DIR} NO_DEFAULT_PATH
+  NO_CMAKE_FIND_ROOT_PATH)
 find_path(FA_VULKAN_INCLUDE_DIR vulkan/vulkan_core.h)
 find_program(FA_GLSLANG glslangValidator)
 find_program(FA_SPIRV_VAL spirv-val)
@@ -54,7 +65,7 @@ else()
   foreach(kernel IN ITEMS attn_fwd attn_bwd_prep attn_bwd_dkdv attn_bwd_dq attn_decode attn_merge)
     foreach(variant IN LISTS fa_vk_variants)
       set(spv ${fa_vk_out}/${kernel}_${variant}.spv)
-      add_custom_command(OUTPUT ${spv}
+      fa_device_code(OUTPUT ${spv}
         COMMAND ${FA_GLSLANG} -V --target-env vulkan1.1 ${fa_vk_defines_${variant}}
                 -I${fa_vk_shader_dir} -o ${spv} ${fa_vk_shader_dir}/${kernel}.comp
         COMMAND ${FA_SPIRV_VAL} --target-env vulkan1.1 ${spv}
@@ -78,7 +89,7 @@ else()
     else()
       set(fa_vk_unroll COMMAND ${CMAKE_COMMAND} -E copy ${spv}.raw ${spv})
     endif()
-    add_custom_command(OUTPUT ${spv}
+    fa_device_code(OUTPUT ${spv}
       COMMAND ${FA_GLSLANG} -V --target-env vulkan1.1 ${fa_vk_defines_${variant}}
               -DFA_DEC_FIXED_SG=32 -I${fa_vk_shader_dir} -o ${spv}.raw
               ${fa_vk_shader_dir}/attn_decode.comp

@@ -116,7 +116,7 @@ foreach(kernel IN LISTS fa_cm_kernels)
   set(src ${fa_vk_shader_dir}/${kernel}.comp)
   if(fa_cm_glslang AND EXISTS ${src})
     set(spv ${fa_vk_out}/${kernel}_f16_s16.spv)
-    add_custom_command(OUTPUT ${spv}
+    fa_device_code(OUTPUT ${spv}
       COMMAND ${fa_cm_glslang} -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16
               -I${fa_vk_shader_dir} -o ${spv} ${src}
       COMMAND ${fa_cm_val} --target-env vulkan1.3 ${spv}
@@ -302,7 +302,7 @@ if(fa_cm_opt)
         endif()
         set(name ${fa_cat_src_${kind}}_${m}x${n}x${k}_sg${sg}x${nsg}_tm${tm}_bn${bn}${kind_name}_d${d})
         set(spv ${fa_vk_out}/cat_${name}.spv)
-        add_custom_command(OUTPUT ${spv}
+        fa_device_code(OUTPUT ${spv}
           COMMAND ${fa_cm_glslang} -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16
                   -I${fa_vk_shader_dir} -DFA_FIXED_D=${d} -DFA_CM_FIXED -DFA_CM_FIXED_M=${m}
                   -DFA_CM_FIXED_N=${n} -DFA_CM_FIXED_K=${k} -DFA_CM_FIXED_SG=${sg}

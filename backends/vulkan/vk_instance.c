@@ -384,21 +384,72 @@ static void describe(fa_vk_physical *p)
     free(ext);
 }
 
+/* Why the loader reports Vulkan 1.0 only: an old loader creates a 1.0 instance, one that has
+ * found no working driver (wine's vulkan-1.dll without a display driver, say) cannot. */
+static void explain_old_loader(uint32_t loader, char *reason, size_t reason_size)
+{
+    const VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    VkInstance instance = VK_NULL_HANDLE;
+    VkResult r = vkCreateInstance(&info, NULL, &instance);
+    if (r != VK_SUCCESS) {
+        snprintf(reason, reason_size,
+                 "the Vulkan loader reports Vulkan %u.%u and cannot create an instance (%s): it "
+                 "has no working driver",
+                 VK_API_VERSION_MAJOR(loader), VK_API_VERSION_MINOR(loader), fa_vk_result_name(r));
+        return;
+    }
+    PFN_vkDestroyInstance destroy =
+        (PFN_vkDestroyInstance)vkGetInstanceProcAddr(instance, "vkDestroyInstance");
+    if (destroy)
+        destroy(instance, NULL);
+    snprintf(reason, reason_size, "the Vulkan loader supports only Vulkan %u.%u; 1.1 needed",
+             VK_API_VERSION_MAJOR(loader), VK_API_VERSION_MINOR(loader));
+}
+
 bool fa_vk_probe(int *device_count, char *reason, size_t reason_size)
 {
     *device_count = 0;
-    VkResult r = volkInitialize();
-    if (r != VK_SUCCESS) {
-        snprintf(reason, reason_size, "the Vulkan loader (libvulkan.so.1) could not be opened");
+    /* The loader is opened here rather than by volkInitialize, so that a failure says why (the
+     * system's message) under every system's names; fa_dynlib_open tries those of the system it
+     * runs on. It stays open for the life of the process, as the instance does. */
+    static const char *const names[] = {"libvulkan.so.1",
+                                        "libvulkan.so",
+                                        "vulkan-1.dll",
+                                        "libvulkan.1.dylib",
+                                        "libvulkan.dylib",
+                                        "libMoltenVK.dylib",
+                                        NULL};
+    char why[200];
+    fa_dynlib *lib = fa_dynlib_open(names, why, sizeof why);
+    if (!lib) {
+        snprintf(reason, reason_size, "no Vulkan loader: %s", why);
         return false;
     }
-    uint32_t loader = volkGetInstanceVersion();
+    PFN_vkGetInstanceProcAddr get_proc;
+    *(void **)&get_proc = fa_dynlib_symbol(lib, "vkGetInstanceProcAddr");
+    if (!get_proc) {
+        snprintf(reason, reason_size, "the Vulkan loader lacks vkGetInstanceProcAddr");
+        fa_dynlib_close(lib);
+        return false;
+    }
+    volkInitializeCustom(get_proc);
+    /* A loader without vkEnumerateInstanceVersion is 1.0; one whose call fails has found no
+     * working Vulkan (wine's vulkan-1.dll without a display driver, say). */
+    uint32_t loader = VK_API_VERSION_1_0;
+    if (vkEnumerateInstanceVersion) {
+        VkResult r = vkEnumerateInstanceVersion(&loader);
+        if (r != VK_SUCCESS) {
+            snprintf(reason, reason_size,
+                     "the Vulkan loader does not work here: vkEnumerateInstanceVersion failed: %s",
+                     fa_vk_result_name(r));
+            return false;
+        }
+    }
     if (loader < VK_API_VERSION_1_1) {
-        snprintf(reason, reason_size, "the Vulkan loader supports only Vulkan %u.%u; 1.1 needed",
-                 VK_API_VERSION_MAJOR(loader), VK_API_VERSION_MINOR(loader));
+        explain_old_loader(loader, reason, reason_size);
         return false;
     }
-    r = create_instance(loader >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : loader);
+    VkResult r = create_instance(loader >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : loader);
     if (r != VK_SUCCESS) {
         snprintf(reason, reason_size, "vkCreateInstance failed: %s", fa_vk_result_name(r));
         return false;
