@@ -10,9 +10,9 @@ import zlib
 
 import numpy as np
 import pytest
+import reference as ref
 
 import flashattn
-import reference as ref
 
 
 def randn(rng, shape, dtype=np.float32):
@@ -20,8 +20,8 @@ def randn(rng, shape, dtype=np.float32):
 
 
 def to_layout(x, layout):
-    """A (B, H, S, D) array as the layout's memory: "bshd" keeps the (B, H, S, D) shape over
-    (B, S, H, D) memory is not what the API takes, so it returns the (B, S, H, D) array."""
+    """A (B, H, S, D) array as the API takes it in `layout`: for "bshd", a packed (B, S, H, D)
+    copy."""
     return np.ascontiguousarray(x.transpose(0, 2, 1, 3)) if layout == "bshd" else x
 
 

@@ -4,8 +4,18 @@ Read from NumPy arrays directly, from any other array through DLPack (PyTorch, J
 and from __cuda_array_interface__; the array itself is never copied here."""
 
 import ctypes
-from ctypes import POINTER, Structure, c_char_p, c_int, c_int32, c_int64, c_uint8, c_uint16
-from ctypes import c_uint64, c_void_p
+from ctypes import (
+    POINTER,
+    Structure,
+    c_char_p,
+    c_int,
+    c_int32,
+    c_int64,
+    c_uint8,
+    c_uint16,
+    c_uint64,
+    c_void_p,
+)
 
 from . import _lib
 

@@ -155,16 +155,16 @@ def attention(q, k, v, causal=False, scale=None, *, window=None, softcap=None, l
               deterministic=False, return_lse=False):
     """Exact attention, softmax(scale Q K^T) V, forward and backward through flashattn.
 
-    q: (B, Hq, Sq, D), k and v: (B, Hkv, Sk, D) for layout "bhsd" (F.scaled_dot_product_attention's),
-    or (B, S, H, D) for layout "bshd" (FlashAttention's; e.g. views of one packed QKV tensor);
-    any strides whose last is 1 (others are copied). Hq must be a multiple of Hkv (GQA/MQA: query
-    head h reads KV head h // (Hq // Hkv)). float32, float16 or bfloat16; D a multiple of 8 up
-    to 256. `scale` None: 1/sqrt(D). `causal`: aligned bottom-right when Sq != Sk, as
-    FlashAttention. `window` (left, right): query i sees keys i - left to i + right (aligned
-    like causal; -1: no bound). `softcap` (e.g. 50.0): scores become softcap * tanh(s /
-    softcap). `deterministic`: bitwise-repeatable gradients (CUDA; others are anyway).
-    Returns out (like q), and with return_lse also the row log-sum-exp (B, Hq, Sq) float32,
-    which takes no gradient."""
+    q: (B, Hq, Sq, D), k and v: (B, Hkv, Sk, D) for layout "bhsd" (as
+    F.scaled_dot_product_attention), or (B, S, H, D) for layout "bshd" (FlashAttention's; e.g.
+    views of one packed QKV tensor); any strides whose last is 1 (others are copied). Hq must
+    be a multiple of Hkv (GQA/MQA: query head h reads KV head h // (Hq // Hkv)). float32,
+    float16 or bfloat16; D a multiple of 8 up to 256. `scale` None: 1/sqrt(D). `causal`:
+    aligned bottom-right when Sq != Sk, as FlashAttention. `window` (left, right): query i sees
+    keys i - left to i + right (aligned like causal; -1: no bound). `softcap` (e.g. 50.0):
+    scores become softcap * tanh(s / softcap). `deterministic`: bitwise-repeatable gradients
+    (CUDA; the other backends are anyway). Returns out (like q), and with return_lse also the
+    row log-sum-exp (B, Hq, Sq) float32, which takes no gradient."""
     if layout not in ("bhsd", "bshd"):
         raise ValueError(f"flashattn: layout must be 'bhsd' or 'bshd', not {layout!r}")
     for name, t in (("q", q), ("k", k), ("v", v)):
