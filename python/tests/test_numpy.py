@@ -285,3 +285,68 @@ def test_other_backends_through_copies(backend):
     check("O", out, want[0], base[0], 2)
     for name, got, w, bl in zip(("dQ", "dK", "dV"), grads, want[2:], base[2:]):
         check(name, got, w, bl, 3)
+
+
+# ---- KV caches (forward only) -------------------------------------------------------------------
+
+
+def _reference_cache(q, k, v, lens, causal):
+    """Per sequence: the attention of its queries to the first lens[b] keys of (B, H, Sk, D)
+    caches, its causal mask aligned on that length."""
+    outs, lses = [], []
+    for b, n in enumerate(lens):
+        o, lse = ref.attention(q[b:b + 1], k[b:b + 1, :, :n], v[b:b + 1, :, :n], causal=causal)
+        outs.append(o)
+        lses.append(lse)
+    return np.concatenate(outs), np.concatenate(lses)
+
+
+@pytest.mark.parametrize("layout", ["bhsd", "bshd"])
+def test_seqlens_k_decoding(cpu, layout):
+    rng = np.random.default_rng(21)
+    b, hq, hkv, sk, d = 3, 8, 2, 50, 64
+    q = randn(rng, (b, hq, 1, d))
+    k, v = randn(rng, (b, hkv, sk, d)), randn(rng, (b, hkv, sk, d))
+    lens = np.array([50, 1, 23], np.int32)
+    out, lse = cpu.forward(*(to_layout(x, layout) for x in (q, k, v)), seqlens_k=lens,
+                           causal=True, layout=layout, num_splits=3)
+    want = _reference_cache(q, k, v, lens, causal=True)
+    assert np.max(np.abs(from_layout(out, layout) - want[0])) < 1e-5
+    assert np.allclose(lse, want[1], rtol=1e-5, atol=1e-5)
+    with pytest.raises(flashattn.InvalidArgumentError) as e:
+        cpu.forward(q, k, v, seqlens_k=np.array([51, 1, 1], np.int32))
+    assert e.value.name == "ERROR_OUT_OF_BOUNDS"
+
+
+def test_paged_cache_with_append(cpu):
+    """k_new and v_new are written into a paged cache through the block table, then attended."""
+    rng = np.random.default_rng(22)
+    b, hq, hkv, d, page, pages_per_seq, s_new = 2, 4, 2, 32, 7, 4, 3
+    num_pages = b * pages_per_seq + 2
+    k_pages = randn(rng, (num_pages, hkv, page, d))
+    v_pages = randn(rng, (num_pages, hkv, page, d))
+    table = rng.permutation(num_pages)[: b * pages_per_seq].reshape(b, pages_per_seq)
+    table = table.astype(np.int32)
+    lens = np.array([5, 17], np.int32)
+    q = randn(rng, (b, hq, s_new, d))
+    k_new, v_new = randn(rng, (b, hkv, s_new, d)), randn(rng, (b, hkv, s_new, d))
+
+    def contiguous(pages):  # each sequence's cache as (B, Hkv, capacity, D)
+        return np.concatenate([pages[table[:, i]] for i in range(pages_per_seq)], axis=2)
+
+    k_want, v_want = contiguous(k_pages), contiguous(v_pages)
+    for i in range(b):
+        k_want[i, :, lens[i]:lens[i] + s_new] = k_new[i]
+        v_want[i, :, lens[i]:lens[i] + s_new] = v_new[i]
+    untouched = np.setdiff1d(np.arange(num_pages), table)
+    k_spare = k_pages[untouched].copy()
+
+    out, _ = cpu.forward(q, k_pages, v_pages, seqlens_k=lens, block_table=table, k_new=k_new,
+                         v_new=v_new, causal=True)
+    assert np.array_equal(contiguous(k_pages), k_want)  # the rows went in, bit for bit
+    assert np.array_equal(contiguous(v_pages), v_want)
+    assert np.array_equal(k_pages[untouched], k_spare)
+    want, _ = _reference_cache(q, k_want, v_want, lens + s_new, causal=True)
+    assert np.max(np.abs(out - want)) < 1e-5
+    with pytest.raises(ValueError, match="together"):
+        cpu.forward(q, k_pages, v_pages, seqlens_k=lens, block_table=table, k_new=k_new)

@@ -23,7 +23,7 @@ CPU = ("cpu", 0)
 
 # DLPack's device types and dtype codes (dlpack.h)
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
-_DL_FLOAT, _DL_BFLOAT = 2, 4
+_DL_INT, _DL_FLOAT, _DL_BFLOAT = 0, 2, 4
 
 
 class _DLDevice(Structure):
@@ -50,8 +50,13 @@ _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, c_char_p]
 
-_NUMPY_DTYPES = {"float32": _lib.DTYPE_F32, "float16": _lib.DTYPE_F16, "bfloat16": _lib.DTYPE_BF16}
-_TYPESTRS = {"<f4": _lib.DTYPE_F32, "<f2": _lib.DTYPE_F16}
+_NUMPY_DTYPES = {
+    "float32": _lib.DTYPE_F32,
+    "float16": _lib.DTYPE_F16,
+    "bfloat16": _lib.DTYPE_BF16,
+    "int32": _lib.DTYPE_I32,
+}
+_TYPESTRS = {"<f4": _lib.DTYPE_F32, "<f2": _lib.DTYPE_F16, "<i4": _lib.DTYPE_I32}
 
 
 class View:
@@ -97,7 +102,8 @@ class View:
 
 
 def _dtype_error(what):
-    return TypeError(f"flashattn: dtype {what} is not supported (float32, float16, bfloat16)")
+    return TypeError(f"flashattn: dtype {what} is not supported (float32, float16, bfloat16; "
+                     "int32 for seqlens_k and block_table)")
 
 
 def _from_numpy(a):
@@ -119,9 +125,12 @@ def _from_dlpack(x, stream):
     # still named "dltensor"), so it is the view's owner and is never renamed here.
     t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
     code, bits, lanes = t.dtype.code, t.dtype.bits, t.dtype.lanes
-    dtype = {(_DL_FLOAT, 32): _lib.DTYPE_F32, (_DL_FLOAT, 16): _lib.DTYPE_F16}.get((code, bits))
-    if code == _DL_BFLOAT and bits == 16:
-        dtype = _lib.DTYPE_BF16
+    dtype = {
+        (_DL_FLOAT, 32): _lib.DTYPE_F32,
+        (_DL_FLOAT, 16): _lib.DTYPE_F16,
+        (_DL_BFLOAT, 16): _lib.DTYPE_BF16,
+        (_DL_INT, 32): _lib.DTYPE_I32,
+    }.get((code, bits))
     if dtype is None or lanes != 1:
         raise _dtype_error(f"(DLPack code {code}, {bits} bits, {lanes} lanes)")
     kind = t.device.device_type

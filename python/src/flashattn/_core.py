@@ -4,7 +4,7 @@
 import logging
 import math
 import threading
-from ctypes import byref, c_void_p
+from ctypes import addressof, byref, c_void_p
 from dataclasses import dataclass
 
 from . import _arrays, _lib
@@ -153,8 +153,10 @@ class _Call:
         self.buffers.append(handle)
         return handle
 
-    def tensor(self, v, output=False):
-        """The fa_tensor of View `v`, which must be in logical (B, S, H, D) order."""
+    def tensor(self, v, output=False, inout=False):
+        """The fa_tensor of View `v`, which must be in logical (B, S, H, D) order; `output`: the
+        call writes it, `inout`: the call reads and writes it."""
+        output = output or inout
         flags = getattr(v.owner, "flags", None)
         if output and flags is not None and not flags.writeable:
             raise ValueError("flashattn: an output array is read-only")
@@ -175,7 +177,7 @@ class _Call:
         else:
             # Inputs are copied in; so are outputs with gaps, so that reading the whole span
             # back leaves the bytes between their elements as they were.
-            copy_in = not output or not v.dense()
+            copy_in = not output or inout or not v.dense()
             handle = self._buffer(size, v.ptr + first if copy_in else None)
             if output:
                 self.readback.append((handle, v.ptr + first, size))
@@ -327,12 +329,27 @@ class Context:
             return numpy.empty((b, h, s, d), dtype)
         return numpy.empty(shape, dtype)
 
+    def _index_view(self, x, name, ndim):
+        """seqlens_k (B,) or block_table (B, max_pages), int32, as the library's 4-D views."""
+        v = _arrays.view(x, name, ndim, self._stream())
+        shape, strides = list(v.shape) + [1] * (4 - ndim), list(v.strides) + [1] * (4 - ndim)
+        return _arrays.View(v.ptr, v.device, v.dtype, shape, strides, v.owner)
+
     def forward(self, q, k, v, *, causal=False, scale=None, window=None, softcap=None,
-                layout="bhsd", num_splits=0, out=None, lse=None):
+                layout="bhsd", num_splits=0, seqlens_k=None, block_table=None, k_new=None,
+                v_new=None, out=None, lse=None):
         """O = softmax(scale Q K^T) V and the row log-sum-exp, LSE, shaped (batch, heads, seq_q)
         float32. q: (B, Hq, Sq, D) in layout "bhsd", k and v: (B, Hkv, Sk, D) with Hq a
         multiple of Hkv (GQA). `causal` aligns bottom-right when Sq != Sk; `window` (left,
         right) is a sliding window (-1: no bound); `softcap` caps the scores (Gemma 2).
+
+        A KV cache (forward only; README's fa_attention_desc): `seqlens_k`, int32 (B,), the
+        keys each sequence attends to in a cache of Sk; `block_table`, int32 (B, max_pages),
+        with k and v as pages, (num_pages, Hkv, page_size, D) in layout "bhsd"; `k_new` and
+        `v_new`, (B, Hkv, S_new, D), rows appended to the cache at seqlens_k[b] before the
+        attention (k and v are then written; seqlens_k is left to the caller to advance).
+        `num_splits` asks for that many key chunks on the split-key (decoding) path.
+
         Returns (out, lse): the arrays passed, or new NumPy arrays for host inputs."""
         self._live()
         order = _layout_order(layout)
@@ -346,10 +363,26 @@ class Context:
             lse = self._new(vq, (b, h, sq), _BSHD, numpy.dtype("float32"))
         (vo,) = self._views((("out", out),), layout)
         vlse = self._lse_view(lse, (b, h, sq))
+        if (k_new is None) != (v_new is None):
+            raise ValueError("flashattn: k_new and v_new go together")
+        extra = []  # (desc field, view) of the optional tensors
+        if seqlens_k is not None:
+            extra.append(("seqlens_k", self._index_view(seqlens_k, "seqlens_k", 1)))
+        if block_table is not None:
+            extra.append(("block_table", self._index_view(block_table, "block_table", 2)))
+        if k_new is not None:
+            extra += zip(("k_new", "v_new"), self._views((("k_new", k_new), ("v_new", v_new)),
+                                                          layout))
         desc = attention_desc(causal, scale, window, softcap, num_splits=num_splits)
         with self._lock, _Call(self) as call:
-            tensors = [call.tensor(x) for x in (vq, vk, vv)]
+            appends = k_new is not None  # k and v are written too
+            tensors = [call.tensor(vq), call.tensor(vk, inout=appends),
+                       call.tensor(vv, inout=appends)]
             tensors += [call.tensor(vo, output=True), call.tensor(vlse, output=True)]
+            kept = []  # the fa_tensors desc points to, alive until the call returns
+            for field, x in extra:
+                kept.append(call.tensor(x))
+                setattr(desc, field, addressof(kept[-1]))
             self._check(lib.fa_attention_forward(self._handle, byref(desc),
                                                  *(byref(t) for t in tensors)),
                         "fa_attention_forward")

@@ -27,7 +27,7 @@ from ctypes import (
 OK = 0
 DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_I32 = 1, 2, 3, 4
 DTYPE_NAMES = {DTYPE_F32: "f32", DTYPE_F16: "f16", DTYPE_BF16: "bf16"}
-DTYPE_SIZES = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_BF16: 2}
+DTYPE_SIZES = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_BF16: 2, DTYPE_I32: 4}
 BACKENDS = {"auto": 0, "cuda": 1, "vulkan": 2, "opencl": 3, "cpu": 4}
 BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
 DEVICE_KINDS = {0: "other", 1: "discrete_gpu", 2: "integrated_gpu", 3: "cpu", 4: "software"}
