@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
 F = torch.nn.functional
 
 import flashattn  # noqa: E402
-from flashattn.torch import attention  # noqa: E402
+from flashattn.torch import attention, attention_with_kvcache  # noqa: E402
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "train_step.py")
 
@@ -161,6 +161,13 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.flashattn.backward.default,
                           (dout, q.detach(), k.detach(), v.detach(), out.detach(), lse, True, 0.0,
                            -2, -2, 0.0, True, False))
+    g = torch.Generator().manual_seed(9)
+    k_cache, v_cache = (torch.randn(2, 2, 16, 64, generator=g) for _ in range(2))
+    k_new, v_new = (torch.randn(2, 2, 1, 64, generator=g) for _ in range(2))
+    lens = torch.tensor([4, 15], dtype=torch.int32)
+    torch.library.opcheck(torch.ops.flashattn.forward_kvcache.default,
+                          (q.detach()[:, :, :1], k_cache, v_cache, k_new, v_new, lens, None,
+                           True, 0.0, -2, -2, 0.0, True, 0))
 
 
 def test_torch_compile():
@@ -187,3 +194,40 @@ def test_example_trains():
                          text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "largest gradient difference" in run.stdout and "step  19" in run.stdout
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_kvcache_decoding_step(paged):
+    """One decoding step: two new rows per sequence appended in place, then attended causally
+    over the cache's first seqlens_k + 2 keys, against SDPA per sequence."""
+    g = torch.Generator().manual_seed(8)
+    b, hq, hkv, d, cap, s_new = 2, 8, 2, 64, 24, 2
+    lens = torch.tensor([3, 19], dtype=torch.int32)
+    k_seq, v_seq = (torch.randn(b, hkv, cap, d, generator=g) for _ in range(2))
+    q = torch.randn(b, hq, s_new, d, generator=g)
+    k_new, v_new = (torch.randn(b, hkv, s_new, d, generator=g) for _ in range(2))
+    if paged:  # pages of 8 keys in a shuffled table, two spare pages
+        page = 8
+        table = (torch.randperm(b * cap // page + 2, generator=g)[: b * cap // page]
+                 .view(b, cap // page).to(torch.int32))
+        k_cache, v_cache = (torch.randn(table.numel() + 2, hkv, page, d, generator=g)
+                            for _ in range(2))
+        for i in range(b):
+            for j in range(cap // page):
+                k_cache[table[i, j]] = k_seq[i, :, j * page:(j + 1) * page]
+                v_cache[table[i, j]] = v_seq[i, :, j * page:(j + 1) * page]
+    else:
+        table, k_cache, v_cache = None, k_seq.clone(), v_seq.clone()
+    out = attention_with_kvcache(q, k_cache, v_cache, k_new, v_new, seqlens_k=lens,
+                                 block_table=table, causal=True)
+    for i in range(b):
+        n = int(lens[i])
+        k_seq[i, :, n:n + s_new], v_seq[i, :, n:n + s_new] = k_new[i], v_new[i]
+        want = sdpa(q[i:i + 1].double(), k_seq[i:i + 1, :, :n + s_new].double(),
+                    v_seq[i:i + 1, :, :n + s_new].double(), causal=True)
+        torch.testing.assert_close(out[i:i + 1].double(), want, rtol=0, atol=1e-5)
+    if paged:
+        got_k = torch.cat([k_cache[table[:, j].long()] for j in range(cap // page)], dim=2)
+    else:
+        got_k = k_cache
+    assert torch.equal(got_k, k_seq)  # the new rows are in the cache, nothing else changed

@@ -12,16 +12,16 @@ memory); CUDA tensors on the CUDA backend in place, on PyTorch's current stream,
 (legacy) stream included."""
 
 import threading
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 
 from . import _arrays, _core, _lib
 
-__all__ = ["attention"]
+__all__ = ["attention", "attention_with_kvcache"]
 
 _DTYPES = {torch.float32: _lib.DTYPE_F32, torch.float16: _lib.DTYPE_F16,
-           torch.bfloat16: _lib.DTYPE_BF16}
+           torch.bfloat16: _lib.DTYPE_BF16, torch.int32: _lib.DTYPE_I32}
 _contexts = {}
 _contexts_lock = threading.Lock()
 
@@ -182,4 +182,74 @@ def attention(q, k, v, causal=False, scale=None, *, window=None, softcap=None, l
             raise ValueError(f"flashattn: window bounds must be -1 or more, not {window}")
     out, lse = _forward(q, k, v, bool(causal), float(scale or 0.0), left, right,
                         float(softcap or 0.0), layout == "bhsd", bool(deterministic))
+    return (out, lse) if return_lse else out
+
+
+@torch.library.custom_op("flashattn::forward_kvcache", mutates_args=("k_cache", "v_cache"))
+def _forward_kvcache(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                     k_new: Optional[torch.Tensor], v_new: Optional[torch.Tensor],
+                     seqlens_k: Optional[torch.Tensor], block_table: Optional[torch.Tensor],
+                     causal: bool, scale: float, window_left: int, window_right: int,
+                     softcap: float, bhsd: bool,
+                     num_splits: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    q = _usable(q)
+    out = torch.empty_like(q)
+    b, sq, h = (q.shape[0], q.shape[2], q.shape[1]) if bhsd else q.shape[:3]
+    lse = torch.empty((b, h, sq), dtype=torch.float32, device=q.device)
+    desc = _desc(causal, scale, window_left, window_right, softcap)
+    desc.num_splits = num_splits
+    ctx = _context(q)
+    extra = []
+    for field, t in (("seqlens_k", seqlens_k), ("block_table", block_table)):
+        if t is not None:
+            v = _view(t.contiguous().view(t.shape[0], -1, 1, 1), False)
+            extra.append((field, v))
+    if k_new is not None:
+        extra += [("k_new", _view(_usable(k_new), bhsd)), ("v_new", _view(_usable(v_new), bhsd))]
+    with ctx._lock, _core._Call(ctx) as call:
+        appends = k_new is not None
+        tensors = [call.tensor(_view(q, bhsd)),
+                   call.tensor(_view(k_cache, bhsd), inout=appends),
+                   call.tensor(_view(v_cache, bhsd), inout=appends),
+                   call.tensor(_view(out, bhsd), True), call.tensor(_lse_view(lse), True)]
+        kept = []
+        for field, v in extra:
+            kept.append(call.tensor(v))
+            setattr(desc, field, _core.addressof(kept[-1]))
+        ctx._check(_lib.lib.fa_attention_forward(ctx._handle, _core.byref(desc),
+                                                 *(_core.byref(t) for t in tensors)),
+                   "fa_attention_forward")
+        call.finish()
+    return out, lse
+
+
+@_forward_kvcache.register_fake
+def _forward_kvcache_fake(q, k_cache, v_cache, k_new, v_new, seqlens_k, block_table, causal,
+                          scale, window_left, window_right, softcap, bhsd, num_splits):
+    b, sq, h = (q.shape[0], q.shape[2], q.shape[1]) if bhsd else q.shape[:3]
+    return torch.empty_like(_usable(q)), q.new_empty((b, h, sq), dtype=torch.float32)
+
+
+def attention_with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, seqlens_k=None,
+                           block_table=None, causal=False, scale=None, *, window=None,
+                           softcap=None, layout="bhsd", num_splits=0, return_lse=False):
+    """Attention against a KV cache, forward only (inference), as FlashAttention's
+    flash_attn_with_kvcache: `seqlens_k` (int32, (B,)) the keys each sequence holds in caches
+    of capacity Sk, (B, Hkv, Sk, D) in layout "bhsd"; with `block_table` (int32, (B,
+    max_pages)) the caches are pages, (num_pages, Hkv, page_size, D); `k_new` and `v_new`
+    (B, Hkv, S_new, D) are first written into the caches at seqlens_k[b] (in place; seqlens_k
+    is left to the caller to advance), and the attention then covers seqlens_k[b] + S_new keys,
+    the causal mask aligned on that length. Other arguments as attention(). The caches must be
+    usable in place (last stride 1)."""
+    if layout not in ("bhsd", "bshd"):
+        raise ValueError(f"flashattn: layout must be 'bhsd' or 'bshd', not {layout!r}")
+    if (k_new is None) != (v_new is None):
+        raise ValueError("flashattn: k_new and v_new go together")
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.stride(-1) != 1:
+            raise ValueError(f"flashattn: {name} must have a last stride of 1 (it is written)")
+    left, right = (-2, -2) if window is None else (int(window[0]), int(window[1]))
+    out, lse = _forward_kvcache(q, k_cache, v_cache, k_new, v_new, seqlens_k, block_table,
+                                bool(causal), float(scale or 0.0), left, right,
+                                float(softcap or 0.0), layout == "bhsd", int(num_splits))
     return (out, lse) if return_lse else out
