@@ -14,7 +14,8 @@ pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 if [ "${FA_CI_TORCH:-0}" = 1 ]; then
     "${pip[@]}" torch
 fi
-"${pip[@]}" . -C cmake.define.FA_WITH_CUDA=OFF -C cmake.define.FA_WITH_VULKAN=OFF
+"${pip[@]}" . --config-settings=cmake.define.FA_WITH_CUDA=OFF \
+    --config-settings=cmake.define.FA_WITH_VULKAN=OFF
 # from another folder, so that `import flashattn` is the installed package, not src/
 cd tests
 "../$venv/bin/python" -m pytest -q -rs .
