@@ -229,7 +229,16 @@ FA_API fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, f
  * past the end of its allocation. */
 FA_API fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t bytes,
                                      fa_buffer **out);
-/** Frees a buffer after the work that uses it has finished. NULL is ignored. As with free(), the
+/** CPU backend only: a buffer over `bytes` of host memory the caller allocated (a NumPy array, a
+ * CPU torch tensor, an mmap), so tensors can be used in place. The pointer must be 4-byte aligned
+ * (ERROR_INVALID_ARGUMENT otherwise) and the memory stay valid until the buffer is destroyed;
+ * flashattn never frees it: fa_buffer_destroy only forgets it. ERROR_UNSUPPORTED on the GPU
+ * backends, whose kernels cannot read host memory (fa_buffer_create and fa_buffer_write there). */
+FA_API fa_status fa_buffer_wrap_host(fa_context *ctx, void *host_pointer, size_t bytes,
+                                     fa_buffer **out);
+/** Frees a buffer after the work that uses it has finished (a wrapped buffer on CUDA is forgotten
+ * at once: the work queued on the stream keeps its address, and the caller's stream order protects
+ * the memory, as for any kernel of theirs). NULL is ignored. As with free(), the
  * buffer is invalid afterwards; it must be destroyed before its context, or left to
  * fa_context_destroy (destroying it after its context is a use after free). */
 FA_API void fa_buffer_destroy(fa_buffer *buf);

@@ -99,6 +99,7 @@ static fa_status wrap(fa_context *ctx, fa_backend backend, const char *what, uin
     }
     buf->ctx = ctx;
     buf->size = bytes;
+    buf->wrapped = true;
     adopt(ctx, buf);
     *out = buf;
     return FA_OK;
@@ -108,6 +109,17 @@ fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t b
                               fa_buffer **out)
 {
     return wrap(ctx, FA_BACKEND_CUDA, "fa_buffer_wrap_cuda", device_pointer, 0, bytes, out);
+}
+
+fa_status fa_buffer_wrap_host(fa_context *ctx, void *host_pointer, size_t bytes, fa_buffer **out)
+{
+    if (out)
+        *out = NULL;
+    if (ctx && ((uintptr_t)host_pointer & 3u) != 0)
+        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                       "fa_buffer_wrap_host: %p is not 4-byte aligned", host_pointer);
+    return wrap(ctx, FA_BACKEND_CPU, "fa_buffer_wrap_host", (uint64_t)(uintptr_t)host_pointer, 0,
+                bytes, out);
 }
 
 fa_status fa_buffer_wrap_vulkan(fa_context *ctx, uint64_t buffer, size_t offset, size_t bytes,
@@ -127,9 +139,13 @@ void fa_buffer_destroy(fa_buffer *buf)
     if (!buf)
         return;
     fa_context *ctx = buf->ctx;
-    if (!ctx->lost && fa_backend_enter(ctx) == FA_OK)
+    const bool wait = !(buf->wrapped && ctx->backend->unwrap_without_wait);
+    if (wait && !ctx->lost && fa_backend_enter(ctx) == FA_OK)
         fa_backend_leave(ctx, ctx->backend->synchronize(ctx));
-    ctx->backend->buffer_free(ctx, buf->handle);
+    if (buf->wrapped && ctx->backend->buffer_unwrap)
+        ctx->backend->buffer_unwrap(ctx, buf->handle);
+    else
+        ctx->backend->buffer_free(ctx, buf->handle);
     if (buf->prev)
         buf->prev->next = buf->next;
     else

@@ -95,6 +95,9 @@ typedef struct fa_backend_iface {
     fa_status (*buffer_wrap)(fa_context *ctx, uint64_t native, size_t offset, size_t size,
                              void **handle);
     void (*buffer_free)(fa_context *ctx, void *handle);
+    /* (optional) releases a handle from buffer_wrap where buffer_free cannot tell it from an
+     * allocation (the CPU backend's handles are plain pointers). NULL = buffer_free does. */
+    void (*buffer_unwrap)(fa_context *ctx, void *handle);
     fa_status (*buffer_write)(fa_context *ctx, void *handle, size_t offset, const void *src,
                               size_t size);
     fa_status (*buffer_read)(fa_context *ctx, void *handle, size_t offset, void *dst, size_t size);
@@ -120,6 +123,10 @@ typedef struct fa_backend_iface {
      * does not say so, and check_call may still refuse particular ones. */
     bool window;
     bool softcap;
+    /* A wrapped buffer's handle may be released while work that uses its memory is still queued
+     * (the kernels took the address when they were issued), so fa_buffer_destroy need not wait:
+     * a wrap per call then costs no synchronisation. */
+    bool unwrap_without_wait;
 } fa_backend_iface;
 
 #endif

@@ -21,6 +21,7 @@ struct fa_buffer {
     fa_context *ctx;
     void *handle; /* the backend's */
     size_t size;
+    bool wrapped; /* from buffer_wrap: the memory is the caller's */
     fa_buffer *prev, *next;
 };
 

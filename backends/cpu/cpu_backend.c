@@ -83,6 +83,22 @@ static void cpu_buffer_free(fa_context *ctx, void *handle)
     fa_aligned_free(handle);
 }
 
+/* Host memory the caller owns is used as it is: the handle is its address. */
+static fa_status cpu_buffer_wrap(fa_context *ctx, uint64_t native, size_t offset, size_t size,
+                                 void **handle)
+{
+    (void)ctx;
+    (void)size;
+    *handle = (char *)(uintptr_t)native + offset;
+    return FA_OK;
+}
+
+static void cpu_buffer_unwrap(fa_context *ctx, void *handle)
+{
+    (void)ctx;
+    (void)handle; /* the memory is the caller's */
+}
+
 static fa_status cpu_buffer_write(fa_context *ctx, void *handle, size_t offset, const void *src,
                                   size_t size)
 {
@@ -130,6 +146,9 @@ const fa_backend_iface fa_cpu_backend_iface = {
     .context_release = cpu_context_release,
     .buffer_alloc = cpu_buffer_alloc,
     .buffer_free = cpu_buffer_free,
+    .buffer_wrap = cpu_buffer_wrap,
+    .buffer_unwrap = cpu_buffer_unwrap,
+    .unwrap_without_wait = true, /* every call has finished when it returns */
     .buffer_write = cpu_buffer_write,
     .buffer_read = cpu_buffer_read,
     .synchronize = cpu_synchronize,

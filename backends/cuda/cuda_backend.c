@@ -469,6 +469,7 @@ const fa_backend_iface fa_cuda_backend_iface = {
     /* both on the decoding path alone (the split-key forward); fa_cuda_check_call refuses the
      * other calls with them */
     .seqlens_k = true,
+    .unwrap_without_wait = true, /* a wrapped buffer's record holds only the address */
     .paged_kv = true,
     .probe = cuda_probe,
     .device_info = cuda_device_info,

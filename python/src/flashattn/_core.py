@@ -132,8 +132,9 @@ def attention_desc(causal=False, scale=None, window=None, softcap=None, determin
 
 
 class _Call:
-    """The buffers of one call: arrays in the backend's memory are wrapped in place, the others
-    are copied into buffers of the context and, for outputs, read back after the call."""
+    """The buffers of one call: arrays in the backend's memory (CUDA arrays on CUDA, host arrays
+    on the CPU) are wrapped in place, the others are copied into buffers of the context and, for
+    outputs, read back after the call."""
 
     def __init__(self, ctx):
         self.ctx, self.buffers, self.readback = ctx, [], []
@@ -174,6 +175,13 @@ class _Call:
             self.buffers.append(handle)
         elif size == 0:
             handle = self._buffer(16, None)
+        elif self.ctx.backend == "cpu" and (v.ptr + first) % 4 == 0:
+            # the CPU backend reads and writes host memory where it lies
+            handle = c_void_p()
+            self.ctx._check(lib.fa_buffer_wrap_host(self.ctx._handle, v.ptr + first, size,
+                                                    byref(handle)),
+                            "fa_buffer_wrap_host")
+            self.buffers.append(handle)
         else:
             # Inputs are copied in; so are outputs with gaps, so that reading the whole span
             # back leaves the bytes between their elements as they were.
@@ -199,9 +207,9 @@ class Context:
 
     forward and backward take 4-D arrays with DLPack (NumPy, PyTorch, JAX, CuPy, ...) in
     `layout` "bhsd" (batch, heads, seq, dim: PyTorch SDPA's) or "bshd" (FlashAttention's), any
-    strides whose last is 1. Memory: CUDA arrays on a CUDA context are used in place; host
-    arrays are copied into the context's buffers and the outputs copied back (the C API has no
-    way to wrap host memory yet, so this holds for the CPU backend too)."""
+    strides whose last is 1. Memory: CUDA arrays on a CUDA context and host arrays on a CPU
+    context are used in place (fa_buffer_wrap_cuda, fa_buffer_wrap_host); otherwise host arrays
+    are copied into the context's buffers and the outputs copied back."""
 
     def __init__(self, backend="auto", device=0, *, cuda_stream=None, cpu_threads=0,
                  log_level=None, cache_dir=None):

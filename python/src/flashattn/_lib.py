@@ -177,6 +177,7 @@ _SIGNATURES = {
     "fa_context_memory": (c_int, [c_void_p, POINTER(MemoryStats)]),
     "fa_buffer_create": (c_int, [c_void_p, POINTER(BufferDesc), POINTER(c_void_p)]),
     "fa_buffer_wrap_cuda": (c_int, [c_void_p, c_uint64, c_size_t, POINTER(c_void_p)]),
+    "fa_buffer_wrap_host": (c_int, [c_void_p, c_void_p, c_size_t, POINTER(c_void_p)]),
     "fa_buffer_destroy": (None, [c_void_p]),
     "fa_buffer_read": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
     "fa_attention_forward": (c_int, [c_void_p, POINTER(AttentionDesc)] + [_TENSOR_P] * 5),
