@@ -151,11 +151,18 @@ typedef enum fa_log_level {
 
 typedef void (*fa_log_fn)(void *user_data, fa_log_level level, const char *message);
 
-/** fa_context_desc.cuda_stream for CUDA's default streams: the driver's CU_STREAM_LEGACY (the
- * legacy default stream, which cudaStreamLegacy and a stream handle of 0 name) and
- * CU_STREAM_PER_THREAD. */
-#define FA_CUDA_STREAM_LEGACY ((void *)0x1)
-#define FA_CUDA_STREAM_PER_THREAD ((void *)0x2)
+/** Options of the CPU backend (fa_context_desc.cpu); ignored by the others. */
+typedef struct fa_cpu_options {
+    int threads; /* 0 = OpenMP's default */
+} fa_cpu_options;
+
+/** Options of the CUDA backend (fa_context_desc.cuda); set on another backend, a warning. */
+typedef struct fa_cuda_options {
+    /* A CUstream to issue work on, not owned; NULL = the context's own. CUDA's default streams,
+     * whose handle 0 would read as NULL here (PyTorch's default stream is one), are
+     * FA_CUDA_STREAM_LEGACY and FA_CUDA_STREAM_PER_THREAD (flashattn/cuda.h). */
+    void *stream;
+} fa_cuda_options;
 
 /** How to open a context. Defaults (all zero): AUTO backend, whose choice the environment
  * variables FA_BACKEND (cuda|vulkan|opencl|cpu) and FA_DEVICE (index) override; device 0 of an
@@ -166,12 +173,10 @@ typedef struct fa_context_desc {
     fa_log_fn log; /* optional */
     void *log_user_data;
     fa_log_level log_level; /* messages at or below this level reach `log`; default ERROR */
-    int cpu_threads;        /* CPU backend only; 0 = default */
-    void *cuda_stream;      /* CUDA only: a CUstream to issue work on, not owned; NULL = the
-                               context's own. The default streams, whose handle 0 would read as
-                               NULL here (PyTorch's default stream is one): pass
-                               FA_CUDA_STREAM_LEGACY or FA_CUDA_STREAM_PER_THREAD. Ignored
-                               (with a warning) on other backends. */
+    /* Per-backend options (where 0.2 had cpu_threads and cuda_stream, at the same offsets).
+     * Interop with an application's own objects: flashattn/cpu.h, cuda.h, vulkan.h, opencl.h. */
+    fa_cpu_options cpu;
+    fa_cuda_options cuda;
     /* Where compiled programs are kept between runs (Vulkan pipeline caches, OpenCL binaries):
      * NULL = $XDG_CACHE_HOME/flashattn or ~/.cache/flashattn (%LOCALAPPDATA%\flashattn on
      * Windows), "" = no disk cache. Files carry the library version, the device and its driver,
@@ -222,20 +227,6 @@ typedef struct fa_buffer_desc {
 
 /** Allocates device memory in the context. ERROR_OUT_OF_DEVICE_MEMORY when it does not fit. */
 FA_API fa_status fa_buffer_create(fa_context *ctx, const fa_buffer_desc *desc, fa_buffer **out);
-/** CUDA only: a buffer over `bytes` of device memory the caller allocated on the context's device
- * (cuMemAlloc, cudaMalloc, PyTorch), so tensors can be used in place. flashattn never frees it:
- * fa_buffer_destroy only forgets it. ERROR_UNSUPPORTED on other backends; ERROR_FOREIGN_BUFFER
- * when the pointer is not device memory of this device; ERROR_OUT_OF_BOUNDS when `bytes` runs
- * past the end of its allocation. */
-FA_API fa_status fa_buffer_wrap_cuda(fa_context *ctx, uint64_t device_pointer, size_t bytes,
-                                     fa_buffer **out);
-/** CPU backend only: a buffer over `bytes` of host memory the caller allocated (a NumPy array, a
- * CPU torch tensor, an mmap), so tensors can be used in place. The pointer must be 4-byte aligned
- * (ERROR_INVALID_ARGUMENT otherwise) and the memory stay valid until the buffer is destroyed;
- * flashattn never frees it: fa_buffer_destroy only forgets it. ERROR_UNSUPPORTED on the GPU
- * backends, whose kernels cannot read host memory (fa_buffer_create and fa_buffer_write there). */
-FA_API fa_status fa_buffer_wrap_host(fa_context *ctx, void *host_pointer, size_t bytes,
-                                     fa_buffer **out);
 /** Frees a buffer after the work that uses it has finished (a wrapped buffer on CUDA is forgotten
  * at once: the work queued on the stream keeps its address, and the caller's stream order protects
  * the memory, as for any kernel of theirs). NULL is ignored. As with free(), the

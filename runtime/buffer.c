@@ -2,6 +2,8 @@
 /* Device buffers: a runtime record around each backend allocation, listed in its context so
  * that a context's destruction frees what the caller left. */
 #include "fa_internal.h"
+#include "flashattn/cpu.h"
+#include "flashattn/cuda.h"
 #include "flashattn/opencl.h"
 #include "flashattn/vulkan.h"
 

@@ -136,8 +136,8 @@ static fa_status open_context(const fa_context_desc *desc, fa_backend backend, i
     ctx->log = desc->log;
     ctx->log_user_data = desc->log_user_data;
     ctx->log_level = desc->log_level;
-    ctx->cpu_threads = desc->cpu_threads > 0 ? desc->cpu_threads : 0;
-    ctx->cuda_stream = backend == FA_BACKEND_CUDA ? desc->cuda_stream : NULL;
+    ctx->cpu_threads = desc->cpu.threads > 0 ? desc->cpu.threads : 0;
+    ctx->cuda_stream = backend == FA_BACKEND_CUDA ? desc->cuda.stream : NULL;
     if (!fa_tuning_read(&ctx->tuning)) {
         free(ctx);
         return fa_fail(NULL, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot copy the environment's knobs");
@@ -163,8 +163,8 @@ static fa_status open_context(const fa_context_desc *desc, fa_backend backend, i
         fa_device_query(backend, device, &ctx->device_info);
     fa_log(ctx, FA_LOG_INFO, "context on %s device %d%s: %s", ctx->backend->name, device,
            app ? " (the application's objects)" : "", ctx->device_info.name);
-    if (desc->cuda_stream && backend != FA_BACKEND_CUDA)
-        fa_log(ctx, FA_LOG_WARN, "cuda_stream ignored: the context runs on %s", ctx->backend->name);
+    if (desc->cuda.stream && backend != FA_BACKEND_CUDA)
+        fa_log(ctx, FA_LOG_WARN, "cuda.stream ignored: the context runs on %s", ctx->backend->name);
     *out = ctx;
     return FA_OK;
 }

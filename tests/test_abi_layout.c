@@ -58,8 +58,13 @@ SAME(fa_context_desc, v02_context_desc, device);
 SAME(fa_context_desc, v02_context_desc, log);
 SAME(fa_context_desc, v02_context_desc, log_user_data);
 SAME(fa_context_desc, v02_context_desc, log_level);
-SAME(fa_context_desc, v02_context_desc, cpu_threads);
-SAME(fa_context_desc, v02_context_desc, cuda_stream);
+#define MOVED(now, f, old, g)                                                                      \
+    _Static_assert(offsetof(now, f) == offsetof(old, g) &&                                         \
+                       sizeof(((now *)0)->f) == sizeof(((old *)0)->g),                             \
+                   #now "." #f " is not where " #old "." #g " was")
+/* 0.2's cpu_threads and cuda_stream, now the per-backend options: the same bytes */
+MOVED(fa_context_desc, cpu.threads, v02_context_desc, cpu_threads);
+MOVED(fa_context_desc, cuda.stream, v02_context_desc, cuda_stream);
 SAME(fa_context_desc, v02_context_desc, cache_dir);
 SAME(fa_context_desc, v02_context_desc, cache_max_bytes);
 SAME(fa_context_desc, v02_context_desc, reserved);

@@ -79,9 +79,9 @@ static long run_sequence(long n)
     arm(n);
     fa_context *ctx = NULL;
     fa_buffer *b[9] = {NULL};
-    bool ok = step(
-        fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .cpu_threads = 2}, &ctx),
-        "fa_context_create", n);
+    bool ok = step(fa_context_create(
+                       &(fa_context_desc){.backend = FA_BACKEND_CPU, .cpu = {.threads = 2}}, &ctx),
+                   "fa_context_create", n);
     for (int i = 0; ok && i < 9; i++)
         ok = step(fa_buffer_create(ctx,
                                    &(fa_buffer_desc){.size = i == 4 ? lse_bytes : bytes,

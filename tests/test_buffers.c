@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "flashattn.h"
+#include "flashattn/cpu.h"
+#include "flashattn/cuda.h"
 
 static fa_context *ctx;
 static void setup(void)

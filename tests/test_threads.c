@@ -20,8 +20,8 @@ static void *run_job(void *arg)
 {
     job *j = arg;
     fa_context *ctx = NULL;
-    j->status =
-        fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .cpu_threads = 1}, &ctx);
+    j->status = fa_context_create(
+        &(fa_context_desc){.backend = FA_BACKEND_CPU, .cpu = {.threads = 1}}, &ctx);
     if (j->status != FA_OK)
         return NULL;
     fa_buffer *b[4] = {0};

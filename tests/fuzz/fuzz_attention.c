@@ -21,7 +21,8 @@ static unsigned char inputs[BUFFER_BYTES]; /* the buffers' first content */
 
 static void setup(void)
 {
-    if (fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .cpu_threads = 1}, &ctx))
+    if (fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_CPU, .cpu = {.threads = 1}},
+                          &ctx))
         abort();
     for (size_t i = 0; i < sizeof inputs; i++)
         inputs[i] = (unsigned char)(i * 37 + 11) & 0x3f; /* small finite values in every dtype */

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
-/* The public header as C++ (C++11, -Wpedantic): built by the host's g++ and by MinGW-w64's for
+/* The public headers as C++ (C++11, -Wpedantic): built by the host's g++ and by MinGW-w64's for
  * Windows, so that its declarations stay free of C-only and GNU-only constructs. The structs must
  * have the sizes of 0.2's C layout under either compiler, and the program links against the
  * library and calls it (ctest runs it on Linux). */
 #include <flashattn.h>
+#include <flashattn/cpu.h>
+#include <flashattn/cuda.h>
+#include <flashattn/opencl.h>
+#include <flashattn/vulkan.h>
 
 #include <cstdio>
 

@@ -466,7 +466,7 @@ int fa_cmd_bench(int argc, char **argv)
         o.device = fa_testkit_default_device(backend);
     fa_status st = fa_context_create(&(fa_context_desc){.backend = backend,
                                                         .device = (int)o.device,
-                                                        .cpu_threads = (int)o.threads,
+                                                        .cpu = {.threads = (int)o.threads},
                                                         .log = log_level < 0 ? NULL : log_to_stderr,
                                                         .log_level = (fa_log_level)log_level},
                                      &ctx);

@@ -575,7 +575,7 @@ int fa_cmd_run(int argc, char **argv)
         o.device = fa_testkit_default_device(backend);
     fa_status st = fa_context_create(&(fa_context_desc){.backend = backend,
                                                         .device = (int)o.device,
-                                                        .cpu_threads = (int)o.threads},
+                                                        .cpu = {.threads = (int)o.threads}},
                                      &ctx);
     if (st != FA_OK)
         return cli_fail(NULL, st);
