@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* An application with its own Vulkan device and buffers runs attention on them with no host copy:
  * it uploads Q, K and V with its own copy commands, submitted and not waited for, hands its
- * device, queue and buffers to flashattn, then copies O out with its own commands on the same
- * queue. Checked against a float64 computation. Exit status 0 when within 1e-4, 77 when the
- * machine has no Vulkan device (skipped), 1 otherwise. */
+ * device, queue and buffers to flashattn (K and V share one VkBuffer, V wrapped at an offset),
+ * then copies O out with its own commands on the same queue. Checked against a float64 computation.
+ * Exit status 0 when within 1e-4, 77 when the machine has no Vulkan device (skipped), 1 otherwise.
+ */
 #include <flashattn/vulkan.h>
 #include <math.h>
 #include <stdio.h>
@@ -113,19 +114,20 @@ int main(void)
     vkGetDeviceQueue(device, family, 0, &queue);
     vkGetPhysicalDeviceMemoryProperties(physical, &memory);
 
-    /* The application's buffers: Q, K, V, O and LSE in device memory, one host-visible staging
-     * buffer for the upload (Q, K, V) and the readback (O). */
+    /* The application's buffers in device memory: Q; K and V in one (V behind K, as a cache
+     * allocation holds them); O; LSE; and one host-visible staging buffer for the upload (Q, K,
+     * V) and the readback (O). */
     const VkDeviceSize bytes = N * sizeof(float);
-    VkDeviceMemory mems[6];
-    VkBuffer bufs[5];
-    for (int i = 0; i < 5; i++)
-        bufs[i] = make_buffer(i == 4 ? B * H * S * 4 : bytes, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
-                              &mems[i]);
+    const VkDeviceSize sizes[4] = {bytes, 2 * bytes, bytes, B * H * S * 4};
+    VkDeviceMemory mems[5];
+    VkBuffer bufs[4];
+    for (int i = 0; i < 4; i++)
+        bufs[i] = make_buffer(sizes[i], VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &mems[i]);
     VkBuffer staging = make_buffer(
         4 * bytes, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-        &mems[5]);
+        &mems[4]);
     float *host = NULL;
-    if (check(vkMapMemory(device, mems[5], 0, VK_WHOLE_SIZE, 0, (void **)&host), "vkMapMemory"))
+    if (check(vkMapMemory(device, mems[4], 0, VK_WHOLE_SIZE, 0, (void **)&host), "vkMapMemory"))
         return 1;
     float *q = host, *k = host + N, *v = host + 2 * N, *o = host + 3 * N;
     for (int i = 0; i < N; i++) {
@@ -152,9 +154,11 @@ int main(void)
     const VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     /* the upload, submitted and not waited for: the queue orders it before the attention */
     vkBeginCommandBuffer(cmd[0], &begin);
-    for (int i = 0; i < 3; i++)
-        vkCmdCopyBuffer(cmd[0], staging, bufs[i], 1,
-                        &(VkBufferCopy){.srcOffset = (VkDeviceSize)i * bytes, .size = bytes});
+    for (int i = 0; i < 3; i++) /* Q to bufs[0], K and V to bufs[1] */
+        vkCmdCopyBuffer(cmd[0], staging, bufs[i > 0], 1,
+                        &(VkBufferCopy){.srcOffset = (VkDeviceSize)i * bytes,
+                                        .dstOffset = i == 2 ? bytes : 0,
+                                        .size = bytes});
     vkEndCommandBuffer(cmd[0]);
     const VkSubmitInfo upload = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                                  .commandBufferCount = 1,
@@ -176,10 +180,13 @@ int main(void)
                 fa_last_create_error());
         return 1;
     }
+    /* Q, K, V, O, LSE: K the first half of bufs[1], V its second half */
+    static const int which[5] = {0, 1, 1, 2, 3};
     fa_buffer *fb[5];
     for (int i = 0; i < 5; i++)
-        if ((st = fa_buffer_wrap_vulkan(ctx, (uint64_t)(uintptr_t)bufs[i], 0,
-                                        i == 4 ? B * H * S * 4 : bytes, &fb[i])) != FA_OK) {
+        if ((st =
+                 fa_buffer_wrap_vulkan(ctx, (uint64_t)(uintptr_t)bufs[which[i]], i == 2 ? bytes : 0,
+                                       i == 4 ? B * H * S * 4 : bytes, &fb[i])) != FA_OK) {
             fprintf(stderr, "fa_buffer_wrap_vulkan: %s: %s\n", fa_status_name(st),
                     fa_context_last_error(ctx));
             return 1;
@@ -197,7 +204,7 @@ int main(void)
     }
     /* the readback, the application's own, behind the attention on the same queue */
     vkBeginCommandBuffer(cmd[1], &begin);
-    vkCmdCopyBuffer(cmd[1], bufs[3], staging, 1,
+    vkCmdCopyBuffer(cmd[1], bufs[2], staging, 1,
                     &(VkBufferCopy){.dstOffset = 3 * bytes, .size = bytes});
     vkEndCommandBuffer(cmd[1]);
     const VkSubmitInfo readback = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
@@ -219,10 +226,10 @@ int main(void)
     printf("vulkan interop on %s: worst |O - float64| = %.3g\n", info.name, worst);
 
     fa_context_destroy(ctx); /* forgets the wrapped buffers; the device stays the application's */
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 4; i++)
         vkDestroyBuffer(device, bufs[i], NULL);
     vkDestroyBuffer(device, staging, NULL);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 5; i++)
         vkFreeMemory(device, mems[i], NULL);
     vkDestroyCommandPool(device, pool, NULL);
     vkDestroyDevice(device, NULL);

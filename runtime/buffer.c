@@ -88,6 +88,17 @@ static fa_status wrap(fa_context *ctx, fa_backend backend, const char *what, uin
         return fa_fail(ctx, FA_ERROR_NULL_POINTER, "%s: the handle is 0", what);
     if (offset > UINT64_MAX - native)
         return fa_fail(ctx, FA_ERROR_SIZE_OVERFLOW, "%s: offset %zu overflows", what, offset);
+    uint64_t base = 0;
+    if (offset && ctx->backend->wrap_offset_in_views) {
+        if (offset % 4 || bytes > SIZE_MAX - offset)
+            return fa_fail(
+                ctx, FA_ERROR_INVALID_ARGUMENT,
+                "%s: offset %zu is not a multiple of 4 bytes, or with %zu bytes overflows", what,
+                offset, bytes);
+        base = offset;
+        bytes += offset; /* the handle covers [0, offset + bytes) */
+        offset = 0;
+    }
     fa_buffer *buf = calloc(1, sizeof *buf);
     if (!buf)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate a buffer record");
@@ -100,7 +111,8 @@ static fa_status wrap(fa_context *ctx, fa_backend backend, const char *what, uin
         return st;
     }
     buf->ctx = ctx;
-    buf->size = bytes;
+    buf->size = bytes - base;
+    buf->base = base;
     buf->wrapped = true;
     adopt(ctx, buf);
     *out = buf;
@@ -186,8 +198,8 @@ fa_status fa_buffer_write(fa_buffer *buf, size_t offset, const void *src, size_t
         st = fa_backend_enter(buf->ctx);
     if (st != FA_OK || size == 0)
         return st;
-    return fa_backend_leave(
-        buf->ctx, buf->ctx->backend->buffer_write(buf->ctx, buf->handle, offset, src, size));
+    return fa_backend_leave(buf->ctx, buf->ctx->backend->buffer_write(
+                                          buf->ctx, buf->handle, buf->base + offset, src, size));
 }
 
 fa_status fa_buffer_read(fa_buffer *buf, size_t offset, void *dst, size_t size)
@@ -197,6 +209,6 @@ fa_status fa_buffer_read(fa_buffer *buf, size_t offset, void *dst, size_t size)
         st = fa_backend_enter(buf->ctx);
     if (st != FA_OK || size == 0)
         return st;
-    return fa_backend_leave(
-        buf->ctx, buf->ctx->backend->buffer_read(buf->ctx, buf->handle, offset, dst, size));
+    return fa_backend_leave(buf->ctx, buf->ctx->backend->buffer_read(
+                                          buf->ctx, buf->handle, buf->base + offset, dst, size));
 }

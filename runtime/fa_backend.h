@@ -94,6 +94,9 @@ typedef struct fa_backend_iface {
      * backend retained), never the memory. NULL = the backend cannot wrap. */
     fa_status (*buffer_wrap)(fa_context *ctx, uint64_t native, size_t offset, size_t size,
                              void **handle);
+    /* buffer_wrap takes no offset (a Vulkan descriptor's offset has an alignment rule): the
+     * runtime wraps from 0 and adds the offset to every view and host copy of the buffer. */
+    bool wrap_offset_in_views;
     void (*buffer_free)(fa_context *ctx, void *handle);
     /* (optional) releases a handle from buffer_wrap where buffer_free cannot tell it from an
      * allocation (the CPU backend's handles are plain pointers). NULL = buffer_free does. */

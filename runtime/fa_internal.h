@@ -21,7 +21,9 @@ struct fa_buffer {
     fa_context *ctx;
     void *handle; /* the backend's */
     size_t size;
-    bool wrapped; /* from buffer_wrap: the memory is the caller's */
+    bool wrapped;  /* from buffer_wrap: the memory is the caller's */
+    uint64_t base; /* bytes before the buffer in its handle (a wrap at an offset the backend
+                      takes in views: iface wrap_offset_in_views); added to every view and copy */
     fa_buffer *prev, *next;
 };
 

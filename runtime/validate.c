@@ -170,7 +170,7 @@ static fa_status resolve(fa_context *ctx, role *r)
     }
     *r->view = (fa_view){
         .buffer = t->buffer->handle,
-        .offset = t->offset / (uint64_t)esize,
+        .offset = (t->buffer->base + t->offset) / (uint64_t)esize,
         .stride_b = stride[0],
         .stride_s = stride[1],
         .stride_h = stride[2],

@@ -78,7 +78,7 @@ Test(vulkan_interop, refuses_what_it_cannot_use)
     cr_expect_null(ctx);
 }
 
-Test(vulkan_interop, wraps_only_on_the_application_device_from_offset_zero)
+Test(vulkan_interop, wraps_on_the_application_device_at_an_offset)
 {
     fa_context *ctx = NULL;
     const fa_vulkan_objects app = objects();
@@ -90,9 +90,38 @@ Test(vulkan_interop, wraps_only_on_the_application_device_from_offset_zero)
                                               VK_BUFFER_USAGE_TRANSFER_DST_BIT};
     VkBuffer buf;
     cr_assert_eq(vkCreateBuffer(device, &info, NULL, &buf), VK_SUCCESS);
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device, buf, &req);
+    uint32_t type = 0;
+    while (!(req.memoryTypeBits & (1u << type)))
+        type++;
+    VkDeviceMemory mem;
+    const VkMemoryAllocateInfo mem_info = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                           .allocationSize = req.size,
+                                           .memoryTypeIndex = type};
+    cr_assert_eq(vkAllocateMemory(device, &mem_info, NULL, &mem), VK_SUCCESS);
+    cr_assert_eq(vkBindBufferMemory(device, buf, mem, 0), VK_SUCCESS);
     fa_buffer *fb = NULL;
-    cr_expect_eq(fa_buffer_wrap_vulkan(ctx, (uint64_t)(uintptr_t)buf, 256, 64, &fb),
-                 FA_ERROR_INVALID_ARGUMENT);
+    cr_expect_eq(fa_buffer_wrap_vulkan(ctx, (uint64_t)(uintptr_t)buf, 2, 64, &fb),
+                 FA_ERROR_INVALID_ARGUMENT); /* an offset not a multiple of 4 */
+    cr_expect_null(fb);
+    /* at an offset: its size is what was asked, and host copies land at the offset */
+    fa_buffer *whole = NULL;
+    cr_assert_eq(fa_buffer_wrap_vulkan(ctx, (uint64_t)(uintptr_t)buf, 0, 4096, &whole), FA_OK);
+    cr_assert_eq(fa_buffer_wrap_vulkan(ctx, (uint64_t)(uintptr_t)buf, 256, 64, &fb), FA_OK, "%s",
+                 fa_context_last_error(ctx));
+    cr_expect_eq(fa_buffer_size(fb), 64);
+    unsigned char pattern[64], back[64];
+    for (int i = 0; i < 64; i++)
+        pattern[i] = (unsigned char)(i * 37 + 11);
+    cr_assert_eq(fa_buffer_write(whole, 0, (unsigned char[320]){0}, 320), FA_OK);
+    cr_assert_eq(fa_buffer_write(fb, 0, pattern, sizeof pattern), FA_OK);
+    cr_assert_eq(fa_buffer_read(whole, 256, back, sizeof back), FA_OK);
+    cr_expect_arr_eq(back, pattern, sizeof pattern);
+    cr_expect_eq(fa_buffer_write(fb, 8, pattern, sizeof pattern), FA_ERROR_OUT_OF_BOUNDS);
+    fa_buffer_destroy(fb);
+    fa_buffer_destroy(whole);
+    fb = NULL;
     cr_expect_eq(fa_buffer_wrap_vulkan(ctx, 0, 0, 64, &fb), FA_ERROR_NULL_POINTER);
     cr_expect_null(fb);
     fa_context_destroy(ctx);
@@ -103,4 +132,5 @@ Test(vulkan_interop, wraps_only_on_the_application_device_from_offset_zero)
                  FA_ERROR_UNSUPPORTED);
     fa_context_destroy(own);
     vkDestroyBuffer(device, buf, NULL); /* still the application's */
+    vkFreeMemory(device, mem, NULL);
 }

@@ -516,5 +516,6 @@ const fa_backend_iface fa_vulkan_backend_iface = {
     .forward = forward,
     .backward = backward,
     .copy_regions = fa_vk_copy_regions,
+    .wrap_offset_in_views = true,
     .check_call = check_call,
 };

@@ -84,11 +84,7 @@ fa_status fa_vk_buffer_wrap(fa_context *ctx, uint64_t native, size_t offset, siz
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "fa_buffer_wrap_vulkan: the context's device is the library's own; open it "
                        "with fa_context_create_vulkan on the device the VkBuffer belongs to");
-    if (offset)
-        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
-                       "fa_buffer_wrap_vulkan: offset %zu; wrap from 0 and give the tensors the "
-                       "byte offset",
-                       offset);
+    (void)offset; /* always 0: the runtime adds it to the views (wrap_offset_in_views) */
     fa_vk_buffer *buf = calloc(1, sizeof *buf);
     if (!buf)
         return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot allocate a buffer record");

@@ -47,15 +47,16 @@ typedef struct fa_vulkan_objects {
 FA_API fa_status fa_context_create_vulkan(const fa_context_desc *desc, const fa_vulkan_objects *app,
                                           fa_context **out);
 
-/** A buffer over the first `bytes` of the application's VkBuffer (`offset` must be 0 in this
- * version: give the tensors the byte offset instead), created on the context's device with
+/** A buffer over `bytes` of the application's VkBuffer from byte `offset` (a multiple of 4:
+ * tensors in it then start at the buffer's offset 0), created on the context's device with
  * VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, and TRANSFER_SRC and TRANSFER_DST for fa_buffer_read and
  * fa_buffer_write. Not destroyed by the library: fa_buffer_destroy forgets it. The library
  * cannot check that `bytes` lies inside the VkBuffer: that is the caller's promise.
  * ERROR_UNSUPPORTED on other backends and on contexts not opened by fa_context_create_vulkan
- * (a VkBuffer of another device cannot be used); ERROR_INVALID_ARGUMENT for a nonzero offset. */
-FA_API fa_status fa_buffer_wrap_vulkan(fa_context *ctx, uint64_t buffer, size_t offset, size_t bytes,
-                                       fa_buffer **out);
+ * (a VkBuffer of another device cannot be used); ERROR_INVALID_ARGUMENT for an offset that is
+ * not a multiple of 4. */
+FA_API fa_status fa_buffer_wrap_vulkan(fa_context *ctx, uint64_t buffer, size_t offset,
+                                       size_t bytes, fa_buffer **out);
 
 #ifdef __cplusplus
 }
