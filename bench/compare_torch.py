@@ -34,6 +34,7 @@ FAIL and makes the exit code 1; a shape an SDPA kernel refuses is shown as n/a.
 """
 import argparse
 import csv
+import ctypes
 import json
 import math
 import os
@@ -135,6 +136,11 @@ class Wrapped:
         """x: a (B, S, H, D) torch tensor with any strides (stride[3] == 1)."""
         dtype = {t: f for t, f in DTYPES.values()}[x.dtype]
         return fa.tensor(self._wrap(x), dtype, tuple(x.shape), tuple(x.stride()))
+
+    def table(self, x):
+        """x: a (B, max_pages) int32 torch tensor, the block table, seen as (B, max_pages, 1, 1)."""
+        return fa.tensor(self._wrap(x), fa.DTYPE_I32, (x.shape[0], x.shape[1], 1, 1),
+                         (x.stride(0), x.stride(1), 1, 1))
 
     def lse(self, x):
         """x: a (B, H, S) float32 torch tensor, seen in the logical (B, S, H, 1) order."""
@@ -306,14 +312,27 @@ DECODE_SHAPES = [(1, 4096), (1, 32768), (1, 131072), (16, 4096), (16, 32768), (6
 DECODE_HQ, DECODE_HKV, DECODE_D = 32, 8, 128
 
 
+def to_pages(x, page_size, perm):
+    """x (B, Sk, H, D) as pages (num_pages, page_size, H, D) in the shuffled order perm: logical
+    page j of entry b (pages of Sk / page_size keys each) is page perm[b * max_pages + j]."""
+    B, Sk, H, D = x.shape
+    pages = torch.empty(B * Sk // page_size, page_size, H, D, device=x.device, dtype=x.dtype)
+    pages[perm] = x.reshape(B * Sk // page_size, page_size, H, D)
+    return pages
+
+
 def run_decode(ctx, args, names):
     """One query token against caches of DECODE_SHAPES (f16, GQA 32:8, D=128): GB/s of K and V
     read by flashattn and by each SDPA kernel (enable_gqa), O checked against float64 by the
-    rule of the main grid (at most 2x SDPA's error + 1e-5). Returns (rows, failed)."""
+    rule of the main grid (at most 2x SDPA's error + 1e-5). With --page-size, flashattn reads K
+    and V as a paged cache (pages shuffled, a block table) while SDPA reads them contiguous: the
+    same numbers, so the ratio is the paged path's cost against SDPA's contiguous one. Returns
+    (rows, failed)."""
     rows, failed = [], False
     tdtype = torch.float16
+    paged = f", flashattn's cache in pages of {args.page_size}" if args.page_size else ""
     print(f"\ndecoding: f16, one query token, {DECODE_HQ} query heads on {DECODE_HKV} KV heads, "
-          f"D={DECODE_D}; GB/s of K and V read (then flashattn / each)")
+          f"D={DECODE_D}{paged}; GB/s of K and V read (then flashattn / each)")
     print(f"{'batch':>5} {'cache':>7} {'flashattn':>10} " + " ".join(f"{n:>9}" for n in names) +
           " " + " ".join(f"{'fa/' + n:>10}" for n in names) + "  O err / SDPA's")
     for B, Sk in DECODE_SHAPES:
@@ -326,11 +345,19 @@ def run_decode(ctx, args, names):
         qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
         gbytes = 2.0 * B * Sk * DECODE_HKV * DECODE_D * 2 / 1e9
         row = dict(batch=B, seq_k=Sk, heads=DECODE_HQ, kv_heads=DECODE_HKV, head_dim=DECODE_D,
-                   sdpa={})
+                   page_size=args.page_size, sdpa={})
         w = Wrapped(ctx)
         try:
             desc = fa.AttentionDesc(scale=0.0, causal=False, num_splits=args.splits)
-            tq, tk, tv, to, tlse = w.bshd(q), w.bshd(k), w.bshd(v), w.bshd(o), w.lse(lse)
+            tq, to, tlse = w.bshd(q), w.bshd(o), w.lse(lse)
+            if args.page_size:
+                perm = torch.randperm(B * Sk // args.page_size, device="cuda")
+                kp, vp = to_pages(k, args.page_size, perm), to_pages(v, args.page_size, perm)
+                table = perm.to(torch.int32).reshape(B, Sk // args.page_size)
+                tk, tv, ttable = w.bshd(kp), w.bshd(vp), w.table(table)
+                desc.block_table = ctypes.cast(ctypes.pointer(ttable), ctypes.c_void_p)
+            else:
+                tk, tv = w.bshd(k), w.bshd(v)
             try:
                 ms = cuda_time(lambda: ctx.forward(desc, tq, tk, tv, to, tlse),
                                warmup=args.warmup, repeat=args.repeat)[0]
@@ -503,6 +530,8 @@ def main():
     ap.add_argument("--csv", help="write the rows as CSV")
     ap.add_argument("--decode", action="store_true",
                     help="the decoding rows instead (one query token, GQA 32:8, D=128, f16)")
+    ap.add_argument("--page-size", type=int, default=0,
+                    help="with --decode: flashattn's K and V as a paged cache of N-key pages")
     ap.add_argument("--splits", type=int, default=0,
                     help="fa_attention_desc.num_splits of the decoding rows (0: flashattn's)")
     args = ap.parse_args()

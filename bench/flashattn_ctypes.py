@@ -18,7 +18,7 @@ from ctypes import (POINTER, Structure, byref, c_bool, c_char, c_char_p, c_float
 
 # enums of flashattn.h (C enums are int-sized)
 BACKENDS = {"auto": 0, "cuda": 1, "vulkan": 2, "opencl": 3, "cpu": 4}
-DTYPE_F32, DTYPE_F16, DTYPE_BF16 = 1, 2, 3
+DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_I32 = 1, 2, 3, 4
 DTYPE_SIZES = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_BF16: 2}
 LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG = 0, 1, 2, 3
 OK, ERROR_UNSUPPORTED = 0, -20
