@@ -348,7 +348,17 @@ typedef struct fa_window {
  *   softcap * tanh(s / softcap) before the softmax (and the backward takes its derivative,
  *   1 - tanh^2); it must be finite and positive (a negative or non-finite value is
  *   ERROR_INVALID_ARGUMENT). Forward and backward.
- *   A backend that does not implement window or softcap for a call returns ERROR_UNSUPPORTED
+ *   alibi_slopes NULL: no ALiBi. Else an FA_DTYPE_F32 tensor of per-head slopes, of shape
+ *   (1, 1, Hq, 1) (one slope per query head, for every batch entry) or (B, 1, Hq, 1) (per batch
+ *   entry and head), any strides (zero: packed); query i of head h then adds
+ *   -slope[b][h] * |i + Sk - Sq - j| to its score for key j after the scale and the softcap
+ *   (FlashAttention's convention: the distance from the row's bottom-right aligned diagonal;
+ *   with seqlens_k, Sk is the sequence's own length). The LSE includes the bias. Any other dtype
+ *   is ERROR_DTYPE_MISMATCH, any other shape ERROR_SHAPE_MISMATCH; the values are not checked (a
+ *   non-finite slope gives NaN rows, as IEEE arithmetic does). Forward and backward (the bias is
+ *   constant, so the gradients go through the softmax as without it).
+ *   A backend that does not implement window, softcap or ALiBi for a call returns
+ *   ERROR_UNSUPPORTED
  *   with the reason (README's support table says which take them where). */
 typedef struct fa_attention_desc {
     float scale;
@@ -379,11 +389,15 @@ typedef struct fa_attention_desc {
         float softcap;
         uint64_t softcap_word_;
     };
-    uint64_t reserved[23]; /* zero (ABI, above) */
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *alibi_slopes;
+        uint64_t alibi_slopes_word_;
+    };
+    uint64_t reserved[22]; /* zero (ABI, above) */
 } fa_attention_desc;
 
-/** O = softmax(scale * Q K^T [softcapped, masked]) V and LSE = logsumexp of each row (natural
- * log, f32).
+/** O = softmax(scale * Q K^T [softcapped, + ALiBi, masked]) V and LSE = logsumexp of each row
+ * (natural log, f32).
  * q: (B, Sq, Hq, D); k, v: (B, Sk, Hkv, D) with Hq % Hkv == 0 (query head h reads KV head
  * h / (Hq / Hkv)); o like q; lse (B, Sq, Hq, 1) f32, or NULL when not needed. q, k, v, o share
  * one dtype; accumulation is f32. A row that sees no key gets O = 0 and LSE = -inf. B = 0 or

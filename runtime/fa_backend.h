@@ -31,7 +31,13 @@ typedef struct fa_attention_call {
      * bounds of any call. */
     bool window;
     int32_t window_left, window_right;
-    float softcap;      /* 0: off; else scaled scores s become softcap * tanh(s / softcap) */
+    float softcap; /* 0: off; else scaled scores s become softcap * tanh(s / softcap) */
+    /* ALiBi (forward and backward): has_alibi, and an f32 view of the slopes, slope (b, h) at
+     * alibi.offset + b * alibi.stride_b + h * alibi.stride_h (stride_b is 0 where one slope per
+     * head serves every batch entry). Query i of head h adds -slope * |i + off - j| to its score
+     * for key j after the scale and the softcap (off as for the window). Values not checked. */
+    bool has_alibi;
+    fa_view alibi;
     bool deterministic; /* backward: bitwise-identical results run to run */
     int32_t num_splits; /* forward: 0 or the key chunks asked for (<= FA_MAX_SPLITS): fa_split.h */
     bool has_lse;
@@ -120,6 +126,8 @@ typedef struct fa_backend_iface {
      * does not say so, and check_call may still refuse particular ones. */
     bool window;
     bool softcap;
+    /* ... and ALiBi slopes (fa_attention_call.has_alibi), likewise. */
+    bool alibi;
 } fa_backend_iface;
 
 #endif

@@ -124,6 +124,7 @@ const fa_backend_iface fa_cpu_backend_iface = {
     .paged_kv = true,
     .window = true,  /* every call, the decoding items included (cpu_mask.h) */
     .softcap = true, /* likewise */
+    .alibi = true,   /* likewise */
     .probe = cpu_probe,
     .device_info = cpu_device_info,
     .context_init = cpu_context_init,

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* What the CPU backend does to raw scores q.k before the softmax, shared by the forward (its
- * query tiles and its decoding items alike) and the backward: scaling, or logit softcapping, and
- * the mask of the causal diagonal and the sliding window (fa_attention_call). A row's diagonal is
- * the key i + seq_k - seq_q of its query i. */
+ * query tiles and its decoding items alike) and the backward: scaling, or logit softcapping, the
+ * ALiBi bias, and the mask of the causal diagonal and the sliding window (fa_attention_call). A
+ * row's diagonal is the key i + seq_k - seq_q of its query i. */
 #ifndef FA_CPU_MASK_H
 #define FA_CPU_MASK_H
 
@@ -67,6 +67,27 @@ static inline void fa_cpu_scores(const fa_cpu_kernels *k, const fa_attention_cal
         k->softcap(s, rows, cols, ld, c->scale / c->softcap, c->softcap * FA_CPU_LOG2E, deriv);
     else
         fa_cpu_scale_tile(s, rows, cols, ld, c->scale * FA_CPU_LOG2E);
+}
+
+/* The ALiBi slope of query head h of batch entry b in the scores' log2 units (slope log2(e));
+ * 0 without ALiBi. */
+static inline float fa_cpu_alibi_slope(const fa_attention_call *c, int64_t b, int64_t h)
+{
+    if (!c->has_alibi)
+        return 0.0f;
+    const float *slopes = c->alibi.buffer;
+    return slopes[c->alibi.offset + b * c->alibi.stride_b + h * c->alibi.stride_h] * FA_CPU_LOG2E;
+}
+
+/* ALiBi on the scores of the row with diagonal d: s[j * step] -= slope |d - (k0 + j)| for the
+ * keys k0 + j, j < nk (slope from fa_cpu_alibi_slope). Before the mask, whose -inf it keeps. */
+static inline void fa_cpu_alibi_row(float slope, int64_t d, int64_t k0, int nk, float *s,
+                                    int64_t step)
+{
+    for (int j = 0; j < nk; j++) {
+        const int64_t dist = d - k0 - j;
+        s[j * step] -= slope * (float)(dist < 0 ? -dist : dist);
+    }
 }
 
 /* ds *= deriv over rows x cols (row stride ld): dS through the softcap. */

@@ -240,7 +240,10 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
             tk_expect e;
             bool have_data = false, have_expect = false;
             int32_t *lens = tc->seqlens ? malloc((size_t)p->batch * sizeof *lens + 4) : NULL;
-            bool ok = in.q && in.k && in.v && (!tc->backward || in.d_o) && (!tc->seqlens || lens);
+            float *slopes =
+                tc->alibi ? malloc((size_t)(p->batch * p->heads_q) * sizeof *slopes + 4) : NULL;
+            bool ok = in.q && in.k && in.v && (!tc->backward || in.d_o) && (!tc->seqlens || lens) &&
+                      (!tc->alibi || slopes);
             if (ok) {
                 tk_case_fill_inputs(tc, &in);
                 ok = have_data = tk_data_init(&t, p, in.q, in.k, in.v, in.d_o);
@@ -248,6 +251,11 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
                 if (lens) {
                     tk_case_seqlens(tc, lens);
                     t.seqlens = lens;
+                }
+                if (ok && slopes) {
+                    tk_case_alibi_slopes(tc, slopes);
+                    t.p.alibi_slopes = slopes;
+                    t.p.alibi_batch_stride = tc->alibi == 2 ? p->heads_q : 0;
                 }
             }
             double ref_start = tk_now();
@@ -274,6 +282,7 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
             free(in.v);
             free(in.d_o);
             free(lens);
+            free(slopes);
         }
         progress_line(&run, c, ref_seconds, opt.progress);
     }

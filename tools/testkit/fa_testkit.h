@@ -31,6 +31,12 @@ typedef struct fa_ref_problem {
     bool causal;      /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
     fa_window window; /* fa_attention_desc.window: as the library takes it */
     float softcap;    /* fa_attention_desc.softcap: 0 off, else s -> softcap tanh(s / softcap) */
+    /* fa_attention_desc.alibi_slopes: NULL, none; else head h of batch entry b adds
+     * -alibi_slopes[b * alibi_batch_stride + h] * |i + Sk - Sq - j| to the score of query i and
+     * key j, after the scale and the softcap (alibi_batch_stride 0: one slope per head). Not
+     * owned. */
+    const float *alibi_slopes;
+    int64_t alibi_batch_stride;
 } fa_ref_problem;
 
 /* Deterministic random fill (splitmix/xorshift from seed) of n elements of dtype: values ~

@@ -69,6 +69,28 @@ static inline double tk_softcap64(const tk_data *t, double s, double *slope)
     *slope = 1.0 - th * th;
     return c * th;
 }
+/* The ALiBi bias of query i of head (b, h) and key j: -slope |i + Sk - Sq - j|, Sk the
+ * sequence's own key count; 0 without ALiBi. tk_alibi32 in f32, as an f32 implementation
+ * forms it. */
+static inline int64_t tk_alibi_distance(const tk_data *t, int64_t b, int64_t i, int64_t j)
+{
+    const int64_t d = i + (t->seqlens ? t->seqlens[b] : t->Sk) - t->Sq - j;
+    return d < 0 ? -d : d;
+}
+static inline double tk_alibi64(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    if (!t->p.alibi_slopes)
+        return 0.0;
+    const double slope = t->p.alibi_slopes[b * t->p.alibi_batch_stride + h];
+    return -slope * (double)tk_alibi_distance(t, b, i, j);
+}
+static inline float tk_alibi32(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    if (!t->p.alibi_slopes)
+        return 0.0f;
+    const float slope = t->p.alibi_slopes[b * t->p.alibi_batch_stride + h];
+    return -slope * (float)tk_alibi_distance(t, b, i, j);
+}
 static inline int64_t tk_q_index(const tk_data *t, int64_t b, int64_t i, int64_t h)
 {
     return ((b * t->Sq + i) * t->Hq + h) * t->D;
@@ -202,6 +224,8 @@ typedef struct tk_case {
     int32_t page_size;  /* > 0: K and V as a paged cache of pages this long (Sk a multiple) */
     int32_t append;     /* > 0: this many rows per sequence appended through k_new and v_new
                            before the attention (needs seqlens; conformance_exec.c) */
+    int alibi;          /* ALiBi slopes (tk_case_alibi_slopes): 0 none, 1 one per query head,
+                           shape (1, 1, Hq, 1); 2 per batch entry and head, (B, 1, Hq, 1) */
     tk_special special;
     uint64_t seed;
 } tk_case;
@@ -264,6 +288,10 @@ void tk_case_fill_inputs(const tk_case *c, const tk_inputs *in);
  * seeded length between, in turn. With an append (c->append), the counts after it: the cache
  * then held Sk - append, 0, 1 or a length between before it. */
 void tk_case_seqlens(const tk_case *c, int32_t *out);
+
+/* Case c's ALiBi slopes (c->alibi): Hq of them, or B x Hq (b major), into out: the usual
+ * geometric slopes 2^(-8 (h + 1) / Hq), each times a seeded factor in [0.5, 1.5). */
+void tk_case_alibi_slopes(const tk_case *c, float *out);
 
 /* ---- the K/V cache of a case (conformance_cache.c) ---- */
 
