@@ -106,8 +106,8 @@ typedef struct fa_vk_spec {
      * accumulator layout its catalogue module was compiled for (zero: none). */
     uint32_t cm_m, cm_n, cm_k, cm_sg, cm_nsg, cm_tm, cm_bn;
     fa_vk_matrix_layout cm_layout;
-    uint32_t dec_rw, dec_sg;  /* the decoding forward's plan (vk_decode_plan.h) */
-    uint32_t window, softcap; /* the scalar forward's and backward's variants (bools) */
+    uint32_t dec_rw, dec_sg;         /* the decoding forward's plan (vk_decode_plan.h) */
+    uint32_t window, softcap, alibi; /* the scalar forward's and backward's variants (bools) */
 } fa_vk_spec;
 
 typedef struct fa_vk_pipeline {
@@ -132,8 +132,8 @@ typedef struct fa_vk_state {
     bool pending; /* a submission may still run */
     bool recording;
     VkDescriptorPool descriptors;
-    bool adopted; /* the device is the application's (flashattn/vulkan.h): never destroyed here */
-    bool storage16;      /* 16-bit storage enabled (FA_VULKAN_NO_16BIT_STORAGE=1 turns it off) */
+    bool adopted;   /* the device is the application's (flashattn/vulkan.h): never destroyed here */
+    bool storage16; /* 16-bit storage enabled (FA_VULKAN_NO_16BIT_STORAGE=1 turns it off) */
     bool pipeline_stats; /* FA_VULKAN_PIPELINE_STATS=1: each new pipeline's statistics logged */
     bool matrix;         /* the cooperative-matrix kernels serve f16 (FA_VULKAN_MATRIX=0: off) */
     fa_vk_matrix_caps matrix_caps; /* the device's, with the layouts probed on this context */

@@ -15,7 +15,8 @@
 /* Every program: dtype, head dim (a multiple of 8), work-items per work-group, query rows and
  * keys per tile, causal 0/1, query heads per key/value head, full unrolling of the register-tile
  * loops 0/1, and the variants 0/1 (the forward's and the backward's: a sliding window, whose
- * bounds are kernel arguments, and logit softcapping; the decoding kernels have neither). */
+ * bounds are kernel arguments, logit softcapping, and ALiBi, whose slopes are a kernel argument;
+ * the decoding kernels have none of them). */
 #define FA_CL_COMMON_OPTIONS(X)                                                                    \
     X(FA_DTYPE, dtype)                                                                             \
     X(FA_D, d)                                                                                     \
@@ -26,7 +27,8 @@
     X(FA_GQA, gqa)                                                                                 \
     X(FA_UNROLL_LOOPS, unroll_loops)                                                               \
     X(FA_WINDOW, window)                                                                           \
-    X(FA_SOFTCAP, softcap)
+    X(FA_SOFTCAP, softcap)                                                                         \
+    X(FA_ALIBI, alibi)
 
 /* The forward's register tiles (fa_forward.cl): work-items along the keys of S and along the
  * column groups of O. */

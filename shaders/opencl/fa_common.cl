@@ -68,6 +68,17 @@ inline float fa_score(float raw, float mul, float cap_log2, float *slope)
 #endif
 }
 
+/* ALiBi (FA_ALIBI): the slope of one (batch, head) from its tensor (element `at`) in log2 units,
+ * and the bias -slope |qd - j| of key j for the query whose diagonal is key qd; 0 without. */
+inline float fa_alibi_slope(__global const float *al, long at)
+{
+    return FA_ALIBI ? al[at] * FA_LOG2E : 0.0f;
+}
+inline float fa_alibi(float slope2, int j, int qd)
+{
+    return FA_ALIBI ? -slope2 * (float)abs(qd - j) : 0.0f;
+}
+
 #if FA_DTYPE == FA_CL_DTYPE_F32
 typedef float fa_st;
 #elif FA_DTYPE == FA_CL_DTYPE_F16 || FA_DTYPE == FA_CL_DTYPE_BF16

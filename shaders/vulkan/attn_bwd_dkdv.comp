@@ -52,6 +52,7 @@ void main()
         const uint qb = pc.q_off + b * pc.q_sb + h * pc.q_sh + m0 * pc.q_ss;
         const uint gb = pc.do_off + b * pc.do_sb + h * pc.do_sh + m0 * pc.do_ss;
         const int lim = int(m0) + diag - int(n0);
+        const float slope2 = bwd_alibi_slope(b * heads_q + h);
         // the previous tile read these before the barriers of its dV/dK rounds
         bwd_row_stats((b * heads_q + h) * pc.seq_q + m0, rows);
 
@@ -61,7 +62,7 @@ void main()
             const float l2 = lse_s[r];
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
-                const float x = bwd_score(i * S_TN + j);
+                const float x = bwd_score(i * S_TN + j) + fa_alibi(slope2, int(c) - int(r), lim);
                 const float p = bwd_visible(r, c, rows, keys, lim, l2) ? exp2(x - l2) : 0.0;
                 ps[r * LDK + c / 4u][c % 4u] = p;
             }

@@ -30,6 +30,7 @@ void main()
     const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     const uint n_begin = fa_keys_begin(int(m0) + diag, left);
     const uint n_end = fa_keys_end(int(m0 + rows) - 1 + diag, right, pc.seq_k);
+    const float slope2 = bwd_alibi_slope(b * gl_NumWorkGroups.y + h);
     [[unroll]] for (uint i = 0; i < 4u * Q_TM * Q_TN; i++)
         acc[i] = vec4(0.0);
 
@@ -44,7 +45,7 @@ void main()
             const float l2 = lse_s[r];
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
-                const float x = bwd_score(i * S_TN + j);
+                const float x = bwd_score(i * S_TN + j) + fa_alibi(slope2, int(c) - int(r), lim);
                 ds[c * LDQ + r / 4u][r % 4u] =
                     bwd_visible(r, c, rows, keys, lim, l2) ? exp2(x - l2) : 0.0;
             }

@@ -28,7 +28,8 @@
 // next tile during P V, V during S), four elements per load when the view is aligned; they stay
 // in storage form (RAW4) until stored. Causal and a sliding window (WINDOW): key tiles that no row
 // of the tile sees are never visited; SOFTCAP: each score goes through softcap tanh(s / softcap)
-// (fa_score). No subgroup operation, so any subgroup size works.
+// (fa_score); ALIBI: the head's bias is added to each score (fa_alibi). No subgroup operation, so
+// any subgroup size works.
 //
 // Tuning variants (specialization constants 20 and 21, FA_VULKAN_FWD_VARIANT and
 // FA_VULKAN_FWD_UNROLL; 0 and 0 are the design above), each meant to cut live registers:
@@ -67,6 +68,8 @@ layout(constant_id = FA_SPEC_FWD_TILE16) const bool T16 = false; // Q and K/V ti
 TENSOR4(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
+// ALIBI: the slopes, packed (batch, query head), copied there before the dispatch
+layout(set = 0, binding = 6, std430) readonly buffer alibi_block { float alibi_buf[]; };
 
 FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
 
@@ -366,6 +369,7 @@ void main()
     const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     const uint n_begin = fa_keys_begin(int(q0) + diag, left);
     const uint n_end = fa_keys_end(int(q0 + rows) - 1 + diag, right, seq_k);
+    const float slope2 = ALIBI ? alibi_buf[b * gl_NumWorkGroups.y + h] * LOG2E : 0.0;
 
     sx = lid % S_TX;
     sr = (lid / S_TX) * S_TM;
@@ -420,7 +424,8 @@ void main()
                 if (CAUSAL || WINDOW)
                     visible = visible && fa_sees(int(n0 + c), int(q0 + sr + i) + diag, left, right);
                 float slope;
-                const float x = fa_score(s[i * S_TN + j], pc.score_mul, pc.cap_log2, slope);
+                const float x = fa_score(s[i * S_TN + j], pc.score_mul, pc.cap_log2, slope) +
+                                fa_alibi(slope2, int(n0 + c), int(q0 + sr + i) + diag);
                 s[i * S_TN + j] = visible ? x : NEG_INF;
                 mx = max(mx, s[i * S_TN + j]);
             }
