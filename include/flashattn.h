@@ -357,7 +357,18 @@ typedef struct fa_window {
  *   is ERROR_DTYPE_MISMATCH, any other shape ERROR_SHAPE_MISMATCH; the values are not checked (a
  *   non-finite slope gives NaN rows, as IEEE arithmetic does). Forward and backward (the bias is
  *   constant, so the gradients go through the softmax as without it).
- *   A backend that does not implement window, softcap or ALiBi for a call returns
+ *   bias NULL: no additive bias. Else a tensor added to the scores after the scale, the softcap
+ *   and ALiBi (T5-style relative positions, an arbitrary mask: -inf entries hide a key, and a
+ *   row whose every key is hidden gets O = 0 and LSE = -inf): the logical (B, Hq, Sq, Sk) bias,
+ *   held as fa_tensor's order has it, shape (B, Sq, Hq, Sk) (batch, seq, heads, last), element
+ *   (b, i, h, j) the bias of query i of head h and key j. The batch, query and head dimensions
+ *   may be 1 (one bias for every batch entry, query or head), and any stride but the keys' (which
+ *   must be 1) may be 0, which broadcasts as well; all-zero strides mean packed, as for every
+ *   tensor. f32, f16 or bf16 whatever the call's dtype (ERROR_DTYPE_MISMATCH else); another
+ *   shape is ERROR_SHAPE_MISMATCH. With seqlens_k, key j of a sequence is column j; with a paged
+ *   cache, the logical key index. Forward and backward: dQ, dK and dV go through it, the bias
+ *   itself taken as a constant (no dBias is computed).
+ *   A backend that does not implement window, softcap, ALiBi or the bias for a call returns
  *   ERROR_UNSUPPORTED
  *   with the reason (README's support table says which take them where). */
 typedef struct fa_attention_desc {
@@ -393,11 +404,15 @@ typedef struct fa_attention_desc {
         const fa_tensor *alibi_slopes;
         uint64_t alibi_slopes_word_;
     };
-    uint64_t reserved[22]; /* zero (ABI, above) */
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *bias;
+        uint64_t bias_word_;
+    };
+    uint64_t reserved[21]; /* zero (ABI, above) */
 } fa_attention_desc;
 
-/** O = softmax(scale * Q K^T [softcapped, + ALiBi, masked]) V and LSE = logsumexp of each row
- * (natural log, f32).
+/** O = softmax(scale * Q K^T [softcapped, + ALiBi, + bias, masked]) V and LSE = logsumexp of each
+ * row (natural log, f32).
  * q: (B, Sq, Hq, D); k, v: (B, Sk, Hkv, D) with Hq % Hkv == 0 (query head h reads KV head
  * h / (Hq / Hkv)); o like q; lse (B, Sq, Hq, 1) f32, or NULL when not needed. q, k, v, o share
  * one dtype; accumulation is f32. A row that sees no key gets O = 0 and LSE = -inf. B = 0 or

@@ -38,6 +38,14 @@ typedef struct fa_attention_call {
      * for key j after the scale and the softcap (off as for the window). Values not checked. */
     bool has_alibi;
     fa_view alibi;
+    /* An additive bias (forward and backward): has_bias, its dtype (f32, f16 or bf16, not
+     * necessarily the call's), and a view of (batch, query, head, key) elements: element
+     * (b, i, h, j) at bias.offset + b * stride_b + i * stride_s + h * stride_h + j, a stride 0
+     * where that dimension is broadcast. Added to the scores after the softcap and ALiBi; -inf
+     * hides a key. */
+    bool has_bias;
+    fa_dtype bias_dtype;
+    fa_view bias;
     bool deterministic; /* backward: bitwise-identical results run to run */
     int32_t num_splits; /* forward: 0 or the key chunks asked for (<= FA_MAX_SPLITS): fa_split.h */
     bool has_lse;
@@ -126,8 +134,10 @@ typedef struct fa_backend_iface {
      * does not say so, and check_call may still refuse particular ones. */
     bool window;
     bool softcap;
-    /* ... and ALiBi slopes (fa_attention_call.has_alibi), likewise. */
+    /* ... and ALiBi slopes (fa_attention_call.has_alibi), and an additive bias (has_bias),
+     * likewise. */
     bool alibi;
+    bool bias;
 } fa_backend_iface;
 
 #endif

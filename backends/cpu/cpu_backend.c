@@ -125,6 +125,7 @@ const fa_backend_iface fa_cpu_backend_iface = {
     .window = true,  /* every call, the decoding items included (cpu_mask.h) */
     .softcap = true, /* likewise */
     .alibi = true,   /* likewise */
+    .bias = true,    /* likewise */
     .probe = cpu_probe,
     .device_info = cpu_device_info,
     .context_init = cpu_context_init,

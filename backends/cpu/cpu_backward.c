@@ -7,7 +7,7 @@
  *  2. dK, dV: work items are (batch, KV head, key tile of FA_CPU_TILE_K = 64). A thread holds
  *     K^T and V^T for its keys and the dK, dV accumulators, and walks every query head of the
  *     GQA group and every query tile that can see the keys: S = Q K^T scale log2 e (scaled
- *     after the product, or softcapped, plus ALiBi, as in the forward: cpu_mask.h),
+ *     after the product, or softcapped, plus ALiBi and the bias, as in the forward: cpu_mask.h),
  *     P = exp2(S - LSE log2 e), dV += P^T dO, dP = dO V^T, dS = P (dP - Delta) (times the softcap's
  * 1 - tanh^2), dK += dS^T Q; finally dK *= scale.
  *  3. dQ: work items are (batch, query head, query tile of FA_CPU_TILE_Q = 128). A thread
@@ -135,6 +135,9 @@ static void dkdv_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
                 for (int i = 0; i < nq; i++)
                     fa_cpu_alibi_row(fa_cpu_alibi_slope(c, b, h), q0 + i + off, k0, nk,
                                      w->s + i * BK, 1);
+            if (c->has_bias)
+                for (int i = 0; i < nq; i++)
+                    fa_cpu_bias_row(c, b, q0 + i, h, k0, nk, w->s + i * BK, 1);
             if (fa_cpu_mask_cuts(&mask, q0 + off, q0 + nq - 1 + off, k0, nk))
                 for (int i = 0; i < nq; i++)
                     fa_cpu_mask_row(&mask, q0 + i + off, k0, nk, w->s + i * BK, 1);
@@ -189,6 +192,9 @@ static void dq_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, back
         if (c->has_alibi)
             for (int i = 0; i < nq; i++)
                 fa_cpu_alibi_row(fa_cpu_alibi_slope(c, b, h), q0 + i + off, k0, nk, w->s + i, BQ);
+        if (c->has_bias)
+            for (int i = 0; i < nq; i++)
+                fa_cpu_bias_row(c, b, q0 + i, h, k0, nk, w->s + i, BQ);
         if (fa_cpu_mask_cuts(&mask, q0 + off, q0 + nq - 1 + off, k0, nk))
             for (int i = 0; i < nq; i++)
                 fa_cpu_mask_row(&mask, q0 + i + off, k0, nk, w->s + i, BQ);

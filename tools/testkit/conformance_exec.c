@@ -545,6 +545,18 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
             slopes_tensor.stride[3] = 1;
         }
     }
+    /* The additive bias: its elements as tk_case_bias made them, with its shape and strides. */
+    fa_buffer *bias = NULL;
+    fa_tensor bias_tensor = {0};
+    const size_t bias_bytes = t->bias ? (size_t)t->bias->count * fa_dtype_size(t->bias->dtype) : 0;
+    if (ok && t->bias) {
+        fa_status st = fa_buffer_create(
+            ctx, &(fa_buffer_desc){.size = bias_bytes + 4, .data = t->bias->data}, &bias);
+        ok = call_ok(ctx, "fa_buffer_create(bias)", st, r);
+        bias_tensor = (fa_tensor){.buffer = bias, .dtype = t->bias->dtype};
+        memcpy(bias_tensor.shape, t->bias->shape, sizeof bias_tensor.shape);
+        memcpy(bias_tensor.stride, t->bias->stride, sizeof bias_tensor.stride);
+    }
     const fa_attention_desc desc = {.scale = p->scale,
                                     .causal = p->causal,
                                     .window = p->window,
@@ -555,7 +567,8 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
                                     .block_table = pg.table ? &table_tensor : NULL,
                                     .k_new = c->append > 0 ? &nb[0].tensor : NULL,
                                     .v_new = c->append > 0 ? &nb[1].tensor : NULL,
-                                    .alibi_slopes = slopes ? &slopes_tensor : NULL};
+                                    .alibi_slopes = slopes ? &slopes_tensor : NULL,
+                                    .bias = bias ? &bias_tensor : NULL};
     unsigned char *o_after_fwd = NULL, *lse_after_fwd = NULL;
 
     if (ok)
@@ -651,6 +664,14 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
     }
     fa_buffer_destroy(slopes);
     free(slopes_image);
+    if (bias && r->outcome != TK_SKIP) {
+        unsigned char *after = malloc(bias_bytes + 1);
+        if (!after || fa_buffer_read(bias, 0, after, bias_bytes) != FA_OK ||
+            memcmp(after, t->bias->data, bias_bytes))
+            fail(r, "bias changed");
+        free(after);
+    }
+    fa_buffer_destroy(bias);
     tk_paged_free(&pg);
     tk_append_free(&ap);
     free(o_after_fwd);

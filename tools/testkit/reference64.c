@@ -27,7 +27,8 @@ static double ref_score(const tk_data *t, int64_t b, int64_t h, int64_t i, int64
 {
     const double *q = t->q + tk_q_index(t, b, i, h);
     const double *k = t->k + tk_k_index(t, b, j, h / t->group);
-    return tk_softcap64(t, t->scale * tk_dot64(q, k, t->D), slope) + tk_alibi64(t, b, h, i, j);
+    return tk_softcap64(t, t->scale * tk_dot64(q, k, t->D), slope) + tk_alibi64(t, b, h, i, j) +
+           tk_bias64(t, b, h, i, j);
 }
 
 int64_t tk_ref_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, double *p_row,
@@ -46,6 +47,10 @@ int64_t tk_ref_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, do
         p_row[j] = s;
         if (s > m)
             m = s;
+    }
+    if (tk_all_hidden64(p_row, j0, j0 + n)) { /* the bias hides every key */
+        *lse = -INFINITY;
+        return 0;
     }
     double sum = 0.0;
     for (int64_t j = j0; j < j0 + n; j++) {
@@ -103,7 +108,7 @@ void tk_ref_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j, con
     for (int64_t g = 0; g < t->group; g++) {
         int64_t h = hk * t->group + g;
         for (int64_t i = 0; i < t->Sq; i++) {
-            if (!tk_sees(t, b, i, j))
+            if (!tk_sees(t, b, i, j) || lse[g * t->Sq + i] == -INFINITY) /* no key, or hidden */
                 continue;
             const double *q = t->q + tk_q_index(t, b, i, h);
             const double *d_o = t->d_o + tk_q_index(t, b, i, h);
@@ -140,10 +145,12 @@ void tk_ref_block_stats(const tk_data *t, int64_t b, int64_t h, int64_t i0, int6
                 s[r * Sk + j] =
                     tk_softcap64(t, t->scale * tk_dot64(t->q + tk_q_index(t, b, i0 + r, h), k, D),
                                  &slope) +
-                    tk_alibi64(t, b, h, i0 + r, j);
+                    tk_alibi64(t, b, h, i0 + r, j) + tk_bias64(t, b, h, i0 + r, j);
     }
     for (int64_t r = 0; r < n; r++) {
         double *row = s + r * Sk, m = -INFINITY, sum = 0.0;
+        if (tk_all_hidden64(row, j0[r], j1[r])) /* the bias hides every key */
+            j1[r] = j0[r];
         for (int64_t j = j0[r]; j < j1[r]; j++)
             m = row[j] > m ? row[j] : m;
         for (int64_t j = j0[r]; j < j1[r]; j++) {
