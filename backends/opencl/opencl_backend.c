@@ -151,6 +151,7 @@ const fa_backend_iface fa_opencl_backend_iface = {
     .window = true,   /* on the ordinary kernels: the decoding path leaves them */
     .softcap = true,  /* likewise */
     .alibi = true,    /* likewise */
+    .bias = true,     /* likewise */
     .probe = fa_cl_probe,
     .device_info = fa_cl_device_info,
     .context_init = context_init,

@@ -89,9 +89,9 @@ static bool matrix_plan(const fa_context *ctx, fa_vk_matrix_kernel kernel,
                         const fa_attention_call *call, fa_vk_matrix_plan *plan)
 {
     const fa_vk_state *st = ctx->backend_state;
-    /* the matrix shaders have no window, softcap or ALiBi: the scalar ones serve those calls */
+    /* the matrix shaders have no window, softcap, ALiBi or bias: the scalar ones serve those */
     if (!st->matrix || !st->storage16 || call->dtype != FA_DTYPE_F16 || call->window ||
-        call->softcap > 0.0f || call->has_alibi)
+        call->softcap > 0.0f || call->has_alibi || call->has_bias)
         return false;
     char why[160];
     const char *tiles =
@@ -138,22 +138,36 @@ static uint64_t last_index(const fa_view *v, int64_t batch, int64_t seq, int64_t
 }
 
 /* The floats of workspace a call needs: the backward's LSE2 and Delta (B Hq Sq each), then
- * ALiBi's slopes packed (B, Hq) (record_alibi_copy); the forward, the slopes alone. */
+ * ALiBi's slopes packed (B, Hq), then the bias's view (4 words) (record_variant_data); the
+ * forward, the last two alone. */
 static uint64_t workspace_floats(const fa_attention_call *call, bool backward)
 {
     const uint64_t bh = (uint64_t)call->batch * (uint64_t)call->heads_q;
-    return (backward ? 2 * bh * (uint64_t)call->seq_q : 0) + (call->has_alibi ? bh : 0);
+    return (backward ? 2 * bh * (uint64_t)call->seq_q : 0) + (call->has_alibi ? bh : 0) +
+           (call->has_bias ? 4 : 0);
 }
 
-/* ALiBi: records the copy of the call's slopes into the workspace from float `at` on, packed
+/* Records what the scalar shaders read of ALiBi and the bias from the workspace (their push
+ * constants have no room for these views), from float `at` on: the call's slopes, packed
  * (batch, query head) whatever their strides (a slope per head repeated for each batch entry),
- * where the scalar shaders read them (their push constants have no room for the slopes' view),
- * and a barrier before the dispatches that read them. */
-static fa_status record_alibi_copy(fa_context *ctx, const fa_attention_call *call, uint64_t at)
+ * then the bias's offset and batch, query and head strides as 32-bit words; and a barrier before
+ * the dispatches that read them. */
+static fa_status record_variant_data(fa_context *ctx, const fa_attention_call *call, uint64_t at)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    const fa_view *al = &call->alibi;
     const uint64_t B = (uint64_t)call->batch, Hq = (uint64_t)call->heads_q;
+    if (call->has_bias) {
+        const fa_view *bv = &call->bias;
+        const uint32_t words[4] = {(uint32_t)bv->offset, (uint32_t)bv->stride_b,
+                                   (uint32_t)bv->stride_s, (uint32_t)bv->stride_h};
+        st->vk.vkCmdUpdateBuffer(st->cmd, st->workspace.buffer,
+                                 4 * (at + (call->has_alibi ? B * Hq : 0)), sizeof words, words);
+    }
+    if (!call->has_alibi) {
+        fa_vk_barrier(st);
+        return FA_OK;
+    }
+    const fa_view *al = &call->alibi;
     const bool runs = al->stride_h == 1; /* a batch entry's slopes lie together: one copy */
     const uint64_t n = runs ? B : B * Hq;
     VkBufferCopy *copies = malloc(n * sizeof *copies);
@@ -176,10 +190,16 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     const fa_vk_state *st = fa_vk_state_of(ctx);
     const fa_vk_physical *ph = st->phys;
     fa_vk_decode_plan decode;
-    if (call->has_block_table && (call->window || call->softcap > 0.0f || call->has_alibi))
+    if (call->has_block_table &&
+        (call->window || call->softcap > 0.0f || call->has_alibi || call->has_bias))
+        return fa_fail(
+            ctx, FA_ERROR_UNSUPPORTED,
+            "vulkan: a paged KV cache with a sliding window, a softcap, ALiBi or a bias: "
+            "the paged cache is read on the decoding path only, which has none of them");
+    if (call->has_bias && call->bias_dtype != FA_DTYPE_F32)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                       "vulkan: a paged KV cache with a sliding window, a softcap or ALiBi: the "
-                       "paged cache is read on the decoding path only, which has none of them");
+                       "vulkan: an additive bias in %s; the shaders read an f32 bias only",
+                       fa_dtype_name(call->bias_dtype));
     if (call->has_block_table && !fa_vk_decode_plan_for(ctx, call, &decode))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "vulkan: a paged KV cache only on the decoding path (at most %d query rows "
@@ -256,6 +276,7 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
         backward ? last_index(&call->d_k, B, Sk, Hkv, D) : 0,
         backward ? last_index(&call->d_v, B, Sk, Hkv, D) : 0,
         workspace_floats(call, backward),
+        call->has_bias ? last_index(&call->bias, B, Sq, Hq, call->seq_k) : 0,
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
         worst = more[i] > worst ? more[i] : worst;
@@ -317,7 +338,8 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
                        .gqa = (uint32_t)(call->heads_q / call->heads_kv),
                        .window = call->window,
                        .softcap = call->softcap > 0.0f,
-                       .alibi = call->has_alibi};
+                       .alibi = call->has_alibi,
+                       .bias = call->has_bias};
     fa_vk_kernel kernel = FA_VK_FWD;
     uint64_t rows;
     fa_vk_matrix_plan plan;
@@ -340,12 +362,13 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     VkPipeline pipeline;
     fa_status s =
         fa_vk_pipeline_get(ctx, kernel, fa_vk_storage_of(st, call->dtype), &spec, &pipeline);
-    if (s == FA_OK && call->has_alibi)
+    const bool variant_data = call->has_alibi || call->has_bias;
+    if (s == FA_OK && variant_data)
         s = fa_vk_workspace(ctx, 4 * workspace_floats(call, false));
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
-    if (s == FA_OK && call->has_alibi)
-        s = record_alibi_copy(ctx, call, 0);
+    if (s == FA_OK && variant_data)
+        s = record_variant_data(ctx, call, 0);
     if (s != FA_OK)
         return fa_vk_finish(ctx, s, false);
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
@@ -355,14 +378,15 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
         fa_vk_variant_push variant;
     } push = {fa_vk_fwd_push_of(call), fa_vk_variant_push_of(call)};
     _Static_assert(sizeof push <= 128, "the forward's push constants fit 128 bytes");
-    const VkBuffer buffers[7] = {fa_vk_handle(&call->q),
-                                 fa_vk_handle(&call->k),
-                                 fa_vk_handle(&call->v),
-                                 fa_vk_handle(&call->o),
-                                 call->has_lse ? fa_vk_handle(&call->lse) : fa_vk_handle(&call->o),
-                                 call->has_seqlens_k ? fa_vk_handle(&call->seqlens_k)
-                                                     : fa_vk_handle(&call->q),
-                                 call->has_alibi ? st->workspace.buffer : fa_vk_handle(&call->q)};
+    const VkBuffer buffers[8] = {
+        fa_vk_handle(&call->q),
+        fa_vk_handle(&call->k),
+        fa_vk_handle(&call->v),
+        fa_vk_handle(&call->o),
+        call->has_lse ? fa_vk_handle(&call->lse) : fa_vk_handle(&call->o),
+        call->has_seqlens_k ? fa_vk_handle(&call->seqlens_k) : fa_vk_handle(&call->q),
+        variant_data ? st->workspace.buffer : fa_vk_handle(&call->q),
+        call->has_bias ? fa_vk_handle(&call->bias) : fa_vk_handle(&call->q)};
     uint64_t groups_x = ceil_div((uint64_t)Sq, rows);
     if (kernel == FA_VK_FWD_CM) {
         /* FA_VULKAN_MATRIX_FWD_PER=n (tuning): query tiles per workgroup instead of the rule. */
@@ -419,6 +443,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
     const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
     const uint32_t delta_off = (uint32_t)(B * Hq * Sq);
     const VkBuffer ws = st->workspace.buffer;
+    const VkBuffer bias_buffer =
+        call->has_bias ? fa_vk_handle(&call->bias) : fa_vk_handle(&call->q);
     const fa_vk_storage storage = fa_vk_storage_of(st, call->dtype);
     grad_push push = {
         fa_vk_pv(&call->q, B, Sq, Hq),
@@ -442,6 +468,7 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
                        .window = call->window,
                        .softcap = call->softcap > 0.0f,
                        .alibi = call->has_alibi,
+                       .bias = call->has_bias,
                        .bwd_threads = (uint32_t)t->nt,
                        .bwd_bm = (uint32_t)t->bm,
                        .bwd_bn = (uint32_t)t->bn,
@@ -477,8 +504,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         s = fa_vk_pipeline_get(ctx, k_dq, storage, &spec_dq, &dq);
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
-    if (s == FA_OK && call->has_alibi) /* after LSE2 and Delta: bwd_alibi_slope */
-        s = record_alibi_copy(ctx, call, 2 * (uint64_t)delta_off);
+    if (s == FA_OK && (call->has_alibi || call->has_bias)) /* after LSE2 and Delta */
+        s = record_variant_data(ctx, call, 2 * (uint64_t)delta_off);
     if (s != FA_OK)
         return s;
 
@@ -501,13 +528,14 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         fa_vk_barrier(st);
     }
     if (Sk > 0) { /* with Sq = 0 this writes dK = dV = 0 */
-        const VkBuffer buffers[7] = {fa_vk_handle(&call->q),
+        const VkBuffer buffers[8] = {fa_vk_handle(&call->q),
                                      fa_vk_handle(&call->k),
                                      fa_vk_handle(&call->v),
                                      fa_vk_handle(&call->d_o),
                                      ws,
                                      fa_vk_handle(&call->d_k),
-                                     fa_vk_handle(&call->d_v)};
+                                     fa_vk_handle(&call->d_v),
+                                     bias_buffer};
         s = fa_vk_dispatch(ctx, k_dkdv, dkdv, buffers, &push, sizeof push,
                            (uint32_t)ceil_div((uint64_t)Sk, rows_k), (uint32_t)Hkv, (uint32_t)B);
         if (s != FA_OK)
@@ -515,12 +543,13 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
     }
     if (Sq > 0) { /* with Sk = 0 this writes dQ = 0 */
         push.g0 = fa_vk_pv(&call->d_q, B, Sq, Hq);
-        const VkBuffer buffers[6] = {fa_vk_handle(&call->q),
+        const VkBuffer buffers[7] = {fa_vk_handle(&call->q),
                                      fa_vk_handle(&call->k),
                                      fa_vk_handle(&call->v),
                                      fa_vk_handle(&call->d_o),
                                      ws,
-                                     fa_vk_handle(&call->d_q)};
+                                     fa_vk_handle(&call->d_q),
+                                     bias_buffer};
         s = fa_vk_dispatch(ctx, k_dq, dq, buffers, &push, sizeof push,
                            (uint32_t)ceil_div((uint64_t)Sq, rows_q), (uint32_t)Hq, (uint32_t)B);
     }
@@ -546,6 +575,7 @@ const fa_backend_iface fa_vulkan_backend_iface = {
     .window = true,   /* on the scalar shaders: the decoding and matrix paths leave them */
     .softcap = true,  /* likewise */
     .alibi = true,    /* likewise */
+    .bias = true,     /* likewise, in f32 (check_call) */
     .probe = fa_vk_probe,
     .device_info = fa_vk_device_info,
     .context_init = fa_vk_context_init,

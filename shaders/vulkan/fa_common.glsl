@@ -176,6 +176,7 @@ layout(constant_id = FA_SPEC_GQA) const uint GQA = 1;   // query heads per key/v
 layout(constant_id = FA_SPEC_WINDOW) const bool WINDOW = false;
 layout(constant_id = FA_SPEC_SOFTCAP) const bool SOFTCAP = false;
 layout(constant_id = FA_SPEC_ALIBI) const bool ALIBI = false;
+layout(constant_id = FA_SPEC_BIAS) const bool BIAS = false;
 
 // The mask: the query whose diagonal is key qd (query i's is i + seq_k - seq_q) sees the keys
 // qd - left .. qd + right, a bound of -1 being none; fa_left and fa_right take the pushed window
