@@ -23,6 +23,7 @@ typedef struct cli_attn_shape {
     fa_window window;   /* fa_attention_desc.window */
     float softcap;      /* fa_attention_desc.softcap */
     bool alibi;         /* ALiBi with the geometric slopes of cli_attn.slopes_host */
+    bool bias;          /* an additive f32 bias (1, Sq, Hq, Sk) of random values (bias_host) */
 } cli_attn_shape;
 
 typedef struct cli_attn {
@@ -51,6 +52,11 @@ typedef struct cli_attn {
     float *slopes_host;
     fa_buffer *slopes;
     fa_tensor talibi;
+    /* An additive bias (shape.bias): f32 (1, Sq, Hq, Sk), one per query and head for every batch
+     * entry, random from the seed; desc.bias points at tbias. */
+    float *bias_host;
+    fa_buffer *bias;
+    fa_tensor tbias;
     char detail[256]; /* a failure of the tool's own (host memory, sizes); "" otherwise */
 } cli_attn;
 

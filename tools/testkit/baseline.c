@@ -4,20 +4,19 @@
  *
  * Forward: an ordinary, non-flash implementation that stores every matrix it materialises in the
  * dtype and accumulates every product in f32: S = scale Q K^T (f32 accumulation, rounded), with a
- * softcap c then S = c tanh(S / c) (f32, rounded), with ALiBi and a bias S = S - slope |i + Sk - Sq
- * - j| + bias (the bias formed in f32, the sum rounded), P = softmax(S) in f32 then rounded, O = P
- * V (f32 accumulation, rounded), LSE = max + log(sum) in f32.
+ * softcap c then S = c tanh(S / c) (f32, rounded), with ALiBi and a bias
+ * S = S - slope |i + Sk - Sq - j| + bias (formed in f32, the sum rounded), P = softmax(S) in f32
+ * then rounded, O = P V (f32 accumulation, rounded), LSE = max + log(sum) in f32.
  *
  * Backward: FlashAttention's backward done plainly, from what its interface hands it: the O of
  * an exact forward rounded to the dtype and its LSE rounded to f32. Per row, in f32: S = scale Q
- * K^T (softcapped, ALiBi and bias added), P = exp(S - LSE), Delta = rowsum(dO * O), dP = dO V^T, dS
- * = P (dP
- * - Delta) (times the softcap's 1 - tanh^2); P and dS rounded to the dtype where they enter a
- * product (dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K; f32 accumulation, rounded). So the
- * tolerance includes what the interface itself costs: P recomputed from an LSE rounded to f32 (a
- * relative error of about |LSE| 2^-24, which an implementation that keeps its softmax in memory
- * does not pay) and Delta from the rounded O. Works row by row like the reference (see
- * reference64.c). */
+ * K^T (softcapped, ALiBi and bias added), P = exp(S - LSE), Delta = rowsum(dO * O),
+ * dP = dO V^T, dS = P (dP - Delta) (times the softcap's 1 - tanh^2); P and dS rounded to the
+ * dtype where they enter a product (dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K; f32
+ * accumulation, rounded). So the tolerance includes what the interface itself costs: P recomputed
+ * from an LSE rounded to f32 (a relative error of about |LSE| 2^-24, which an implementation that
+ * keeps its softmax in memory does not pay) and Delta from the rounded O. Works row by row like the
+ * reference (see reference64.c). */
 #include "tk_internal.h"
 
 #include <math.h>
