@@ -369,8 +369,7 @@ typedef struct fa_window {
  *   cache, the logical key index. Forward and backward: dQ, dK and dV go through it, the bias
  *   itself taken as a constant (no dBias is computed).
  *   A backend that does not implement window, softcap, ALiBi or the bias for a call returns
- *   ERROR_UNSUPPORTED
- *   with the reason (README's support table says which take them where). */
+ *   ERROR_UNSUPPORTED with the reason (README's support table says which take them where). */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;
