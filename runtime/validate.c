@@ -561,8 +561,8 @@ fa_status fa_validate_merge(fa_context *ctx, int n, const fa_tensor *o_parts,
     for (int i = 0; i < n; i++) {
         snprintf(labels[2 + 2 * i], sizeof labels[0], "o_parts[%d]", i);
         snprintf(labels[3 + 2 * i], sizeof labels[0], "lse_parts[%d]", i);
-        roles[2 + 2 * i] = (role){
-            .name = labels[2 + 2 * i], .tensor = &o_parts[i], .view = &views[2 + 2 * i]};
+        roles[2 + 2 * i] =
+            (role){.name = labels[2 + 2 * i], .tensor = &o_parts[i], .view = &views[2 + 2 * i]};
         roles[3 + 2 * i] = (role){.name = labels[3 + 2 * i],
                                   .tensor = &lse_parts[i],
                                   .lse = true,
