@@ -348,8 +348,28 @@ typedef struct fa_window {
  *   softcap * tanh(s / softcap) before the softmax (and the backward takes its derivative,
  *   1 - tanh^2); it must be finite and positive (a negative or non-finite value is
  *   ERROR_INVALID_ARGUMENT). Forward and backward.
- *   A backend that does not implement window or softcap for a call returns ERROR_UNSUPPORTED
- *   with the reason (README's support table says which take them where). */
+ *   alibi_slopes NULL: no ALiBi. Else an FA_DTYPE_F32 tensor of per-head slopes, of shape
+ *   (1, 1, Hq, 1) (one slope per query head, for every batch entry) or (B, 1, Hq, 1) (per batch
+ *   entry and head), any strides (zero: packed); query i of head h then adds
+ *   -slope[b][h] * |i + Sk - Sq - j| to its score for key j after the scale and the softcap
+ *   (FlashAttention's convention: the distance from the row's bottom-right aligned diagonal;
+ *   with seqlens_k, Sk is the sequence's own length). The LSE includes the bias. Any other dtype
+ *   is ERROR_DTYPE_MISMATCH, any other shape ERROR_SHAPE_MISMATCH; the values are not checked (a
+ *   non-finite slope gives NaN rows, as IEEE arithmetic does). Forward and backward (the bias is
+ *   constant, so the gradients go through the softmax as without it).
+ *   bias NULL: no additive bias. Else a tensor added to the scores after the scale, the softcap
+ *   and ALiBi (T5-style relative positions, an arbitrary mask: -inf entries hide a key, and a
+ *   row whose every key is hidden gets O = 0 and LSE = -inf): the logical (B, Hq, Sq, Sk) bias,
+ *   held as fa_tensor's order has it, shape (B, Sq, Hq, Sk) (batch, seq, heads, last), element
+ *   (b, i, h, j) the bias of query i of head h and key j. The batch, query and head dimensions
+ *   may be 1 (one bias for every batch entry, query or head), and any stride but the keys' (which
+ *   must be 1) may be 0, which broadcasts as well; all-zero strides mean packed, as for every
+ *   tensor. f32, f16 or bf16 whatever the call's dtype (ERROR_DTYPE_MISMATCH else); another
+ *   shape is ERROR_SHAPE_MISMATCH. With seqlens_k, key j of a sequence is column j; with a paged
+ *   cache, the logical key index. Forward and backward: dQ, dK and dV go through it, the bias
+ *   itself taken as a constant (no dBias is computed).
+ *   A backend that does not implement window, softcap, ALiBi or the bias for a call returns
+ *   ERROR_UNSUPPORTED with the reason (README's support table says which take them where). */
 typedef struct fa_attention_desc {
     float scale;
     bool causal;
@@ -379,11 +399,19 @@ typedef struct fa_attention_desc {
         float softcap;
         uint64_t softcap_word_;
     };
-    uint64_t reserved[23]; /* zero (ABI, above) */
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *alibi_slopes;
+        uint64_t alibi_slopes_word_;
+    };
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *bias;
+        uint64_t bias_word_;
+    };
+    uint64_t reserved[21]; /* zero (ABI, above) */
 } fa_attention_desc;
 
-/** O = softmax(scale * Q K^T [softcapped, masked]) V and LSE = logsumexp of each row (natural
- * log, f32).
+/** O = softmax(scale * Q K^T [softcapped, + ALiBi, + bias, masked]) V and LSE = logsumexp of each
+ * row (natural log, f32).
  * q: (B, Sq, Hq, D); k, v: (B, Sk, Hkv, D) with Hq % Hkv == 0 (query head h reads KV head
  * h / (Hq / Hkv)); o like q; lse (B, Sq, Hq, 1) f32, or NULL when not needed. q, k, v, o share
  * one dtype; accumulation is f32. A row that sees no key gets O = 0 and LSE = -inf. B = 0 or

@@ -110,6 +110,12 @@ static fa_status dispatch(fa_context *ctx, fa_attention_call *call, bool backwar
     if (call->softcap != 0.0f && !be->softcap)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "softcap: the %s backend does not take logit softcapping yet", be->name);
+    if (call->has_alibi && !be->alibi)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "alibi_slopes: the %s backend does not take ALiBi yet", be->name);
+    if (call->has_bias && !be->bias)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "bias: the %s backend does not take an additive bias yet", be->name);
     if (call->has_append && !be->copy_regions)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "k_new: the %s backend cannot append to a KV cache", be->name);

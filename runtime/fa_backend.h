@@ -31,7 +31,21 @@ typedef struct fa_attention_call {
      * bounds of any call. */
     bool window;
     int32_t window_left, window_right;
-    float softcap;      /* 0: off; else scaled scores s become softcap * tanh(s / softcap) */
+    float softcap; /* 0: off; else scaled scores s become softcap * tanh(s / softcap) */
+    /* ALiBi (forward and backward): has_alibi, and an f32 view of the slopes, slope (b, h) at
+     * alibi.offset + b * alibi.stride_b + h * alibi.stride_h (stride_b is 0 where one slope per
+     * head serves every batch entry). Query i of head h adds -slope * |i + off - j| to its score
+     * for key j after the scale and the softcap (off as for the window). Values not checked. */
+    bool has_alibi;
+    fa_view alibi;
+    /* An additive bias (forward and backward): has_bias, its dtype (f32, f16 or bf16, not
+     * necessarily the call's), and a view of (batch, query, head, key) elements: element
+     * (b, i, h, j) at bias.offset + b * stride_b + i * stride_s + h * stride_h + j, a stride 0
+     * where that dimension is broadcast. Added to the scores after the softcap and ALiBi; -inf
+     * hides a key. */
+    bool has_bias;
+    fa_dtype bias_dtype;
+    fa_view bias;
     bool deterministic; /* backward: bitwise-identical results run to run */
     int32_t num_splits; /* forward: 0 or the key chunks asked for (<= FA_MAX_SPLITS): fa_split.h */
     bool has_lse;
@@ -126,6 +140,10 @@ typedef struct fa_backend_iface {
      * does not say so, and check_call may still refuse particular ones. */
     bool window;
     bool softcap;
+    /* ... and ALiBi slopes (fa_attention_call.has_alibi), and an additive bias (has_bias),
+     * likewise. */
+    bool alibi;
+    bool bias;
     /* A wrapped buffer's handle may be released while work that uses its memory is still queued
      * (the kernels took the address when they were issued), so fa_buffer_destroy need not wait:
      * a wrap per call then costs no synchronisation. */

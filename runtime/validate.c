@@ -25,7 +25,9 @@ typedef struct role {
     bool lse;
     fa_view *view;
     span bytes;
-    bool index; /* an int32 index tensor (seqlens_k, block_table) */
+    bool index;  /* an int32 index tensor (seqlens_k, block_table) */
+    bool slopes; /* f32 whatever the call's dtype (alibi_slopes) */
+    bool bias;   /* f32, f16 or bf16 whatever the call's dtype (bias) */
 } role;
 
 static bool mul_ok(int64_t a, int64_t b, int64_t *out)
@@ -91,14 +93,15 @@ static fa_status resolve(fa_context *ctx, role *r)
     if (t->buffer->ctx != ctx)
         return fa_fail(ctx, FA_ERROR_FOREIGN_BUFFER, "%s.buffer belongs to another context",
                        r->name);
-    const bool dtype_ok = r->lse     ? t->dtype == FA_DTYPE_F32
+    const bool f32_only = r->lse || r->slopes; /* r->bias: any float dtype */
+    const bool dtype_ok = f32_only   ? t->dtype == FA_DTYPE_F32
                           : r->index ? t->dtype == FA_DTYPE_I32
                                      : t->dtype == FA_DTYPE_F32 || t->dtype == FA_DTYPE_F16 ||
                                            t->dtype == FA_DTYPE_BF16;
     if (!dtype_ok)
         return fa_fail(ctx, FA_ERROR_DTYPE_MISMATCH, "%s.dtype is %s (%d); expected %s", r->name,
                        fa_dtype_name(t->dtype), (int)t->dtype,
-                       r->lse     ? "f32"
+                       f32_only   ? "f32"
                        : r->index ? "i32"
                                   : "f32, f16 or bf16");
     for (int d = 0; d < 4; d++)
@@ -287,19 +290,19 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
 
     /* An append (k_new, v_new) writes into k and v: they are outputs then. */
     const bool append = desc->k_new || desc->v_new;
-    role roles[11] = {
-        {"q", q, false, false, &call->q, {0}, false},
-        {"k", k, append, false, &call->k, {0}, false},
-        {"v", v, append, false, &call->v, {0}, false},
-        {"o", o, !grad, false, &call->o, {0}, false},
-        {"lse", lse, !grad, true, &call->lse, {0}, false},
+    role roles[13] = {
+        {"q", q, false, false, &call->q, {0}, false, false, false},
+        {"k", k, append, false, &call->k, {0}, false, false, false},
+        {"v", v, append, false, &call->v, {0}, false, false, false},
+        {"o", o, !grad, false, &call->o, {0}, false, false, false},
+        {"lse", lse, !grad, true, &call->lse, {0}, false, false, false},
     };
     int n = 5;
     if (grad) {
-        roles[n++] = (role){"d_o", grad->d_o, false, false, &call->d_o, {0}, false};
-        roles[n++] = (role){"d_q", grad->d_q, true, false, &call->d_q, {0}, false};
-        roles[n++] = (role){"d_k", grad->d_k, true, false, &call->d_k, {0}, false};
-        roles[n++] = (role){"d_v", grad->d_v, true, false, &call->d_v, {0}, false};
+        roles[n++] = (role){"d_o", grad->d_o, false, false, &call->d_o, {0}, false, false, false};
+        roles[n++] = (role){"d_q", grad->d_q, true, false, &call->d_q, {0}, false, false, false};
+        roles[n++] = (role){"d_k", grad->d_k, true, false, &call->d_k, {0}, false, false, false};
+        roles[n++] = (role){"d_v", grad->d_v, true, false, &call->d_v, {0}, false, false, false};
     }
     /* The forward's int32 index tensors. */
     const struct {
@@ -319,10 +322,28 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
         if (grad)
             return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "%s: the backward does not take %s",
                            indices[i].name, indices[i].what);
-        roles[n++] =
-            (role){indices[i].name, indices[i].tensor, false, false, indices[i].view, {0}, true};
+        roles[n++] = (role){indices[i].name,
+                            indices[i].tensor,
+                            false,
+                            false,
+                            indices[i].view,
+                            {0},
+                            true,
+                            false,
+                            false};
         *indices[i].has = true;
     }
+    int n_alibi = 0; /* the role of alibi_slopes, 0 without */
+    if (desc->alibi_slopes) {
+        n_alibi = n;
+        roles[n++] = (role){.name = "alibi_slopes",
+                            .tensor = desc->alibi_slopes,
+                            .view = &call->alibi,
+                            .slopes = true};
+    }
+    if (desc->bias)
+        roles[n++] =
+            (role){.name = "bias", .tensor = desc->bias, .view = &call->bias, .bias = true};
     int n_new = 0; /* the role of k_new (v_new follows), 0 without an append */
     if (append) {
         if (grad)
@@ -337,8 +358,10 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                            "k_new, v_new need seqlens_k: the new rows go at each sequence's "
                            "length");
         n_new = n;
-        roles[n++] = (role){"k_new", desc->k_new, false, false, &call->k_new, {0}, false};
-        roles[n++] = (role){"v_new", desc->v_new, false, false, &call->v_new, {0}, false};
+        roles[n++] =
+            (role){"k_new", desc->k_new, false, false, &call->k_new, {0}, false, false, false};
+        roles[n++] =
+            (role){"v_new", desc->v_new, false, false, &call->v_new, {0}, false, false, false};
     }
     call->has_lse = lse != NULL;
     for (int i = 0; i < n; i++) {
@@ -361,7 +384,8 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        "head_dim is %lld; supported: multiples of 8 from 8 to 256",
                        (long long)head_dim);
     for (int i = 1; i < n; i++)
-        if (!roles[i].lse && !roles[i].index && roles[i].tensor->dtype != q->dtype)
+        if (!roles[i].lse && !roles[i].index && !roles[i].slopes && !roles[i].bias &&
+            roles[i].tensor->dtype != q->dtype)
             return fa_fail(ctx, FA_ERROR_DTYPE_MISMATCH, "%s.dtype is %s but q.dtype is %s",
                            roles[i].name, fa_dtype_name(roles[i].tensor->dtype),
                            fa_dtype_name(q->dtype));
@@ -401,6 +425,26 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        "seqlens_k has shape (%lld, %lld, %lld, %lld); expected (%lld, 1, 1, 1)",
                        (long long)sl->shape[0], (long long)sl->shape[1], (long long)sl->shape[2],
                        (long long)sl->shape[3], (long long)batch);
+    const fa_tensor *al = desc->alibi_slopes;
+    if (al && ((al->shape[0] != 1 && al->shape[0] != batch) || al->shape[1] != 1 ||
+               al->shape[2] != heads_q || al->shape[3] != 1))
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                       "alibi_slopes has shape (%lld, %lld, %lld, %lld); expected (1, 1, %lld, 1) "
+                       "or (%lld, 1, %lld, 1): a slope per query head, or per batch entry and "
+                       "query head",
+                       (long long)al->shape[0], (long long)al->shape[1], (long long)al->shape[2],
+                       (long long)al->shape[3], (long long)heads_q, (long long)batch,
+                       (long long)heads_q);
+    const fa_tensor *bi = desc->bias;
+    if (bi && ((bi->shape[0] != 1 && bi->shape[0] != batch) ||
+               (bi->shape[1] != 1 && bi->shape[1] != seq_q) ||
+               (bi->shape[2] != 1 && bi->shape[2] != heads_q) || bi->shape[3] != seq_k))
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                       "bias has shape (%lld, %lld, %lld, %lld); expected (%lld or 1, %lld or 1, "
+                       "%lld or 1, %lld): (batch, query, head, key), the key dimension in full",
+                       (long long)bi->shape[0], (long long)bi->shape[1], (long long)bi->shape[2],
+                       (long long)bi->shape[3], (long long)batch, (long long)seq_q,
+                       (long long)heads_q, (long long)seq_k);
     const fa_tensor *kn = desc->k_new;
     if (n_new && (kn->shape[0] != batch || kn->shape[2] != heads_kv || kn->shape[3] != head_dim))
         return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
@@ -452,6 +496,16 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     call->num_splits = desc->num_splits;
     resolve_window(&desc->window, call);
     call->softcap = desc->softcap > 0.0f ? desc->softcap : 0.0f;
+    call->has_alibi = n_alibi > 0;
+    call->has_bias = bi != NULL;
+    if (bi) { /* a dimension of 1 broadcasts */
+        call->bias_dtype = bi->dtype;
+        call->bias.stride_b = bi->shape[0] == 1 ? 0 : call->bias.stride_b;
+        call->bias.stride_s = bi->shape[1] == 1 ? 0 : call->bias.stride_s;
+        call->bias.stride_h = bi->shape[2] == 1 ? 0 : call->bias.stride_h;
+    }
+    if (call->has_alibi && al->shape[0] == 1)
+        call->alibi.stride_b = 0; /* one slope per head for every batch entry */
     if (bt) {
         call->page_size = k->shape[1];
         call->num_pages = k->shape[0];
@@ -502,15 +556,17 @@ fa_status fa_validate_merge(fa_context *ctx, int n, const fa_tensor *o_parts,
         goto done;
     }
     /* roles: o, lse, then o_parts[i] and lse_parts[i] */
-    roles[0] = (role){"o", o, true, false, &views[0], {0}, false};
-    roles[1] = (role){"lse", lse, true, true, &views[1], {0}, false};
+    roles[0] = (role){"o", o, true, false, &views[0], {0}, false, false, false};
+    roles[1] = (role){"lse", lse, true, true, &views[1], {0}, false, false, false};
     for (int i = 0; i < n; i++) {
         snprintf(labels[2 + 2 * i], sizeof labels[0], "o_parts[%d]", i);
         snprintf(labels[3 + 2 * i], sizeof labels[0], "lse_parts[%d]", i);
         roles[2 + 2 * i] =
-            (role){labels[2 + 2 * i], &o_parts[i], false, false, &views[2 + 2 * i], {0}, false};
-        roles[3 + 2 * i] =
-            (role){labels[3 + 2 * i], &lse_parts[i], false, true, &views[3 + 2 * i], {0}, false};
+            (role){.name = labels[2 + 2 * i], .tensor = &o_parts[i], .view = &views[2 + 2 * i]};
+        roles[3 + 2 * i] = (role){.name = labels[3 + 2 * i],
+                                  .tensor = &lse_parts[i],
+                                  .lse = true,
+                                  .view = &views[3 + 2 * i]};
     }
     for (int i = 0; i < count && st == FA_OK; i++)
         if (i != 1 || lse)

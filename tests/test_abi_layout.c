@@ -101,6 +101,8 @@ CARVED(fa_attention_desc, v02_attention_desc, k_new_word_);
 CARVED(fa_attention_desc, v02_attention_desc, v_new_word_);
 CARVED(fa_attention_desc, v02_attention_desc, window_words_);
 CARVED(fa_attention_desc, v02_attention_desc, softcap_word_);
+CARVED(fa_attention_desc, v02_attention_desc, alibi_slopes_word_);
+CARVED(fa_attention_desc, v02_attention_desc, bias_word_);
 _Static_assert(sizeof(fa_window) <= sizeof(((fa_attention_desc *)0)->window_words_),
                "fa_window fits the words it took");
 CARVED(fa_attention_desc, v02_attention_desc, reserved);

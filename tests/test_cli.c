@@ -97,6 +97,20 @@ Test(cli, a_small_checked_run_succeeds)
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --softcap thirty"), 2);
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --window -2,0"), 1);
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --softcap -30"), 1);
+    /* ALiBi, alone and with a window and a softcap, forward and backward, checked */
+    cr_assert_eq(run_cli("run --backend cpu --seq-q 70 --seq-k 130 --heads 4 --kv-heads 2 "
+                         "--head-dim 32 --alibi --check"),
+                 0);
+    cr_assert_eq(run_cli("run --backend cpu --seq 90 --heads 4 --head-dim 32 --causal --alibi "
+                         "--window 30,-1 --softcap 30 --backward --check --json"),
+                 0);
+    /* an additive bias, alone and with ALiBi and a window, forward and backward, checked */
+    cr_assert_eq(run_cli("run --backend cpu --seq-q 50 --seq-k 120 --heads 4 --kv-heads 2 "
+                         "--head-dim 32 --bias --check"),
+                 0);
+    cr_assert_eq(run_cli("run --backend cpu --seq 80 --heads 2 --head-dim 32 --causal --bias "
+                         "--alibi --window 20,-1 --backward --check"),
+                 0);
 }
 
 /* --shard I/N: the shards of the quick matrix are disjoint and together are the whole of it. */

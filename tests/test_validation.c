@@ -311,6 +311,110 @@ Test(validation, softcap_finite_and_not_negative)
                  FA_OK, "%s", fa_context_last_error(ctx));
 }
 
+/* ALiBi slopes: f32, (1, 1, HQ, 1) or (B, 1, HQ, 1), inside their buffer, forward and backward;
+ * a bad one is refused with its status before anything is written. */
+Test(validation, alibi_slopes)
+{
+    float host[2 * B * HQ];
+    for (int i = 0; i < 2 * B * HQ; i++)
+        host[i] = 0.125f * (float)(i + 1);
+    fa_buffer *bs = NULL;
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof host, .data = host}, &bs),
+                 FA_OK);
+    const struct {
+        fa_tensor t;
+        fa_status st;
+        const char *says;
+    } bad[] = {
+        {fa_tensor_bshd(bs, FA_DTYPE_F16, 1, 1, HQ, 1), FA_ERROR_DTYPE_MISMATCH, "f32"},
+        {fa_tensor_bshd(bs, FA_DTYPE_I32, B, 1, HQ, 1), FA_ERROR_DTYPE_MISMATCH, "f32"},
+        {fa_tensor_bshd(bs, FA_DTYPE_F32, 1, 1, HKV, 1), FA_ERROR_SHAPE_MISMATCH, "(1, 1, 4, 1)"},
+        {fa_tensor_bshd(bs, FA_DTYPE_F32, B + 1, 1, HQ, 1), FA_ERROR_SHAPE_MISMATCH, "alibi"},
+        {fa_tensor_bshd(bs, FA_DTYPE_F32, 1, HQ, 1, 1), FA_ERROR_SHAPE_MISMATCH, "alibi"},
+        {fa_tensor_bshd(bs, FA_DTYPE_F32, 1, 1, HQ, 2), FA_ERROR_SHAPE_MISMATCH, "alibi"},
+        {fa_tensor_bshd(bs, FA_DTYPE_F32, 1, 1, 4 * HQ * B, 1), FA_ERROR_OUT_OF_BOUNDS, "alibi"},
+        {fa_tensor_bshd(NULL, FA_DTYPE_F32, 1, 1, HQ, 1), FA_ERROR_NULL_POINTER, "alibi"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const fa_attention_desc desc = {.alibi_slopes = &bad[i].t};
+        EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), bad[i].st);
+        cr_assert(strstr(fa_context_last_error(ctx), bad[i].says), "%zu: %s", i,
+                  fa_context_last_error(ctx));
+        EXPECT(fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v),
+               bad[i].st);
+    }
+    /* the slopes are an input: an output on top of them is refused */
+    fa_tensor over = fa_tensor_bshd(bo, FA_DTYPE_F32, 1, 1, HQ, 1);
+    const fa_attention_desc desc = {.alibi_slopes = &over};
+    EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_ERROR_INVALID_ARGUMENT);
+    fa_tensor strided = fa_tensor_bshd(bs, FA_DTYPE_F32, B, 1, HQ, 1);
+    strided.offset = 4;
+    strided.stride[0] = 1, strided.stride[1] = 1, strided.stride[2] = B, strided.stride[3] = 1;
+    const fa_tensor good[] = {fa_tensor_bshd(bs, FA_DTYPE_F32, 1, 1, HQ, 1),
+                              fa_tensor_bshd(bs, FA_DTYPE_F32, B, 1, HQ, 1), strided};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        const fa_attention_desc desc = {.alibi_slopes = &good[i], .causal = true};
+        cr_assert_eq(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_OK, "%zu: %s", i,
+                     fa_context_last_error(ctx));
+        cr_assert_eq(
+            fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v), FA_OK,
+            "%zu: %s", i, fa_context_last_error(ctx));
+    }
+}
+
+/* An additive bias: f32, f16 or bf16 whatever the call's dtype, (B or 1, SQ or 1, HQ or 1, SK),
+ * inside its buffer, forward and backward; a bad one is refused before anything is written. */
+Test(validation, bias)
+{
+    float host[B * SQ * HQ * SK];
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        host[i] = 0.01f * (float)(i % 13);
+    fa_buffer *bb = NULL;
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof host, .data = host}, &bb),
+                 FA_OK);
+    const struct {
+        fa_tensor t;
+        fa_status st;
+        const char *says;
+    } bad[] = {
+        {fa_tensor_bshd(bb, FA_DTYPE_I32, B, SQ, HQ, SK), FA_ERROR_DTYPE_MISMATCH, "bias.dtype"},
+        {fa_tensor_bshd(bb, FA_DTYPE_F32, B, SQ, HQ, SK - 1), FA_ERROR_SHAPE_MISMATCH, "bias"},
+        {fa_tensor_bshd(bb, FA_DTYPE_F32, B, SQ, HQ, 1), FA_ERROR_SHAPE_MISMATCH, "key"},
+        {fa_tensor_bshd(bb, FA_DTYPE_F32, 2 * B, 1, 1, SK), FA_ERROR_SHAPE_MISMATCH, "bias"},
+        {fa_tensor_bshd(bb, FA_DTYPE_F32, 1, SQ + 1, 1, SK), FA_ERROR_SHAPE_MISMATCH, "bias"},
+        {fa_tensor_bshd(bb, FA_DTYPE_F32, 1, 1, HKV, SK), FA_ERROR_SHAPE_MISMATCH, "bias"},
+        {fa_tensor_bshd(bb, FA_DTYPE_F32, B + 1, SQ, HQ, SK), FA_ERROR_OUT_OF_BOUNDS, "bias"},
+        {fa_tensor_bshd(NULL, FA_DTYPE_F32, 1, 1, 1, SK), FA_ERROR_NULL_POINTER, "bias"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const fa_attention_desc desc = {.bias = &bad[i].t};
+        EXPECT(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), bad[i].st);
+        cr_assert(strstr(fa_context_last_error(ctx), bad[i].says), "%zu: %s", i,
+                  fa_context_last_error(ctx));
+        EXPECT(fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v),
+               bad[i].st);
+    }
+    /* the bias is an input: an output on top of it is refused */
+    fa_tensor over = fa_tensor_bshd(bdq, FA_DTYPE_F32, 1, 1, 1, SK);
+    const fa_attention_desc on_dq = {.bias = &over};
+    EXPECT(fa_attention_backward(ctx, &on_dq, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v),
+           FA_ERROR_INVALID_ARGUMENT);
+    fa_tensor zero_strides = fa_tensor_bshd(bb, FA_DTYPE_F32, B, SQ, HQ, SK);
+    zero_strides.stride[0] = 0, zero_strides.stride[1] = SK, zero_strides.stride[2] = 0;
+    zero_strides.stride[3] = 1;
+    const fa_tensor good[] = {fa_tensor_bshd(bb, FA_DTYPE_F32, B, SQ, HQ, SK),
+                              fa_tensor_bshd(bb, FA_DTYPE_F16, 1, SQ, 1, SK),
+                              fa_tensor_bshd(bb, FA_DTYPE_BF16, B, 1, HQ, SK), zero_strides};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        const fa_attention_desc desc = {.bias = &good[i], .causal = i % 2 != 0};
+        cr_assert_eq(fa_attention_forward(ctx, &desc, &q, &k, &v, &o, &lse), FA_OK, "%zu: %s", i,
+                     fa_context_last_error(ctx));
+        cr_assert_eq(
+            fa_attention_backward(ctx, &desc, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v), FA_OK,
+            "%zu: %s", i, fa_context_last_error(ctx));
+    }
+}
+
 /* Per-sequence key counts: an (B, 1, 1, 1) i32 tensor of values in [0, SK], forward only. */
 Test(validation, seqlens_k)
 {

@@ -7,9 +7,9 @@
  *  2. dK, dV: work items are (batch, KV head, key tile of FA_CPU_TILE_K = 64). A thread holds
  *     K^T and V^T for its keys and the dK, dV accumulators, and walks every query head of the
  *     GQA group and every query tile that can see the keys: S = Q K^T scale log2 e (scaled
- *     after the product, or softcapped, as in the forward: cpu_mask.h), P = exp2(S - LSE log2 e),
- *     dV += P^T dO, dP = dO V^T, dS = P (dP - Delta) (times the softcap's 1 - tanh^2),
- *     dK += dS^T Q; finally dK *= scale.
+ *     after the product, or softcapped, plus ALiBi and the bias, as in the forward: cpu_mask.h),
+ *     P = exp2(S - LSE log2 e), dV += P^T dO, dP = dO V^T, dS = P (dP - Delta) (times the softcap's
+ * 1 - tanh^2), dK += dS^T Q; finally dK *= scale.
  *  3. dQ: work items are (batch, query head, query tile of FA_CPU_TILE_Q = 128). A thread
  *     holds Q^T and dO^T and walks the key tiles its rows see: S^T = K Q^T, P^T,
  *     dP^T = V dO^T, dS^T, dQ += dS K; finally dQ *= scale.
@@ -131,6 +131,13 @@ static void dkdv_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
             /* S = Q K^T (queries x keys), masked outside each query's keys, then P */
             kern->gemm(nq, n_pad, dim, w->x, dp, 1, w->a_t, BK, w->s, BK, FA_CPU_GEMM_SET, NULL);
             fa_cpu_scores(kern, c, w->s, nq, nk, BK, w->dcap);
+            if (c->has_alibi)
+                for (int i = 0; i < nq; i++)
+                    fa_cpu_alibi_row(fa_cpu_alibi_slope(c, b, h), q0 + i + off, k0, nk,
+                                     w->s + i * BK, 1);
+            if (c->has_bias)
+                for (int i = 0; i < nq; i++)
+                    fa_cpu_bias_row(c, b, q0 + i, h, k0, nk, w->s + i * BK, 1);
             if (fa_cpu_mask_cuts(&mask, q0 + off, q0 + nq - 1 + off, k0, nk))
                 for (int i = 0; i < nq; i++)
                     fa_cpu_mask_row(&mask, q0 + i + off, k0, nk, w->s + i * BK, 1);
@@ -182,6 +189,12 @@ static void dq_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, back
         /* S^T = K Q^T (keys x queries), masked outside each query's keys, then P^T */
         kern->gemm(nk, n_pad, dim, w->x, dp, 1, w->a_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
         fa_cpu_scores(kern, c, w->s, nk, nq, BQ, w->dcap);
+        if (c->has_alibi)
+            for (int i = 0; i < nq; i++)
+                fa_cpu_alibi_row(fa_cpu_alibi_slope(c, b, h), q0 + i + off, k0, nk, w->s + i, BQ);
+        if (c->has_bias)
+            for (int i = 0; i < nq; i++)
+                fa_cpu_bias_row(c, b, q0 + i, h, k0, nk, w->s + i, BQ);
         if (fa_cpu_mask_cuts(&mask, q0 + off, q0 + nq - 1 + off, k0, nk))
             for (int i = 0; i < nq; i++)
                 fa_cpu_mask_row(&mask, q0 + i + off, k0, nk, w->s + i, BQ);

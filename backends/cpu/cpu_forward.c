@@ -4,13 +4,14 @@
  * OpenMP threads share out (batch, query head, 128-query tile) work items, longest first when
  * causal. A thread keeps its query tile transposed (Q^T, D x 128) and an f32 accumulator O
  * (128 x D) in its scratch, then streams the head's 64-key K and V tiles: S^T = K Q^T (keys x
- * queries), scaled by scale * log2(e) after the product, or softcapped (cpu_mask.h), masked where
- * the causal diagonal or the sliding window cuts the tile, an online softmax step per query column
- * (running max and sum, P = exp2(S - max)), and O = alpha O + P V. Keys no row of the tile sees
- * (past the diagonal, outside the window) are never loaded. At the end O / sum is rounded to
- * the dtype and LSE = (max + log2 sum) ln 2. Extra memory: one slice per thread (Q^T, O, K, V, S^T:
- * 224 KiB at head_dim 128). Working on S^T (keys x queries) lets the softmax vectorize across
- * queries and lets K and V be used as loaded, untransposed; P V reads P^T in place.
+ * queries), scaled by scale * log2(e) after the product, or softcapped, plus ALiBi and the bias
+ * (cpu_mask.h), masked where the causal diagonal or the sliding window cuts the tile, an online
+ * softmax step per query column (running max and sum, P = exp2(S - max)), and O = alpha O + P V.
+ * Keys no row of the tile sees (past the diagonal, outside the window) are never loaded. At the end
+ * O / sum is rounded to the dtype and LSE = (max + log2 sum) ln 2. Extra memory: one slice per
+ * thread (Q^T, O, K, V, S^T: 224 KiB at head_dim 128). Working on S^T (keys x queries) lets the
+ * softmax vectorize across queries and lets K and V be used as loaded, untransposed; P V reads P^T
+ * in place.
  *
  * Decoding (all queries of a KV head's query heads fit one tile): a work item is (batch, KV
  * head) with those rows packed together, so each K and V row is read once for the group. Up to
@@ -110,10 +111,11 @@ static fa_cpu_tile key_tile(const fa_attention_call *c, int64_t b, int64_t hk, i
 }
 
 /* Whether rows_per_kv rows of a KV head take the fused decoding kernel: a few, and no sliding
- * window or softcap, which it does not apply (those calls take the GEMM path). */
+ * window, softcap, ALiBi or bias, which it does not apply (those calls take the GEMM path). */
 static bool fused_decode(const fa_attention_call *c, int64_t rows_per_kv)
 {
-    return rows_per_kv <= FA_CPU_DECODE_ROWS && !c->window && !(c->softcap > 0.0f);
+    return rows_per_kv <= FA_CPU_DECODE_ROWS && !c->window && !(c->softcap > 0.0f) &&
+           !c->has_alibi && !c->has_bias;
 }
 
 /* A few rows per KV head (decoding): keys [k_begin, k_end) of KV heads hk .. hk + heads - 1
@@ -194,6 +196,13 @@ static void gemm_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, fo
 
         kern->gemm(nk, n_pad, dim, w->k, dim, 1, w->q_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
         fa_cpu_scores(kern, c, w->s, nk, nq, BQ, NULL);
+        if (c->has_alibi)
+            for (int r = 0; r < nq; r++)
+                fa_cpu_alibi_row(fa_cpu_alibi_slope(c, b, rm->qh[r]), rm->qi[r] + off, k0, nk,
+                                 w->s + r, BQ);
+        if (c->has_bias)
+            for (int r = 0; r < nq; r++)
+                fa_cpu_bias_row(c, b, rm->qi[r], rm->qh[r], k0, nk, w->s + r, BQ);
         if (fa_cpu_mask_cuts(mask, first + off, last + off, k0, nk))
             for (int r = 0; r < nq; r++)
                 fa_cpu_mask_row(mask, rm->qi[r] + off, k0, nk, w->s + r, BQ);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* What the CPU backend does to raw scores q.k before the softmax, shared by the forward (its
- * query tiles and its decoding items alike) and the backward: scaling, or logit softcapping, and
- * the mask of the causal diagonal and the sliding window (fa_attention_call). A row's diagonal is
- * the key i + seq_k - seq_q of its query i. */
+ * query tiles and its decoding items alike) and the backward: scaling, or logit softcapping, the
+ * ALiBi bias, the additive bias, and the mask of the causal diagonal and the sliding window
+ * (fa_attention_call). A row's diagonal is the key i + seq_k - seq_q of its query i. */
 #ifndef FA_CPU_MASK_H
 #define FA_CPU_MASK_H
 
@@ -10,6 +10,7 @@
 
 #include "cpu_kernels.h"
 #include "cpu_tiles.h"
+#include "fa_half.h"
 
 #define FA_CPU_LOG2E 1.4426950408889634f
 
@@ -67,6 +68,48 @@ static inline void fa_cpu_scores(const fa_cpu_kernels *k, const fa_attention_cal
         k->softcap(s, rows, cols, ld, c->scale / c->softcap, c->softcap * FA_CPU_LOG2E, deriv);
     else
         fa_cpu_scale_tile(s, rows, cols, ld, c->scale * FA_CPU_LOG2E);
+}
+
+/* The ALiBi slope of query head h of batch entry b in the scores' log2 units (slope log2(e));
+ * 0 without ALiBi. */
+static inline float fa_cpu_alibi_slope(const fa_attention_call *c, int64_t b, int64_t h)
+{
+    if (!c->has_alibi)
+        return 0.0f;
+    const float *slopes = c->alibi.buffer;
+    return slopes[c->alibi.offset + b * c->alibi.stride_b + h * c->alibi.stride_h] * FA_CPU_LOG2E;
+}
+
+/* ALiBi on the scores of the row with diagonal d: s[j * step] -= slope |d - (k0 + j)| for the
+ * keys k0 + j, j < nk (slope from fa_cpu_alibi_slope). Before the mask, whose -inf it keeps. */
+static inline void fa_cpu_alibi_row(float slope, int64_t d, int64_t k0, int nk, float *s,
+                                    int64_t step)
+{
+    for (int j = 0; j < nk; j++) {
+        const int64_t dist = d - k0 - j;
+        s[j * step] -= slope * (float)(dist < 0 ? -dist : dist);
+    }
+}
+
+/* The additive bias on the scores of query i of head h of batch entry b: s[j * step] +=
+ * log2(e) bias(b, i, h, k0 + j) for j < nk (fa_attention_call.bias, in its own dtype; -inf stays
+ * -inf and hides the key). Before the mask. */
+static inline void fa_cpu_bias_row(const fa_attention_call *c, int64_t b, int64_t i, int64_t h,
+                                   int64_t k0, int nk, float *s, int64_t step)
+{
+    const fa_view *v = &c->bias;
+    const uint64_t at =
+        v->offset + (uint64_t)(b * v->stride_b + i * v->stride_s + h * v->stride_h + k0);
+    if (c->bias_dtype == FA_DTYPE_F32) {
+        const float *x = (const float *)v->buffer + at;
+        for (int j = 0; j < nk; j++)
+            s[j * step] += x[j] * FA_CPU_LOG2E;
+        return;
+    }
+    const uint16_t *x = (const uint16_t *)v->buffer + at;
+    const bool f16 = c->bias_dtype == FA_DTYPE_F16;
+    for (int j = 0; j < nk; j++)
+        s[j * step] += (f16 ? fa_f16_to_f32(x[j]) : fa_bf16_to_f32(x[j])) * FA_CPU_LOG2E;
 }
 
 /* ds *= deriv over rows x cols (row stride ld): dS through the softcap. */

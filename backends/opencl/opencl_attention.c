@@ -67,6 +67,8 @@ static void common_options(const fa_cl_device *dev, const fa_attention_call *cal
     o->unroll_loops = unroll_loops(dev);
     o->window = call->window ? 1 : 0;
     o->softcap = call->softcap > 0.0f ? 1 : 0;
+    o->alibi = call->has_alibi ? 1 : 0;
+    o->bias = call->has_bias ? dtype_code(call->bias_dtype) : 0;
 }
 
 /* The kernel arguments of the variants: the raw score's multiplier (scale log2 e, or with a
@@ -233,10 +235,12 @@ fa_status fa_cl_check_call(fa_context *ctx, const fa_attention_call *call, bool 
                        (long long)call->head_dim, (unsigned long long)st->dev->local_mem_bytes);
     /* Positions within a sequence are 32-bit in the kernels (offsets are 64-bit). */
     const int64_t max_seq = INT_MAX / 2;
-    if (call->has_block_table && (call->window || call->softcap > 0.0f))
-        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                       "opencl: a paged KV cache with a sliding window or a softcap: the paged "
-                       "cache is read on the decoding path only, which has neither");
+    if (call->has_block_table &&
+        (call->window || call->softcap > 0.0f || call->has_alibi || call->has_bias))
+        return fa_fail(
+            ctx, FA_ERROR_UNSUPPORTED,
+            "opencl: a paged KV cache with a sliding window, a softcap, ALiBi or a bias: "
+            "the paged cache is read on the decoding path only, which has none of them");
     if (call->has_block_table && (backward || !decode_applies(ctx, st->dev, call)))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "opencl: a paged KV cache only on the decoding path (at most %d query rows "
@@ -353,9 +357,9 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
 {
     dec_tiles *t = tiles;
     const int64_t rows = call->seq_q * (call->heads_q / call->heads_kv);
-    /* fa_decode.cl has no window or softcap: the forward serves those calls */
+    /* fa_decode.cl has no window, softcap, ALiBi or bias: the forward serves those calls */
     if (!decode_enabled(ctx) || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window ||
-        call->softcap > 0.0f)
+        call->softcap > 0.0f || call->has_alibi || call->has_bias)
         return false;
     static const int tiles_bn[3] = {64, 32, 16};
     t->bn = 0;
@@ -482,6 +486,8 @@ fa_status fa_cl_forward(fa_context *ctx, const fa_attention_call *call)
     arg_float(&a, call->softcap * LOG2E);
     arg_int(&a, fa_call_left(call));
     arg_int(&a, fa_call_right(call));
+    arg_view(&a, call->has_alibi ? &call->alibi : &none);
+    arg_view(&a, call->has_bias ? &call->bias : &none);
     const size_t global[3] = {tiles_of(call->seq_q, t.bm) * (size_t)t.nt, (size_t)call->heads_q,
                               (size_t)call->batch};
     const size_t local[3] = {(size_t)t.nt, 1, 1};
@@ -536,6 +542,9 @@ static void backward_args(args *a, const fa_attention_call *call, cl_mem delta, 
     arg_float(a, call->softcap * LOG2E);
     arg_int(a, fa_call_left(call));
     arg_int(a, fa_call_right(call));
+    const fa_view none = {0};
+    arg_view(a, call->has_alibi ? &call->alibi : &none);
+    arg_view(a, call->has_bias ? &call->bias : &none);
 }
 
 fa_status fa_cl_backward(fa_context *ctx, const fa_attention_call *call)

@@ -89,9 +89,9 @@ static bool matrix_plan(const fa_context *ctx, fa_vk_matrix_kernel kernel,
                         const fa_attention_call *call, fa_vk_matrix_plan *plan)
 {
     const fa_vk_state *st = ctx->backend_state;
-    /* the matrix shaders have no window or softcap: the scalar ones serve those calls */
+    /* the matrix shaders have no window, softcap, ALiBi or bias: the scalar ones serve those */
     if (!st->matrix || !st->storage16 || call->dtype != FA_DTYPE_F16 || call->window ||
-        call->softcap > 0.0f)
+        call->softcap > 0.0f || call->has_alibi || call->has_bias)
         return false;
     char why[160];
     const char *tiles =
@@ -137,15 +137,69 @@ static uint64_t last_index(const fa_view *v, int64_t batch, int64_t seq, int64_t
            (uint64_t)(heads - 1) * (uint64_t)v->stride_h + (uint64_t)(dim - 1);
 }
 
+/* The floats of workspace a call needs: the backward's LSE2 and Delta (B Hq Sq each), then
+ * ALiBi's slopes packed (B, Hq), then the bias's view (4 words) (record_variant_data); the
+ * forward, the last two alone. */
+static uint64_t workspace_floats(const fa_attention_call *call, bool backward)
+{
+    const uint64_t bh = (uint64_t)call->batch * (uint64_t)call->heads_q;
+    return (backward ? 2 * bh * (uint64_t)call->seq_q : 0) + (call->has_alibi ? bh : 0) +
+           (call->has_bias ? 4 : 0);
+}
+
+/* Records what the scalar shaders read of ALiBi and the bias from the workspace (their push
+ * constants have no room for these views), from float `at` on: the call's slopes, packed
+ * (batch, query head) whatever their strides (a slope per head repeated for each batch entry),
+ * then the bias's offset and batch, query and head strides as 32-bit words; and a barrier before
+ * the dispatches that read them. */
+static fa_status record_variant_data(fa_context *ctx, const fa_attention_call *call, uint64_t at)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    const uint64_t B = (uint64_t)call->batch, Hq = (uint64_t)call->heads_q;
+    if (call->has_bias) {
+        const fa_view *bv = &call->bias;
+        const uint32_t words[4] = {(uint32_t)bv->offset, (uint32_t)bv->stride_b,
+                                   (uint32_t)bv->stride_s, (uint32_t)bv->stride_h};
+        st->vk.vkCmdUpdateBuffer(st->cmd, st->workspace.buffer,
+                                 4 * (at + (call->has_alibi ? B * Hq : 0)), sizeof words, words);
+    }
+    if (!call->has_alibi) {
+        fa_vk_barrier(st);
+        return FA_OK;
+    }
+    const fa_view *al = &call->alibi;
+    const bool runs = al->stride_h == 1; /* a batch entry's slopes lie together: one copy */
+    const uint64_t n = runs ? B : B * Hq;
+    VkBufferCopy *copies = malloc(n * sizeof *copies);
+    if (!copies)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_HOST_MEMORY, "vulkan: cannot list %llu ALiBi copies",
+                       (unsigned long long)n);
+    for (uint64_t b = 0; b < B; b++)
+        for (uint64_t h = 0; h < (runs ? 1 : Hq); h++)
+            copies[b * (runs ? 1 : Hq) + h] = (VkBufferCopy){
+                4 * (al->offset + b * (uint64_t)al->stride_b + h * (uint64_t)al->stride_h),
+                4 * (at + b * Hq + h), runs ? 4 * Hq : 4};
+    st->vk.vkCmdCopyBuffer(st->cmd, fa_vk_handle(al), st->workspace.buffer, (uint32_t)n, copies);
+    free(copies);
+    fa_vk_barrier(st);
+    return FA_OK;
+}
+
 static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool backward)
 {
     const fa_vk_state *st = fa_vk_state_of(ctx);
     const fa_vk_physical *ph = st->phys;
     fa_vk_decode_plan decode;
-    if (call->has_block_table && (call->window || call->softcap > 0.0f))
+    if (call->has_block_table &&
+        (call->window || call->softcap > 0.0f || call->has_alibi || call->has_bias))
+        return fa_fail(
+            ctx, FA_ERROR_UNSUPPORTED,
+            "vulkan: a paged KV cache with a sliding window, a softcap, ALiBi or a bias: "
+            "the paged cache is read on the decoding path only, which has none of them");
+    if (call->has_bias && call->bias_dtype != FA_DTYPE_F32)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                       "vulkan: a paged KV cache with a sliding window or a softcap: the paged "
-                       "cache is read on the decoding path only, which has neither");
+                       "vulkan: an additive bias in %s; the shaders read an f32 bias only",
+                       fa_dtype_name(call->bias_dtype));
     if (call->has_block_table && !fa_vk_decode_plan_for(ctx, call, &decode))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "vulkan: a paged KV cache only on the decoding path (at most %d query rows "
@@ -165,10 +219,11 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
     if (call->seq_q > INT32_MAX || call->seq_k > INT32_MAX)
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "vulkan: sequence lengths above 2^31 - 1 are not supported");
-    /* the window's bounds reach i + seq_k - seq_q + right < seq_k + seq_q in 32-bit ints */
-    if (call->window && call->seq_q + call->seq_k > INT32_MAX)
+    /* the window's bounds and ALiBi's distances reach i + seq_k - seq_q + right < seq_k + seq_q
+     * in 32-bit ints */
+    if ((call->window || call->has_alibi) && call->seq_q + call->seq_k > INT32_MAX)
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
-                       "vulkan: a sliding window over seq_q + seq_k above 2^31 - 1");
+                       "vulkan: a sliding window or ALiBi over seq_q + seq_k above 2^31 - 1");
     uint64_t rows_q = backward ? (uint64_t)bt.bm : (uint64_t)ft.bm, rows_k = (uint64_t)bt.bn;
     fa_vk_matrix_plan mp, mq;
     if (!backward && matrix_plan(ctx, FA_VK_MATRIX_FWD, call, &mp))
@@ -220,7 +275,8 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
         backward ? last_index(&call->d_q, B, Sq, Hq, D) : 0,
         backward ? last_index(&call->d_k, B, Sk, Hkv, D) : 0,
         backward ? last_index(&call->d_v, B, Sk, Hkv, D) : 0,
-        backward ? 2 * (uint64_t)B * (uint64_t)Hq * (uint64_t)Sq : 0, /* workspace floats */
+        workspace_floats(call, backward),
+        call->has_bias ? last_index(&call->bias, B, Sq, Hq, call->seq_k) : 0,
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
         worst = more[i] > worst ? more[i] : worst;
@@ -228,11 +284,11 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "vulkan: a tensor reaches element %llu; shaders index below 2^32",
                        (unsigned long long)worst);
-    if (backward && 8 * (uint64_t)B * (uint64_t)Hq * (uint64_t)Sq > ph->info.max_buffer_bytes)
+    if (4 * workspace_floats(call, backward) > ph->info.max_buffer_bytes)
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
-                       "vulkan: the backward workspace (LSE and Delta, %llu bytes) exceeds "
-                       "maxStorageBufferRange (%llu bytes)",
-                       (unsigned long long)(8 * (uint64_t)B * (uint64_t)Hq * (uint64_t)Sq),
+                       "vulkan: the workspace (the backward's LSE and Delta, ALiBi's slopes; %llu "
+                       "bytes) exceeds maxStorageBufferRange (%llu bytes)",
+                       (unsigned long long)(4 * workspace_floats(call, backward)),
                        (unsigned long long)ph->info.max_buffer_bytes);
     return FA_OK;
 }
@@ -281,7 +337,9 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
                        .causal = call->causal,
                        .gqa = (uint32_t)(call->heads_q / call->heads_kv),
                        .window = call->window,
-                       .softcap = call->softcap > 0.0f};
+                       .softcap = call->softcap > 0.0f,
+                       .alibi = call->has_alibi,
+                       .bias = call->has_bias};
     fa_vk_kernel kernel = FA_VK_FWD;
     uint64_t rows;
     fa_vk_matrix_plan plan;
@@ -304,10 +362,15 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     VkPipeline pipeline;
     fa_status s =
         fa_vk_pipeline_get(ctx, kernel, fa_vk_storage_of(st, call->dtype), &spec, &pipeline);
+    const bool variant_data = call->has_alibi || call->has_bias;
+    if (s == FA_OK && variant_data)
+        s = fa_vk_workspace(ctx, 4 * workspace_floats(call, false));
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
+    if (s == FA_OK && variant_data)
+        s = record_variant_data(ctx, call, 0);
     if (s != FA_OK)
-        return s;
+        return fa_vk_finish(ctx, s, false);
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
     /* the matrix forward reads the first part only */
     const struct {
@@ -315,13 +378,15 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
         fa_vk_variant_push variant;
     } push = {fa_vk_fwd_push_of(call), fa_vk_variant_push_of(call)};
     _Static_assert(sizeof push <= 128, "the forward's push constants fit 128 bytes");
-    const VkBuffer buffers[6] = {fa_vk_handle(&call->q),
-                                 fa_vk_handle(&call->k),
-                                 fa_vk_handle(&call->v),
-                                 fa_vk_handle(&call->o),
-                                 call->has_lse ? fa_vk_handle(&call->lse) : fa_vk_handle(&call->o),
-                                 call->has_seqlens_k ? fa_vk_handle(&call->seqlens_k)
-                                                     : fa_vk_handle(&call->q)};
+    const VkBuffer buffers[8] = {
+        fa_vk_handle(&call->q),
+        fa_vk_handle(&call->k),
+        fa_vk_handle(&call->v),
+        fa_vk_handle(&call->o),
+        call->has_lse ? fa_vk_handle(&call->lse) : fa_vk_handle(&call->o),
+        call->has_seqlens_k ? fa_vk_handle(&call->seqlens_k) : fa_vk_handle(&call->q),
+        variant_data ? st->workspace.buffer : fa_vk_handle(&call->q),
+        call->has_bias ? fa_vk_handle(&call->bias) : fa_vk_handle(&call->q)};
     uint64_t groups_x = ceil_div((uint64_t)Sq, rows);
     if (kernel == FA_VK_FWD_CM) {
         /* FA_VULKAN_MATRIX_FWD_PER=n (tuning): query tiles per workgroup instead of the rule. */
@@ -378,6 +443,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
     const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
     const uint32_t delta_off = (uint32_t)(B * Hq * Sq);
     const VkBuffer ws = st->workspace.buffer;
+    const VkBuffer bias_buffer =
+        call->has_bias ? fa_vk_handle(&call->bias) : fa_vk_handle(&call->q);
     const fa_vk_storage storage = fa_vk_storage_of(st, call->dtype);
     grad_push push = {
         fa_vk_pv(&call->q, B, Sq, Hq),
@@ -400,6 +467,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
                        .gqa = (uint32_t)(Hq / Hkv),
                        .window = call->window,
                        .softcap = call->softcap > 0.0f,
+                       .alibi = call->has_alibi,
+                       .bias = call->has_bias,
                        .bwd_threads = (uint32_t)t->nt,
                        .bwd_bm = (uint32_t)t->bm,
                        .bwd_bn = (uint32_t)t->bn,
@@ -435,6 +504,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         s = fa_vk_pipeline_get(ctx, k_dq, storage, &spec_dq, &dq);
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
+    if (s == FA_OK && (call->has_alibi || call->has_bias)) /* after LSE2 and Delta */
+        s = record_variant_data(ctx, call, 2 * (uint64_t)delta_off);
     if (s != FA_OK)
         return s;
 
@@ -457,13 +528,14 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         fa_vk_barrier(st);
     }
     if (Sk > 0) { /* with Sq = 0 this writes dK = dV = 0 */
-        const VkBuffer buffers[7] = {fa_vk_handle(&call->q),
+        const VkBuffer buffers[8] = {fa_vk_handle(&call->q),
                                      fa_vk_handle(&call->k),
                                      fa_vk_handle(&call->v),
                                      fa_vk_handle(&call->d_o),
                                      ws,
                                      fa_vk_handle(&call->d_k),
-                                     fa_vk_handle(&call->d_v)};
+                                     fa_vk_handle(&call->d_v),
+                                     bias_buffer};
         s = fa_vk_dispatch(ctx, k_dkdv, dkdv, buffers, &push, sizeof push,
                            (uint32_t)ceil_div((uint64_t)Sk, rows_k), (uint32_t)Hkv, (uint32_t)B);
         if (s != FA_OK)
@@ -471,12 +543,13 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
     }
     if (Sq > 0) { /* with Sk = 0 this writes dQ = 0 */
         push.g0 = fa_vk_pv(&call->d_q, B, Sq, Hq);
-        const VkBuffer buffers[6] = {fa_vk_handle(&call->q),
+        const VkBuffer buffers[7] = {fa_vk_handle(&call->q),
                                      fa_vk_handle(&call->k),
                                      fa_vk_handle(&call->v),
                                      fa_vk_handle(&call->d_o),
                                      ws,
-                                     fa_vk_handle(&call->d_q)};
+                                     fa_vk_handle(&call->d_q),
+                                     bias_buffer};
         s = fa_vk_dispatch(ctx, k_dq, dq, buffers, &push, sizeof push,
                            (uint32_t)ceil_div((uint64_t)Sq, rows_q), (uint32_t)Hq, (uint32_t)B);
     }
@@ -488,8 +561,7 @@ static fa_status backward(fa_context *ctx, const fa_attention_call *call)
     fa_vk_state *st = fa_vk_state_of(ctx);
     fa_bwd_tiling t;
     bwd_select(ctx, st->phys, (int)call->head_dim, &t); /* check_call made sure one fits */
-    fa_status s = fa_vk_workspace(
-        ctx, 2 * sizeof(float) * (VkDeviceSize)(call->batch * call->heads_q * call->seq_q));
+    fa_status s = fa_vk_workspace(ctx, 4 * workspace_floats(call, true));
     if (s != FA_OK)
         return s;
     return fa_vk_finish(ctx, record_backward(ctx, call, &t), false);
@@ -502,6 +574,8 @@ const fa_backend_iface fa_vulkan_backend_iface = {
     .paged_kv = true, /* on the decoding path (check_call) */
     .window = true,   /* on the scalar shaders: the decoding and matrix paths leave them */
     .softcap = true,  /* likewise */
+    .alibi = true,    /* likewise */
+    .bias = true,     /* likewise, in f32 (check_call) */
     .probe = fa_vk_probe,
     .device_info = fa_vk_device_info,
     .context_init = fa_vk_context_init,

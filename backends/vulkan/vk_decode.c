@@ -13,8 +13,9 @@ bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk
     const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
     if (knob && !strcmp(knob, "0"))
         return false;
-    /* attn_decode.comp has neither (its push constants are full): the scalar forward serves */
-    if (call->window || call->softcap > 0.0f)
+    /* attn_decode.comp has none of the variants (its push constants are full): the scalar
+     * forward serves */
+    if (call->window || call->softcap > 0.0f || call->has_alibi || call->has_bias)
         return false;
     const fa_vk_state *st = fa_vk_state_of(ctx);
     const fa_vk_physical *ph = st->phys;

@@ -79,7 +79,7 @@ static bool is_matrix_kernel(fa_vk_kernel kernel)
 /* Storage-buffer bindings of each kernel, numbered 0..n-1 (see shaders/vulkan/). */
 uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel)
 {
-    static const uint32_t n[FA_VK_KERNEL_COUNT] = {6, 4, 7, 6, 6, 7, 6, 1, 8, 3, 8};
+    static const uint32_t n[FA_VK_KERNEL_COUNT] = {8, 4, 8, 7, 6, 7, 6, 1, 8, 3, 8};
     return n[kernel];
 }
 
@@ -349,8 +349,10 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         [FA_SPEC_DEC_SG] = spec->dec_sg,
         [FA_SPEC_WINDOW] = spec->window ? 1u : 0u,
         [FA_SPEC_SOFTCAP] = spec->softcap ? 1u : 0u,
+        [FA_SPEC_ALIBI] = spec->alibi ? 1u : 0u,
+        [FA_SPEC_BIAS] = spec->bias ? 1u : 0u,
     };
-    _Static_assert(FA_SPEC_COUNT == FA_SPEC_SOFTCAP + 1, "FA_SPEC_COUNT counts every ID");
+    _Static_assert(FA_SPEC_COUNT == FA_SPEC_BIAS + 1, "FA_SPEC_COUNT counts every ID");
     /* Constant i at offset 4 i; zeros keep the default. The bools (causal, the forward's 16-bit
      * tiles, the backward's alignment) take 4 bytes as well (VkBool32), 0 or 1. */
     VkSpecializationMapEntry entries[sizeof values / sizeof values[0]];
@@ -419,19 +421,21 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     else if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u S_TX=%u "
-               "O_TX=%u tiles=%s tuning=%u unroll=%u window=%u softcap=%u",
+               "O_TX=%u tiles=%s tuning=%u unroll=%u window=%u softcap=%u alibi=%u bias=%u",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
                spec->fwd_bm, spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx,
                spec->fwd_tile16 ? "16-bit" : "f32", spec->fwd_variant, spec->fwd_unroll,
-               spec->window, spec->softcap);
+               spec->window, spec->softcap, spec->alibi, spec->bias);
     else
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u SX=%u KX=%u "
-               "QX=%u DP=%u DC=%u RK=%u RQ=%u align4=%u unroll=%u window=%u softcap=%u",
+               "QX=%u DP=%u DC=%u RK=%u RQ=%u align4=%u unroll=%u window=%u softcap=%u alibi=%u "
+               "bias=%u",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
                spec->bwd_bm, spec->bwd_bn, spec->bwd_threads, spec->bwd_sx, spec->bwd_kx,
                spec->bwd_qx, spec->bwd_dp, spec->bwd_dc, spec->bwd_rk, spec->bwd_rq,
-               spec->bwd_align4, spec->bwd_unroll, spec->window, spec->softcap);
+               spec->bwd_align4, spec->bwd_unroll, spec->window, spec->softcap, spec->alibi,
+               spec->bias);
     return FA_OK;
 }
 

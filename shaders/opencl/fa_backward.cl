@@ -8,7 +8,8 @@
  *     key tiles of FA_BN and accumulating dQ += dS K on a (BM x D) register tile.
  * Per (query tile, key tile) both compute S = Q K^T, then dP = dO V^T, on a (BM x BN) register
  * tile (FA_SX work-items along keys), P = exp2(S * scale * log2e - LSE * log2e) and
- * dS = P * (dP - Delta) (with FA_SOFTCAP, S softcapped and dS times 1 - tanh^2: fa_score). Rows
+ * dS = P * (dP - Delta) (with FA_SOFTCAP, S softcapped and dS times 1 - tanh^2: fa_score; with
+ * FA_ALIBI and FA_BIAS the biases added to S, which leave dS as it is). Rows
  * that saw no key (LSE = -inf) get P = 0; causal and a sliding window (FA_WINDOW) skip the tiles
  * no row or key of the other tile sees.
  *
@@ -198,6 +199,9 @@ FA_UNROLL
 typedef struct fa_bwd_variant {
     float score_mul, cap_log2;
     int left, right;
+    float slope2; /* the head's ALiBi slope in log2 units (fa_alibi_slope) */
+    long bias_at; /* the additive bias's element (b, m0, h, n0) (FA_BIAS) */
+    long bias_ss; /* its query stride */
 } fa_bwd_variant;
 
 /* P from S (in x) into p[r * rs + c * cs] for query row r and key c of the tile: zero where
@@ -206,7 +210,7 @@ typedef struct fa_bwd_variant {
  * into sd. */
 inline void fa_bwd_p(float x[S_TM][S_TN], float sd[S_TM][S_TN], __local float *p, int rs, int cs,
                      __local const float *lse_s, int2 s, int rows, int keys, int lim,
-                     fa_bwd_variant var)
+                     fa_bwd_variant var, __global const fa_bias_t *bias)
 {
 FA_UNROLL
     for (int i = 0; i < S_TM; i++) {
@@ -217,7 +221,10 @@ FA_UNROLL
             const int c = s.x + FA_SX * j;
             const bool visible = r < rows && c < keys && l2 != -INFINITY &&
                                  fa_sees(c - r, lim, var.left, var.right);
-            const float sc = fa_score(x[i][j], var.score_mul, var.cap_log2, &sd[i][j]);
+            float sc = fa_score(x[i][j], var.score_mul, var.cap_log2, &sd[i][j]) +
+                       fa_alibi(var.slope2, c - r, lim);
+            if (FA_BIAS && visible)
+                sc += fa_bias(bias, var.bias_at + (long)r * var.bias_ss + c);
             p[r * rs + c * cs] = visible ? exp2(sc - l2) : 0.0f;
         }
     }
@@ -291,7 +298,8 @@ inline void fa_bwd_row_stats(__local float *lse_s, __local float *dl_s, __global
         __global const float *delta, __global fa_st *out, long x_off, long x_sb, long x_ss,       \
         long x_sh, __global fa_st *out2, long y_off, long y_sb, long y_ss, long y_sh, int seq_q,  \
         int seq_k, int heads_q, float score_mul, float scale, float cap_log2, int win_left,       \
-        int win_right
+        int win_right, __global const float *al, long al_off, long al_sb, long al_ss, long al_sh, \
+        __global const fa_bias_t *bi, long bi_off, long bi_sb, long bi_ss, long bi_sh
 
 /* out = dK, out2 = dV. */
 __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void fa_backward_dkdv(FA_BWD_ARGS)
@@ -322,7 +330,9 @@ FA_UNROLL
     /* The query rows that see these keys: from n0 - diag - right (causal: right = 0) to
      * n0 + keys - 1 - diag + left where those bounds are set. One flat loop over the query tiles
      * of the FA_GQA heads (fewer values for the compiler to keep than two nested). */
-    const fa_bwd_variant var = {score_mul, cap_log2, FA_LEFT(win_left), FA_RIGHT(win_right)};
+    fa_bwd_variant var = {score_mul,          cap_log2, FA_LEFT(win_left), FA_RIGHT(win_right),
+                          0.0f,               0,        bi_ss};
+    (void)al_ss;
     const int m_begin = var.right < 0 ? 0 : clamp(n0 - diag - var.right, 0, seq_q) / FA_BM * FA_BM;
     const int m_end = var.left < 0 ? seq_q : clamp(n0 + keys - diag + var.left, 0, seq_q);
     const int tiles = m_end > m_begin ? (m_end - m_begin + FA_BM - 1) / FA_BM : 0;
@@ -330,6 +340,8 @@ FA_UNROLL
         const long h = hk * FA_GQA + t / tiles;
         const int m0 = m_begin + t % tiles * FA_BM;
         const int rows = min(FA_BM, seq_q - m0);
+        var.slope2 = fa_alibi_slope(al, al_off + b * al_sb + h * al_sh);
+        var.bias_at = bi_off + b * bi_sb + h * bi_sh + (long)m0 * bi_ss + n0;
         const long qb = q_off + b * q_sb + h * q_sh + (long)m0 * q_ss;
         const long gb = g_off + b * g_sb + h * g_sh + (long)m0 * g_ss;
         /* the previous tile read these before the barriers of its dV/dK rounds */
@@ -337,7 +349,7 @@ FA_UNROLL
                          delta, (b * heads_q + h) * (long)seq_q + m0, rows);
         float x[S_TM][S_TN], sd[S_TM][S_TN];
         fa_bwd_dot(x, stage, q, qb, ss[0], rows, k, kb, ss[1], keys, s);
-        fa_bwd_p(x, sd, pf, 4 * LDK, 1, lse_s, s, rows, keys, m0 + diag - n0, var);
+        fa_bwd_p(x, sd, pf, 4 * LDK, 1, lse_s, s, rows, keys, m0 + diag - n0, var, bi);
         fa_bwd_dot(x, stage, d_o, gb, ss[3], rows, v, vb, ss[2], keys, s);
         fa_bwd_ds(x, sd, pf, dsf, 4 * LDK, 1, dl_s, s);
 
@@ -411,7 +423,14 @@ __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void fa_backward_dq(
                      delta, (b * heads_q + h) * (long)seq_q + m0, rows);
 
     /* the keys the tile's rows see (all of them without a mask) */
-    const fa_bwd_variant var = {score_mul, cap_log2, FA_LEFT(win_left), FA_RIGHT(win_right)};
+    fa_bwd_variant var = {score_mul,
+                          cap_log2,
+                          FA_LEFT(win_left),
+                          FA_RIGHT(win_right),
+                          fa_alibi_slope(al, al_off + b * al_sb + h * al_sh),
+                          0,
+                          bi_ss};
+    (void)al_ss;
     const int n_begin = fa_keys_begin(m0 + diag, var.left);
     const int n_end = fa_keys_end(m0 + rows - 1 + diag, var.right, seq_k);
     float4 acc[4 * Q_TM][Q_TN];
@@ -426,8 +445,9 @@ FA_UNROLL
         const long kb = k_off + b * k_sb + hk * k_sh + (long)n0 * k_ss;
         const long vb = v_off + b * v_sb + hk * v_sh + (long)n0 * v_ss;
         float x[S_TM][S_TN], sd[S_TM][S_TN];
+        var.bias_at = bi_off + b * bi_sb + h * bi_sh + (long)m0 * bi_ss + n0;
         fa_bwd_dot(x, stage, q, qb, ss[0], rows, k, kb, ss[1], keys, s);
-        fa_bwd_p(x, sd, dsf, 1, 4 * LDQ, lse_s, s, rows, keys, m0 + diag - n0, var);
+        fa_bwd_p(x, sd, dsf, 1, 4 * LDQ, lse_s, s, rows, keys, m0 + diag - n0, var, bi);
         fa_bwd_dot(x, stage, d_o, gb, ss[3], rows, v, vb, ss[2], keys, s);
         fa_bwd_ds(x, sd, dsf, dsf, 1, 4 * LDQ, dl_s, s);
 

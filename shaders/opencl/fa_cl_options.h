@@ -15,7 +15,9 @@
 /* Every program: dtype, head dim (a multiple of 8), work-items per work-group, query rows and
  * keys per tile, causal 0/1, query heads per key/value head, full unrolling of the register-tile
  * loops 0/1, and the variants 0/1 (the forward's and the backward's: a sliding window, whose
- * bounds are kernel arguments, and logit softcapping; the decoding kernels have neither). */
+ * bounds are kernel arguments, logit softcapping, and ALiBi, whose slopes are a kernel argument;
+ * the decoding kernels have none of them), and the additive bias: 0 none, else the FA_CL_DTYPE_*
+ * code of its elements (a kernel argument, whatever the call's dtype). */
 #define FA_CL_COMMON_OPTIONS(X)                                                                    \
     X(FA_DTYPE, dtype)                                                                             \
     X(FA_D, d)                                                                                     \
@@ -26,7 +28,9 @@
     X(FA_GQA, gqa)                                                                                 \
     X(FA_UNROLL_LOOPS, unroll_loops)                                                               \
     X(FA_WINDOW, window)                                                                           \
-    X(FA_SOFTCAP, softcap)
+    X(FA_SOFTCAP, softcap)                                                                         \
+    X(FA_ALIBI, alibi)                                                                             \
+    X(FA_BIAS, bias)
 
 /* The forward's register tiles (fa_forward.cl): work-items along the keys of S and along the
  * column groups of O. */

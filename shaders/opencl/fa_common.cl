@@ -68,6 +68,40 @@ inline float fa_score(float raw, float mul, float cap_log2, float *slope)
 #endif
 }
 
+/* ALiBi (FA_ALIBI): the slope of one (batch, head) from its tensor (element `at`) in log2 units,
+ * and the bias -slope |qd - j| of key j for the query whose diagonal is key qd; 0 without. */
+inline float fa_alibi_slope(__global const float *al, long at)
+{
+    return FA_ALIBI ? al[at] * FA_LOG2E : 0.0f;
+}
+inline float fa_alibi(float slope2, int j, int qd)
+{
+    return FA_ALIBI ? -slope2 * (float)abs(qd - j) : 0.0f;
+}
+
+/* The additive bias (FA_BIAS: the dtype code of its elements, 0 none): element `at` of the bias
+ * as f32 times log2(e); 0 without. f16 goes through vload_half, bf16 through its bits. */
+#if FA_BIAS == FA_CL_DTYPE_F16
+typedef half fa_bias_t;
+#elif FA_BIAS == FA_CL_DTYPE_BF16
+typedef ushort fa_bias_t;
+#else
+typedef float fa_bias_t;
+#endif
+inline float fa_bias(__global const fa_bias_t *bias, long at)
+{
+#if FA_BIAS == FA_CL_DTYPE_F32
+    return bias[at] * FA_LOG2E;
+#elif FA_BIAS == FA_CL_DTYPE_F16
+    return vload_half(0, bias + at) * FA_LOG2E;
+#elif FA_BIAS == FA_CL_DTYPE_BF16
+    return as_float((uint)bias[at] << 16) * FA_LOG2E;
+#else
+    (void)bias, (void)at;
+    return 0.0f;
+#endif
+}
+
 #if FA_DTYPE == FA_CL_DTYPE_F32
 typedef float fa_st;
 #elif FA_DTYPE == FA_CL_DTYPE_F16 || FA_DTYPE == FA_CL_DTYPE_BF16

@@ -16,7 +16,9 @@
  * Per key tile: K (fetched earlier) to kv, fetch V -> S = Q K^T, mask, scale (log2 domain), row
  * max partials -> barrier -> V to kv, fetch the next K; new max, P = exp2(S - m) into pt,
  * alpha -> barrier -> O = alpha O + P V. Causal and a sliding window (FA_WINDOW): key tiles no
- * row of the tile sees are never visited; FA_SOFTCAP: each score goes through fa_score.
+ * row of the tile sees are never visited; FA_SOFTCAP: each score goes through fa_score; FA_ALIBI:
+ * the bias of the head's slope (fa_alibi) is added to it; FA_BIAS: the additive bias (fa_bias) as
+ * well.
  *
  * The local tiles are declared as float4 arrays: NVIDIA's OpenCL compiler splits vload4 from a
  * __local float pointer into four scalar loads, but keeps float4 element accesses whole. */
@@ -99,7 +101,9 @@ fa_forward(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
            __global fa_st *o, long o_off, long o_sb, long o_ss, long o_sh,
            __global float *lse, long l_off, long l_sb, long l_ss, long l_sh, int has_lse,
            __global const int *sl, long sl_off, long sl_sb, long sl_ss, long sl_sh, int has_sl,
-           int seq_q, int seq_cap, float score_mul, float cap_log2, int win_left, int win_right)
+           int seq_q, int seq_cap, float score_mul, float cap_log2, int win_left, int win_right,
+           __global const float *al, long al_off, long al_sb, long al_ss, long al_sh,
+           __global const fa_bias_t *bi, long bi_off, long bi_sb, long bi_ss, long bi_sh)
 {
     __local float4 qs4[FA_BM * LDS4];
     __local float4 kv4[FA_BN * LDS4];
@@ -117,6 +121,9 @@ fa_forward(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
     const int seq_k = has_sl ? clamp(sl[sl_off + b * sl_sb], 0, seq_cap) : seq_cap;
     const int rows = min(FA_BM, seq_q - q0);
     const int diag = seq_k - seq_q; /* query i sees key j iff j <= i + diag */
+    const float slope2 = fa_alibi_slope(al, al_off + b * al_sb + h * al_sh);
+    (void)al_ss;
+    const long bi_row = bi_off + b * bi_sb + h * bi_sh + (long)q0 * bi_ss; /* bias (b, q0, h, 0) */
 
     const long kbase = k_off + b * k_sb + hk * k_sh;
     const long vbase = v_off + b * v_sb + hk * v_sh;
@@ -184,7 +191,10 @@ FA_UNROLL
                 const int c = sx + FA_S_TX * j;
                 const bool visible = c < keys && fa_sees(n0 + c, q0 + sr + i + diag, left, right);
                 float slope;
-                const float x = fa_score(s[i][j], score_mul, cap_log2, &slope);
+                float x = fa_score(s[i][j], score_mul, cap_log2, &slope) +
+                          fa_alibi(slope2, n0 + c, q0 + sr + i + diag);
+                if (FA_BIAS && c < keys && sr + i < rows) /* inside the bias's (query, key) */
+                    x += fa_bias(bi, bi_row + (long)(sr + i) * bi_ss + n0 + c);
                 s[i][j] = visible ? x : -INFINITY;
                 mx = fmax(mx, s[i][j]);
             }

@@ -28,7 +28,8 @@
 // next tile during P V, V during S), four elements per load when the view is aligned; they stay
 // in storage form (RAW4) until stored. Causal and a sliding window (WINDOW): key tiles that no row
 // of the tile sees are never visited; SOFTCAP: each score goes through softcap tanh(s / softcap)
-// (fa_score). No subgroup operation, so any subgroup size works.
+// (fa_score); ALIBI: the head's bias is added to each score (fa_alibi); BIAS: the additive bias
+// too. No subgroup operation, so any subgroup size works.
 //
 // Tuning variants (specialization constants 20 and 21, FA_VULKAN_FWD_VARIANT and
 // FA_VULKAN_FWD_UNROLL; 0 and 0 are the design above), each meant to cut live registers:
@@ -67,6 +68,11 @@ layout(constant_id = FA_SPEC_FWD_TILE16) const bool T16 = false; // Q and K/V ti
 TENSOR4(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
+// ALIBI and BIAS: the workspace, holding the slopes, packed (batch, query head), and after them
+// the bias's offset and strides (batch, query, head; as uint bits), written before the dispatch
+layout(set = 0, binding = 6, std430) readonly buffer variant_block { float variant_buf[]; };
+// BIAS: the additive bias, f32, element (b, i, h, j) at offset + b sb + i ss + h sh + j
+layout(set = 0, binding = 7, std430) readonly buffer bias_block { float bias_buf[]; };
 
 FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
 
@@ -366,6 +372,15 @@ void main()
     const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     const uint n_begin = fa_keys_begin(int(q0) + diag, left);
     const uint n_end = fa_keys_end(int(q0 + rows) - 1 + diag, right, seq_k);
+    const float slope2 = ALIBI ? variant_buf[b * gl_NumWorkGroups.y + h] * LOG2E : 0.0;
+    // BIAS: element (b, q0, h, 0) of the bias, and its query stride
+    uint bias_row = 0u, bias_ss = 0u;
+    if (BIAS) {
+        const uint at = ALIBI ? gl_NumWorkGroups.z * gl_NumWorkGroups.y : 0u;
+        bias_ss = floatBitsToUint(variant_buf[at + 2u]);
+        bias_row = floatBitsToUint(variant_buf[at]) + b * floatBitsToUint(variant_buf[at + 1u]) +
+                   h * floatBitsToUint(variant_buf[at + 3u]) + q0 * bias_ss;
+    }
 
     sx = lid % S_TX;
     sr = (lid / S_TX) * S_TM;
@@ -420,7 +435,10 @@ void main()
                 if (CAUSAL || WINDOW)
                     visible = visible && fa_sees(int(n0 + c), int(q0 + sr + i) + diag, left, right);
                 float slope;
-                const float x = fa_score(s[i * S_TN + j], pc.score_mul, pc.cap_log2, slope);
+                float x = fa_score(s[i * S_TN + j], pc.score_mul, pc.cap_log2, slope) +
+                          fa_alibi(slope2, int(n0 + c), int(q0 + sr + i) + diag);
+                if (BIAS && c < keys && sr + i < rows)
+                    x += bias_buf[bias_row + (sr + i) * bias_ss + n0 + c] * LOG2E;
                 s[i * S_TN + j] = visible ? x : NEG_INF;
                 mx = max(mx, s[i * S_TN + j]);
             }

@@ -10,7 +10,8 @@
 //     dQ += dS K on a (BM x DP) register tile.
 // Per (query tile, key tile) both compute S = Q K^T, then dP = dO V^T, on a (BM x BN) register
 // tile (SX invocations along keys), P = exp2(S scale log2e - LSE2) and dS = P (dP - Delta) (with
-// SOFTCAP, S softcapped and dS times 1 - tanh^2). Rows that saw no key (LSE = -inf) get P = 0;
+// SOFTCAP, S softcapped and dS times 1 - tanh^2; with ALIBI, the bias added to S, which leaves dS
+// as it is). Rows that saw no key (LSE = -inf) get P = 0;
 // causal and a sliding window (WINDOW) skip the tiles no row or key of the other tile sees.
 //
 // Shared memory (f32, vec4 arrays so that drivers emit 16-byte loads, rows padded to an odd
@@ -208,6 +209,32 @@ float bwd_score(uint e)
     return x;
 }
 float bwd_slope(uint e) { return SOFTCAP ? sd[e] : 1.0; }
+
+// ALIBI: the slope of (batch, query head) row bh of the packed slopes, which the host copies into
+// the workspace after LSE2 and Delta, times log2(e); 0 without.
+float bwd_alibi_slope(uint bh) { return ALIBI ? ws[2u * pc.delta_off + bh] * LOG2E : 0.0; }
+
+// BIAS: the additive f32 bias (binding BWD_BIAS_BINDING, which the pass defines), element
+// (b, i, h, j) at offset + b sb + i ss + h sh + j, the view written into the workspace after the
+// slopes (bh_count of them where ALIBI). bwd_bias_at: element (b, m0, h, n0) and the query stride.
+layout(set = 0, binding = BWD_BIAS_BINDING, std430) readonly buffer bias_block {
+    float bias_buf[];
+};
+uvec2 bwd_bias_at(uint bh_count, uint b, uint h, uint m0, uint n0)
+{
+    if (!BIAS)
+        return uvec2(0u);
+    const uint at = 2u * pc.delta_off + (ALIBI ? bh_count : 0u);
+    const uint ss = floatBitsToUint(ws[at + 2u]);
+    return uvec2(floatBitsToUint(ws[at]) + b * floatBitsToUint(ws[at + 1u]) +
+                     h * floatBitsToUint(ws[at + 3u]) + m0 * ss + n0,
+                 ss);
+}
+// The bias of query row r and key c of the tile (only read inside the tile), times log2(e).
+float bwd_bias(uvec2 at, uint r, uint c, bool inside)
+{
+    return BIAS && inside ? bias_buf[at.x + r * at.y + c] * LOG2E : 0.0;
+}
 
 // ACC[(4 i + e) TN + j] += W[i].e * Y[j]: one step of a product whose invocation rows come in
 // groups of 4 (W) and whose columns are vec4 groups of the head dim (Y).

@@ -175,6 +175,8 @@ layout(constant_id = FA_SPEC_GQA) const uint GQA = 1;   // query heads per key/v
 // The variants, in the scalar forward and backward: a sliding window, logit softcapping.
 layout(constant_id = FA_SPEC_WINDOW) const bool WINDOW = false;
 layout(constant_id = FA_SPEC_SOFTCAP) const bool SOFTCAP = false;
+layout(constant_id = FA_SPEC_ALIBI) const bool ALIBI = false;
+layout(constant_id = FA_SPEC_BIAS) const bool BIAS = false;
 
 // The mask: the query whose diagonal is key qd (query i's is i + seq_k - seq_q) sees the keys
 // qd - left .. qd + right, a bound of -1 being none; fa_left and fa_right take the pushed window
@@ -207,6 +209,10 @@ float fa_tanh(float x)
     const float t = a < 0.25 ? fma(p * a2, a, a) : (1.0 - e) / (1.0 + e);
     return x < 0.0 ? -t : t;
 }
+
+// ALiBi: the bias -slope2 |qd - j| of key j for the query whose diagonal is key qd (slope2 the
+// head's slope times log2(e)); 0 where ALIBI is off.
+float fa_alibi(float slope2, int j, int qd) { return ALIBI ? -slope2 * float(abs(qd - j)) : 0.0; }
 
 // A raw score q.k in log2 units: q.k mul (mul: scale log2(e)), or with SOFTCAP
 // cap_log2 tanh(q.k mul) (mul: scale / softcap); slope is the softcap's 1 - tanh^2 (the

@@ -49,10 +49,15 @@
 #define FA_SPEC_DEC_SG 32 /* invocations per subgroup (required at pipeline creation) */
 
 /* The variants (fa_common.glsl): a sliding window, logit softcapping (bools; their values are
- * push constants, FA_VARIANT_MEMBERS in fa_params.glsl). The scalar forward and backward only. */
+ * push constants, FA_VARIANT_MEMBERS in fa_params.glsl), ALiBi (a bool; the slopes are copied
+ * into the workspace, packed (batch, query head), before the dispatch), an additive f32 bias (a
+ * bool; its buffer is bound, its view's offset and strides are written into the workspace after
+ * the slopes). The scalar forward and backward only. */
 #define FA_SPEC_WINDOW 33
 #define FA_SPEC_SOFTCAP 34
+#define FA_SPEC_ALIBI 35
+#define FA_SPEC_BIAS 36
 
-#define FA_SPEC_COUNT 35
+#define FA_SPEC_COUNT 37
 
 #endif

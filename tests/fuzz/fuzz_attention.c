@@ -4,7 +4,8 @@
  * call on the CPU backend, over four host buffers (a forward may take the unused gradient
  * tensors as its seqlens_k and block_table, whose values are then whatever the buffers hold, and
  * as the k_new and v_new of an append, which makes k and v outputs), with or without a sliding
- * window and a softcap.
+ * window and a softcap, and, where the input is long enough for a tenth and an eleventh tensor,
+ * ALiBi slopes and an additive bias.
  * Whatever the bytes, the library must answer with a status and never read or write outside the
  * buffers (AddressSanitizer watches), nor touch the inputs. Built and run by tools/fuzz.sh. */
 #include <stdint.h>
@@ -71,6 +72,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fa_tensor t[TENSORS];
     for (int i = 0; i < TENSORS; i++)
         t[i] = tensor(data + 4 + i * TENSOR_BYTES);
+    /* A longer input: its next byte, when odd, gives the call ALiBi slopes from the tenth
+     * tensor (an input: it is never written). */
+    fa_tensor slopes;
+    const uint8_t *extra = data + 4 + TENSORS * TENSOR_BYTES;
+    if (size >= 4 + (TENSORS + 1) * TENSOR_BYTES + 1 && (extra[0] & 1)) {
+        slopes = tensor(extra + 1);
+        desc.alibi_slopes = &slopes;
+    }
+    /* Longer still: the byte after the tenth tensor, when odd, gives an additive bias from an
+     * eleventh (an input too). */
+    fa_tensor bias;
+    const uint8_t *more = extra + 1 + TENSOR_BYTES;
+    if (size >= 4 + (TENSORS + 2) * TENSOR_BYTES + 2 && (more[0] & 1)) {
+        bias = tensor(more + 1);
+        desc.bias = &bias;
+    }
     /* q, k, v, o, lse, then d_o, d_q, d_k, d_v. Buffer 0 as it is before the call: */
     static unsigned char before[BUFFER_BYTES], now[BUFFER_BYTES];
     if (fa_buffer_read(buffers[0], 0, before, sizeof before) != FA_OK)

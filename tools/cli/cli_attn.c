@@ -159,6 +159,39 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
         a->ttable = fa_tensor_bshd(a->table, FA_DTYPE_I32, s->batch, a->max_pages, 1, 1);
         a->desc.block_table = &a->ttable;
     }
+    if (s->alibi) {
+        a->slopes_host = malloc((size_t)(s->heads_q > 0 ? s->heads_q : 1) * sizeof(float));
+        if (!a->slopes_host) {
+            snprintf(a->detail, sizeof a->detail, "cannot allocate the ALiBi slopes");
+            return FA_ERROR_OUT_OF_HOST_MEMORY;
+        }
+        for (int64_t h = 0; h < s->heads_q; h++)
+            a->slopes_host[h] = exp2f(-8.0f * (float)(h + 1) / (float)s->heads_q);
+        st = make_buffer(a, (size_t)s->heads_q * sizeof(float), a->slopes_host, &a->slopes);
+        if (st != FA_OK)
+            return st;
+        a->talibi = fa_tensor_bshd(a->slopes, FA_DTYPE_F32, 1, 1, s->heads_q, 1);
+        a->desc.alibi_slopes = &a->talibi;
+    }
+    if (s->bias) {
+        size_t n = 0;
+        if (!product4(1, s->seq_q, s->heads_q, s->seq_k, &n) || n > SIZE_MAX / sizeof(float)) {
+            snprintf(a->detail, sizeof a->detail,
+                     "the bias's size overflows this machine's size_t");
+            return FA_ERROR_SIZE_OVERFLOW;
+        }
+        a->bias_host = malloc(n ? n * sizeof(float) : 1);
+        if (!a->bias_host) {
+            snprintf(a->detail, sizeof a->detail, "cannot allocate the bias");
+            return FA_ERROR_OUT_OF_HOST_MEMORY;
+        }
+        fa_testkit_fill_random(a->bias_host, FA_DTYPE_F32, n, seed + 5);
+        st = make_buffer(a, n * sizeof(float), a->bias_host, &a->bias);
+        if (st != FA_OK)
+            return st;
+        a->tbias = fa_tensor_bshd(a->bias, FA_DTYPE_F32, 1, s->seq_q, s->heads_q, s->seq_k);
+        a->desc.bias = &a->tbias;
+    }
     const int64_t kv_b = s->page_size > 0 ? s->batch * a->max_pages : s->batch;
     const int64_t kv_s = s->page_size > 0 ? s->page_size : s->seq_k;
     a->tq = fa_tensor_bshd(a->q, s->dtype, s->batch, s->seq_q, s->heads_q, s->head_dim);
@@ -194,14 +227,18 @@ void cli_attn_unpage(const cli_attn *a, const void *paged, void *logical)
 
 void cli_attn_destroy(cli_attn *a)
 {
-    fa_buffer *bufs[] = {a->q,   a->k,   a->v,     a->o,     a->lse,   a->d_o, a->d_q,
-                         a->d_k, a->d_v, a->table, a->k_new, a->v_new, a->lens};
+    fa_buffer *bufs[] = {a->q,   a->k,     a->v,     a->o,     a->lse,  a->d_o,    a->d_q, a->d_k,
+                         a->d_v, a->table, a->k_new, a->v_new, a->lens, a->slopes, a->bias};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         fa_buffer_destroy(bufs[i]);
     a->q = a->k = a->v = a->o = a->lse = a->d_o = a->d_q = a->d_k = a->d_v = a->table = NULL;
-    a->k_new = a->v_new = a->lens = NULL;
+    a->k_new = a->v_new = a->lens = a->slopes = a->bias = NULL;
     free(a->table_host);
     a->table_host = NULL;
+    free(a->slopes_host);
+    a->slopes_host = NULL;
+    free(a->bias_host);
+    a->bias_host = NULL;
 }
 
 /* One call, queued: no synchronisation. */

@@ -22,6 +22,8 @@ typedef struct cli_attn_shape {
                            to a cache of seq_k - append keys, then attends to all seq_k */
     fa_window window;   /* fa_attention_desc.window */
     float softcap;      /* fa_attention_desc.softcap */
+    bool alibi;         /* ALiBi with the geometric slopes of cli_attn.slopes_host */
+    bool bias;          /* an additive f32 bias (1, Sq, Hq, Sk) of random values (bias_host) */
 } cli_attn_shape;
 
 typedef struct cli_attn {
@@ -44,6 +46,17 @@ typedef struct cli_attn {
     uint64_t seed;
     fa_buffer *k_new, *v_new, *lens;
     fa_tensor tk_new, tv_new, tlens;
+    /* ALiBi (shape.alibi): one slope per query head, 2^(-8 (h + 1) / Hq) (the ALiBi paper's
+     * sequence for a power-of-two head count), shape (1, 1, Hq, 1); desc.alibi_slopes points at
+     * talibi. */
+    float *slopes_host;
+    fa_buffer *slopes;
+    fa_tensor talibi;
+    /* An additive bias (shape.bias): f32 (1, Sq, Hq, Sk), one per query and head for every batch
+     * entry, random from the seed; desc.bias points at tbias. */
+    float *bias_host;
+    fa_buffer *bias;
+    fa_tensor tbias;
     char detail[256]; /* a failure of the tool's own (host memory, sizes); "" otherwise */
 } cli_attn;
 

@@ -54,6 +54,7 @@ static const char usage[] =
     "                   CPU backend the memory read rate is measured first, and each row shows\n"
     "                   its fraction of it\n"
     "  --splits N       fa_attention_desc.num_splits for every row (0: the backend chooses)\n"
+    "  --alibi          every row with ALiBi (one geometric slope per query head, as run)\n"
     "  --page-size N    with --decode: K and V as a paged cache of N-key pages\n"
     "                   (fa_attention_desc.block_table, a shuffled table)\n"
     "\n"
@@ -80,7 +81,7 @@ typedef struct bench_options {
     const char *causal_name, *log_name;
     int64_t device, repeat, threads, seqlen, head_dim, batch; /* the filters: 0 = all */
     int64_t splits, page_size;
-    bool quick, device_seen, deterministic, decode;
+    bool quick, device_seen, deterministic, decode, alibi;
 } bench_options;
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"}; /* fa_log_level */
@@ -294,7 +295,8 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                               .head_dim = head_dim,
                                               .causal = causal != 0,
                                               .deterministic = o->deterministic,
-                                              .num_splits = (int32_t)o->splits};
+                                              .num_splits = (int32_t)o->splits,
+                                              .alibi = o->alibi};
                 fprintf(stderr, "[%zu/%zu] seqlen %" PRId64 ", head dim %" PRId64 "%s\n", ++point,
                         points, seqlen, head_dim, causal ? ", causal" : "");
                 bench_point(ctx, &shape, true, o, peak.gflops, &rows[n]);
@@ -314,7 +316,8 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                     .seq_k = 4096,
                                     .heads_q = 16,
                                     .heads_kv = 16,
-                                    .head_dim = 128};
+                                    .head_dim = 128,
+                                    .alibi = o->alibi};
     bench_point(ctx, &f32_row, false, o, peak.gflops, &rows[n]);
     printf("\nf32 forward, B=1 H=16 N=4096 D=128:\n");
     print_header(cpu);
@@ -372,7 +375,8 @@ static int run_decode_grid(fa_context *ctx, const bench_options *o, fa_dtype dty
                                                   .heads_kv = heads[h][1],
                                                   .head_dim = dims[d],
                                                   .num_splits = (int32_t)o->splits,
-                                                  .page_size = o->page_size};
+                                                  .page_size = o->page_size,
+                                                  .alibi = o->alibi};
                     if ((o->head_dim && dims[d] != o->head_dim) ||
                         (o->seqlen && caches[c] != o->seqlen) ||
                         (o->batch && batches[b] != o->batch))
@@ -425,6 +429,7 @@ int fa_cmd_bench(int argc, char **argv)
         {"--log", CLI_OPT_STRING, &o.log_name, 0, 0, NULL},
         {"--decode", CLI_OPT_FLAG, &o.decode, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o.splits, 0, 256, NULL},
+        {"--alibi", CLI_OPT_FLAG, &o.alibi, 0, 0, NULL},
         {"--page-size", CLI_OPT_INT, &o.page_size, 1, INT32_MAX, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);

@@ -37,6 +37,10 @@ static const char usage[] =
     "                   i + Sk - Sq - L .. i + Sk - Sq + R, -1 for no bound (with --causal\n"
     "                   R is at most 0)\n"
     "  --softcap C      logit softcapping: scores s become C tanh(s / C) (0: off)\n"
+    "  --alibi          ALiBi (fa_attention_desc.alibi_slopes): head h's scores get\n"
+    "                   -m_h |i + Sk - Sq - j|, m_h = 2^(-8 (h + 1) / heads)\n"
+    "  --bias           an additive f32 bias (fa_attention_desc.bias) of random values, shape\n"
+    "                   (1, Sq, heads, Sk): one per query, head and key for every batch entry\n"
     "  --splits N       fa_attention_desc.num_splits: key chunks of the split-key forward\n"
     "                   (decoding; 0, the default: the backend chooses; 1: none)\n"
     "  --page-size N    K and V as a paged cache of N-key pages in a shuffled block table\n"
@@ -72,7 +76,7 @@ typedef struct run_options {
     float softcap;
     int64_t device, batch, heads, kv_heads, seq, seq_q, seq_k, head_dim;
     int64_t repeat, warmup, threads, seed, splits, page_size, append;
-    bool causal, backward, check, json;
+    bool causal, backward, check, json, alibi, bias;
     bool device_seen, kv_heads_seen, seq_q_seen, seq_k_seen, repeat_seen, warmup_seen;
 } run_options;
 
@@ -124,6 +128,8 @@ static int parse_options(int argc, char **argv, run_options *o)
         {"--causal", CLI_OPT_FLAG, &o->causal, 0, 0, NULL},
         {"--window", CLI_OPT_STRING, &o->window_name, 0, 0, NULL},
         {"--softcap", CLI_OPT_STRING, &o->softcap_name, 0, 0, NULL},
+        {"--alibi", CLI_OPT_FLAG, &o->alibi, 0, 0, NULL},
+        {"--bias", CLI_OPT_FLAG, &o->bias, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o->splits, 0, 256, NULL},
         {"--page-size", CLI_OPT_INT, &o->page_size, 1, INT32_MAX, NULL},
         {"--append", CLI_OPT_INT, &o->append, 1, INT32_MAX, NULL},
@@ -168,7 +174,11 @@ static fa_ref_problem ref_problem(const cli_attn *a)
                             .scale = a->desc.scale,
                             .causal = s->causal,
                             .window = s->window,
-                            .softcap = s->softcap};
+                            .softcap = s->softcap,
+                            .alibi_slopes = a->slopes_host,
+                            .bias = a->bias_host,
+                            .bias_dtype = FA_DTYPE_F32,
+                            .bias_stride = {0, s->heads_q * s->seq_k, s->seq_k}};
 }
 
 /* Reads a buffer of `bytes` back into a new host array (NULL when out of memory or the read
@@ -303,6 +313,10 @@ static void print_text(const run_options *o, const run_result *r)
     if (s->softcap != 0.0f)
         snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " softcap=%g",
                  (double)s->softcap);
+    if (s->alibi)
+        snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " alibi");
+    if (s->bias)
+        snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " bias");
     printf("problem   B=%" PRId64 " Hq=%" PRId64 " Hkv=%" PRId64 " Sq=%" PRId64 " Sk=%" PRId64
            " D=%" PRId64 " %s%s%s, %s\n",
            s->batch, s->heads_q, s->heads_kv, s->seq_q, s->seq_k, s->head_dim,
@@ -387,6 +401,8 @@ static void print_json(const run_options *o, const run_result *r)
         printf(", \"window\": [%d, %d]", (int)s->window.left, (int)s->window.right);
     printf(", \"softcap\": ");
     cli_json_number(stdout, s->softcap);
+    printf(", \"alibi\": %s", s->alibi ? "true" : "false");
+    printf(", \"bias\": %s", s->bias ? "true" : "false");
     printf(", \"time_ms\": ");
     cli_json_number(stdout, 1e3 * t->median_s);
     printf(", \"min_ms\": ");
@@ -470,7 +486,9 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
                                 .page_size = o->page_size,
                                 .append = o->append,
                                 .window = o->window,
-                                .softcap = o->softcap};
+                                .softcap = o->softcap,
+                                .alibi = o->alibi,
+                                .bias = o->bias};
 
     r->load = cli_load_average();
     cli_attn a;

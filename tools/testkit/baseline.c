@@ -4,17 +4,19 @@
  *
  * Forward: an ordinary, non-flash implementation that stores every matrix it materialises in the
  * dtype and accumulates every product in f32: S = scale Q K^T (f32 accumulation, rounded), with a
- * softcap c then S = c tanh(S / c) (f32, rounded), P = softmax(S) in f32 then rounded, O = P V
- * (f32 accumulation, rounded), LSE = max + log(sum) in f32.
+ * softcap c then S = c tanh(S / c) (f32, rounded), with ALiBi and a bias
+ * S = S - slope |i + Sk - Sq - j| + bias (formed in f32, the sum rounded), P = softmax(S) in f32
+ * then rounded, O = P V (f32 accumulation, rounded), LSE = max + log(sum) in f32.
  *
  * Backward: FlashAttention's backward done plainly, from what its interface hands it: the O of
  * an exact forward rounded to the dtype and its LSE rounded to f32. Per row, in f32: S = scale Q
- * K^T (softcapped), P = exp(S - LSE), Delta = rowsum(dO * O), dP = dO V^T, dS = P (dP - Delta)
- * (times the softcap's 1 - tanh^2); P and dS rounded to the dtype where they enter a product
- * (dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K; f32 accumulation, rounded). So the tolerance
- * includes what the interface itself costs: P recomputed from an LSE rounded to f32 (a relative
- * error of about |LSE| 2^-24, which an implementation that keeps its softmax in memory does not
- * pay) and Delta from the rounded O. Works row by row like the reference (see reference64.c). */
+ * K^T (softcapped, ALiBi and bias added), P = exp(S - LSE), Delta = rowsum(dO * O),
+ * dP = dO V^T, dS = P (dP - Delta) (times the softcap's 1 - tanh^2); P and dS rounded to the
+ * dtype where they enter a product (dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K; f32
+ * accumulation, rounded). So the tolerance includes what the interface itself costs: P recomputed
+ * from an LSE rounded to f32 (a relative error of about |LSE| 2^-24, which an implementation that
+ * keeps its softmax in memory does not pay) and Delta from the rounded O. Works row by row like the
+ * reference (see reference64.c). */
 #include "tk_internal.h"
 
 #include <math.h>
@@ -63,9 +65,15 @@ int64_t tk_base_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, f
         float s = tk_round_f(dt, t->scale_f * base_dot(t, q, t->kf + tk_k_index(t, b, j, hk), D));
         if (t->p.softcap > 0.0f) /* as a plain implementation does: a new tensor, rounded */
             s = tk_round_f(dt, base_softcap(t, s, &slope));
+        if (t->p.alibi_slopes || t->p.bias) /* likewise: S + bias as a new tensor */
+            s = tk_round_f(dt, s + tk_alibi32(t, b, h, i, j) + (float)tk_bias64(t, b, h, i, j));
         p_row[j] = s;
         if (s > m)
             m = s;
+    }
+    if (tk_all_hidden32(p_row, j0, j0 + n)) { /* the bias hides every key */
+        *lse = -INFINITY;
+        return 0;
     }
     float sum = 0.0f;
     for (int64_t j = j0; j < j0 + n; j++) {
@@ -99,8 +107,10 @@ static void base_pair(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t
 {
     const int64_t hk = h / t->group, kj = tk_k_index(t, b, j, hk), qi = tk_q_index(t, b, i, h);
     float slope;
-    const float s = base_softcap(t, t->scale_f * base_dot(t, t->qf + qi, t->kf + kj, t->D), &slope);
-    const float p32 = expf(s - st->lse);
+    const float s =
+        base_softcap(t, t->scale_f * base_dot(t, t->qf + qi, t->kf + kj, t->D), &slope) +
+        tk_alibi32(t, b, h, i, j) + (float)tk_bias64(t, b, h, i, j);
+    const float p32 = st->lse == -INFINITY ? 0.0f : expf(s - st->lse); /* every key hidden */
     const float dp = base_dot(t, t->d_of + qi, t->vf + kj, t->D);
     *p = tk_round_f(t->p.dtype, p32);
     *ds = tk_round_f(t->p.dtype, p32 * (dp - st->delta) * slope);

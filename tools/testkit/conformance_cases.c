@@ -73,17 +73,20 @@ static void name_case(tk_case *c, const char *extra)
 {
     const fa_ref_problem *p = &c->p;
     char logits[32] = "", window[48] = "", softcap[32] = "";
+    const char *alibi = c->alibi == 1 ? " alibi=h" : c->alibi == 2 ? " alibi=bh" : "";
+    static const char *const bias_names[4] = {"", " bias=full", " bias=bcast", " bias=mask"};
+    const char *bias = bias_names[c->bias & 3];
     if (c->logits > 1.0f)
         snprintf(logits, sizeof logits, " logits=1e%d", (int)lround(log10((double)c->logits)));
     if (p->window.enabled)
         snprintf(window, sizeof window, " window=%d,%d", (int)p->window.left, (int)p->window.right);
     if (p->softcap > 0.0f)
         snprintf(softcap, sizeof softcap, " softcap=%g", (double)p->softcap);
-    snprintf(c->name, sizeof c->name, "%s %s d=%lld sq=%lld sk=%lld %s %s %s%s%s%s%s",
+    snprintf(c->name, sizeof c->name, "%s %s d=%lld sq=%lld sk=%lld %s %s %s%s%s%s%s%s%s",
              c->backward ? "bwd" : "fwd", fa_dtype_name(p->dtype), (long long)p->head_dim,
              (long long)p->seq_q, (long long)p->seq_k, p->causal ? "causal" : "noncausal",
-             tk_heads_name(c->heads), c->bhsd ? "bhsd" : "bshd", logits, window, softcap,
-             extra ? extra : "");
+             tk_heads_name(c->heads), c->bhsd ? "bhsd" : "bshd", logits, window, softcap, alibi,
+             bias, extra ? extra : "");
 }
 
 static tk_case case_from_values(const axes *a, const int *val)
@@ -474,6 +477,8 @@ typedef struct variant_spec {
     float softcap;
     float logits; /* 0: 1 */
     bool seqlens;
+    int alibi; /* tk_case.alibi */
+    int bias;  /* tk_case.bias */
 } variant_spec;
 
 static const variant_spec variants[] = {
@@ -481,127 +486,305 @@ static const variant_spec variants[] = {
      {true, 32, 32},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 1, 1000, 1000, 8, 2, 128, 0, true, false, false, NULL, 0},
      {true, 256, -1},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 2, 200, 200, 8, 2, 128, 0, false, false, true, NULL, 0},
      {true, 5, 0},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_BF16, 2, 113, 203, 4, 1, 32, 0, false, false, false, NULL, 0},
      {true, -1, 7},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F32, 2, 203, 113, 2, 2, 64, 0, false, false, false, " edge:no-key-rows", 0},
      {true, 10, 3},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F32, 2, 64, 64, 2, 2, 64, 0, false, false, false, NULL, 0},
      {true, -1, -1},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F32, 1, 77, 77, 2, 2, 64, 0, true, false, false, NULL, 0},
      {true, 1000, 5},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 2, 1, 2000, 8, 2, 128, 0, true, false, false, " decode", 0},
      {true, 100, -1},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 2, 4, 3000, 8, 2, 128, 0, true, false, false, " decode splitkv=4", 4},
      {true, 512, 0},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 4, 37, 203, 8, 2, 128, 0, true, false, false, " seqlens", 0},
      {true, 20, 0},
      0,
      0,
-     true},
+     true,
+     0,
+     0},
     {{FA_DTYPE_F32, 2, 300, 300, 2, 2, 64, 0, false, true, false, NULL, 0},
      {true, 32, 32},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 1, 513, 513, 8, 2, 128, 0, true, true, false, NULL, 0},
      {true, 100, -1},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_BF16, 2, 113, 203, 4, 1, 32, 0, false, true, true, NULL, 0},
      {true, -1, 7},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F32, 2, 203, 113, 2, 2, 64, 0, false, true, false, " edge:no-key-rows", 0},
      {true, 10, 3},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 2, 150, 150, 8, 2, 128, 0, false, true, false, NULL, 0},
      {true, 0, 0},
      0,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F32, 2, 300, 300, 2, 2, 64, 0, false, false, false, NULL, 0},
      {false, 0, 0},
      30.0f,
      1e2f,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 1, 1000, 1000, 8, 2, 128, 0, true, false, false, NULL, 0},
      {false, 0, 0},
      50.0f,
      1e2f,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_BF16, 2, 129, 257, 4, 1, 64, 0, false, false, true, NULL, 0},
      {false, 0, 0},
      30.0f,
      1e4f,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 2, 1, 3000, 8, 2, 128, 0, true, false, false, " decode", 0},
      {false, 0, 0},
      50.0f,
      1e2f,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F32, 2, 200, 200, 2, 2, 64, 0, false, true, false, NULL, 0},
      {false, 0, 0},
      50.0f,
      1e2f,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 1, 300, 300, 8, 2, 128, 0, true, true, true, NULL, 0},
      {false, 0, 0},
      30.0f,
      1e2f,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_BF16, 2, 129, 257, 4, 1, 64, 0, false, true, false, NULL, 0},
      {false, 0, 0},
      50.0f,
      1e4f,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F32, 2, 100, 100, 2, 2, 64, 0, false, true, false, NULL, 0},
      {false, 0, 0},
      30.0f,
      0,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 2, 500, 500, 8, 2, 128, 0, true, false, false, NULL, 0},
      {true, 128, 0},
      50.0f,
      1e2f,
-     false},
+     false,
+     0,
+     0},
     {{FA_DTYPE_F16, 2, 300, 300, 8, 2, 128, 0, true, true, false, NULL, 0},
      {true, 64, 0},
      30.0f,
      1e2f,
-     false},
+     false,
+     0,
+     0},
+    /* ALiBi: a slope per head and per (batch, head), Sq above and below Sk, GQA and MQA, a
+     * decoding step and split keys (which paths without ALiBi hand over), per-sequence lengths
+     * (the distance from each sequence's own diagonal), with a window and a softcap; forward and
+     * backward. */
+    {{FA_DTYPE_F32, 2, 300, 300, 2, 2, 64, 0, false, false, false, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     1,
+     0},
+    {{FA_DTYPE_F16, 2, 500, 500, 8, 2, 128, 0, true, false, false, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     2,
+     0},
+    {{FA_DTYPE_BF16, 2, 113, 203, 4, 1, 32, 0, false, false, true, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     2,
+     0},
+    {{FA_DTYPE_F16, 2, 1, 2000, 8, 2, 128, 0, true, false, false, " decode splitkv=4", 4},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     1,
+     0},
+    {{FA_DTYPE_F16, 4, 37, 203, 8, 2, 128, 0, true, false, false, " seqlens", 0},
+     {false, 0, 0},
+     0,
+     0,
+     true,
+     2,
+     0},
+    {{FA_DTYPE_F32, 2, 300, 300, 2, 2, 64, 0, false, true, false, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     1,
+     0},
+    {{FA_DTYPE_BF16, 2, 203, 113, 4, 1, 64, 0, true, true, true, " edge:no-key-rows", 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     2,
+     0},
+    {{FA_DTYPE_F16, 2, 400, 400, 8, 2, 128, 0, true, false, false, NULL, 0},
+     {true, 128, 0},
+     50.0f,
+     1e2f,
+     false,
+     2,
+     0},
+    {{FA_DTYPE_F16, 2, 300, 300, 8, 2, 128, 0, true, true, false, NULL, 0},
+     {true, 64, 0},
+     30.0f,
+     1e2f,
+     false,
+     1,
+     0},
+    /* An additive bias: in the call's dtype (B, Sq, Hq, Sk) packed (bias=full), f32 broadcast
+     * over batch and heads by zero strides (bias=bcast), f32 of shape (1, Sq, 1, Sk) holding
+     * -inf for about a third of its entries and for every key of query 0 (bias=mask: hidden keys,
+     * a row without keys); with ALiBi, a window, a softcap, per-sequence lengths and a decoding
+     * step; forward and backward. */
+    {{FA_DTYPE_F32, 2, 200, 200, 2, 2, 64, 0, false, false, false, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     0,
+     1},
+    {{FA_DTYPE_F16, 2, 300, 300, 8, 2, 128, 0, true, false, false, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     0,
+     2},
+    {{FA_DTYPE_BF16, 2, 113, 203, 4, 1, 32, 0, false, false, true, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     0,
+     3},
+    {{FA_DTYPE_F16, 2, 1, 2000, 8, 2, 128, 0, true, false, false, " decode", 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     0,
+     1},
+    {{FA_DTYPE_F16, 4, 37, 203, 8, 2, 128, 0, true, false, false, " seqlens", 0},
+     {false, 0, 0},
+     0,
+     0,
+     true,
+     2,
+     2},
+    {{FA_DTYPE_F32, 2, 200, 200, 2, 2, 64, 0, false, true, false, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     0,
+     1},
+    {{FA_DTYPE_F16, 2, 257, 257, 8, 2, 64, 0, true, true, true, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     0,
+     3},
+    {{FA_DTYPE_F16, 2, 300, 300, 8, 2, 128, 0, true, true, false, NULL, 0},
+     {true, 64, 0},
+     30.0f,
+     1e2f,
+     false,
+     1,
+     2},
 };
 
 int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
@@ -686,6 +869,8 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
         cases[n].p.softcap = variants[e].softcap;
         cases[n].logits = variants[e].logits;
         cases[n].seqlens = variants[e].seqlens;
+        cases[n].alibi = variants[e].alibi;
+        cases[n].bias = variants[e].bias;
         name_case(&cases[n], variants[e].e.extra);
         n++;
     }
@@ -726,6 +911,45 @@ void tk_case_fill_inputs(const tk_case *c, const tk_inputs *in)
     if (target) /* batch 0, head 0 */
         fa_testkit_store(target, p->dtype, (size_t)(sp->s * heads * p->head_dim + sp->d),
                          sp->value);
+}
+
+void tk_case_alibi_slopes(const tk_case *c, float *out)
+{
+    const int64_t hq = c->p.heads_q, n = c->alibi == 2 ? c->p.batch * hq : hq;
+    uint64_t state = c->seed + 6;
+    for (int64_t x = 0; x < n; x++) {
+        const double u = (double)(fa_testkit_splitmix64(&state) >> 11) * 0x1.0p-53;
+        out[x] = (float)(exp2(-8.0 * (double)(x % hq + 1) / (double)hq) * (0.5 + u));
+    }
+}
+
+bool tk_case_bias(const tk_case *c, tk_bias *out)
+{
+    const fa_ref_problem *p = &c->p;
+    memset(out, 0, sizeof *out);
+    const int64_t B = p->batch, Sq = p->seq_q, Hq = p->heads_q, Sk = p->seq_k;
+    const bool mask = c->bias == 3, bcast = c->bias == 2;
+    out->dtype = c->bias == 1 ? p->dtype : FA_DTYPE_F32;
+    const int64_t shape[4] = {mask ? 1 : B, Sq, mask ? 1 : Hq, Sk};
+    memcpy(out->shape, shape, sizeof shape);
+    /* packed over the dimensions it holds; bias=bcast holds one (query, key) plane */
+    out->stride[3] = 1;
+    out->stride[2] = bcast ? 0 : Sk;
+    out->stride[1] = bcast ? Sk : shape[2] * Sk;
+    out->stride[0] = bcast ? 0 : Sq * shape[2] * Sk;
+    out->count = bcast ? Sq * Sk : shape[0] * Sq * shape[2] * Sk;
+    out->data = malloc((size_t)(out->count > 0 ? out->count : 1) * fa_dtype_size(out->dtype));
+    if (!out->data)
+        return false;
+    fa_testkit_fill_random(out->data, out->dtype, (size_t)out->count, c->seed + 7);
+    uint64_t state = c->seed + 8;
+    for (int64_t x = 0; x < out->count; x++) {
+        double v = 2.0 * fa_testkit_load(out->data, out->dtype, (size_t)x);
+        if (mask && (x < Sk || fa_testkit_rand_below(&state, 3) == 0))
+            v = -INFINITY; /* query 0 sees no key; a third of the others are hidden */
+        fa_testkit_store(out->data, out->dtype, (size_t)x, v);
+    }
+    return true;
 }
 
 int64_t fa_conformance_case_count(bool full)

@@ -515,6 +515,48 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         ok = call_ok(ctx, "fa_buffer_create(block_table)", st, r);
         table_tensor = fa_tensor_bshd(table, FA_DTYPE_I32, p->batch, pg.max_pages, 1, 1);
     }
+    /* ALiBi slopes, f32: (1, 1, Hq, 1) packed, or (B, 1, Hq, 1), held head-major (Hq, B) in
+     * the BHSD cases so that the strides are not the packed ones. */
+    const float *slopes_host = t->p.alibi_slopes;
+    const int64_t slopes_b = c->alibi == 2 ? p->batch : 1, n_slopes = slopes_b * p->heads_q;
+    float *slopes_image = slopes_host ? malloc((size_t)n_slopes * sizeof *slopes_image + 4) : NULL;
+    fa_buffer *slopes = NULL;
+    fa_tensor slopes_tensor = {0};
+    if (ok && slopes_host && !slopes_image) {
+        fail(r, "out of host memory");
+        ok = false;
+    }
+    if (ok && slopes_host) {
+        const bool transposed = c->bhsd && slopes_b > 1;
+        for (int64_t b = 0; b < slopes_b; b++)
+            for (int64_t h = 0; h < p->heads_q; h++)
+                slopes_image[transposed ? h * slopes_b + b : b * p->heads_q + h] =
+                    slopes_host[b * p->heads_q + h];
+        fa_status st = fa_buffer_create(
+            ctx,
+            &(fa_buffer_desc){.size = (size_t)n_slopes * sizeof(float) + 4, .data = slopes_image},
+            &slopes);
+        ok = call_ok(ctx, "fa_buffer_create(alibi_slopes)", st, r);
+        slopes_tensor = fa_tensor_bshd(slopes, FA_DTYPE_F32, slopes_b, 1, p->heads_q, 1);
+        if (transposed) {
+            slopes_tensor.stride[0] = 1;
+            slopes_tensor.stride[1] = 1;
+            slopes_tensor.stride[2] = slopes_b;
+            slopes_tensor.stride[3] = 1;
+        }
+    }
+    /* The additive bias: its elements as tk_case_bias made them, with its shape and strides. */
+    fa_buffer *bias = NULL;
+    fa_tensor bias_tensor = {0};
+    const size_t bias_bytes = t->bias ? (size_t)t->bias->count * fa_dtype_size(t->bias->dtype) : 0;
+    if (ok && t->bias) {
+        fa_status st = fa_buffer_create(
+            ctx, &(fa_buffer_desc){.size = bias_bytes + 4, .data = t->bias->data}, &bias);
+        ok = call_ok(ctx, "fa_buffer_create(bias)", st, r);
+        bias_tensor = (fa_tensor){.buffer = bias, .dtype = t->bias->dtype};
+        memcpy(bias_tensor.shape, t->bias->shape, sizeof bias_tensor.shape);
+        memcpy(bias_tensor.stride, t->bias->stride, sizeof bias_tensor.stride);
+    }
     const fa_attention_desc desc = {.scale = p->scale,
                                     .causal = p->causal,
                                     .window = p->window,
@@ -524,7 +566,9 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
                                     .seqlens_k = t->seqlens ? &lens_tensor : NULL,
                                     .block_table = pg.table ? &table_tensor : NULL,
                                     .k_new = c->append > 0 ? &nb[0].tensor : NULL,
-                                    .v_new = c->append > 0 ? &nb[1].tensor : NULL};
+                                    .v_new = c->append > 0 ? &nb[1].tensor : NULL,
+                                    .alibi_slopes = slopes ? &slopes_tensor : NULL,
+                                    .bias = bias ? &bias_tensor : NULL};
     unsigned char *o_after_fwd = NULL, *lse_after_fwd = NULL;
 
     if (ok)
@@ -611,6 +655,23 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         free(after);
     }
     fa_buffer_destroy(table);
+    if (slopes && r->outcome != TK_SKIP) {
+        float *after = malloc((size_t)n_slopes * sizeof *after);
+        if (!after || fa_buffer_read(slopes, 0, after, (size_t)n_slopes * sizeof *after) != FA_OK ||
+            memcmp(after, slopes_image, (size_t)n_slopes * sizeof *after))
+            fail(r, "alibi_slopes changed");
+        free(after);
+    }
+    fa_buffer_destroy(slopes);
+    free(slopes_image);
+    if (bias && r->outcome != TK_SKIP) {
+        unsigned char *after = malloc(bias_bytes + 1);
+        if (!after || fa_buffer_read(bias, 0, after, bias_bytes) != FA_OK ||
+            memcmp(after, t->bias->data, bias_bytes))
+            fail(r, "bias changed");
+        free(after);
+    }
+    fa_buffer_destroy(bias);
     tk_paged_free(&pg);
     tk_append_free(&ap);
     free(o_after_fwd);

@@ -240,7 +240,11 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
             tk_expect e;
             bool have_data = false, have_expect = false;
             int32_t *lens = tc->seqlens ? malloc((size_t)p->batch * sizeof *lens + 4) : NULL;
-            bool ok = in.q && in.k && in.v && (!tc->backward || in.d_o) && (!tc->seqlens || lens);
+            float *slopes =
+                tc->alibi ? malloc((size_t)(p->batch * p->heads_q) * sizeof *slopes + 4) : NULL;
+            tk_bias bias = {0};
+            bool ok = in.q && in.k && in.v && (!tc->backward || in.d_o) && (!tc->seqlens || lens) &&
+                      (!tc->alibi || slopes) && (!tc->bias || tk_case_bias(tc, &bias));
             if (ok) {
                 tk_case_fill_inputs(tc, &in);
                 ok = have_data = tk_data_init(&t, p, in.q, in.k, in.v, in.d_o);
@@ -248,6 +252,18 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
                 if (lens) {
                     tk_case_seqlens(tc, lens);
                     t.seqlens = lens;
+                }
+                if (ok && slopes) {
+                    tk_case_alibi_slopes(tc, slopes);
+                    t.p.alibi_slopes = slopes;
+                    t.p.alibi_batch_stride = tc->alibi == 2 ? p->heads_q : 0;
+                }
+                if (ok && bias.data) {
+                    t.bias = &bias;
+                    t.p.bias = bias.data;
+                    t.p.bias_dtype = bias.dtype;
+                    for (int d = 0; d < 3; d++) /* a dimension of 1 broadcasts too */
+                        t.p.bias_stride[d] = bias.shape[d] == 1 ? 0 : bias.stride[d];
                 }
             }
             double ref_start = tk_now();
@@ -274,6 +290,8 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
             free(in.v);
             free(in.d_o);
             free(lens);
+            free(slopes);
+            free(bias.data);
         }
         progress_line(&run, c, ref_seconds, opt.progress);
     }

@@ -31,6 +31,19 @@ typedef struct fa_ref_problem {
     bool causal;      /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
     fa_window window; /* fa_attention_desc.window: as the library takes it */
     float softcap;    /* fa_attention_desc.softcap: 0 off, else s -> softcap tanh(s / softcap) */
+    /* fa_attention_desc.alibi_slopes: NULL, none; else head h of batch entry b adds
+     * -alibi_slopes[b * alibi_batch_stride + h] * |i + Sk - Sq - j| to the score of query i and
+     * key j, after the scale and the softcap (alibi_batch_stride 0: one slope per head). Not
+     * owned. */
+    const float *alibi_slopes;
+    int64_t alibi_batch_stride;
+    /* fa_attention_desc.bias: NULL, none; else element (b, i, h, j) (query i of head h, key j) of
+     * dtype bias_dtype at index b * bias_stride[0] + i * bias_stride[1] + h * bias_stride[2] + j
+     * of `bias` (a stride 0 broadcasts), added after the softcap and ALiBi; -inf hides a key, and
+     * a row whose keys are all hidden gets O = 0 and LSE = -inf. Not owned. */
+    const void *bias;
+    fa_dtype bias_dtype;
+    int64_t bias_stride[3];
 } fa_ref_problem;
 
 /* Deterministic random fill (splitmix/xorshift from seed) of n elements of dtype: values ~

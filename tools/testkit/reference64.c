@@ -3,11 +3,11 @@
  *
  * It works one query row at a time: the row's scores against every visible key (those the causal
  * mask and the sliding window leave it; tk_key_range) are materialised (Sk doubles), softcapped
- * where the problem says so, normalised by a two-pass softmax (max, then sum of exponentials),
- * and used at once for O and, in the backward, for dQ and the row's contribution to dK and dV
- * (through the softcap's derivative). This is the score matrix of each (b, h) one row after
- * another: the same arithmetic as materialising it, in O(Sk) memory. A row that sees no key has O =
- * 0, LSE = -inf and zero gradients. */
+ * where the problem says so, the ALiBi bias added where it has slopes, normalised by a two-pass
+ * softmax (max, then sum of exponentials), and used at once for O and, in the backward, for dQ and
+ * the row's contribution to dK and dV (through the softcap's derivative). This is the score matrix
+ * of each (b, h) one row after another: the same arithmetic as materialising it, in O(Sk) memory. A
+ * row that sees no key has O = 0, LSE = -inf and zero gradients. */
 #include "tk_internal.h"
 
 #include <math.h>
@@ -20,13 +20,15 @@ static void axpy64(double *y, double a, const double *x, int64_t n)
         y[d] += a * x[d];
 }
 
-/* The score of query row (b, h, i) and key j as the softmax takes it (scaled, then softcapped),
- * and into *slope its derivative by the scaled score. */
+/* The score of query row (b, h, i) and key j as the softmax takes it (scaled, then softcapped,
+ * then the ALiBi bias added), and into *slope its derivative by the scaled score (the bias is a
+ * constant). */
 static double ref_score(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t j, double *slope)
 {
     const double *q = t->q + tk_q_index(t, b, i, h);
     const double *k = t->k + tk_k_index(t, b, j, h / t->group);
-    return tk_softcap64(t, t->scale * tk_dot64(q, k, t->D), slope);
+    return tk_softcap64(t, t->scale * tk_dot64(q, k, t->D), slope) + tk_alibi64(t, b, h, i, j) +
+           tk_bias64(t, b, h, i, j);
 }
 
 int64_t tk_ref_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, double *p_row,
@@ -45,6 +47,10 @@ int64_t tk_ref_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, do
         p_row[j] = s;
         if (s > m)
             m = s;
+    }
+    if (tk_all_hidden64(p_row, j0, j0 + n)) { /* the bias hides every key */
+        *lse = -INFINITY;
+        return 0;
     }
     double sum = 0.0;
     for (int64_t j = j0; j < j0 + n; j++) {
@@ -102,7 +108,7 @@ void tk_ref_key_backward(const tk_data *t, int64_t b, int64_t hk, int64_t j, con
     for (int64_t g = 0; g < t->group; g++) {
         int64_t h = hk * t->group + g;
         for (int64_t i = 0; i < t->Sq; i++) {
-            if (!tk_sees(t, b, i, j))
+            if (!tk_sees(t, b, i, j) || lse[g * t->Sq + i] == -INFINITY) /* no key, or hidden */
                 continue;
             const double *q = t->q + tk_q_index(t, b, i, h);
             const double *d_o = t->d_o + tk_q_index(t, b, i, h);
@@ -136,11 +142,15 @@ void tk_ref_block_stats(const tk_data *t, int64_t b, int64_t h, int64_t i0, int6
         const double *k = t->k + tk_k_index(t, b, j, hk);
         for (int64_t r = 0; r < n; r++)
             if (j >= j0[r] && j < j1[r])
-                s[r * Sk + j] = tk_softcap64(
-                    t, t->scale * tk_dot64(t->q + tk_q_index(t, b, i0 + r, h), k, D), &slope);
+                s[r * Sk + j] =
+                    tk_softcap64(t, t->scale * tk_dot64(t->q + tk_q_index(t, b, i0 + r, h), k, D),
+                                 &slope) +
+                    tk_alibi64(t, b, h, i0 + r, j) + tk_bias64(t, b, h, i0 + r, j);
     }
     for (int64_t r = 0; r < n; r++) {
         double *row = s + r * Sk, m = -INFINITY, sum = 0.0;
+        if (tk_all_hidden64(row, j0[r], j1[r])) /* the bias hides every key */
+            j1[r] = j0[r];
         for (int64_t j = j0[r]; j < j1[r]; j++)
             m = row[j] > m ? row[j] : m;
         for (int64_t j = j0[r]; j < j1[r]; j++) {

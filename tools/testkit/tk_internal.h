@@ -26,6 +26,9 @@ typedef struct tk_data {
     /* Per-sequence key counts (fa_attention_desc.seqlens_k), B of them; NULL: Sk for all. Not
      * owned: tk_data_free leaves it. */
     const int32_t *seqlens;
+    /* The case's bias as the call gets it (conformance), or NULL; p.bias points at its data. Not
+     * owned. */
+    const struct tk_bias *bias;
 } tk_data;
 
 /* Converts the inputs; d_o may be NULL. Returns false when out of memory. */
@@ -68,6 +71,53 @@ static inline double tk_softcap64(const tk_data *t, double s, double *slope)
     const double c = t->p.softcap, th = tanh(s / c);
     *slope = 1.0 - th * th;
     return c * th;
+}
+/* The ALiBi bias of query i of head (b, h) and key j: -slope |i + Sk - Sq - j|, Sk the
+ * sequence's own key count; 0 without ALiBi. tk_alibi32 in f32, as an f32 implementation
+ * forms it. */
+static inline int64_t tk_alibi_distance(const tk_data *t, int64_t b, int64_t i, int64_t j)
+{
+    const int64_t d = i + (t->seqlens ? t->seqlens[b] : t->Sk) - t->Sq - j;
+    return d < 0 ? -d : d;
+}
+static inline double tk_alibi64(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    if (!t->p.alibi_slopes)
+        return 0.0;
+    const double slope = t->p.alibi_slopes[b * t->p.alibi_batch_stride + h];
+    return -slope * (double)tk_alibi_distance(t, b, i, j);
+}
+static inline float tk_alibi32(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    if (!t->p.alibi_slopes)
+        return 0.0f;
+    const float slope = t->p.alibi_slopes[b * t->p.alibi_batch_stride + h];
+    return -slope * (float)tk_alibi_distance(t, b, i, j);
+}
+/* The additive bias of query i of head (b, h) and key j (fa_ref_problem.bias); 0 without. */
+static inline double tk_bias64(const tk_data *t, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    if (!t->p.bias)
+        return 0.0;
+    const int64_t *st = t->p.bias_stride;
+    return fa_testkit_load(t->p.bias, t->p.bias_dtype,
+                           (size_t)(b * st[0] + i * st[1] + h * st[2] + j));
+}
+/* Whether every score of row[j0 .. j1) is -inf (a bias hides all its keys): the row then has no
+ * key, O = 0 and LSE = -inf. */
+static inline bool tk_all_hidden64(const double *row, int64_t j0, int64_t j1)
+{
+    for (int64_t j = j0; j < j1; j++)
+        if (row[j] != -INFINITY)
+            return false;
+    return true;
+}
+static inline bool tk_all_hidden32(const float *row, int64_t j0, int64_t j1)
+{
+    for (int64_t j = j0; j < j1; j++)
+        if (row[j] != -INFINITY)
+            return false;
+    return true;
 }
 static inline int64_t tk_q_index(const tk_data *t, int64_t b, int64_t i, int64_t h)
 {
@@ -202,6 +252,10 @@ typedef struct tk_case {
     int32_t page_size;  /* > 0: K and V as a paged cache of pages this long (Sk a multiple) */
     int32_t append;     /* > 0: this many rows per sequence appended through k_new and v_new
                            before the attention (needs seqlens; conformance_exec.c) */
+    int alibi;          /* ALiBi slopes (tk_case_alibi_slopes): 0 none, 1 one per query head,
+                           shape (1, 1, Hq, 1); 2 per batch entry and head, (B, 1, Hq, 1) */
+    int bias;           /* an additive bias (tk_case_bias): 0 none, 1 full, 2 broadcast by zero
+                           strides, 3 a -inf mask broadcast by shape */
     tk_special special;
     uint64_t seed;
 } tk_case;
@@ -264,6 +318,23 @@ void tk_case_fill_inputs(const tk_case *c, const tk_inputs *in);
  * seeded length between, in turn. With an append (c->append), the counts after it: the cache
  * then held Sk - append, 0, 1 or a length between before it. */
 void tk_case_seqlens(const tk_case *c, int32_t *out);
+
+/* Case c's ALiBi slopes (c->alibi): Hq of them, or B x Hq (b major), into out: the usual
+ * geometric slopes 2^(-8 (h + 1) / Hq), each times a seeded factor in [0.5, 1.5). */
+void tk_case_alibi_slopes(const tk_case *c, float *out);
+
+/* A case's additive bias as the call gets it: `count` elements of `dtype` (malloc'ed), shape
+ * (batch, query, head, key) and element strides, 0 where broadcast by a zero stride. */
+typedef struct tk_bias {
+    void *data;
+    fa_dtype dtype;
+    int64_t count;
+    int64_t shape[4], stride[4];
+} tk_bias;
+/* Case c's bias (c->bias): 1, (B, Sq, Hq, Sk) in the case's dtype; 2, f32 (B, Sq, Hq, Sk) whose
+ * batch and head strides are 0; 3, f32 (1, Sq, 1, Sk) with -inf for every key of query 0 and a
+ * third of the rest. Values 2 x the random fill. False when out of memory. */
+bool tk_case_bias(const tk_case *c, tk_bias *out);
 
 /* ---- the K/V cache of a case (conformance_cache.c) ---- */
 
