@@ -75,15 +75,23 @@ def test_side_stream():
 
 
 def test_torch_compile():
+    """A compiled block around the op: the op's output is the eager one bit for bit (Inductor
+    treats it as opaque); the fused reduction after it only up to float rounding (Inductor sums
+    in its own order), and its gradient flows."""
     q, k, v, dout = make(seed=3)
 
     def block(q, k, v):
-        return attention(q * 1.0, k, v, causal=True).float().sum(dim=-1)
+        o = attention(q * 1.0, k, v, causal=True)
+        return o, o.float().sum(dim=-1)
 
     compiled = torch.compile(block, fullgraph=True)
-    eager = block(q, k, v)
-    out = compiled(q, k, v)
-    torch.testing.assert_close(out, eager, rtol=0, atol=0)
+    o_eager, s_eager = block(q, k, v)
+    qg = q.detach().clone().requires_grad_()
+    o, s = compiled(qg, k, v)
+    torch.testing.assert_close(o, o_eager, rtol=0, atol=0)
+    torch.testing.assert_close(s, s_eager, rtol=1e-6, atol=1e-5)
+    s.sum().backward()
+    assert qg.grad is not None and torch.isfinite(qg.grad).all()
 
 
 def test_no_copies():
