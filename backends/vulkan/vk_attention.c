@@ -196,10 +196,6 @@ static fa_status check_call(fa_context *ctx, const fa_attention_call *call, bool
             ctx, FA_ERROR_UNSUPPORTED,
             "vulkan: a paged KV cache with a sliding window, a softcap, ALiBi or a bias: "
             "the paged cache is read on the decoding path only, which has none of them");
-    if (call->has_bias && call->bias_dtype != FA_DTYPE_F32)
-        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                       "vulkan: an additive bias in %s; the shaders read an f32 bias only",
-                       fa_dtype_name(call->bias_dtype));
     if (call->has_block_table && !fa_vk_decode_plan_for(ctx, call, &decode))
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "vulkan: a paged KV cache only on the decoding path (at most %d query rows "
@@ -339,7 +335,7 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
                        .window = call->window,
                        .softcap = call->softcap > 0.0f,
                        .alibi = call->has_alibi,
-                       .bias = call->has_bias};
+                       .bias = call->has_bias ? (uint32_t)call->bias_dtype : 0};
     fa_vk_kernel kernel = FA_VK_FWD;
     uint64_t rows;
     fa_vk_matrix_plan plan;
@@ -468,7 +464,7 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
                        .window = call->window,
                        .softcap = call->softcap > 0.0f,
                        .alibi = call->has_alibi,
-                       .bias = call->has_bias,
+                       .bias = call->has_bias ? (uint32_t)call->bias_dtype : 0,
                        .bwd_threads = (uint32_t)t->nt,
                        .bwd_bm = (uint32_t)t->bm,
                        .bwd_bn = (uint32_t)t->bn,
@@ -575,7 +571,7 @@ const fa_backend_iface fa_vulkan_backend_iface = {
     .window = true,   /* on the scalar shaders: the decoding and matrix paths leave them */
     .softcap = true,  /* likewise */
     .alibi = true,    /* likewise */
-    .bias = true,     /* likewise, in f32 (check_call) */
+    .bias = true,     /* likewise */
     .probe = fa_vk_probe,
     .device_info = fa_vk_device_info,
     .context_init = fa_vk_context_init,

@@ -350,7 +350,7 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         [FA_SPEC_WINDOW] = spec->window ? 1u : 0u,
         [FA_SPEC_SOFTCAP] = spec->softcap ? 1u : 0u,
         [FA_SPEC_ALIBI] = spec->alibi ? 1u : 0u,
-        [FA_SPEC_BIAS] = spec->bias ? 1u : 0u,
+        [FA_SPEC_BIAS] = spec->bias,
     };
     _Static_assert(FA_SPEC_COUNT == FA_SPEC_BIAS + 1, "FA_SPEC_COUNT counts every ID");
     /* Constant i at offset 4 i; zeros keep the default. The bools (causal, the forward's 16-bit

@@ -71,8 +71,9 @@ FA_SEQLENS_BINDING
 // ALIBI and BIAS: the workspace, holding the slopes, packed (batch, query head), and after them
 // the bias's offset and strides (batch, query, head; as uint bits), written before the dispatch
 layout(set = 0, binding = 6, std430) readonly buffer variant_block { float variant_buf[]; };
-// BIAS: the additive bias, f32, element (b, i, h, j) at offset + b sb + i ss + h sh + j
-layout(set = 0, binding = 7, std430) readonly buffer bias_block { float bias_buf[]; };
+// BIAS: the additive bias, as 32-bit words (fa_bias_value), element (b, i, h, j) at
+// offset + b sb + i ss + h sh + j
+layout(set = 0, binding = 7, std430) readonly buffer bias_block { uint bias_words[]; };
 
 FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
 
@@ -375,7 +376,7 @@ void main()
     const float slope2 = ALIBI ? variant_buf[b * gl_NumWorkGroups.y + h] * LOG2E : 0.0;
     // BIAS: element (b, q0, h, 0) of the bias, and its query stride
     uint bias_row = 0u, bias_ss = 0u;
-    if (BIAS) {
+    if (BIAS != 0u) {
         const uint at = ALIBI ? gl_NumWorkGroups.z * gl_NumWorkGroups.y : 0u;
         bias_ss = floatBitsToUint(variant_buf[at + 2u]);
         bias_row = floatBitsToUint(variant_buf[at]) + b * floatBitsToUint(variant_buf[at + 1u]) +
@@ -437,8 +438,10 @@ void main()
                 float slope;
                 float x = fa_score(s[i * S_TN + j], pc.score_mul, pc.cap_log2, slope) +
                           fa_alibi(slope2, int(n0 + c), int(q0 + sr + i) + diag);
-                if (BIAS && c < keys && sr + i < rows)
-                    x += bias_buf[bias_row + (sr + i) * bias_ss + n0 + c] * LOG2E;
+                if (BIAS != 0u && c < keys && sr + i < rows) {
+                    const uint e = bias_row + (sr + i) * bias_ss + n0 + c;
+                    x += fa_bias_value(bias_words[fa_bias_word(e)], e) * LOG2E;
+                }
                 s[i * S_TN + j] = visible ? x : NEG_INF;
                 mx = max(mx, s[i * S_TN + j]);
             }

@@ -176,7 +176,8 @@ layout(constant_id = FA_SPEC_GQA) const uint GQA = 1;   // query heads per key/v
 layout(constant_id = FA_SPEC_WINDOW) const bool WINDOW = false;
 layout(constant_id = FA_SPEC_SOFTCAP) const bool SOFTCAP = false;
 layout(constant_id = FA_SPEC_ALIBI) const bool ALIBI = false;
-layout(constant_id = FA_SPEC_BIAS) const bool BIAS = false;
+// the additive bias's dtype: 0 none, 1 f32, 2 f16, 3 bf16 (fa_dtype's values)
+layout(constant_id = FA_SPEC_BIAS) const uint BIAS = 0;
 
 // The mask: the query whose diagonal is key qd (query i's is i + seq_k - seq_q) sees the keys
 // qd - left .. qd + right, a bound of -1 being none; fa_left and fa_right take the pushed window
@@ -213,6 +214,18 @@ float fa_tanh(float x)
 // ALiBi: the bias -slope2 |qd - j| of key j for the query whose diagonal is key qd (slope2 the
 // head's slope times log2(e)); 0 where ALIBI is off.
 float fa_alibi(float slope2, int j, int qd) { return ALIBI ? -slope2 * float(abs(qd - j)) : 0.0; }
+
+// BIAS: the value of element e of the bias from the 32-bit word that holds it (word e for f32,
+// e / 2 for f16 and bf16, element e then in its low half where e is even): read as words, the bias
+// needs neither 16-bit storage nor the call's dtype.
+uint fa_bias_word(uint e) { return BIAS == 1u ? e : e >> 1u; }
+float fa_bias_value(uint word, uint e)
+{
+    if (BIAS == 1u)
+        return uintBitsToFloat(word);
+    const uint bits = (e & 1u) != 0u ? word >> 16u : word & 0xffffu;
+    return BIAS == 2u ? unpackHalf2x16(bits).x : uintBitsToFloat(bits << 16u);
+}
 
 // A raw score q.k in log2 units: q.k mul (mul: scale log2(e)), or with SOFTCAP
 // cap_log2 tanh(q.k mul) (mul: scale / softcap); slope is the softcap's 1 - tanh^2 (the

@@ -50,9 +50,10 @@
 
 /* The variants (fa_common.glsl): a sliding window, logit softcapping (bools; their values are
  * push constants, FA_VARIANT_MEMBERS in fa_params.glsl), ALiBi (a bool; the slopes are copied
- * into the workspace, packed (batch, query head), before the dispatch), an additive f32 bias (a
- * bool; its buffer is bound, its view's offset and strides are written into the workspace after
- * the slopes). The scalar forward and backward only. */
+ * into the workspace, packed (batch, query head), before the dispatch), an additive bias (its
+ * dtype, fa_dtype's value, 0 for none; its buffer is bound and read as 32-bit words, its view's
+ * offset and strides are written into the workspace after the slopes). The scalar forward and
+ * backward only. */
 #define FA_SPEC_WINDOW 33
 #define FA_SPEC_SOFTCAP 34
 #define FA_SPEC_ALIBI 35

@@ -725,10 +725,10 @@ static const variant_spec variants[] = {
      1,
      0},
     /* An additive bias: in the call's dtype (B, Sq, Hq, Sk) packed (bias=full), f32 broadcast
-     * over batch and heads by zero strides (bias=bcast), f32 of shape (1, Sq, 1, Sk) holding
-     * -inf for about a third of its entries and for every key of query 0 (bias=mask: hidden keys,
-     * a row without keys); with ALiBi, a window, a softcap, per-sequence lengths and a decoding
-     * step; forward and backward. */
+     * over batch and heads by zero strides (bias=bcast), in the call's dtype of shape
+     * (1, Sq, 1, Sk) holding -inf for about a third of its entries and for every key of query 0
+     * (bias=mask: hidden keys, a row without keys); with ALiBi, a window, a softcap, per-sequence
+     * lengths and a decoding step; forward and backward. */
     {{FA_DTYPE_F32, 2, 200, 200, 2, 2, 64, 0, false, false, false, NULL, 0},
      {false, 0, 0},
      0,
@@ -929,7 +929,7 @@ bool tk_case_bias(const tk_case *c, tk_bias *out)
     memset(out, 0, sizeof *out);
     const int64_t B = p->batch, Sq = p->seq_q, Hq = p->heads_q, Sk = p->seq_k;
     const bool mask = c->bias == 3, bcast = c->bias == 2;
-    out->dtype = c->bias == 1 ? p->dtype : FA_DTYPE_F32;
+    out->dtype = bcast ? FA_DTYPE_F32 : p->dtype;
     const int64_t shape[4] = {mask ? 1 : B, Sq, mask ? 1 : Hq, Sk};
     memcpy(out->shape, shape, sizeof shape);
     /* packed over the dimensions it holds; bias=bcast holds one (query, key) plane */

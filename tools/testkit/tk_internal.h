@@ -332,8 +332,8 @@ typedef struct tk_bias {
     int64_t shape[4], stride[4];
 } tk_bias;
 /* Case c's bias (c->bias): 1, (B, Sq, Hq, Sk) in the case's dtype; 2, f32 (B, Sq, Hq, Sk) whose
- * batch and head strides are 0; 3, f32 (1, Sq, 1, Sk) with -inf for every key of query 0 and a
- * third of the rest. Values 2 x the random fill. False when out of memory. */
+ * batch and head strides are 0; 3, (1, Sq, 1, Sk) in the case's dtype with -inf for every key of
+ * query 0 and a third of the rest. Values 2 x the random fill. False when out of memory. */
 bool tk_case_bias(const tk_case *c, tk_bias *out);
 
 /* ---- the K/V cache of a case (conformance_cache.c) ---- */
