@@ -33,10 +33,20 @@ def _fold_kv(dx, hkv):
     return dx.reshape(b, hkv, hq // hkv, s, d).sum(axis=2)
 
 
+def alibi_bias(slopes, sq, sk):
+    """ALiBi as an additive bias: -slope |i + Sk - Sq - j|, slopes (H,) or (B, H) ->
+    (1 | B, H, Sq, Sk)."""
+    slopes = np.asarray(slopes, np.float64)
+    slopes = slopes[None, :] if slopes.ndim == 1 else slopes
+    dist = np.abs(np.arange(sq)[:, None] + (sk - sq) - np.arange(sk)[None, :])
+    return -slopes[:, :, None, None] * dist
+
+
 def attention(q, k, v, dout=None, causal=False, scale=None, window=None, softcap=None,
-              compute=np.float64, dtype=None):
+              bias=None, compute=np.float64, dtype=None):
     """O, LSE (and dQ, dK, dV when dout is given) of (B, H, S, D) arrays, computed in `compute`
-    with products' operands rounded to `dtype` (default: compute)."""
+    with products' operands rounded to `dtype` (default: compute). `bias`, broadcastable to
+    (B, H, Sq, Sk), is added to the (capped) scaled scores."""
     dtype = dtype or compute
     low = lambda x: x.astype(dtype).astype(compute)  # noqa: E731
     hkv = k.shape[1]
@@ -45,6 +55,8 @@ def attention(q, k, v, dout=None, causal=False, scale=None, window=None, softcap
     scale = compute(scale or 1.0 / np.sqrt(q.shape[-1]))
     raw = np.einsum("bhqd,bhkd->bhqk", q, k) * scale
     s = softcap * np.tanh(raw / softcap) if softcap else raw
+    if bias is not None:
+        s = s + np.asarray(bias, np.float64).astype(compute)
     seen = mask(q.shape[2], k.shape[2], causal, window)
     s = np.where(seen, s, -np.inf)
     m = s.max(axis=-1, keepdims=True)

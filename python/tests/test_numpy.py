@@ -96,6 +96,35 @@ def test_forward_backward_f32(cpu, case, layout):
         check(name, from_layout(got, layout), w, bl, 3)
 
 
+@pytest.mark.parametrize("variant", ["alibi-h", "alibi-bh", "bias-full", "bias-bcast-mask"])
+def test_alibi_and_bias(cpu, variant):
+    """ALiBi slopes and an additive bias (SDPA's attn_mask shapes, broadcast, -inf entries),
+    forward and backward, against the float64 reference with the bias added to the scores."""
+    rng = np.random.default_rng(zlib.crc32(variant.encode()))
+    b, hq, hkv, sq, sk, d = 2, 4, 2, 19, 33, 32
+    q, k, v = randn(rng, (b, hq, sq, d)), randn(rng, (b, hkv, sk, d)), randn(rng, (b, hkv, sk, d))
+    dout = randn(rng, (b, hq, sq, d))
+    opts, full = {}, None
+    if variant.startswith("alibi"):
+        slopes = rng.uniform(0.05, 0.5, (hq,) if variant == "alibi-h" else (b, hq))
+        slopes = slopes.astype(np.float32)
+        opts["alibi_slopes"], full = slopes, ref.alibi_bias(slopes, sq, sk)
+    elif variant == "bias-full":
+        opts["bias"] = full = randn(rng, (b, hq, sq, sk))
+    else:  # one (B, 1, 1, Sk) row per sequence, broadcast over heads and queries, keys hidden
+        row = randn(rng, (b, 1, 1, sk))
+        row[:, :, :, ::5] = -np.inf
+        opts["bias"] = full = row
+    want = ref.attention(q, k, v, dout, causal=True, bias=full)
+    base = ref.attention(q, k, v, dout, causal=True, bias=full, compute=np.float32)
+    out, lse = cpu.forward(q, k, v, causal=True, **opts)
+    check("O", out, want[0], base[0], 2)
+    assert np.allclose(lse, want[1], rtol=1e-3, atol=1e-5)
+    grads = cpu.backward(q, k, v, out, dout, lse, causal=True, **opts)
+    for name, got, w, bl in zip(("dQ", "dK", "dV"), grads, want[2:], base[2:]):
+        check(name, got, w, bl, 3)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_precision(cpu, dtype):
     if dtype == "bfloat16":

@@ -149,18 +149,53 @@ def test_errors():
         attention(q, k, v, window=(-5, 0))
 
 
+@pytest.mark.parametrize("variant", ["alibi", "bias", "bias-bcast"])
+def test_alibi_and_bias_match_sdpa_attn_mask(variant):
+    """ALiBi slopes and a bias against SDPA with the same scores as a float attn_mask, forward
+    and backward (the mask takes no gradient)."""
+    (q, k, v, dout), _ = inputs("gqa", seed=5)
+    b, hq, sq, sk = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+    g = torch.Generator().manual_seed(6)
+    if variant == "alibi":
+        slopes = torch.rand(b, hq, generator=g) * 0.4 + 0.05
+        dist = (torch.arange(sq)[:, None] + (sk - sq) - torch.arange(sk)[None, :]).abs()
+        mask, opts = -slopes[:, :, None, None] * dist, {"alibi_slopes": slopes}
+    elif variant == "bias":
+        mask = torch.randn(b, hq, sq, sk, generator=g)
+        opts = {"bias": mask}
+    else:  # one row per sequence, broadcast over heads and queries, some keys hidden
+        mask = torch.randn(b, 1, 1, sk, generator=g)
+        mask[..., ::4] = float("-inf")
+        opts = {"bias": mask}
+    def sdpa_masked(q, k, v):
+        m = mask.to(q.dtype)
+        kk, vv = (x.repeat_interleave(hq // x.shape[1], dim=1) for x in (k, v))
+        return F.scaled_dot_product_attention(q, kk, vv, attn_mask=m)
+
+    ref = grads(sdpa_masked, [x.double() for x in (q, k, v)], dout.double())
+    base = grads(sdpa_masked, (q, k, v), dout)
+    got = grads(lambda *t: attention(*t, **opts), (q, k, v), dout)
+    for name, gt, r, bl, factor in zip(("O", "dQ", "dK", "dV"), got, ref, base, (2, 3, 3, 3)):
+        rule(gt, r, bl, factor)
+
+
 def test_opcheck():
     """torch.library.opcheck: schema, fake (meta) implementation and autograd registration agree
     with the real operator."""
     (q, k, v, dout), _ = inputs("gqa")
     for t in (q, k, v):
         t.requires_grad_()
-    torch.library.opcheck(torch.ops.flashattn.forward.default,
-                          (q, k, v, True, 0.0, -2, -2, 0.0, True, False))
-    out, lse = torch.ops.flashattn.forward(q, k, v, True, 0.0, -2, -2, 0.0, True, False)
-    torch.library.opcheck(torch.ops.flashattn.backward.default,
-                          (dout, q.detach(), k.detach(), v.detach(), out.detach(), lse, True, 0.0,
-                           -2, -2, 0.0, True, False))
+    b, hq, sq, sk = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+    slopes = torch.rand(hq) * 0.3
+    bias = torch.randn(1, hq, sq, sk)
+    for variant in ((None, None), (slopes, None), (None, bias)):
+        torch.library.opcheck(torch.ops.flashattn.forward.default,
+                              (q, k, v, True, 0.0, -2, -2, 0.0, True, False) + variant)
+        out, lse = torch.ops.flashattn.forward(q, k, v, True, 0.0, -2, -2, 0.0, True, False,
+                                               *variant)
+        torch.library.opcheck(torch.ops.flashattn.backward.default,
+                              (dout, q.detach(), k.detach(), v.detach(), out.detach(), lse, True,
+                               0.0, -2, -2, 0.0, True, False) + variant)
     g = torch.Generator().manual_seed(9)
     k_cache, v_cache = (torch.randn(2, 2, 16, 64, generator=g) for _ in range(2))
     k_new, v_new = (torch.randn(2, 2, 1, 64, generator=g) for _ in range(2))

@@ -184,3 +184,18 @@ def view(x, name, ndim, stream=None):
     if len(v.shape) != ndim:
         raise ValueError(f"flashattn: {name} has {len(v.shape)} dimensions, not {ndim}")
     return v
+
+
+def slopes_view(v):
+    """ALiBi slopes, (Hq,) or (B, Hq), as the library's (1 | B, 1, Hq, 1) view."""
+    if len(v.shape) == 1:
+        return View(v.ptr, v.device, v.dtype, (1, 1, v.shape[0], 1), (0, 0, v.strides[0], 1),
+                    v.owner)
+    return View(v.ptr, v.device, v.dtype, (v.shape[0], 1, v.shape[1], 1),
+                (v.strides[0], 0, v.strides[1], 1), v.owner)
+
+
+def bias_view(v):
+    """An additive bias, (B | 1, Hq | 1, Sq | 1, Sk) as SDPA's attn_mask is shaped, as the
+    library's (B, Sq, Hq, Sk) view (size-1 and zero-stride dimensions broadcast)."""
+    return v.permuted((0, 2, 1, 3))

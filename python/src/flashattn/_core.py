@@ -343,13 +343,30 @@ class Context:
         shape, strides = list(v.shape) + [1] * (4 - ndim), list(v.strides) + [1] * (4 - ndim)
         return _arrays.View(v.ptr, v.device, v.dtype, shape, strides, v.owner)
 
+    def _variant_views(self, alibi_slopes, bias):
+        """(desc field, view) of the ALiBi slopes and the additive bias, where given."""
+        extra = []
+        if alibi_slopes is not None:
+            v = _arrays.view(alibi_slopes, "alibi_slopes", getattr(alibi_slopes, "ndim", 1),
+                             self._stream())
+            if len(v.shape) not in (1, 2):
+                raise ValueError("flashattn: alibi_slopes is (Hq,) or (B, Hq)")
+            extra.append(("alibi_slopes", _arrays.slopes_view(v)))
+        if bias is not None:
+            extra.append(("bias", _arrays.bias_view(_arrays.view(bias, "bias", 4,
+                                                                 self._stream()))))
+        return extra
+
     def forward(self, q, k, v, *, causal=False, scale=None, window=None, softcap=None,
-                layout="bhsd", num_splits=0, seqlens_k=None, block_table=None, k_new=None,
-                v_new=None, out=None, lse=None):
+                alibi_slopes=None, bias=None, layout="bhsd", num_splits=0, seqlens_k=None,
+                block_table=None, k_new=None, v_new=None, out=None, lse=None):
         """O = softmax(scale Q K^T) V and the row log-sum-exp, LSE, shaped (batch, heads, seq_q)
         float32. q: (B, Hq, Sq, D) in layout "bhsd", k and v: (B, Hkv, Sk, D) with Hq a
         multiple of Hkv (GQA). `causal` aligns bottom-right when Sq != Sk; `window` (left,
-        right) is a sliding window (-1: no bound); `softcap` caps the scores (Gemma 2).
+        right) is a sliding window (-1: no bound); `softcap` caps the scores (Gemma 2);
+        `alibi_slopes`, float32 (Hq,) or (B, Hq), adds -slope |i + Sk - Sq - j| (ALiBi); `bias`,
+        (B | 1, Hq | 1, Sq | 1, Sk) float32/16 or bfloat16 as SDPA's attn_mask (size-1 and
+        zero-stride dimensions broadcast, -inf hides a key), is added to the scaled scores.
 
         A KV cache (forward only; README's fa_attention_desc): `seqlens_k`, int32 (B,), the
         keys each sequence attends to in a cache of Sk; `block_table`, int32 (B, max_pages),
@@ -373,7 +390,7 @@ class Context:
         vlse = self._lse_view(lse, (b, h, sq))
         if (k_new is None) != (v_new is None):
             raise ValueError("flashattn: k_new and v_new go together")
-        extra = []  # (desc field, view) of the optional tensors
+        extra = self._variant_views(alibi_slopes, bias)  # (desc field, view) of the options
         if seqlens_k is not None:
             extra.append(("seqlens_k", self._index_view(seqlens_k, "seqlens_k", 1)))
         if block_table is not None:
@@ -398,9 +415,11 @@ class Context:
         return out, lse
 
     def backward(self, q, k, v, out, dout, lse, *, causal=False, scale=None, window=None,
-                 softcap=None, layout="bhsd", deterministic=False, dq=None, dk=None, dv=None):
+                 softcap=None, alibi_slopes=None, bias=None, layout="bhsd", deterministic=False,
+                 dq=None, dk=None, dv=None):
         """dQ, dK, dV of the forward with the same options, from its `out` and `lse` and the
-        gradient `dout` of out. Returns (dq, dk, dv): the arrays passed, or new NumPy arrays."""
+        gradient `dout` of out (the bias takes no gradient). Returns (dq, dk, dv): the arrays
+        passed, or new NumPy arrays."""
         self._live()
         order = _layout_order(layout)
         vq, vk, vv, vo, vdo = self._views(
@@ -412,9 +431,14 @@ class Context:
         dv = self._new(vv, vv.shape, order) if dv is None else dv
         vdq, vdk, vdv = self._views((("dq", dq), ("dk", dk), ("dv", dv)), layout)
         desc = attention_desc(causal, scale, window, softcap, deterministic)
+        extra = self._variant_views(alibi_slopes, bias)
         with self._lock, _Call(self) as call:
             tensors = [call.tensor(x) for x in (vq, vk, vv, vo, vdo, vlse)]
             tensors += [call.tensor(x, output=True) for x in (vdq, vdk, vdv)]
+            kept = []  # the fa_tensors desc points to, alive until the call returns
+            for field, x in extra:
+                kept.append(call.tensor(x))
+                setattr(desc, field, addressof(kept[-1]))
             self._check(lib.fa_attention_backward(self._handle, byref(desc),
                                                   *(byref(t) for t in tensors)),
                         "fa_attention_backward")

@@ -96,7 +96,9 @@ class AttentionDesc(Structure):
         ("v_new", c_void_p),
         ("_window", _WindowWords),
         ("_softcap", _SoftcapWord),
-        ("reserved", c_uint64 * 23),
+        ("alibi_slopes", c_void_p),
+        ("bias", c_void_p),
+        ("reserved", c_uint64 * 21),
     ]
 
 

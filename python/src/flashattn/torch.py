@@ -76,9 +76,26 @@ def _lse_view(t):
                         (st[0], st[2], st[1], 1), t)
 
 
-def _run(ctx, forward, desc, inputs, outputs):
+def _variants(alibi_slopes, bias):
+    """(desc field, view) of the ALiBi slopes ((Hq,) or (B, Hq) float32) and the additive bias
+    ((B | 1, Hq | 1, Sq | 1, Sk), as SDPA's attn_mask), where given."""
+    extra = []
+    if alibi_slopes is not None:
+        t = _usable(alibi_slopes)
+        v = _arrays.View(t.data_ptr(), _device(t), _DTYPES.get(t.dtype), t.shape, t.stride(), t)
+        extra.append(("alibi_slopes", _arrays.slopes_view(v)))
+    if bias is not None:
+        extra.append(("bias", _arrays.bias_view(_view(_usable(bias), False))))
+    return extra
+
+
+def _run(ctx, forward, desc, inputs, outputs, extra=()):
     with ctx._lock, _core._Call(ctx) as call:
         tensors = [call.tensor(v) for v in inputs] + [call.tensor(v, True) for v in outputs]
+        kept = []  # the fa_tensors desc points to, alive until the call returns
+        for field, v in extra:
+            kept.append(call.tensor(v))
+            setattr(desc, field, _core.addressof(kept[-1]))
         fn = _lib.lib.fa_attention_forward if forward else _lib.lib.fa_attention_backward
         name = "fa_attention_forward" if forward else "fa_attention_backward"
         ctx._check(fn(ctx._handle, _core.byref(desc), *(_core.byref(t) for t in tensors)), name)
@@ -94,20 +111,21 @@ def _desc(causal, scale, window_left, window_right, softcap, deterministic=False
 @torch.library.custom_op("flashattn::forward", mutates_args=())
 def _forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
              window_left: int, window_right: int, softcap: float, bhsd: bool,
-             deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+             deterministic: bool, alibi_slopes: Optional[torch.Tensor],
+             bias: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
     q, k, v = _usable(q), _usable(k), _usable(v)
     out = torch.empty_like(q)
     b, sq, h = (q.shape[0], q.shape[2], q.shape[1]) if bhsd else q.shape[:3]
     lse = torch.empty((b, h, sq), dtype=torch.float32, device=q.device)
     desc = _desc(causal, scale, window_left, window_right, softcap)
     _run(_context(q), True, desc, [_view(t, bhsd) for t in (q, k, v)],
-         [_view(out, bhsd), _lse_view(lse)])
+         [_view(out, bhsd), _lse_view(lse)], _variants(alibi_slopes, bias))
     return out, lse
 
 
 @_forward.register_fake
 def _forward_fake(q, k, v, causal, scale, window_left, window_right, softcap, bhsd,
-                  deterministic):
+                  deterministic, alibi_slopes, bias):
     b, sq, h = (q.shape[0], q.shape[2], q.shape[1]) if bhsd else q.shape[:3]
     # the strides the real implementation gives: those of q as it uses it
     return torch.empty_like(_usable(q)), q.new_empty((b, h, sq), dtype=torch.float32)
@@ -117,42 +135,46 @@ def _forward_fake(q, k, v, causal, scale, window_left, window_right, softcap, bh
 def _backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
               out: torch.Tensor, lse: torch.Tensor, causal: bool, scale: float,
               window_left: int, window_right: int, softcap: float, bhsd: bool,
-              deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+              deterministic: bool, alibi_slopes: Optional[torch.Tensor],
+              bias: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     dout, q, k, v, out = (_usable(t) for t in (dout, q, k, v, out))
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     desc = _desc(causal, scale, window_left, window_right, softcap, deterministic)
     _run(_context(q), False, desc,
          [_view(t, bhsd) for t in (q, k, v, out, dout)] + [_lse_view(lse)],
-         [_view(t, bhsd) for t in (dq, dk, dv)])
+         [_view(t, bhsd) for t in (dq, dk, dv)], _variants(alibi_slopes, bias))
     return dq, dk, dv
 
 
 @_backward.register_fake
 def _backward_fake(dout, q, k, v, out, lse, causal, scale, window_left, window_right, softcap,
-                   bhsd, deterministic):
+                   bhsd, deterministic, alibi_slopes, bias):
     return tuple(torch.empty_like(_usable(t)) for t in (q, k, v))
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, causal, scale, window_left, window_right, softcap, bhsd, deterministic = inputs
+    (q, k, v, causal, scale, window_left, window_right, softcap, bhsd, deterministic,
+     alibi_slopes, bias) = inputs
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.save_for_backward(q, k, v, out, lse, alibi_slopes, bias)
     ctx.options = (causal, scale, window_left, window_right, softcap, bhsd, deterministic)
     ctx.mark_non_differentiable(lse)
 
 
 def _autograd_backward(ctx, dout, _dlse):
-    q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = _backward(dout, q, k, v, out, lse, *ctx.options)
-    return dq, dk, dv, None, None, None, None, None, None, None
+    q, k, v, out, lse, alibi_slopes, bias = ctx.saved_tensors
+    dq, dk, dv = _backward(dout, q, k, v, out, lse, *ctx.options, alibi_slopes, bias)
+    # the slopes and the bias take no gradient
+    return dq, dk, dv, None, None, None, None, None, None, None, None, None
 
 
 torch.library.register_autograd("flashattn::forward", _autograd_backward,
                                 setup_context=_setup_context)
 
 
-def attention(q, k, v, causal=False, scale=None, *, window=None, softcap=None, layout="bhsd",
-              deterministic=False, return_lse=False):
+def attention(q, k, v, causal=False, scale=None, *, window=None, softcap=None,
+              alibi_slopes=None, bias=None, layout="bhsd", deterministic=False,
+              return_lse=False):
     """Exact attention, softmax(scale Q K^T) V, forward and backward through flashattn.
 
     q: (B, Hq, Sq, D), k and v: (B, Hkv, Sk, D) for layout "bhsd" (as
@@ -162,7 +184,10 @@ def attention(q, k, v, causal=False, scale=None, *, window=None, softcap=None, l
     float16 or bfloat16; D a multiple of 8 up to 256. `scale` None: 1/sqrt(D). `causal`:
     aligned bottom-right when Sq != Sk, as FlashAttention. `window` (left, right): query i sees
     keys i - left to i + right (aligned like causal; -1: no bound). `softcap` (e.g. 50.0):
-    scores become softcap * tanh(s / softcap). `deterministic`: bitwise-repeatable gradients
+    scores become softcap * tanh(s / softcap). `alibi_slopes` float32 (Hq,) or (B, Hq): ALiBi,
+    -slope |i + Sk - Sq - j| added to the scaled scores. `bias` (B | 1, Hq | 1, Sq | 1, Sk),
+    float32/16 or bfloat16, as SDPA's attn_mask: added to the scaled scores (-inf hides a key;
+    size-1 dimensions broadcast); it takes no gradient. `deterministic`: bitwise-repeatable gradients
     (CUDA; the other backends are anyway). Returns out (like q), and with return_lse also the
     row log-sum-exp (B, Hq, Sq) float32, which takes no gradient."""
     if layout not in ("bhsd", "bshd"):
@@ -181,7 +206,8 @@ def attention(q, k, v, causal=False, scale=None, *, window=None, softcap=None, l
         if left < -1 or right < -1:
             raise ValueError(f"flashattn: window bounds must be -1 or more, not {window}")
     out, lse = _forward(q, k, v, bool(causal), float(scale or 0.0), left, right,
-                        float(softcap or 0.0), layout == "bhsd", bool(deterministic))
+                        float(softcap or 0.0), layout == "bhsd", bool(deterministic),
+                        alibi_slopes, bias)
     return (out, lse) if return_lse else out
 
 
