@@ -13,24 +13,15 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
 F = torch.nn.functional
 
 import flashattn  # noqa: E402
+import reference  # noqa: E402
 from flashattn.torch import attention, attention_with_kvcache  # noqa: E402
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "train_step.py")
 
 
 def mask(sq, sk, causal, window):
-    i = torch.arange(sq)[:, None] + (sk - sq)
-    j = torch.arange(sk)[None, :]
-    seen = torch.ones(sq, sk, dtype=torch.bool)
-    if causal:
-        seen &= j <= i
-    if window is not None:
-        left, right = window
-        if left >= 0:
-            seen &= j >= i - left
-        if right >= 0:
-            seen &= j <= i + right
-    return seen
+    """The visible (query, key) pairs, from the NumPy reference's rule (README)."""
+    return torch.from_numpy(reference.mask(sq, sk, causal, window))
 
 
 def sdpa(q, k, v, causal=False, scale=None, window=None, softcap=None):

@@ -137,7 +137,7 @@ class _Call:
     outputs, read back after the call."""
 
     def __init__(self, ctx):
-        self.ctx, self.buffers, self.readback = ctx, [], []
+        self.ctx, self.buffers, self.readback, self.kept = ctx, [], [], []
 
     def __enter__(self):
         return self
@@ -190,6 +190,13 @@ class _Call:
             if output:
                 self.readback.append((handle, v.ptr + first, size))
         return _lib.Tensor(handle, -first, v.dtype, v.shape, v.strides)
+
+    def attach(self, desc, extra):
+        """Points desc's optional tensor fields at the fa_tensors of `extra`, (field, View)
+        pairs; they stay alive with the call."""
+        for field, v in extra:
+            self.kept.append(self.tensor(v))
+            setattr(desc, field, addressof(self.kept[-1]))
 
     def finish(self):
         for handle, address, size in self.readback:
@@ -404,10 +411,7 @@ class Context:
             tensors = [call.tensor(vq), call.tensor(vk, inout=appends),
                        call.tensor(vv, inout=appends)]
             tensors += [call.tensor(vo, output=True), call.tensor(vlse, output=True)]
-            kept = []  # the fa_tensors desc points to, alive until the call returns
-            for field, x in extra:
-                kept.append(call.tensor(x))
-                setattr(desc, field, addressof(kept[-1]))
+            call.attach(desc, extra)
             self._check(lib.fa_attention_forward(self._handle, byref(desc),
                                                  *(byref(t) for t in tensors)),
                         "fa_attention_forward")
@@ -435,10 +439,7 @@ class Context:
         with self._lock, _Call(self) as call:
             tensors = [call.tensor(x) for x in (vq, vk, vv, vo, vdo, vlse)]
             tensors += [call.tensor(x, output=True) for x in (vdq, vdk, vdv)]
-            kept = []  # the fa_tensors desc points to, alive until the call returns
-            for field, x in extra:
-                kept.append(call.tensor(x))
-                setattr(desc, field, addressof(kept[-1]))
+            call.attach(desc, extra)
             self._check(lib.fa_attention_backward(self._handle, byref(desc),
                                                   *(byref(t) for t in tensors)),
                         "fa_attention_backward")

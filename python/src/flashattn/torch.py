@@ -92,10 +92,7 @@ def _variants(alibi_slopes, bias):
 def _run(ctx, forward, desc, inputs, outputs, extra=()):
     with ctx._lock, _core._Call(ctx) as call:
         tensors = [call.tensor(v) for v in inputs] + [call.tensor(v, True) for v in outputs]
-        kept = []  # the fa_tensors desc points to, alive until the call returns
-        for field, v in extra:
-            kept.append(call.tensor(v))
-            setattr(desc, field, _core.addressof(kept[-1]))
+        call.attach(desc, extra)
         fn = _lib.lib.fa_attention_forward if forward else _lib.lib.fa_attention_backward
         name = "fa_attention_forward" if forward else "fa_attention_backward"
         ctx._check(fn(ctx._handle, _core.byref(desc), *(_core.byref(t) for t in tensors)), name)
@@ -238,10 +235,7 @@ def _forward_kvcache(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
                    call.tensor(_view(k_cache, bhsd), inout=appends),
                    call.tensor(_view(v_cache, bhsd), inout=appends),
                    call.tensor(_view(out, bhsd), True), call.tensor(_lse_view(lse), True)]
-        kept = []
-        for field, v in extra:
-            kept.append(call.tensor(v))
-            setattr(desc, field, _core.addressof(kept[-1]))
+        call.attach(desc, extra)
         ctx._check(_lib.lib.fa_attention_forward(ctx._handle, _core.byref(desc),
                                                  *(_core.byref(t) for t in tensors)),
                    "fa_attention_forward")
