@@ -2,6 +2,7 @@
 /* One attention problem on a device: see cli_attn.h. */
 #include "cli_attn.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,4 +394,32 @@ fa_status cli_attn_time(cli_attn *a, bool backward, const cli_time_plan *plan, c
         out->min_s = samples[i] < out->min_s ? samples[i] : out->min_s;
     out->median_s = cli_median(samples, (size_t)n);
     return FA_OK;
+}
+
+/* "L,R": two integers (-1: no bound), as --window takes them. */
+bool cli_parse_window(const char *text, fa_window *out)
+{
+    char *end;
+    errno = 0;
+    const long left = strtol(text, &end, 10);
+    if (end == text || *end != ',' || errno)
+        return false;
+    const char *second = end + 1;
+    const long right = strtol(second, &end, 10);
+    if (end == second || *end || errno || left < INT32_MIN || left > INT32_MAX ||
+        right < INT32_MIN || right > INT32_MAX)
+        return false;
+    *out = (fa_window){.enabled = true, .left = (int32_t)left, .right = (int32_t)right};
+    return true;
+}
+
+/* A number, as a float (the library checks its value: finite and not negative). */
+bool cli_parse_softcap(const char *text, float *out)
+{
+    char *end;
+    const double x = strtod(text, &end);
+    if (end == text || *end)
+        return false;
+    *out = (float)x;
+    return true;
 }

@@ -86,6 +86,9 @@ int cli_attn_fail(const cli_attn *a, fa_status status);
 
 /** FlashAttention's FLOP count: forward 4*B*H*Sq*Sk*D, halved when causal; backward 2.5x. With
  * a window, 4*B*H*D per (query, key) pair the mask leaves, counted. */
+/* --window L,R and --softcap C of run and bench: false where the text is not one. */
+bool cli_parse_window(const char *text, fa_window *out);
+bool cli_parse_softcap(const char *text, float *out);
 double cli_attn_flops(const cli_attn_shape *s, bool backward);
 /** The bytes of K and V a forward reads at least once: 2*B*Sk*Hkv*D*element size. */
 double cli_attn_kv_bytes(const cli_attn_shape *s);

@@ -55,6 +55,9 @@ static const char usage[] =
     "                   its fraction of it\n"
     "  --splits N       fa_attention_desc.num_splits for every row (0: the backend chooses)\n"
     "  --alibi          every row with ALiBi (one geometric slope per query head, as run)\n"
+    "  --window L,R     every row with a sliding window (as run; TFLOP/s then count the\n"
+    "                   query-key pairs it leaves)\n"
+    "  --softcap C      every row with logit softcapping C\n"
     "  --page-size N    with --decode: K and V as a paged cache of N-key pages\n"
     "                   (fa_attention_desc.block_table, a shuffled table)\n"
     "\n"
@@ -82,6 +85,9 @@ typedef struct bench_options {
     int64_t device, repeat, threads, seqlen, head_dim, batch; /* the filters: 0 = all */
     int64_t splits, page_size;
     bool quick, device_seen, deterministic, decode, alibi;
+    const char *window_name, *softcap_name;
+    fa_window window; /* --window, on every row */
+    float softcap;    /* --softcap, on every row */
 } bench_options;
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"}; /* fa_log_level */
@@ -90,6 +96,17 @@ static void log_to_stderr(void *user_data, fa_log_level level, const char *messa
 {
     (void)user_data;
     fprintf(stderr, "flashattn %s: %s\n", log_levels[level], message);
+}
+
+/* The variants every row runs with, where any. */
+static void print_variants(const bench_options *o)
+{
+    if (o->window.enabled)
+        printf("every row: window %d,%d\n", (int)o->window.left, (int)o->window.right);
+    if (o->softcap != 0.0f)
+        printf("every row: softcap %g\n", (double)o->softcap);
+    if (o->alibi)
+        printf("every row: ALiBi\n");
 }
 
 static void print_header(bool with_peak)
@@ -262,6 +279,7 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
     }
     printf("flashattn %s bench: %s, device %d: %s, %s\n", fa_version_string(),
            fa_backend_name(backend), dev.index, dev.name, fa_dtype_name(dtype));
+    print_variants(o);
     if (cpu)
         printf("CPU f32 FMA peak: %.1f GFLOP/s (%d threads, %s)\n", peak.gflops, peak.threads,
                peak.isa);
@@ -296,7 +314,9 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                               .causal = causal != 0,
                                               .deterministic = o->deterministic,
                                               .num_splits = (int32_t)o->splits,
-                                              .alibi = o->alibi};
+                                              .alibi = o->alibi,
+                                              .window = o->window,
+                                              .softcap = o->softcap};
                 fprintf(stderr, "[%zu/%zu] seqlen %" PRId64 ", head dim %" PRId64 "%s\n", ++point,
                         points, seqlen, head_dim, causal ? ", causal" : "");
                 bench_point(ctx, &shape, true, o, peak.gflops, &rows[n]);
@@ -317,7 +337,9 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                     .heads_q = 16,
                                     .heads_kv = 16,
                                     .head_dim = 128,
-                                    .alibi = o->alibi};
+                                    .alibi = o->alibi,
+                                    .window = o->window,
+                                    .softcap = o->softcap};
     bench_point(ctx, &f32_row, false, o, peak.gflops, &rows[n]);
     printf("\nf32 forward, B=1 H=16 N=4096 D=128:\n");
     print_header(cpu);
@@ -351,6 +373,7 @@ static int run_decode_grid(fa_context *ctx, const bench_options *o, fa_dtype dty
         return cli_fail(ctx, st);
     printf("flashattn %s bench --decode: %s, device %d: %s, %s\n", fa_version_string(),
            fa_backend_name(backend), dev.index, dev.name, fa_dtype_name(dtype));
+    print_variants(o);
     const bool cpu = backend == FA_BACKEND_CPU;
     double read_gbps = 0.0;
     if (cpu) {
@@ -376,7 +399,9 @@ static int run_decode_grid(fa_context *ctx, const bench_options *o, fa_dtype dty
                                                   .head_dim = dims[d],
                                                   .num_splits = (int32_t)o->splits,
                                                   .page_size = o->page_size,
-                                                  .alibi = o->alibi};
+                                                  .alibi = o->alibi,
+                                                  .window = o->window,
+                                                  .softcap = o->softcap};
                     if ((o->head_dim && dims[d] != o->head_dim) ||
                         (o->seqlen && caches[c] != o->seqlen) ||
                         (o->batch && batches[b] != o->batch))
@@ -430,6 +455,8 @@ int fa_cmd_bench(int argc, char **argv)
         {"--decode", CLI_OPT_FLAG, &o.decode, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o.splits, 0, 256, NULL},
         {"--alibi", CLI_OPT_FLAG, &o.alibi, 0, 0, NULL},
+        {"--window", CLI_OPT_STRING, &o.window_name, 0, 0, NULL},
+        {"--softcap", CLI_OPT_STRING, &o.softcap_name, 0, 0, NULL},
         {"--page-size", CLI_OPT_INT, &o.page_size, 1, INT32_MAX, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
@@ -439,6 +466,13 @@ int fa_cmd_bench(int argc, char **argv)
     if (o.backend_name &&
         (rc = cli_parse_backend("bench", usage, o.backend_name, &backend)) != CLI_CONTINUE)
         return rc;
+    if (o.window_name && !cli_parse_window(o.window_name, &o.window))
+        return cli_usage_error("bench", usage,
+                               "--window takes L,R: two integers (-1: no bound), not '%s'",
+                               o.window_name);
+    if (o.softcap_name && !cli_parse_softcap(o.softcap_name, &o.softcap))
+        return cli_usage_error("bench", usage, "--softcap takes a number, not '%s'",
+                               o.softcap_name);
     if (o.causal_name && strcmp(o.causal_name, "yes") && strcmp(o.causal_name, "no"))
         return cli_usage_error("bench", usage, "--causal takes yes or no, not '%s'", o.causal_name);
     int log_level = -1;

@@ -81,33 +81,6 @@ typedef struct run_options {
 } run_options;
 
 /* "L,R" as two int32 values (the library checks their range: -1 or more). */
-static bool parse_window(const char *text, fa_window *out)
-{
-    char *end;
-    errno = 0;
-    const long left = strtol(text, &end, 10);
-    if (end == text || *end != ',' || errno)
-        return false;
-    const char *second = end + 1;
-    const long right = strtol(second, &end, 10);
-    if (end == second || *end || errno || left < INT32_MIN || left > INT32_MAX ||
-        right < INT32_MIN || right > INT32_MAX)
-        return false;
-    *out = (fa_window){.enabled = true, .left = (int32_t)left, .right = (int32_t)right};
-    return true;
-}
-
-/* A number, as a float (the library checks its value: finite and not negative). */
-static bool parse_softcap(const char *text, float *out)
-{
-    char *end;
-    const double x = strtod(text, &end);
-    if (end == text || *end)
-        return false;
-    *out = (float)x;
-    return true;
-}
-
 static int parse_options(int argc, char **argv, run_options *o)
 {
     *o = (run_options){
@@ -150,12 +123,12 @@ static int parse_options(int argc, char **argv, run_options *o)
         o->seq_q = o->seq;
     if (!o->seq_k_seen)
         o->seq_k = o->seq;
-    if (o->window_name && !parse_window(o->window_name, &o->window))
+    if (o->window_name && !cli_parse_window(o->window_name, &o->window))
         return cli_usage_error("run", usage,
                                "--window takes L,R: two integers (-1: no bound), "
                                "not '%s'",
                                o->window_name);
-    if (o->softcap_name && !parse_softcap(o->softcap_name, &o->softcap))
+    if (o->softcap_name && !cli_parse_softcap(o->softcap_name, &o->softcap))
         return cli_usage_error("run", usage, "--softcap takes a number, not '%s'", o->softcap_name);
     return CLI_CONTINUE;
 }
