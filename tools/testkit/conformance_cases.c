@@ -938,7 +938,10 @@ bool tk_case_bias(const tk_case *c, tk_bias *out)
     out->stride[1] = bcast ? Sk : shape[2] * Sk;
     out->stride[0] = bcast ? 0 : Sq * shape[2] * Sk;
     out->count = bcast ? Sq * Sk : shape[0] * Sq * shape[2] * Sk;
-    out->data = malloc((size_t)(out->count > 0 ? out->count : 1) * fa_dtype_size(out->dtype));
+    /* 4 bytes more than the elements, zero: the device buffer is made from this image with 4
+     * spare bytes (conformance_exec.c) */
+    const size_t bytes = (size_t)(out->count > 0 ? out->count : 1) * fa_dtype_size(out->dtype);
+    out->data = calloc(1, bytes + 4);
     if (!out->data)
         return false;
     fa_testkit_fill_random(out->data, out->dtype, (size_t)out->count, c->seed + 7);
