@@ -382,9 +382,10 @@ typedef struct fa_window {
  *   tensors, cu_seqlens_q[B] <= total_q and cu_seqlens_k[B] <= total_k (ERROR_OUT_OF_BOUNDS); the
  *   call reads them back, waiting for work queued before it, and writes nothing when one fails.
  *   max_seqlen_q, max_seqlen_k: 0, or bounds on every sequence's length (a longer sequence is
- *   ERROR_OUT_OF_BOUNDS, a negative bound ERROR_INVALID_ARGUMENT); only with cu_seqlens. Not with
- *   seqlens_k, block_table, k_new or bias (ERROR_UNSUPPORTED). Forward and backward; the CPU
- *   backend takes it, the GPU backends return ERROR_UNSUPPORTED for now.
+ *   ERROR_OUT_OF_BOUNDS, a negative bound ERROR_INVALID_ARGUMENT); only with cu_seqlens (else
+ *   ERROR_INVALID_ARGUMENT). Not with seqlens_k, block_table, k_new or bias
+ *   (ERROR_UNSUPPORTED). Forward and backward; the CPU backend takes it, the GPU backends
+ *   return ERROR_UNSUPPORTED for now.
  *   A backend that does not implement window, softcap, ALiBi or the bias for a call returns
  *   ERROR_UNSUPPORTED with the reason (README's support table says which take them where). */
 typedef struct fa_attention_desc {
