@@ -55,6 +55,9 @@ static const char usage[] =
     "                   its fraction of it\n"
     "  --splits N       fa_attention_desc.num_splits for every row (0: the backend chooses)\n"
     "  --alibi          every row with ALiBi (one geometric slope per query head, as run)\n"
+    "  --varlen         every row of the training grid and the f32 row as a packed batch of\n"
+    "                   its batch size in sequences of seeded lengths from N/2 to 3N/2 (as run;\n"
+    "                   TFLOP/s counted per sequence); not with --decode\n"
     "  --page-size N    with --decode: K and V as a paged cache of N-key pages\n"
     "                   (fa_attention_desc.block_table, a shuffled table)\n"
     "\n"
@@ -81,7 +84,7 @@ typedef struct bench_options {
     const char *causal_name, *log_name;
     int64_t device, repeat, threads, seqlen, head_dim, batch; /* the filters: 0 = all */
     int64_t splits, page_size;
-    bool quick, device_seen, deterministic, decode, alibi;
+    bool quick, device_seen, deterministic, decode, alibi, varlen;
 } bench_options;
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"}; /* fa_log_level */
@@ -149,11 +152,11 @@ static void bench_point(fa_context *ctx, const cli_attn_shape *shape, bool with_
         r->status = st;
         if (st != FA_OK)
             continue;
-        double flop = cli_attn_flops(shape, r->backward);
+        double flop = cli_attn_call_flops(&a, r->backward);
         r->ms = 1e3 * t.median_s;
         r->tflops = t.median_s > 0 ? flop / t.median_s * 1e-12 : 0.0;
         r->gbps =
-            t.median_s > 0 && !r->backward ? cli_attn_kv_bytes(shape) / t.median_s * 1e-9 : 0.0;
+            t.median_s > 0 && !r->backward ? cli_attn_call_kv_bytes(&a) / t.median_s * 1e-9 : 0.0;
         r->runs = t.timed_runs;
         if (peak_gflops > 0)
             r->peak_fraction = r->tflops * 1e3 / peak_gflops;
@@ -296,7 +299,8 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                               .causal = causal != 0,
                                               .deterministic = o->deterministic,
                                               .num_splits = (int32_t)o->splits,
-                                              .alibi = o->alibi};
+                                              .alibi = o->alibi,
+                                              .varlen = o->varlen};
                 fprintf(stderr, "[%zu/%zu] seqlen %" PRId64 ", head dim %" PRId64 "%s\n", ++point,
                         points, seqlen, head_dim, causal ? ", causal" : "");
                 bench_point(ctx, &shape, true, o, peak.gflops, &rows[n]);
@@ -317,7 +321,8 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                     .heads_q = 16,
                                     .heads_kv = 16,
                                     .head_dim = 128,
-                                    .alibi = o->alibi};
+                                    .alibi = o->alibi,
+                                    .varlen = o->varlen};
     bench_point(ctx, &f32_row, false, o, peak.gflops, &rows[n]);
     printf("\nf32 forward, B=1 H=16 N=4096 D=128:\n");
     print_header(cpu);
@@ -430,6 +435,7 @@ int fa_cmd_bench(int argc, char **argv)
         {"--decode", CLI_OPT_FLAG, &o.decode, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o.splits, 0, 256, NULL},
         {"--alibi", CLI_OPT_FLAG, &o.alibi, 0, 0, NULL},
+        {"--varlen", CLI_OPT_FLAG, &o.varlen, 0, 0, NULL},
         {"--page-size", CLI_OPT_INT, &o.page_size, 1, INT32_MAX, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
@@ -439,6 +445,8 @@ int fa_cmd_bench(int argc, char **argv)
     if (o.backend_name &&
         (rc = cli_parse_backend("bench", usage, o.backend_name, &backend)) != CLI_CONTINUE)
         return rc;
+    if (o.varlen && o.decode)
+        return cli_usage_error("bench", usage, "--varlen takes the training grid, not --decode");
     if (o.causal_name && strcmp(o.causal_name, "yes") && strcmp(o.causal_name, "no"))
         return cli_usage_error("bench", usage, "--causal takes yes or no, not '%s'", o.causal_name);
     int log_level = -1;
