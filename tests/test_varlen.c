@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Packed variable-length batches (fa_attention_desc.cu_seqlens_q, cu_seqlens_k): every sequence
- * of a packed call against the float64 reference of that sequence alone (the testkit's pass rule:
- * within k x the same-precision baseline's error), with each option applied per sequence; rows
- * and keys no sequence covers zeroed; bad prefix sums refused with their status and nothing
- * written; backends without packed batches refuse them. */
+ * of a packed call against the float64 reference (fa_ref64_forward_packed, each sequence alone)
+ * by the testkit's pass rule (within k x the same-precision baseline's error), with each option
+ * applied per sequence; rows and keys no sequence covers zeroed; bad prefix sums refused with
+ * their status and nothing written; backends without packed batches refuse them. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
@@ -167,16 +167,21 @@ ParameterizedTest(varlen_case *c, varlen, cpu_matches_reference_per_sequence)
     fa_buffer_read(bdk, 0, dk, nk * 4);
     fa_buffer_read(bdv, 0, dv, nk * 4);
 
+    /* the float64 reference of the whole packed batch, sequence by sequence */
+    fa_ref_problem all = sequence_problem(c, slopes, 0);
+    all.alibi_slopes = c->alibi ? slopes : NULL;
+    all.alibi_batch_stride = HQ;
+    double *ref_o = malloc(nq * 8), *ref_lse = malloc((size_t)TQ * HQ * 8);
+    double *ref_dq = malloc(nq * 8), *ref_dk = malloc(nk * 8), *ref_dv = malloc(nk * 8);
+    fa_ref64_forward_packed(&all, NSEQ, CU_Q, CU_K, TQ, q, k, v, ref_o, ref_lse);
+    fa_ref64_backward_packed(&all, NSEQ, CU_Q, CU_K, TQ, TK, q, k, v, d_o, ref_dq, ref_dk, ref_dv);
     for (int s = 0; s < NSEQ; s++) {
         const fa_ref_problem p = sequence_problem(c, slopes, s);
         const size_t rq = (size_t)CU_Q[s] * HQ * D, rk = (size_t)CU_K[s] * HKV * D;
         const size_t mq = (size_t)p.seq_q * HQ * D, mk = (size_t)p.seq_k * HKV * D;
-        double *ro = calloc(mq + 1, 8), *rlse = calloc((size_t)p.seq_q * HQ + 1, 8);
-        double *rdq = calloc(mq + 1, 8), *rdk = calloc(mk + 1, 8), *rdv = calloc(mk + 1, 8);
+        const double *ro = ref_o + rq, *rdq = ref_dq + rq, *rdk = ref_dk + rk, *rdv = ref_dv + rk;
         float *bo_ = calloc(mq + 1, 4), *bdq_ = calloc(mq + 1, 4), *bdk_ = calloc(mk + 1, 4),
               *bdv_ = calloc(mk + 1, 4);
-        fa_ref64_forward(&p, q + rq, k + rk, v + rk, ro, rlse);
-        fa_ref64_backward(&p, q + rq, k + rk, v + rk, d_o + rq, rdq, rdk, rdv);
         fa_baseline_forward(&p, q + rq, k + rk, v + rk, bo_, NULL);
         fa_baseline_backward(&p, q + rq, k + rk, v + rk, d_o + rq, bdq_, bdk_, bdv_);
         const struct {
@@ -198,7 +203,7 @@ ParameterizedTest(varlen_case *c, varlen, cpu_matches_reference_per_sequence)
         }
         for (int h = 0; h < HQ; h++)
             for (int64_t i = 0; i < p.seq_q; i++) {
-                const double r = rlse[h * p.seq_q + i];
+                const double r = ref_lse[h * TQ + CU_Q[s] + i];
                 const float g = lse[h * TQ + CU_Q[s] + i];
                 if (isinf(r))
                     cr_expect(isinf(g) && g < 0, "sequence %d: lse of row %lld head %d is %g", s,
@@ -208,7 +213,6 @@ ParameterizedTest(varlen_case *c, varlen, cpu_matches_reference_per_sequence)
                               "sequence %d: lse of row %lld head %d is %g, not %g", s, (long long)i,
                               h, g, r);
             }
-        free(ro), free(rlse), free(rdq), free(rdk), free(rdv);
         free(bo_), free(bdq_), free(bdk_), free(bdv_);
     }
     /* the rows and keys past the last sequence */
@@ -223,6 +227,7 @@ ParameterizedTest(varlen_case *c, varlen, cpu_matches_reference_per_sequence)
                       "lse of row %d past the last sequence is %g", i, lse[h * TQ + i]);
     free(q), free(k), free(v), free(d_o), free(junk);
     free(o), free(lse), free(dq), free(dk), free(dv);
+    free(ref_o), free(ref_lse), free(ref_dq), free(ref_dk), free(ref_dv);
     fa_context_destroy(ctx);
 }
 
