@@ -368,6 +368,24 @@ typedef struct fa_window {
  *   shape is ERROR_SHAPE_MISMATCH. With seqlens_k, key j of a sequence is column j; with a paged
  *   cache, the logical key index. Forward and backward: dQ, dK and dV go through it, the bias
  *   itself taken as a constant (no dBias is computed).
+ *   cu_seqlens_q, cu_seqlens_k NULL: q, k, v hold B separate sequences of Sq and Sk rows. Else
+ *   (both, or ERROR_NULL_POINTER) a packed variable-length batch, as FlashAttention's varlen
+ *   calls: q, o (and d_q, d_o) are (1, total_q, Hq, D) and k, v (d_k, d_v) (1, total_k, Hkv, D),
+ *   sequence b holding rows cu_seqlens_q[b] to cu_seqlens_q[b + 1] - 1 of q and rows
+ *   cu_seqlens_k[b] to cu_seqlens_k[b + 1] - 1 of k and v; both FA_DTYPE_I32 of shape
+ *   (B + 1, 1, 1, 1), B >= 0. The LSE is (1, total_q, Hq, 1) (zero strides: packed
+ *   (Hq, total_q)). Every other option applies per sequence with that sequence's own lengths:
+ *   the causal mask and the window aligned bottom-right, ALiBi's distance, GQA; alibi_slopes may
+ *   be (B, 1, Hq, 1) for a slope per sequence and head. Rows past cu_seqlens_q[B] get O = 0 and
+ *   LSE = -inf (dQ = 0), keys past cu_seqlens_k[B] dK = dV = 0. The values must start at 0
+ *   (ERROR_INVALID_ARGUMENT), never decrease (ERROR_INVALID_ARGUMENT) and end inside the packed
+ *   tensors, cu_seqlens_q[B] <= total_q and cu_seqlens_k[B] <= total_k (ERROR_OUT_OF_BOUNDS); the
+ *   call reads them back, waiting for work queued before it, and writes nothing when one fails.
+ *   max_seqlen_q, max_seqlen_k: 0, or bounds on every sequence's length (a longer sequence is
+ *   ERROR_OUT_OF_BOUNDS, a negative bound ERROR_INVALID_ARGUMENT); only with cu_seqlens (else
+ *   ERROR_INVALID_ARGUMENT). Not with seqlens_k, block_table, k_new or bias
+ *   (ERROR_UNSUPPORTED). Forward and backward; the CPU backend takes it, the GPU backends
+ *   return ERROR_UNSUPPORTED for now.
  *   A backend that does not implement window, softcap, ALiBi or the bias for a call returns
  *   ERROR_UNSUPPORTED with the reason (README's support table says which take them where). */
 typedef struct fa_attention_desc {
@@ -407,7 +425,16 @@ typedef struct fa_attention_desc {
         const fa_tensor *bias;
         uint64_t bias_word_;
     };
-    uint64_t reserved[21]; /* zero (ABI, above) */
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *cu_seqlens_q;
+        uint64_t cu_seqlens_q_word_;
+    };
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *cu_seqlens_k;
+        uint64_t cu_seqlens_k_word_;
+    };
+    int64_t max_seqlen_q, max_seqlen_k; /* each in a reserved word it took */
+    uint64_t reserved[17];              /* zero (ABI, above) */
 } fa_attention_desc;
 
 /** O = softmax(scale * Q K^T [softcapped, + ALiBi, + bias, masked]) V and LSE = logsumexp of each

@@ -82,6 +82,53 @@ static fa_status check_indices(fa_context *ctx, const fa_attention_call *call, i
     return st;
 }
 
+/* A packed batch's prefix sums: each from 0, never decreasing, ending inside the packed
+ * tensors (cu_seqlens_q[B] <= seq_q, cu_seqlens_k[B] <= seq_k), and no sequence longer than
+ * max_seqlen_q / max_seqlen_k where those are set. The CPU backend reads them again from its
+ * buffers; a GPU kernel taking them must clamp, as for seqlens_k. */
+static fa_status check_varlen(fa_context *ctx, const fa_attention_call *call)
+{
+    const fa_view *views[2] = {&call->cu_seqlens_q, &call->cu_seqlens_k};
+    const char *names[2] = {"cu_seqlens_q", "cu_seqlens_k"};
+    const int64_t totals[2] = {call->seq_q, call->seq_k};
+    const int64_t bounds[2] = {call->max_seqlen_q, call->max_seqlen_k};
+    const int64_t n = call->varlen_batch + 1;
+    fa_status st = FA_OK;
+    for (int i = 0; i < 2 && st == FA_OK; i++) {
+        const fa_view *v = views[i];
+        int32_t *cu =
+            read_index(ctx, v, (uint64_t)(n - 1) * (uint64_t)v->stride_b + 1, names[i], &st);
+        if (!cu)
+            break;
+        const int32_t first = cu[0];
+        if (first != 0)
+            st = fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT, "%s[0] is %d; the prefix sums start at 0",
+                         names[i], (int)first);
+        for (int64_t b = 1; b < n && st == FA_OK; b++) {
+            const int64_t lo = cu[(uint64_t)(b - 1) * (uint64_t)v->stride_b];
+            const int64_t hi = cu[(uint64_t)b * (uint64_t)v->stride_b];
+            if (hi < lo)
+                st = fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                             "%s[%lld] is %lld, below %s[%lld] = %lld; the prefix sums never "
+                             "decrease",
+                             names[i], (long long)b, (long long)hi, names[i], (long long)(b - 1),
+                             (long long)lo);
+            else if (hi > totals[i])
+                st =
+                    fa_fail(ctx, FA_ERROR_OUT_OF_BOUNDS,
+                            "%s[%lld] is %lld; the packed %s holds %lld rows", names[i],
+                            (long long)b, (long long)hi, i ? "k and v" : "q", (long long)totals[i]);
+            else if (bounds[i] > 0 && hi - lo > bounds[i])
+                st = fa_fail(ctx, FA_ERROR_OUT_OF_BOUNDS,
+                             "sequence %lld has %lld rows in %s; %s is %lld", (long long)(b - 1),
+                             (long long)(hi - lo), names[i], i ? "max_seqlen_k" : "max_seqlen_q",
+                             (long long)bounds[i]);
+        }
+        free(cu);
+    }
+    return st;
+}
+
 /* Nothing to attend to: no batch, no heads, or (forward only) no queries. A backward with
  * queries absent but keys present still runs, since dK and dV must be overwritten with zeros. */
 static bool empty(const fa_attention_call *call, bool backward)
@@ -116,6 +163,11 @@ static fa_status dispatch(fa_context *ctx, fa_attention_call *call, bool backwar
     if (call->has_bias && !be->bias)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "bias: the %s backend does not take an additive bias yet", be->name);
+    if (call->has_varlen && !be->varlen)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                       "cu_seqlens_q: the %s backend does not take packed variable-length batches "
+                       "yet",
+                       be->name);
     if (call->has_append && !be->copy_regions)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "k_new: the %s backend cannot append to a KV cache", be->name);
@@ -125,6 +177,8 @@ static fa_status dispatch(fa_context *ctx, fa_attention_call *call, bool backwar
     const bool attend = !empty(call, backward);
     if (call->has_seqlens_k || call->has_block_table)
         st = check_indices(ctx, call, &lens, &table);
+    if (st == FA_OK && call->has_varlen)
+        st = check_varlen(ctx, call);
     if (st == FA_OK && call->has_append)
         st = fa_append_prepare(ctx, call, lens, table, &plan);
     if (st == FA_OK && attend && be->check_call)

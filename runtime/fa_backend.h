@@ -65,6 +65,16 @@ typedef struct fa_attention_call {
      * the call's dtype. The runtime copies their rows into k and v (copy_regions) and points
      * seqlens_k at the lengths after the append before the backend's forward runs, so backends
      * ignore these. */
+    /* A packed variable-length batch (forward and backward): has_varlen, varlen_batch (B, >= 0)
+     * sequences, and int32 views of B + 1 prefix sums each (element b at offset + b * stride_b),
+     * checked by the runtime (from 0, never decreasing, cu_seqlens_q[B] <= seq_q and
+     * cu_seqlens_k[B] <= seq_k) before the backend sees them. batch is 1, seq_q and seq_k are the
+     * packed totals; the window was resolved against those totals, so a backend resolves it
+     * again per sequence (fa_call_sequence). */
+    bool has_varlen;
+    int64_t varlen_batch;
+    int64_t max_seqlen_q, max_seqlen_k; /* 0 or bounds the runtime checked; backends ignore */
+    fa_view cu_seqlens_q, cu_seqlens_k;
     bool has_append;
     int64_t seq_new;
     fa_view k_new, v_new;
@@ -80,6 +90,37 @@ static inline int64_t fa_call_left(const fa_attention_call *c)
 static inline int64_t fa_call_right(const fa_attention_call *c)
 {
     return c->causal ? 0 : c->window ? c->window_right : -1;
+}
+
+/* Sequence b of a packed batch (c->has_varlen) as a call of its own: batch 1, rows q0 to
+ * q0 + sq - 1 of q, o, lse (and d_o, d_q) and k0 to k0 + sk - 1 of k, v (d_k, d_v), ALiBi's slopes
+ * of entry b where they are per entry, and the window resolved again against sq and sk (bounds
+ * that reach past the sequence's keys or queries become -1, as the runtime resolves a call's). */
+static inline fa_attention_call fa_call_sequence(const fa_attention_call *c, int64_t b, int64_t q0,
+                                                 int64_t sq, int64_t k0, int64_t sk)
+{
+    fa_attention_call s = *c;
+    s.has_varlen = false;
+    s.varlen_batch = 0;
+    s.batch = 1;
+    s.seq_q = sq;
+    s.seq_k = sk;
+    fa_view *rows_q[] = {&s.q, &s.o, &s.lse, &s.d_o, &s.d_q};
+    fa_view *rows_k[] = {&s.k, &s.v, &s.d_k, &s.d_v};
+    for (size_t i = 0; i < sizeof rows_q / sizeof rows_q[0]; i++)
+        rows_q[i]->offset += (uint64_t)(q0 * rows_q[i]->stride_s);
+    for (size_t i = 0; i < sizeof rows_k / sizeof rows_k[0]; i++)
+        rows_k[i]->offset += (uint64_t)(k0 * rows_k[i]->stride_s);
+    s.alibi.offset += (uint64_t)(b * s.alibi.stride_b);
+    s.alibi.stride_b = 0;
+    if (s.window_left >= sk)
+        s.window_left = -1;
+    if (!s.causal && s.window_right >= sq)
+        s.window_right = -1;
+    s.window = s.window_left >= 0 || s.window_right > 0;
+    if (!s.window)
+        s.window_left = s.window_right = -1;
+    return s;
 }
 
 /* One copy of copy_regions: `bytes` (> 0) bytes from byte src_offset of the source buffer to
@@ -144,6 +185,8 @@ typedef struct fa_backend_iface {
      * likewise. */
     bool alibi;
     bool bias;
+    /* The forward and backward take a packed variable-length batch (has_varlen). */
+    bool varlen;
     /* A wrapped buffer's handle may be released while work that uses its memory is still queued
      * (the kernels took the address when they were issued), so fa_buffer_destroy need not wait:
      * a wrap per call then costs no synchronisation. */

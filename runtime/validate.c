@@ -290,7 +290,7 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
 
     /* An append (k_new, v_new) writes into k and v: they are outputs then. */
     const bool append = desc->k_new || desc->v_new;
-    role roles[13] = {
+    role roles[15] = {
         {"q", q, false, false, &call->q, {0}, false, false, false},
         {"k", k, append, false, &call->k, {0}, false, false, false},
         {"v", v, append, false, &call->v, {0}, false, false, false},
@@ -344,6 +344,38 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     if (desc->bias)
         roles[n++] =
             (role){.name = "bias", .tensor = desc->bias, .view = &call->bias, .bias = true};
+    int n_varlen = 0; /* the role of cu_seqlens_q (cu_seqlens_k follows), 0 without */
+    if (desc->cu_seqlens_q || desc->cu_seqlens_k) {
+        if (!desc->cu_seqlens_q || !desc->cu_seqlens_k)
+            return fa_fail(ctx, FA_ERROR_NULL_POINTER,
+                           "%s is NULL but %s is not: a packed batch takes both or neither",
+                           desc->cu_seqlens_q ? "cu_seqlens_k" : "cu_seqlens_q",
+                           desc->cu_seqlens_q ? "cu_seqlens_q" : "cu_seqlens_k");
+        const char *other = desc->seqlens_k     ? "seqlens_k"
+                            : desc->block_table ? "block_table"
+                            : append            ? "k_new"
+                            : desc->bias        ? "bias"
+                                                : NULL;
+        if (other)
+            return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
+                           "cu_seqlens_q, cu_seqlens_k: a packed batch does not take %s", other);
+        n_varlen = n;
+        roles[n++] = (role){.name = "cu_seqlens_q",
+                            .tensor = desc->cu_seqlens_q,
+                            .view = &call->cu_seqlens_q,
+                            .index = true};
+        roles[n++] = (role){.name = "cu_seqlens_k",
+                            .tensor = desc->cu_seqlens_k,
+                            .view = &call->cu_seqlens_k,
+                            .index = true};
+    } else if (desc->max_seqlen_q || desc->max_seqlen_k) {
+        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                       "max_seqlen_q, max_seqlen_k are set without cu_seqlens_q, cu_seqlens_k");
+    }
+    if (desc->max_seqlen_q < 0 || desc->max_seqlen_k < 0)
+        return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                       "max_seqlen_q %lld, max_seqlen_k %lld: a bound is >= 0 (0: none)",
+                       (long long)desc->max_seqlen_q, (long long)desc->max_seqlen_k);
     int n_new = 0; /* the role of k_new (v_new follows), 0 without an append */
     if (append) {
         if (grad)
@@ -425,15 +457,33 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        "seqlens_k has shape (%lld, %lld, %lld, %lld); expected (%lld, 1, 1, 1)",
                        (long long)sl->shape[0], (long long)sl->shape[1], (long long)sl->shape[2],
                        (long long)sl->shape[3], (long long)batch);
+    /* Packed: q and k hold one batch entry; the sequences are the prefix sums' B. */
+    const fa_tensor *cq = desc->cu_seqlens_q, *ck = desc->cu_seqlens_k;
+    if (n_varlen && (batch != 1 || k->shape[0] != 1))
+        return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                       "q has batch %lld, k %lld; a packed batch (cu_seqlens_q) has 1, the "
+                       "sequences packed along seq",
+                       (long long)batch, (long long)k->shape[0]);
+    for (int i = 0; i < 2 && n_varlen; i++) {
+        const fa_tensor *c = i ? ck : cq;
+        if (c->shape[0] < 1 || c->shape[0] != cq->shape[0] || c->shape[1] != 1 ||
+            c->shape[2] != 1 || c->shape[3] != 1)
+            return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                           "%s has shape (%lld, %lld, %lld, %lld); expected (B + 1, 1, 1, 1), "
+                           "the same B + 1 >= 1 for cu_seqlens_q and cu_seqlens_k",
+                           i ? "cu_seqlens_k" : "cu_seqlens_q", (long long)c->shape[0],
+                           (long long)c->shape[1], (long long)c->shape[2], (long long)c->shape[3]);
+    }
+    const int64_t sequences = n_varlen ? cq->shape[0] - 1 : batch;
     const fa_tensor *al = desc->alibi_slopes;
-    if (al && ((al->shape[0] != 1 && al->shape[0] != batch) || al->shape[1] != 1 ||
+    if (al && ((al->shape[0] != 1 && al->shape[0] != sequences) || al->shape[1] != 1 ||
                al->shape[2] != heads_q || al->shape[3] != 1))
         return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
                        "alibi_slopes has shape (%lld, %lld, %lld, %lld); expected (1, 1, %lld, 1) "
                        "or (%lld, 1, %lld, 1): a slope per query head, or per batch entry and "
                        "query head",
                        (long long)al->shape[0], (long long)al->shape[1], (long long)al->shape[2],
-                       (long long)al->shape[3], (long long)heads_q, (long long)batch,
+                       (long long)al->shape[3], (long long)heads_q, (long long)sequences,
                        (long long)heads_q);
     const fa_tensor *bi = desc->bias;
     if (bi && ((bi->shape[0] != 1 && bi->shape[0] != batch) ||
@@ -504,6 +554,10 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
         call->bias.stride_s = bi->shape[1] == 1 ? 0 : call->bias.stride_s;
         call->bias.stride_h = bi->shape[2] == 1 ? 0 : call->bias.stride_h;
     }
+    call->has_varlen = n_varlen > 0;
+    call->varlen_batch = n_varlen ? sequences : 0;
+    call->max_seqlen_q = desc->max_seqlen_q;
+    call->max_seqlen_k = desc->max_seqlen_k;
     if (call->has_alibi && al->shape[0] == 1)
         call->alibi.stride_b = 0; /* one slope per head for every batch entry */
     if (bt) {

@@ -103,6 +103,10 @@ CARVED(fa_attention_desc, v02_attention_desc, window_words_);
 CARVED(fa_attention_desc, v02_attention_desc, softcap_word_);
 CARVED(fa_attention_desc, v02_attention_desc, alibi_slopes_word_);
 CARVED(fa_attention_desc, v02_attention_desc, bias_word_);
+CARVED(fa_attention_desc, v02_attention_desc, cu_seqlens_q_word_);
+CARVED(fa_attention_desc, v02_attention_desc, cu_seqlens_k_word_);
+CARVED(fa_attention_desc, v02_attention_desc, max_seqlen_q);
+CARVED(fa_attention_desc, v02_attention_desc, max_seqlen_k);
 _Static_assert(sizeof(fa_window) <= sizeof(((fa_attention_desc *)0)->window_words_),
                "fa_window fits the words it took");
 CARVED(fa_attention_desc, v02_attention_desc, reserved);

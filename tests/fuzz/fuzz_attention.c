@@ -5,7 +5,7 @@
  * tensors as its seqlens_k and block_table, whose values are then whatever the buffers hold, and
  * as the k_new and v_new of an append, which makes k and v outputs), with or without a sliding
  * window and a softcap, and, where the input is long enough for a tenth and an eleventh tensor,
- * ALiBi slopes and an additive bias.
+ * ALiBi slopes and an additive bias, and, longer still, the prefix sums of a packed batch.
  * Whatever the bytes, the library must answer with a status and never read or write outside the
  * buffers (AddressSanitizer watches), nor touch the inputs. Built and run by tools/fuzz.sh. */
 #include <stdint.h>
@@ -87,6 +87,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size >= 4 + (TENSORS + 2) * TENSOR_BYTES + 2 && (more[0] & 1)) {
         bias = tensor(more + 1);
         desc.bias = &bias;
+    }
+    /* Longer still: the byte after the eleventh tensor, when odd, makes the call a packed batch
+     * whose prefix sums are a twelfth and (when bit 1 is set too, else NULL) a thirteenth tensor
+     * (inputs too), with bounds on the lengths from its high bits. */
+    fa_tensor cu_q, cu_k;
+    const uint8_t *packed = more + 1 + TENSOR_BYTES;
+    if (size >= 4 + (TENSORS + 4) * TENSOR_BYTES + 3 && (packed[0] & 1)) {
+        cu_q = tensor(packed + 1);
+        cu_k = tensor(packed + 1 + TENSOR_BYTES);
+        desc.cu_seqlens_q = &cu_q;
+        desc.cu_seqlens_k = packed[0] & 2 ? &cu_k : NULL;
+        desc.max_seqlen_q = (packed[0] >> 2 & 7) - 1;
+        desc.max_seqlen_k = (packed[0] >> 5) - 1;
     }
     /* q, k, v, o, lse, then d_o, d_q, d_k, d_v. Buffer 0 as it is before the call: */
     static unsigned char before[BUFFER_BYTES], now[BUFFER_BYTES];

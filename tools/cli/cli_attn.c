@@ -42,6 +42,40 @@ static fa_status make_buffer(cli_attn *a, size_t bytes, const void *host, fa_buf
     return bytes ? fa_buffer_write(*buf, 0, host, bytes) : FA_OK;
 }
 
+/* The prefix sums of a packed batch (shape->varlen): seeded lengths in [S/2, 3S/2]. */
+static fa_status varlen_lengths(cli_attn *a, const cli_attn_shape *shape)
+{
+    const int64_t n = shape->batch, seqs[2] = {shape->seq_q, shape->seq_k};
+    uint64_t rng = a->seed ^ 0x9a11e4ull;
+    for (int x = 0; x < 2; x++) {
+        a->cu_host[x] = malloc((size_t)(n + 1) * sizeof *a->cu_host[x]);
+        if (!a->cu_host[x]) {
+            snprintf(a->detail, sizeof a->detail, "cannot allocate the prefix sums");
+            return FA_ERROR_OUT_OF_HOST_MEMORY;
+        }
+    }
+    int64_t total[2] = {0, 0};
+    for (int64_t b = 0; b < n; b++) {
+        a->cu_host[0][b] = (int32_t)total[0];
+        a->cu_host[1][b] = (int32_t)total[1];
+        const int64_t lq =
+            seqs[0] / 2 + (int64_t)fa_testkit_rand_below(&rng, (uint64_t)seqs[0] + 1);
+        const int64_t lk =
+            seqs[0] == seqs[1]
+                ? lq
+                : seqs[1] / 2 + (int64_t)fa_testkit_rand_below(&rng, (uint64_t)seqs[1] + 1);
+        total[0] += lq;
+        total[1] += lk;
+        if (total[0] > INT32_MAX || total[1] > INT32_MAX) {
+            snprintf(a->detail, sizeof a->detail, "the packed rows pass 2^31 - 1");
+            return FA_ERROR_SIZE_OVERFLOW;
+        }
+    }
+    a->cu_host[0][n] = (int32_t)total[0];
+    a->cu_host[1][n] = (int32_t)total[1];
+    return FA_OK;
+}
+
 fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *shape,
                           bool with_grads, uint64_t seed)
 {
@@ -59,7 +93,16 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
         .softcap = shape->softcap,
     };
 
-    const cli_attn_shape *s = shape;
+    cli_attn_shape packed = *shape; /* a packed batch: one entry of all the rows */
+    if (shape->varlen) {
+        fa_status vst = varlen_lengths(a, shape);
+        if (vst != FA_OK)
+            return vst;
+        packed.batch = 1;
+        packed.seq_q = a->cu_host[0][shape->batch];
+        packed.seq_k = a->cu_host[1][shape->batch];
+    }
+    const cli_attn_shape *s = &packed;
     size_t elem = fa_dtype_size(s->dtype);
     if (s->page_size > 0 && (with_grads || s->seq_k % s->page_size)) {
         snprintf(a->detail, sizeof a->detail,
@@ -206,6 +249,16 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
         a->tdk = fa_tensor_bshd(a->d_k, s->dtype, s->batch, s->seq_k, s->heads_kv, s->head_dim);
         a->tdv = fa_tensor_bshd(a->d_v, s->dtype, s->batch, s->seq_k, s->heads_kv, s->head_dim);
     }
+    for (int x = 0; shape->varlen && x < 2; x++) {
+        st = make_buffer(a, (size_t)(shape->batch + 1) * sizeof(int32_t), a->cu_host[x], &a->cu[x]);
+        if (st != FA_OK)
+            return st;
+        a->tcu[x] = fa_tensor_bshd(a->cu[x], FA_DTYPE_I32, shape->batch + 1, 1, 1, 1);
+    }
+    if (shape->varlen) {
+        a->desc.cu_seqlens_q = &a->tcu[0];
+        a->desc.cu_seqlens_k = &a->tcu[1];
+    }
     return s->append > 0 ? cli_attn_append_init(a) : FA_OK;
 }
 
@@ -234,6 +287,12 @@ void cli_attn_destroy(cli_attn *a)
         fa_buffer_destroy(bufs[i]);
     a->q = a->k = a->v = a->o = a->lse = a->d_o = a->d_q = a->d_k = a->d_v = a->table = NULL;
     a->k_new = a->v_new = a->lens = a->slopes = a->bias = NULL;
+    for (int x = 0; x < 2; x++) {
+        fa_buffer_destroy(a->cu[x]);
+        a->cu[x] = NULL;
+        free(a->cu_host[x]);
+        a->cu_host[x] = NULL;
+    }
     free(a->table_host);
     a->table_host = NULL;
     free(a->slopes_host);
@@ -309,6 +368,31 @@ double cli_attn_flops(const cli_attn_shape *s, bool backward)
     else
         f *= (double)s->seq_q * (double)s->seq_k * (s->causal ? 0.5 : 1.0);
     return backward ? 2.5 * f : f;
+}
+
+double cli_attn_call_flops(const cli_attn *a, bool backward)
+{
+    if (!a->shape.varlen)
+        return cli_attn_flops(&a->shape, backward);
+    double f = 0.0;
+    cli_attn_shape one = a->shape;
+    one.batch = 1;
+    for (int64_t b = 0; b < a->shape.batch; b++) {
+        one.seq_q = a->cu_host[0][b + 1] - a->cu_host[0][b];
+        one.seq_k = a->cu_host[1][b + 1] - a->cu_host[1][b];
+        f += cli_attn_flops(&one, backward);
+    }
+    return f;
+}
+
+double cli_attn_call_kv_bytes(const cli_attn *a)
+{
+    cli_attn_shape s = a->shape;
+    if (s.varlen) {
+        s.batch = 1;
+        s.seq_k = a->cu_host[1][a->shape.batch];
+    }
+    return cli_attn_kv_bytes(&s);
 }
 
 double cli_attn_kv_bytes(const cli_attn_shape *s)

@@ -24,6 +24,8 @@ typedef struct cli_attn_shape {
     float softcap;      /* fa_attention_desc.softcap */
     bool alibi;         /* ALiBi with the geometric slopes of cli_attn.slopes_host */
     bool bias;          /* an additive f32 bias (1, Sq, Hq, Sk) of random values (bias_host) */
+    bool varlen; /* a packed batch (cu_seqlens_q/k) of `batch` sequences whose lengths are seeded
+                    draws around seq_q and seq_k (cli_attn.cu_host) */
 } cli_attn_shape;
 
 typedef struct cli_attn {
@@ -57,6 +59,12 @@ typedef struct cli_attn {
     float *bias_host;
     fa_buffer *bias;
     fa_tensor tbias;
+    /* A packed batch (shape.varlen): the prefix sums of query and key rows, B + 1 each, drawn
+     * from [S/2, 3S/2] per sequence (the same lengths for both when seq_q == seq_k); the
+     * buffers then hold (1, total, H, D) and desc.cu_seqlens_q/k point at tcu. */
+    int32_t *cu_host[2];
+    fa_buffer *cu[2];
+    fa_tensor tcu[2];
     char detail[256]; /* a failure of the tool's own (host memory, sizes); "" otherwise */
 } cli_attn;
 
@@ -90,6 +98,10 @@ int cli_attn_fail(const cli_attn *a, fa_status status);
 bool cli_parse_window(const char *text, fa_window *out);
 bool cli_parse_softcap(const char *text, float *out);
 double cli_attn_flops(const cli_attn_shape *s, bool backward);
+/** The FLOPs of a's call: cli_attn_flops, summed over the sequences of a packed batch. */
+double cli_attn_call_flops(const cli_attn *a, bool backward);
+/** The bytes of K and V a's call reads (cli_attn_kv_bytes over the packed rows). */
+double cli_attn_call_kv_bytes(const cli_attn *a);
 /** The bytes of K and V a forward reads at least once: 2*B*Sk*Hkv*D*element size. */
 double cli_attn_kv_bytes(const cli_attn_shape *s);
 /** What a standard attention's f32 score matrix takes: B*H*Sq*Sk*4 bytes (saturating). */

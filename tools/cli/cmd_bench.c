@@ -58,6 +58,9 @@ static const char usage[] =
     "  --window L,R     every row with a sliding window (as run; TFLOP/s then count the\n"
     "                   query-key pairs it leaves)\n"
     "  --softcap C      every row with logit softcapping C\n"
+    "  --varlen         every row of the training grid and the f32 row as a packed batch of\n"
+    "                   its batch size in sequences of seeded lengths from N/2 to 3N/2 (as run;\n"
+    "                   TFLOP/s counted per sequence); not with --decode\n"
     "  --page-size N    with --decode: K and V as a paged cache of N-key pages\n"
     "                   (fa_attention_desc.block_table, a shuffled table)\n"
     "\n"
@@ -84,7 +87,7 @@ typedef struct bench_options {
     const char *causal_name, *log_name;
     int64_t device, repeat, threads, seqlen, head_dim, batch; /* the filters: 0 = all */
     int64_t splits, page_size;
-    bool quick, device_seen, deterministic, decode, alibi;
+    bool quick, device_seen, deterministic, decode, alibi, varlen;
     const char *window_name, *softcap_name;
     fa_window window; /* --window, on every row */
     float softcap;    /* --softcap, on every row */
@@ -166,11 +169,11 @@ static void bench_point(fa_context *ctx, const cli_attn_shape *shape, bool with_
         r->status = st;
         if (st != FA_OK)
             continue;
-        double flop = cli_attn_flops(shape, r->backward);
+        double flop = cli_attn_call_flops(&a, r->backward);
         r->ms = 1e3 * t.median_s;
         r->tflops = t.median_s > 0 ? flop / t.median_s * 1e-12 : 0.0;
         r->gbps =
-            t.median_s > 0 && !r->backward ? cli_attn_kv_bytes(shape) / t.median_s * 1e-9 : 0.0;
+            t.median_s > 0 && !r->backward ? cli_attn_call_kv_bytes(&a) / t.median_s * 1e-9 : 0.0;
         r->runs = t.timed_runs;
         if (peak_gflops > 0)
             r->peak_fraction = r->tflops * 1e3 / peak_gflops;
@@ -316,7 +319,8 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                               .num_splits = (int32_t)o->splits,
                                               .alibi = o->alibi,
                                               .window = o->window,
-                                              .softcap = o->softcap};
+                                              .softcap = o->softcap,
+                                              .varlen = o->varlen};
                 fprintf(stderr, "[%zu/%zu] seqlen %" PRId64 ", head dim %" PRId64 "%s\n", ++point,
                         points, seqlen, head_dim, causal ? ", causal" : "");
                 bench_point(ctx, &shape, true, o, peak.gflops, &rows[n]);
@@ -339,7 +343,8 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                     .head_dim = 128,
                                     .alibi = o->alibi,
                                     .window = o->window,
-                                    .softcap = o->softcap};
+                                    .softcap = o->softcap,
+                                    .varlen = o->varlen};
     bench_point(ctx, &f32_row, false, o, peak.gflops, &rows[n]);
     printf("\nf32 forward, B=1 H=16 N=4096 D=128:\n");
     print_header(cpu);
@@ -457,6 +462,7 @@ int fa_cmd_bench(int argc, char **argv)
         {"--alibi", CLI_OPT_FLAG, &o.alibi, 0, 0, NULL},
         {"--window", CLI_OPT_STRING, &o.window_name, 0, 0, NULL},
         {"--softcap", CLI_OPT_STRING, &o.softcap_name, 0, 0, NULL},
+        {"--varlen", CLI_OPT_FLAG, &o.varlen, 0, 0, NULL},
         {"--page-size", CLI_OPT_INT, &o.page_size, 1, INT32_MAX, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
@@ -473,6 +479,8 @@ int fa_cmd_bench(int argc, char **argv)
     if (o.softcap_name && !cli_parse_softcap(o.softcap_name, &o.softcap))
         return cli_usage_error("bench", usage, "--softcap takes a number, not '%s'",
                                o.softcap_name);
+    if (o.varlen && o.decode)
+        return cli_usage_error("bench", usage, "--varlen takes the training grid, not --decode");
     if (o.causal_name && strcmp(o.causal_name, "yes") && strcmp(o.causal_name, "no"))
         return cli_usage_error("bench", usage, "--causal takes yes or no, not '%s'", o.causal_name);
     int log_level = -1;

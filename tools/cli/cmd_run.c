@@ -3,6 +3,7 @@
  * and optionally checked against a float64 reference on sampled rows. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,10 @@ static const char usage[] =
     "                   -m_h |i + Sk - Sq - j|, m_h = 2^(-8 (h + 1) / heads)\n"
     "  --bias           an additive f32 bias (fa_attention_desc.bias) of random values, shape\n"
     "                   (1, Sq, heads, Sk): one per query, head and key for every batch entry\n"
+    "  --varlen         a packed batch (fa_attention_desc.cu_seqlens_q, cu_seqlens_k) of --batch\n"
+    "                   sequences of seeded lengths from S/2 to 3S/2 around --seq-q and --seq-k\n"
+    "                   (the same for both when they are equal); not with --bias, --page-size\n"
+    "                   or --append\n"
     "  --splits N       fa_attention_desc.num_splits: key chunks of the split-key forward\n"
     "                   (decoding; 0, the default: the backend chooses; 1: none)\n"
     "  --page-size N    K and V as a paged cache of N-key pages in a shuffled block table\n"
@@ -76,7 +81,7 @@ typedef struct run_options {
     float softcap;
     int64_t device, batch, heads, kv_heads, seq, seq_q, seq_k, head_dim;
     int64_t repeat, warmup, threads, seed, splits, page_size, append;
-    bool causal, backward, check, json, alibi, bias;
+    bool causal, backward, check, json, alibi, bias, varlen;
     bool device_seen, kv_heads_seen, seq_q_seen, seq_k_seen, repeat_seen, warmup_seen;
 } run_options;
 
@@ -103,6 +108,7 @@ static int parse_options(int argc, char **argv, run_options *o)
         {"--softcap", CLI_OPT_STRING, &o->softcap_name, 0, 0, NULL},
         {"--alibi", CLI_OPT_FLAG, &o->alibi, 0, 0, NULL},
         {"--bias", CLI_OPT_FLAG, &o->bias, 0, 0, NULL},
+        {"--varlen", CLI_OPT_FLAG, &o->varlen, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o->splits, 0, 256, NULL},
         {"--page-size", CLI_OPT_INT, &o->page_size, 1, INT32_MAX, NULL},
         {"--append", CLI_OPT_INT, &o->append, 1, INT32_MAX, NULL},
@@ -128,6 +134,8 @@ static int parse_options(int argc, char **argv, run_options *o)
                                "--window takes L,R: two integers (-1: no bound), "
                                "not '%s'",
                                o->window_name);
+    if (o->varlen && (o->bias || o->page_size || o->append))
+        return cli_usage_error("run", usage, "--varlen takes no --bias, --page-size or --append");
     if (o->softcap_name && !cli_parse_softcap(o->softcap_name, &o->softcap))
         return cli_usage_error("run", usage, "--softcap takes a number, not '%s'", o->softcap_name);
     return CLI_CONTINUE;
@@ -170,6 +178,45 @@ static void *read_back(fa_buffer *buf, size_t bytes, fa_status *st)
     return host;
 }
 
+/* Sequence b of a packed batch (--varlen) as the reference takes it: one batch entry of its own
+ * lengths, and the element offsets of its first query and key rows. */
+static fa_ref_problem sequence_problem(const cli_attn *a, int64_t b, size_t *q0, size_t *k0)
+{
+    fa_ref_problem p = ref_problem(a);
+    const int32_t *cq = a->cu_host[0], *ck = a->cu_host[1];
+    p.batch = 1;
+    p.seq_q = cq[b + 1] - cq[b];
+    p.seq_k = ck[b + 1] - ck[b];
+    *q0 = (size_t)(cq[b] * p.heads_q * p.head_dim);
+    *k0 = (size_t)(ck[b] * p.heads_kv * p.head_dim);
+    return p;
+}
+
+/* The worse of two checks of the same kind, counts summed (a packed batch's sequences). */
+static void merge_rows(fa_row_check *into, const fa_row_check *c)
+{
+    into->rows_checked += c->rows_checked;
+    into->max_err_o = fmax(into->max_err_o, c->max_err_o);
+    into->max_err_lse = fmax(into->max_err_lse, c->max_err_lse);
+    into->baseline_err_o = fmax(into->baseline_err_o, c->baseline_err_o);
+    into->non_finite = into->non_finite || c->non_finite;
+    into->pass = into->pass && c->pass;
+}
+
+static void merge_grads(fa_grad_check *into, const fa_grad_check *c)
+{
+    into->rows_checked += c->rows_checked;
+    into->key_rows_checked += c->key_rows_checked;
+    into->err_dq = fmax(into->err_dq, c->err_dq);
+    into->tol_dq = fmax(into->tol_dq, c->tol_dq);
+    into->err_dk = fmax(into->err_dk, c->err_dk);
+    into->tol_dk = fmax(into->tol_dk, c->tol_dk);
+    into->err_dv = fmax(into->err_dv, c->err_dv);
+    into->tol_dv = fmax(into->tol_dv, c->tol_dv);
+    into->non_finite = into->non_finite || c->non_finite;
+    into->pass = into->pass && c->pass;
+}
+
 /* Reads q, k, v, d_o, dq, dk and dv back and checks the gradients on sampled rows. */
 static fa_status check_grads(cli_attn *a, uint64_t seed, fa_grad_check *out, char *detail,
                              size_t detail_size)
@@ -182,8 +229,26 @@ static fa_status check_grads(cli_attn *a, uint64_t seed, fa_grad_check *out, cha
     void *dq = read_back(a->d_q, q_bytes, &st), *dk = read_back(a->d_k, kv_bytes, &st);
     void *dv = read_back(a->d_v, kv_bytes, &st);
     const fa_ref_problem p = ref_problem(a);
-    if (st == FA_OK && !fa_testkit_check_backward_rows(&p, q, k, v, d_o, dq, dk, dv, seed, out))
+    if (st == FA_OK && !a->shape.varlen &&
+        !fa_testkit_check_backward_rows(&p, q, k, v, d_o, dq, dk, dv, seed, out))
         st = FA_ERROR_OUT_OF_HOST_MEMORY;
+    if (st == FA_OK && a->shape.varlen) { /* sequence by sequence, each on its own */
+        *out = (fa_grad_check){.pass = true};
+        for (int64_t b = 0; st == FA_OK && b < a->shape.batch; b++) {
+            size_t q0, k0;
+            const fa_ref_problem one = sequence_problem(a, b, &q0, &k0);
+            fa_grad_check c;
+            const size_t qo = q0 * elem, ko = k0 * elem;
+            const char *qb = q, *kb = k, *vb = v, *dob = d_o, *dqb = dq, *dkb = dk, *dvb = dv;
+            if (one.seq_q == 0 && one.seq_k == 0)
+                continue;
+            if (!fa_testkit_check_backward_rows(&one, qb + qo, kb + ko, vb + ko, dob + qo, dqb + qo,
+                                                dkb + ko, dvb + ko, seed + (uint64_t)b, &c))
+                st = FA_ERROR_OUT_OF_HOST_MEMORY;
+            else
+                merge_grads(out, &c);
+        }
+    }
     if (st == FA_ERROR_OUT_OF_HOST_MEMORY)
         snprintf(detail, detail_size, "cannot allocate host memory to check the gradients");
     free(q);
@@ -236,9 +301,34 @@ static fa_status check_rows(cli_attn *a, uint64_t seed, fa_row_check *out, bool 
     }
     if (st == FA_OK && a->shape.append > 0)
         *append_ok = append_matches(a, k, v, &st);
-    if (st == FA_OK) {
+    if (st == FA_OK && !a->shape.varlen) {
         const fa_ref_problem p = ref_problem(a);
         fa_testkit_check_forward_rows(&p, q, k, v, o, lse, CHECK_ROWS, seed, out);
+    } else if (st == FA_OK) { /* sequence by sequence, its LSE gathered from (Hq, total_q) */
+        *out = (fa_row_check){.pass = true};
+        const int64_t total_q = a->cu_host[0][a->shape.batch], hq = a->shape.heads_q;
+        const int64_t rows = CHECK_ROWS / a->shape.batch > 4 ? CHECK_ROWS / a->shape.batch : 4;
+        for (int64_t b = 0; st == FA_OK && b < a->shape.batch; b++) {
+            size_t q0, k0;
+            const fa_ref_problem one = sequence_problem(a, b, &q0, &k0);
+            if (one.seq_q == 0)
+                continue;
+            float *own = malloc((size_t)(hq * one.seq_q) * sizeof *own);
+            if (!own) {
+                st = FA_ERROR_OUT_OF_HOST_MEMORY;
+                snprintf(detail, detail_size, "cannot allocate host memory for the check");
+                break;
+            }
+            for (int64_t h = 0; h < hq; h++)
+                for (int64_t i = 0; i < one.seq_q; i++)
+                    own[h * one.seq_q + i] = lse[h * total_q + a->cu_host[0][b] + i];
+            const char *qb = q, *kb = k, *vb = v, *ob = o;
+            fa_row_check c;
+            fa_testkit_check_forward_rows(&one, qb + q0 * elem, kb + k0 * elem, vb + k0 * elem,
+                                          ob + q0 * elem, own, rows, seed + (uint64_t)b, &c);
+            merge_rows(out, &c);
+            free(own);
+        }
     } else if (st == FA_ERROR_OUT_OF_HOST_MEMORY) {
         snprintf(detail, detail_size, "cannot allocate host memory to read the result back");
     }
@@ -264,6 +354,8 @@ typedef struct run_result {
     cli_rss_probe forward_rss;
     cli_timing timing;
     double flop;
+    double kv_bytes;          /* K and V read by one forward */
+    int64_t total_q, total_k; /* --varlen: the packed rows */
     fa_memory_stats memory;
     bool checked;
     fa_row_check check;
@@ -279,7 +371,7 @@ static void print_text(const run_options *o, const run_result *r)
     bool cpu = r->backend == FA_BACKEND_CPU;
     printf("backend   %s, device %d: %s\n", fa_backend_name(r->backend), r->device.index,
            r->device.name);
-    char variant[64] = "";
+    char variant[160] = "";
     if (s->window.enabled)
         snprintf(variant, sizeof variant, " window=%d,%d", (int)s->window.left,
                  (int)s->window.right);
@@ -290,6 +382,9 @@ static void print_text(const run_options *o, const run_result *r)
         snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " alibi");
     if (s->bias)
         snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " bias");
+    if (s->varlen)
+        snprintf(variant + strlen(variant), sizeof variant - strlen(variant),
+                 " varlen (%" PRId64 " query, %" PRId64 " key rows)", r->total_q, r->total_k);
     printf("problem   B=%" PRId64 " Hq=%" PRId64 " Hkv=%" PRId64 " Sq=%" PRId64 " Sk=%" PRId64
            " D=%" PRId64 " %s%s%s, %s\n",
            s->batch, s->heads_q, s->heads_kv, s->seq_q, s->seq_k, s->head_dim,
@@ -306,7 +401,7 @@ static void print_text(const run_options *o, const run_result *r)
            t->median_s > 0 ? r->flop / t->median_s * 1e-12 : 0.0, r->flop * 1e-12);
     if (!o->backward)
         printf("          %.1f GB/s of K and V read\n",
-               t->median_s > 0 ? cli_attn_kv_bytes(s) / t->median_s * 1e-9 : 0.0);
+               t->median_s > 0 ? r->kv_bytes / t->median_s * 1e-9 : 0.0);
     printf("memory    workspace peak ");
     print_bytes(r->memory.workspace_peak_bytes);
     printf(" beyond inputs/outputs (");
@@ -376,6 +471,9 @@ static void print_json(const run_options *o, const run_result *r)
     cli_json_number(stdout, s->softcap);
     printf(", \"alibi\": %s", s->alibi ? "true" : "false");
     printf(", \"bias\": %s", s->bias ? "true" : "false");
+    printf(", \"varlen\": %s", s->varlen ? "true" : "false");
+    if (s->varlen)
+        printf(", \"total_q\": %" PRId64 ", \"total_k\": %" PRId64, r->total_q, r->total_k);
     printf(", \"time_ms\": ");
     cli_json_number(stdout, 1e3 * t->median_s);
     printf(", \"min_ms\": ");
@@ -394,7 +492,7 @@ static void print_json(const run_options *o, const run_result *r)
     cli_json_number(stdout, t->median_s > 0 ? r->flop / t->median_s * 1e-12 : 0.0);
     if (!o->backward) {
         printf(", \"kv_gbps\": ");
-        cli_json_number(stdout, t->median_s > 0 ? cli_attn_kv_bytes(s) / t->median_s * 1e-9 : 0.0);
+        cli_json_number(stdout, t->median_s > 0 ? r->kv_bytes / t->median_s * 1e-9 : 0.0);
     }
     printf(", \"workspace_peak_bytes\": %" PRIu64 ", \"buffer_peak_bytes\": %" PRIu64
            ", \"score_matrix_bytes\": %" PRIu64,
@@ -461,7 +559,8 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
                                 .window = o->window,
                                 .softcap = o->softcap,
                                 .alibi = o->alibi,
-                                .bias = o->bias};
+                                .bias = o->bias,
+                                .varlen = o->varlen};
 
     r->load = cli_load_average();
     cli_attn a;
@@ -491,7 +590,12 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
         cli_attn_destroy(&a);
         return rc;
     }
-    r->flop = cli_attn_flops(&r->shape, o->backward);
+    r->flop = cli_attn_call_flops(&a, o->backward);
+    r->kv_bytes = cli_attn_call_kv_bytes(&a);
+    if (o->varlen) {
+        r->total_q = a.cu_host[0][o->batch];
+        r->total_k = a.cu_host[1][o->batch];
+    }
 
     if (o->check) {
         char detail[256] = "";

@@ -358,6 +358,48 @@ static tk_case case_from_edge(const edge_spec *s)
     return c;
 }
 
+/* ---- packed variable-length batches (fa_attention_desc.cu_seqlens_q, cu_seqlens_k) ---- */
+
+/* Cases called as packed batches (tk_case.varlen): the causal mask, the window and ALiBi per
+ * sequence (Sq above and below Sk, so a mask over the packed rows would differ), GQA and MQA, a
+ * softcap, a decoding step; forward and backward. Sequences of different lengths, empty ones and
+ * rows past the last sequence: tests/test_varlen.c. */
+typedef struct varlen_spec {
+    edge_spec e;
+    fa_window window;
+    float softcap;
+    float logits; /* 0: 1 */
+    int alibi;    /* tk_case.alibi */
+} varlen_spec;
+
+static const varlen_spec varlen_cases[] = {
+    {{FA_DTYPE_F32, 3, 37, 53, 2, 2, 64, 0, true, false, false, " varlen", 0},
+     {false, 0, 0},
+     0,
+     0,
+     0},
+    {{FA_DTYPE_F16, 3, 53, 37, 8, 2, 64, 0, true, true, false, " varlen", 0},
+     {false, 0, 0},
+     0,
+     0,
+     0},
+    {{FA_DTYPE_BF16, 2, 64, 100, 4, 1, 32, 0, false, false, false, " varlen", 0},
+     {true, 16, 8},
+     0,
+     0,
+     2},
+    {{FA_DTYPE_F32, 2, 40, 40, 2, 2, 64, 0, false, true, false, " varlen", 0},
+     {true, 8, 0},
+     30.0f,
+     1e2f,
+     1},
+    {{FA_DTYPE_F16, 4, 1, 300, 8, 2, 128, 0, true, false, false, " varlen decode", 0},
+     {false, 0, 0},
+     0,
+     0,
+     0},
+};
+
 /* ---- per-sequence key counts (fa_attention_desc.seqlens_k) ---- */
 
 /* Batch entries of lengths Sk, 0, 1 and one between, in turn (tk_case_seqlens): decoding steps
@@ -806,12 +848,13 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     const int64_t n_planted = (int64_t)(sizeof planted / sizeof planted[0]);
     const int64_t n_append = (int64_t)(sizeof append_cases / sizeof append_cases[0]);
     const int64_t n_variants = (int64_t)(sizeof variants / sizeof variants[0]);
+    const int64_t n_varlen = (int64_t)(sizeof varlen_cases / sizeof varlen_cases[0]);
     /* --full: the quick array's cases with logits above 1 follow the product */
     int(*extra)[AX_COUNT] = NULL;
     const axes quick = table_axes(false);
     const int64_t n_extra = full ? covering_array(&quick, &extra) : 0;
     tk_case *cases = malloc((size_t)(n_table + n_extra + n_edges + n_planted + n_decodes +
-                                     n_seqlens + n_paged + n_append + n_variants) *
+                                     n_seqlens + n_paged + n_append + n_variants + n_varlen) *
                             sizeof *cases);
     if (!cases) {
         free(rows);
@@ -872,6 +915,16 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
         cases[n].alibi = variants[e].alibi;
         cases[n].bias = variants[e].bias;
         name_case(&cases[n], variants[e].e.extra);
+        n++;
+    }
+    for (int64_t e = 0; e < n_varlen; e++) {
+        cases[n] = case_from_edge(&varlen_cases[e].e);
+        cases[n].p.window = varlen_cases[e].window;
+        cases[n].p.softcap = varlen_cases[e].softcap;
+        cases[n].logits = varlen_cases[e].logits;
+        cases[n].alibi = varlen_cases[e].alibi;
+        cases[n].varlen = true;
+        name_case(&cases[n], varlen_cases[e].e.extra);
         n++;
     }
     for (int64_t c = 0; c < n; c++) {

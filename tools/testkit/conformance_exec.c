@@ -431,6 +431,80 @@ static void append_check(tbuf *tb, const unsigned char *mask, tk_result *r)
     }
 }
 
+/* A packed variable-length call (c->varlen) over the case's BSHD buffers: B sequences of Sq
+ * query rows and Sk keys are the same memory as the padded (B, S, H, D) tensors, seen as
+ * (1, B S, H, D) with prefix sums 0, S, 2 S, ...; only the LSE differs, (Hq, B Sq) packed, so it
+ * gets a buffer of its own, copied into the case's (B, Hq, Sq) one after the forward
+ * (varlen_lse_back) for the checks. */
+typedef struct tk_packed {
+    fa_buffer *cu[2], *lse;
+    fa_tensor cu_tensor[2], lse_tensor, views[T_COUNT];
+} tk_packed;
+
+static bool packed_init(fa_context *ctx, tk_packed *pk, const tk_case *c, const tbuf *tb,
+                        int n_bufs, tk_result *r)
+{
+    const fa_ref_problem *p = &c->p;
+    const int64_t B = p->batch, lens[2] = {p->seq_q, p->seq_k};
+    int32_t *cu = malloc((size_t)(B + 1) * sizeof *cu);
+    if (!cu) {
+        fail(r, "out of host memory");
+        return false;
+    }
+    bool ok = true;
+    for (int x = 0; ok && x < 2; x++) {
+        for (int64_t b = 0; b <= B; b++)
+            cu[b] = (int32_t)(b * lens[x]);
+        fa_status st = fa_buffer_create(
+            ctx, &(fa_buffer_desc){.size = (size_t)(B + 1) * sizeof *cu, .data = cu}, &pk->cu[x]);
+        ok = call_ok(ctx, x ? "fa_buffer_create(cu_seqlens_k)" : "fa_buffer_create(cu_seqlens_q)",
+                     st, r);
+        pk->cu_tensor[x] = fa_tensor_bshd(pk->cu[x], FA_DTYPE_I32, B + 1, 1, 1, 1);
+    }
+    free(cu);
+    const size_t lse_bytes = (size_t)(B * p->seq_q * p->heads_q) * sizeof(float);
+    if (ok)
+        ok = call_ok(ctx, "fa_buffer_create(lse, packed)",
+                     fa_buffer_create(ctx, &(fa_buffer_desc){.size = lse_bytes + 4}, &pk->lse), r);
+    pk->lse_tensor = fa_tensor_lse(pk->lse, 1, p->heads_q, B * p->seq_q);
+    for (int x = 0; x < n_bufs; x++) {
+        pk->views[x] = tb[x].tensor;
+        pk->views[x].shape[0] = 1;
+        pk->views[x].shape[1] = tb[x].B * tb[x].S;
+    }
+    return ok;
+}
+
+/* The packed LSE, (Hq, B Sq), into the case's LSE buffer in its (B, Hq, Sq) order. */
+static bool varlen_lse_back(fa_context *ctx, const tk_packed *pk, tbuf *lse, tk_result *r)
+{
+    const size_t n = lse->count;
+    float *packed = malloc(n * sizeof *packed + 4), *image = malloc(n * sizeof *image + 4);
+    bool ok = packed && image;
+    if (!ok)
+        fail(r, "out of host memory");
+    if (ok)
+        ok = call_ok(ctx, "fa_buffer_read(lse, packed)",
+                     fa_buffer_read(pk->lse, 0, packed, n * sizeof *packed), r);
+    for (int64_t b = 0; ok && b < lse->B; b++)
+        for (int64_t h = 0; h < lse->H; h++)
+            for (int64_t s = 0; s < lse->S; s++)
+                image[elem_index(lse, b, s, h, 0)] = packed[h * lse->B * lse->S + b * lse->S + s];
+    if (ok)
+        ok = call_ok(ctx, "fa_buffer_write(lse)",
+                     fa_buffer_write(lse->buf, TK_OFFSET, image, n * sizeof *image), r);
+    free(packed);
+    free(image);
+    return ok;
+}
+
+static void packed_free(tk_packed *pk)
+{
+    fa_buffer_destroy(pk->cu[0]);
+    fa_buffer_destroy(pk->cu[1]);
+    fa_buffer_destroy(pk->lse);
+}
+
 void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, const tk_data *t,
                      const tk_expect *e, tk_result *r)
 {
@@ -557,6 +631,13 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         memcpy(bias_tensor.shape, t->bias->shape, sizeof bias_tensor.shape);
         memcpy(bias_tensor.stride, t->bias->stride, sizeof bias_tensor.stride);
     }
+    tk_packed pk = {0};
+    if (ok && c->varlen)
+        ok = packed_init(ctx, &pk, c, tb, n_bufs, r);
+    const fa_tensor *view[T_COUNT];
+    for (int x = 0; x < T_COUNT; x++)
+        view[x] = c->varlen ? &pk.views[x] : &tb[x].tensor;
+    const fa_tensor *lse_view = c->varlen ? &pk.lse_tensor : &tb[T_LSE].tensor;
     const fa_attention_desc desc = {.scale = p->scale,
                                     .causal = p->causal,
                                     .window = p->window,
@@ -568,16 +649,20 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
                                     .k_new = c->append > 0 ? &nb[0].tensor : NULL,
                                     .v_new = c->append > 0 ? &nb[1].tensor : NULL,
                                     .alibi_slopes = slopes ? &slopes_tensor : NULL,
-                                    .bias = bias ? &bias_tensor : NULL};
+                                    .bias = bias ? &bias_tensor : NULL,
+                                    .cu_seqlens_q = c->varlen ? &pk.cu_tensor[0] : NULL,
+                                    .cu_seqlens_k = c->varlen ? &pk.cu_tensor[1] : NULL};
     unsigned char *o_after_fwd = NULL, *lse_after_fwd = NULL;
 
     if (ok)
-        ok = call_ok(ctx, "fa_attention_forward",
-                     fa_attention_forward(ctx, &desc, &tb[T_Q].tensor, &tb[T_K].tensor,
-                                          &tb[T_V].tensor, &tb[T_O].tensor, &tb[T_LSE].tensor),
-                     r);
+        ok = call_ok(
+            ctx, "fa_attention_forward",
+            fa_attention_forward(ctx, &desc, view[T_Q], view[T_K], view[T_V], view[T_O], lse_view),
+            r);
     if (ok)
         ok = call_ok(ctx, "fa_context_synchronize", fa_context_synchronize(ctx), r);
+    if (ok && c->varlen)
+        ok = varlen_lse_back(ctx, &pk, &tb[T_LSE], r);
     if (ok && bwd) {
         /* O and LSE as the forward left them are the backward's inputs */
         ok = tbuf_read(ctx, &tb[T_O], r) && tbuf_read(ctx, &tb[T_LSE], r);
@@ -592,10 +677,9 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         }
         if (ok)
             ok = call_ok(ctx, "fa_attention_backward",
-                         fa_attention_backward(ctx, &desc, &tb[T_Q].tensor, &tb[T_K].tensor,
-                                               &tb[T_V].tensor, &tb[T_O].tensor, &tb[T_DO].tensor,
-                                               &tb[T_LSE].tensor, &tb[T_DQ].tensor,
-                                               &tb[T_DK].tensor, &tb[T_DV].tensor),
+                         fa_attention_backward(ctx, &desc, view[T_Q], view[T_K], view[T_V],
+                                               view[T_O], view[T_DO], lse_view, view[T_DQ],
+                                               view[T_DK], view[T_DV]),
                          r);
         if (ok)
             ok = call_ok(ctx, "fa_context_synchronize", fa_context_synchronize(ctx), r);
@@ -655,6 +739,7 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         free(after);
     }
     fa_buffer_destroy(table);
+    packed_free(&pk);
     if (slopes && r->outcome != TK_SKIP) {
         float *after = malloc((size_t)n_slopes * sizeof *after);
         if (!after || fa_buffer_read(slopes, 0, after, (size_t)n_slopes * sizeof *after) != FA_OK ||

@@ -121,6 +121,23 @@ void fa_ref64_forward(const fa_ref_problem *p, const void *q, const void *k, con
 void fa_ref64_backward(const fa_ref_problem *p, const void *q, const void *k, const void *v,
                        const void *d_o, double *dq, double *dk, double *dv);
 
+/** The float64 reference of a packed variable-length batch (fa_attention_desc.cu_seqlens_q,
+ * cu_seqlens_k): n sequences, sequence b the rows cu_q[b] .. cu_q[b+1] - 1 of q (total_q rows,
+ * packed (total_q, Hq, D) in p->dtype) and cu_k[b] .. cu_k[b+1] - 1 of k and v, each attended as
+ * fa_ref64_forward attends a problem of batch 1 and its own lengths, with p's options (batch,
+ * seq_q, seq_k ignored; bias must be NULL; alibi_slopes per sequence where alibi_batch_stride is
+ * not 0). o is (total_q, Hq, D) and lse (Hq, total_q), both double; rows past cu_q[n] get O = 0
+ * and LSE = -inf. The prefix sums must be valid (from 0, never decreasing, inside the tensors). */
+void fa_ref64_forward_packed(const fa_ref_problem *p, int64_t n, const int32_t *cu_q,
+                             const int32_t *cu_k, int64_t total_q, const void *q, const void *k,
+                             const void *v, double *o, double *lse);
+/** Its backward, as fa_ref64_backward per sequence: dq (total_q, Hq, D), dk and dv
+ * (total_k, Hkv, D) in double, zero past the last sequence. */
+void fa_ref64_backward_packed(const fa_ref_problem *p, int64_t n, const int32_t *cu_q,
+                              const int32_t *cu_k, int64_t total_q, int64_t total_k, const void *q,
+                              const void *k, const void *v, const void *d_o, double *dq, double *dk,
+                              double *dv);
+
 /* ---- same-precision baseline ----------------------------------------------------------------- */
 
 /** What an ordinary non-flash implementation computes in p->dtype: S = scale QK^T with f32

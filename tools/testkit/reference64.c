@@ -218,3 +218,61 @@ void fa_ref64_backward(const fa_ref_problem *p, const void *q, const void *k, co
     free(o_row);
     tk_data_free(&t);
 }
+
+/* ---- packed variable-length batches ---- */
+
+/* Sequence b of a packed batch as a problem of its own (fa_ref64_forward_packed). */
+static fa_ref_problem packed_sequence(const fa_ref_problem *p, const int32_t *cu_q,
+                                      const int32_t *cu_k, int64_t b)
+{
+    fa_ref_problem one = *p;
+    one.batch = 1;
+    one.seq_q = cu_q[b + 1] - cu_q[b];
+    one.seq_k = cu_k[b + 1] - cu_k[b];
+    one.alibi_slopes = p->alibi_slopes ? p->alibi_slopes + b * p->alibi_batch_stride : NULL;
+    one.alibi_batch_stride = 0;
+    return one;
+}
+
+void fa_ref64_forward_packed(const fa_ref_problem *p, int64_t n, const int32_t *cu_q,
+                             const int32_t *cu_k, int64_t total_q, const void *q, const void *k,
+                             const void *v, double *o, double *lse)
+{
+    const size_t es = fa_dtype_size(p->dtype), hq = (size_t)p->heads_q, d = (size_t)p->head_dim;
+    const size_t hkv = (size_t)p->heads_kv;
+    memset(o, 0, (size_t)total_q * hq * d * sizeof *o);
+    for (size_t x = 0; lse && x < (size_t)total_q * hq; x++)
+        lse[x] = -INFINITY;
+    for (int64_t b = 0; b < n; b++) {
+        const fa_ref_problem one = packed_sequence(p, cu_q, cu_k, b);
+        const size_t q0 = (size_t)cu_q[b] * hq * d, k0 = (size_t)cu_k[b] * hkv * d;
+        double *own = malloc((size_t)(one.seq_q > 0 ? one.seq_q : 1) * hq * sizeof *own);
+        if (!own)
+            return;
+        fa_ref64_forward(&one, (const char *)q + q0 * es, (const char *)k + k0 * es,
+                         (const char *)v + k0 * es, o + q0, own);
+        for (size_t h = 0; lse && h < hq; h++)
+            for (int64_t i = 0; i < one.seq_q; i++)
+                lse[h * (size_t)total_q + (size_t)(cu_q[b] + i)] = own[h * (size_t)one.seq_q + i];
+        free(own);
+    }
+}
+
+void fa_ref64_backward_packed(const fa_ref_problem *p, int64_t n, const int32_t *cu_q,
+                              const int32_t *cu_k, int64_t total_q, int64_t total_k, const void *q,
+                              const void *k, const void *v, const void *d_o, double *dq, double *dk,
+                              double *dv)
+{
+    const size_t es = fa_dtype_size(p->dtype), hq = (size_t)p->heads_q, d = (size_t)p->head_dim;
+    const size_t hkv = (size_t)p->heads_kv;
+    memset(dq, 0, (size_t)total_q * hq * d * sizeof *dq);
+    memset(dk, 0, (size_t)total_k * hkv * d * sizeof *dk);
+    memset(dv, 0, (size_t)total_k * hkv * d * sizeof *dv);
+    for (int64_t b = 0; b < n; b++) {
+        const fa_ref_problem one = packed_sequence(p, cu_q, cu_k, b);
+        const size_t q0 = (size_t)cu_q[b] * hq * d, k0 = (size_t)cu_k[b] * hkv * d;
+        fa_ref64_backward(&one, (const char *)q + q0 * es, (const char *)k + k0 * es,
+                          (const char *)v + k0 * es, (const char *)d_o + q0 * es, dq + q0, dk + k0,
+                          dv + k0);
+    }
+}

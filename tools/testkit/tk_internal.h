@@ -256,6 +256,9 @@ typedef struct tk_case {
                            shape (1, 1, Hq, 1); 2 per batch entry and head, (B, 1, Hq, 1) */
     int bias;           /* an additive bias (tk_case_bias): 0 none, 1 full, 2 broadcast by zero
                            strides, 3 a -inf mask broadcast by shape */
+    bool varlen;        /* called as a packed batch (cu_seqlens_q, cu_seqlens_k) of B sequences of
+                           Sq and Sk rows, whose expected values are the padded problem's
+                           (conformance_exec.c; BSHD only) */
     tk_special special;
     uint64_t seed;
 } tk_case;
