@@ -98,7 +98,11 @@ class AttentionDesc(Structure):
         ("_softcap", _SoftcapWord),
         ("alibi_slopes", c_void_p),
         ("bias", c_void_p),
-        ("reserved", c_uint64 * 21),
+        ("cu_seqlens_q", c_void_p),
+        ("cu_seqlens_k", c_void_p),
+        ("max_seqlen_q", c_int64),
+        ("max_seqlen_k", c_int64),
+        ("reserved", c_uint64 * 17),
     ]
 
 

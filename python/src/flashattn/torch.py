@@ -18,7 +18,7 @@ import torch
 
 from . import _arrays, _core, _lib
 
-__all__ = ["attention", "attention_with_kvcache"]
+__all__ = ["attention", "attention_varlen", "attention_with_kvcache"]
 
 _DTYPES = {torch.float32: _lib.DTYPE_F32, torch.float16: _lib.DTYPE_F16,
            torch.bfloat16: _lib.DTYPE_BF16, torch.int32: _lib.DTYPE_I32}
@@ -76,10 +76,14 @@ def _lse_view(t):
                         (st[0], st[2], st[1], 1), t)
 
 
-def _variants(alibi_slopes, bias):
-    """(desc field, view) of the ALiBi slopes ((Hq,) or (B, Hq) float32) and the additive bias
-    ((B | 1, Hq | 1, Sq | 1, Sk), as SDPA's attn_mask), where given."""
+def _variants(alibi_slopes, bias, cu_seqlens_q=None, cu_seqlens_k=None):
+    """(desc field, view) of the ALiBi slopes ((Hq,) or (B, Hq) float32), the additive bias
+    ((B | 1, Hq | 1, Sq | 1, Sk), as SDPA's attn_mask) and the prefix sums of a packed batch
+    (int32 (B + 1,)), where given."""
     extra = []
+    for field, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if t is not None:
+            extra.append((field, _view(t.contiguous().view(t.shape[0], 1, 1, 1), False)))
     if alibi_slopes is not None:
         t = _usable(alibi_slopes)
         v = _arrays.View(t.data_ptr(), _device(t), _DTYPES.get(t.dtype), t.shape, t.stride(), t)
@@ -109,20 +113,25 @@ def _desc(causal, scale, window_left, window_right, softcap, deterministic=False
 def _forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
              window_left: int, window_right: int, softcap: float, bhsd: bool,
              deterministic: bool, alibi_slopes: Optional[torch.Tensor],
-             bias: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+             bias: Optional[torch.Tensor], cu_seqlens_q: Optional[torch.Tensor],
+             cu_seqlens_k: Optional[torch.Tensor], max_seqlen_q: int,
+             max_seqlen_k: int) -> Tuple[torch.Tensor, torch.Tensor]:
     q, k, v = _usable(q), _usable(k), _usable(v)
     out = torch.empty_like(q)
     b, sq, h = (q.shape[0], q.shape[2], q.shape[1]) if bhsd else q.shape[:3]
     lse = torch.empty((b, h, sq), dtype=torch.float32, device=q.device)
     desc = _desc(causal, scale, window_left, window_right, softcap)
+    desc.max_seqlen_q, desc.max_seqlen_k = max_seqlen_q, max_seqlen_k
     _run(_context(q), True, desc, [_view(t, bhsd) for t in (q, k, v)],
-         [_view(out, bhsd), _lse_view(lse)], _variants(alibi_slopes, bias))
+         [_view(out, bhsd), _lse_view(lse)],
+         _variants(alibi_slopes, bias, cu_seqlens_q, cu_seqlens_k))
     return out, lse
 
 
 @_forward.register_fake
 def _forward_fake(q, k, v, causal, scale, window_left, window_right, softcap, bhsd,
-                  deterministic, alibi_slopes, bias):
+                  deterministic, alibi_slopes, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                  max_seqlen_k):
     b, sq, h = (q.shape[0], q.shape[2], q.shape[1]) if bhsd else q.shape[:3]
     # the strides the real implementation gives: those of q as it uses it
     return torch.empty_like(_usable(q)), q.new_empty((b, h, sq), dtype=torch.float32)
@@ -133,36 +142,43 @@ def _backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Ten
               out: torch.Tensor, lse: torch.Tensor, causal: bool, scale: float,
               window_left: int, window_right: int, softcap: float, bhsd: bool,
               deterministic: bool, alibi_slopes: Optional[torch.Tensor],
-              bias: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+              bias: Optional[torch.Tensor], cu_seqlens_q: Optional[torch.Tensor],
+              cu_seqlens_k: Optional[torch.Tensor], max_seqlen_q: int,
+              max_seqlen_k: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     dout, q, k, v, out = (_usable(t) for t in (dout, q, k, v, out))
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     desc = _desc(causal, scale, window_left, window_right, softcap, deterministic)
+    desc.max_seqlen_q, desc.max_seqlen_k = max_seqlen_q, max_seqlen_k
     _run(_context(q), False, desc,
          [_view(t, bhsd) for t in (q, k, v, out, dout)] + [_lse_view(lse)],
-         [_view(t, bhsd) for t in (dq, dk, dv)], _variants(alibi_slopes, bias))
+         [_view(t, bhsd) for t in (dq, dk, dv)],
+         _variants(alibi_slopes, bias, cu_seqlens_q, cu_seqlens_k))
     return dq, dk, dv
 
 
 @_backward.register_fake
 def _backward_fake(dout, q, k, v, out, lse, causal, scale, window_left, window_right, softcap,
-                   bhsd, deterministic, alibi_slopes, bias):
+                   bhsd, deterministic, alibi_slopes, bias, cu_seqlens_q, cu_seqlens_k,
+                   max_seqlen_q, max_seqlen_k):
     return tuple(torch.empty_like(_usable(t)) for t in (q, k, v))
 
 
 def _setup_context(ctx, inputs, output):
     (q, k, v, causal, scale, window_left, window_right, softcap, bhsd, deterministic,
-     alibi_slopes, bias) = inputs
+     alibi_slopes, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k) = inputs
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse, alibi_slopes, bias)
+    ctx.save_for_backward(q, k, v, out, lse, alibi_slopes, bias, cu_seqlens_q, cu_seqlens_k)
     ctx.options = (causal, scale, window_left, window_right, softcap, bhsd, deterministic)
+    ctx.max_seqlens = (max_seqlen_q, max_seqlen_k)
     ctx.mark_non_differentiable(lse)
 
 
 def _autograd_backward(ctx, dout, _dlse):
-    q, k, v, out, lse, alibi_slopes, bias = ctx.saved_tensors
-    dq, dk, dv = _backward(dout, q, k, v, out, lse, *ctx.options, alibi_slopes, bias)
-    # the slopes and the bias take no gradient
-    return dq, dk, dv, None, None, None, None, None, None, None, None, None
+    q, k, v, out, lse, alibi_slopes, bias, cu_q, cu_k = ctx.saved_tensors
+    dq, dk, dv = _backward(dout, q, k, v, out, lse, *ctx.options, alibi_slopes, bias, cu_q, cu_k,
+                           *ctx.max_seqlens)
+    # the options, the slopes, the bias and the prefix sums take no gradient
+    return (dq, dk, dv) + (None,) * 13
 
 
 torch.library.register_autograd("flashattn::forward", _autograd_backward,
@@ -204,8 +220,35 @@ def attention(q, k, v, causal=False, scale=None, *, window=None, softcap=None,
             raise ValueError(f"flashattn: window bounds must be -1 or more, not {window}")
     out, lse = _forward(q, k, v, bool(causal), float(scale or 0.0), left, right,
                         float(softcap or 0.0), layout == "bhsd", bool(deterministic),
-                        alibi_slopes, bias)
+                        alibi_slopes, bias, None, None, 0, 0)
     return (out, lse) if return_lse else out
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=0, max_seqlen_k=0,
+                     causal=False, scale=None, *, window=None, softcap=None, alibi_slopes=None,
+                     deterministic=False, return_lse=False):
+    """attention over a packed batch of sequences of different lengths (FlashAttention's varlen
+    call): q (total_q, Hq, D), k and v (total_k, Hkv, D); cu_seqlens_q and cu_seqlens_k, int32
+    (B + 1,), the prefix sums of the sequences' lengths (sequence b is rows cu_seqlens[b] to
+    cu_seqlens[b + 1] - 1); max_seqlen_q/k 0 or bounds on the lengths. Every option applies per
+    sequence (causal and window aligned bottom-right on that sequence; alibi_slopes (Hq,) or
+    (B, Hq)). Returns out (total_q, Hq, D), and with return_lse the LSE (Hq, total_q). The CPU
+    backend takes it; the GPU backends raise UnsupportedError for now."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != 3:
+            raise ValueError(f"flashattn: {name} is packed (total, heads, dim), not {t.dim()}-D")
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if t.dim() != 1 or t.dtype != torch.int32:
+            raise ValueError(f"flashattn: {name} is int32 (B + 1,), not {t.dtype} {tuple(t.shape)}")
+    if window is None:
+        left, right = -2, -2
+    else:
+        left, right = (int(x) for x in window)
+    out, lse = _forward(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), bool(causal),
+                        float(scale or 0.0), left, right, float(softcap or 0.0), False,
+                        bool(deterministic), alibi_slopes, None, cu_seqlens_q, cu_seqlens_k,
+                        int(max_seqlen_q), int(max_seqlen_k))
+    return (out[0], lse[0]) if return_lse else out[0]
 
 
 @torch.library.custom_op("flashattn::forward_kvcache", mutates_args=("k_cache", "v_cache"))
