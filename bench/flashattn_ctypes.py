@@ -26,10 +26,18 @@ OK, ERROR_UNSUPPORTED = 0, -20
 LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 
 
+class CpuOptions(Structure):
+    _fields_ = [("threads", c_int)]
+
+
+class CudaOptions(Structure):
+    _fields_ = [("stream", c_void_p)]
+
+
 class ContextDesc(Structure):
     _fields_ = [("backend", c_int), ("device", c_int), ("log", LOG_FN),
-                ("log_user_data", c_void_p), ("log_level", c_int), ("cpu_threads", c_int),
-                ("cuda_stream", c_void_p), ("cache_dir", c_char_p), ("cache_max_bytes", c_uint64),
+                ("log_user_data", c_void_p), ("log_level", c_int), ("cpu", CpuOptions),
+                ("cuda", CudaOptions), ("cache_dir", c_char_p), ("cache_max_bytes", c_uint64),
                 ("reserved", c_uint64 * 8)]
 
 
@@ -186,8 +194,9 @@ class Context:
         # the C struct takes as FA_CUDA_STREAM_LEGACY (1): NULL there means "none given".
         if cuda_stream == 0:
             cuda_stream = CUDA_STREAM_LEGACY
-        desc = ContextDesc(backend=BACKENDS[backend], device=device, cpu_threads=cpu_threads,
-                           cuda_stream=cuda_stream)
+        desc = ContextDesc(backend=BACKENDS[backend], device=device,
+                           cpu=CpuOptions(threads=cpu_threads),
+                           cuda=CudaOptions(stream=cuda_stream))
         if log_level is not None:  # keep the callback alive as long as the context
             names = ("error", "warning", "info", "debug")
             self._log = LOG_FN(lambda _u, level, msg: print(

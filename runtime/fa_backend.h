@@ -92,6 +92,20 @@ static inline int64_t fa_call_right(const fa_attention_call *c)
     return c->causal ? 0 : c->window ? c->window_right : -1;
 }
 
+/* Sets c's window from the bounds left and right (-1: none) against c->seq_q and c->seq_k,
+ * causal already folded in: a left bound of seq_k or more reaches key 0 from every row (the last
+ * row's diagonal is at most key seq_k - 1), a right bound of seq_q or more the last key from
+ * every row (the first row's diagonal is at least key -seq_q + its sequence's length), so both
+ * become -1; with neither left, the call has no window. */
+static inline void fa_call_bound_window(fa_attention_call *c, int64_t left, int64_t right)
+{
+    c->window_left = left >= 0 && left < c->seq_k ? (int32_t)left : -1;
+    c->window_right = c->causal ? 0 : right >= 0 && right < c->seq_q ? (int32_t)right : -1;
+    c->window = c->window_left >= 0 || c->window_right > 0;
+    if (!c->window)
+        c->window_left = c->window_right = -1;
+}
+
 /* Sequence b of a packed batch (c->has_varlen) as a call of its own: batch 1, rows q0 to
  * q0 + sq - 1 of q, o, lse (and d_o, d_q) and k0 to k0 + sk - 1 of k, v (d_k, d_v), ALiBi's slopes
  * of entry b where they are per entry, and the window resolved again against sq and sk (bounds
@@ -113,13 +127,7 @@ static inline fa_attention_call fa_call_sequence(const fa_attention_call *c, int
         rows_k[i]->offset += (uint64_t)(k0 * rows_k[i]->stride_s);
     s.alibi.offset += (uint64_t)(b * s.alibi.stride_b);
     s.alibi.stride_b = 0;
-    if (s.window_left >= sk)
-        s.window_left = -1;
-    if (!s.causal && s.window_right >= sq)
-        s.window_right = -1;
-    s.window = s.window_left >= 0 || s.window_right > 0;
-    if (!s.window)
-        s.window_left = s.window_right = -1;
+    fa_call_bound_window(&s, s.window_left, s.window_right);
     return s;
 }
 

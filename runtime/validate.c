@@ -259,18 +259,11 @@ static fa_status check_window(fa_context *ctx, const fa_window *w)
 }
 
 /* The window as backends take it (fa_attention_call.window): causal folded in, bounds that
- * reach past every key dropped. A left bound of seq_k or more reaches key 0 from every row (the
- * last row's diagonal is at most key seq_k - 1), a right bound of seq_q or more the last key
- * from every row (the first row's diagonal is at least key -seq_q + its sequence's length). */
+ * reach past every key dropped (fa_call_bound_window). */
 static void resolve_window(const fa_window *w, fa_attention_call *call)
 {
     call->causal = call->causal || (w->enabled && w->right == 0);
-    const int64_t left = w->enabled ? w->left : -1, right = w->enabled ? w->right : -1;
-    call->window_left = left >= 0 && left < call->seq_k ? (int32_t)left : -1;
-    call->window_right = call->causal ? 0 : right >= 0 && right < call->seq_q ? (int32_t)right : -1;
-    call->window = call->window_left >= 0 || call->window_right > 0;
-    if (!call->window)
-        call->window_left = call->window_right = -1;
+    fa_call_bound_window(call, w->enabled ? w->left : -1, w->enabled ? w->right : -1);
 }
 
 fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, const fa_tensor *q,
@@ -291,18 +284,18 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
     /* An append (k_new, v_new) writes into k and v: they are outputs then. */
     const bool append = desc->k_new || desc->v_new;
     role roles[15] = {
-        {"q", q, false, false, &call->q, {0}, false, false, false},
-        {"k", k, append, false, &call->k, {0}, false, false, false},
-        {"v", v, append, false, &call->v, {0}, false, false, false},
-        {"o", o, !grad, false, &call->o, {0}, false, false, false},
-        {"lse", lse, !grad, true, &call->lse, {0}, false, false, false},
+        {.name = "q", .tensor = q, .view = &call->q},
+        {.name = "k", .tensor = k, .output = append, .view = &call->k},
+        {.name = "v", .tensor = v, .output = append, .view = &call->v},
+        {.name = "o", .tensor = o, .output = !grad, .view = &call->o},
+        {.name = "lse", .tensor = lse, .output = !grad, .lse = true, .view = &call->lse},
     };
     int n = 5;
     if (grad) {
-        roles[n++] = (role){"d_o", grad->d_o, false, false, &call->d_o, {0}, false, false, false};
-        roles[n++] = (role){"d_q", grad->d_q, true, false, &call->d_q, {0}, false, false, false};
-        roles[n++] = (role){"d_k", grad->d_k, true, false, &call->d_k, {0}, false, false, false};
-        roles[n++] = (role){"d_v", grad->d_v, true, false, &call->d_v, {0}, false, false, false};
+        roles[n++] = (role){.name = "d_o", .tensor = grad->d_o, .view = &call->d_o};
+        roles[n++] = (role){.name = "d_q", .tensor = grad->d_q, .output = true, .view = &call->d_q};
+        roles[n++] = (role){.name = "d_k", .tensor = grad->d_k, .output = true, .view = &call->d_k};
+        roles[n++] = (role){.name = "d_v", .tensor = grad->d_v, .output = true, .view = &call->d_v};
     }
     /* The forward's int32 index tensors. */
     const struct {
@@ -322,15 +315,10 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
         if (grad)
             return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "%s: the backward does not take %s",
                            indices[i].name, indices[i].what);
-        roles[n++] = (role){indices[i].name,
-                            indices[i].tensor,
-                            false,
-                            false,
-                            indices[i].view,
-                            {0},
-                            true,
-                            false,
-                            false};
+        roles[n++] = (role){.name = indices[i].name,
+                            .tensor = indices[i].tensor,
+                            .view = indices[i].view,
+                            .index = true};
         *indices[i].has = true;
     }
     int n_alibi = 0; /* the role of alibi_slopes, 0 without */
@@ -390,10 +378,8 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                            "k_new, v_new need seqlens_k: the new rows go at each sequence's "
                            "length");
         n_new = n;
-        roles[n++] =
-            (role){"k_new", desc->k_new, false, false, &call->k_new, {0}, false, false, false};
-        roles[n++] =
-            (role){"v_new", desc->v_new, false, false, &call->v_new, {0}, false, false, false};
+        roles[n++] = (role){.name = "k_new", .tensor = desc->k_new, .view = &call->k_new};
+        roles[n++] = (role){.name = "v_new", .tensor = desc->v_new, .view = &call->v_new};
     }
     call->has_lse = lse != NULL;
     for (int i = 0; i < n; i++) {
@@ -610,8 +596,8 @@ fa_status fa_validate_merge(fa_context *ctx, int n, const fa_tensor *o_parts,
         goto done;
     }
     /* roles: o, lse, then o_parts[i] and lse_parts[i] */
-    roles[0] = (role){"o", o, true, false, &views[0], {0}, false, false, false};
-    roles[1] = (role){"lse", lse, true, true, &views[1], {0}, false, false, false};
+    roles[0] = (role){.name = "o", .tensor = o, .output = true, .view = &views[0]};
+    roles[1] = (role){.name = "lse", .tensor = lse, .output = true, .lse = true, .view = &views[1]};
     for (int i = 0; i < n; i++) {
         snprintf(labels[2 + 2 * i], sizeof labels[0], "o_parts[%d]", i);
         snprintf(labels[3 + 2 * i], sizeof labels[0], "lse_parts[%d]", i);

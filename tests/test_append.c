@@ -10,6 +10,7 @@
 
 #include "fa_testkit.h"
 #include "flashattn.h"
+#include "test_support.h"
 
 /* A cache of CAP keys per sequence; paged: MAXP pages of PS keys each, over NP pages. */
 enum { B = 3, CAP = 12, HQ = 4, HKV = 2, D = 16, PS = 3, MAXP = CAP / PS, NP = B * MAXP + 2 };
@@ -25,24 +26,10 @@ typedef struct append_case {
 static fa_context *open_backend(fa_backend backend)
 {
     fa_backend_info info;
-    cr_assert_eq(fa_backend_query(backend, &info), FA_OK);
-    if (!info.available)
+    fa_context *ctx = test_context(backend, &info);
+    if (!ctx)
         cr_skip_test("%s unavailable: %s", info.name, info.reason);
-    fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = backend,
-                                                      .device = fa_testkit_default_device(backend),
-                                                      .cache_dir = ""},
-                                   &ctx),
-                 FA_OK, "%s: %s", info.name, fa_last_create_error());
     return ctx;
-}
-
-static fa_buffer *make(fa_context *ctx, const void *data, size_t bytes)
-{
-    fa_buffer *buf = NULL;
-    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = bytes, .data = data}, &buf), FA_OK,
-                 "%s", fa_context_last_error(ctx));
-    return buf;
 }
 
 static void *read_all(fa_buffer *buf)
@@ -103,12 +90,14 @@ static void run_case(fa_backend backend, const append_case *c)
     fa_testkit_fill_random(vn, FA_DTYPE_F32, n_new, 4);
     fa_testkit_fill_random(q, FA_DTYPE_F32, n_q, 5);
 
-    fa_buffer *bk = make(ctx, k0, n_cache * 4), *bv = make(ctx, v0, n_cache * 4);
-    fa_buffer *bkn = make(ctx, kn, n_new * 4 + 4), *bvn = make(ctx, vn, n_new * 4 + 4);
-    fa_buffer *bq = make(ctx, q, n_q * 4 + 4), *bo = make(ctx, NULL, n_q * 4 + 4);
-    fa_buffer *bl = make(ctx, NULL, (size_t)(B * c->s_q) * HQ * 4 + 4);
-    fa_buffer *blens = make(ctx, lens, sizeof lens), *bafter = make(ctx, after, sizeof after);
-    fa_buffer *btable = make(ctx, table, sizeof table);
+    fa_buffer *bk = test_buffer(ctx, k0, n_cache * 4), *bv = test_buffer(ctx, v0, n_cache * 4);
+    fa_buffer *bkn = test_buffer(ctx, kn, n_new * 4 + 4),
+              *bvn = test_buffer(ctx, vn, n_new * 4 + 4);
+    fa_buffer *bq = test_buffer(ctx, q, n_q * 4 + 4), *bo = test_buffer(ctx, NULL, n_q * 4 + 4);
+    fa_buffer *bl = test_buffer(ctx, NULL, (size_t)(B * c->s_q) * HQ * 4 + 4);
+    fa_buffer *blens = test_buffer(ctx, lens, sizeof lens),
+              *bafter = test_buffer(ctx, after, sizeof after);
+    fa_buffer *btable = test_buffer(ctx, table, sizeof table);
     const fa_tensor tk = cache_tensor(c->kind, bk), tv = cache_tensor(c->kind, bv);
     const fa_tensor tkn = new_tensor(c, bkn), tvn = new_tensor(c, bvn);
     const fa_tensor tq = fa_tensor_bshd(bq, FA_DTYPE_F32, B, c->s_q, HQ, D);

@@ -12,6 +12,7 @@
 
 #include "fa_testkit.h"
 #include "flashattn.h"
+#include "test_support.h"
 
 /* Sequences of (5, 7), (0, 2), (12, 0), (3, 21) query and key rows; two rows and two keys past
  * the last sequence. */
@@ -28,25 +29,9 @@ typedef struct varlen_case {
 static fa_context *open_backend(fa_backend backend, bool *available)
 {
     fa_backend_info info;
-    cr_assert_eq(fa_backend_query(backend, &info), FA_OK);
-    *available = info.available;
-    if (!info.available)
-        return NULL;
-    fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&(fa_context_desc){.backend = backend,
-                                                      .device = fa_testkit_default_device(backend),
-                                                      .cache_dir = ""},
-                                   &ctx),
-                 FA_OK, "%s: %s", info.name, fa_last_create_error());
+    fa_context *ctx = test_context(backend, &info);
+    *available = ctx != NULL;
     return ctx;
-}
-
-static fa_buffer *make(fa_context *ctx, const void *data, size_t bytes)
-{
-    fa_buffer *buf = NULL;
-    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = bytes, .data = data}, &buf), FA_OK,
-                 "%s", fa_context_last_error(ctx));
-    return buf;
 }
 
 static double max_abs_diff(const double *ref, const float *got, size_t n)
@@ -118,12 +103,15 @@ ParameterizedTest(varlen_case *c, varlen, cpu_matches_reference_per_sequence)
     fa_testkit_fill_random(d_o, FA_DTYPE_F32, nq, 14);
     for (int i = 0; i < NSEQ * HQ; i++)
         slopes[i] = 0.05f * (float)(1 + i % 7);
-    fa_buffer *bq = make(ctx, q, nq * 4), *bk = make(ctx, k, nk * 4), *bv = make(ctx, v, nk * 4);
-    fa_buffer *bdo = make(ctx, d_o, nq * 4), *bo = make(ctx, NULL, nq * 4);
-    fa_buffer *blse = make(ctx, NULL, (size_t)TQ * HQ * 4), *bdq = make(ctx, NULL, nq * 4);
-    fa_buffer *bdk = make(ctx, NULL, nk * 4), *bdv = make(ctx, NULL, nk * 4);
-    fa_buffer *bcq = make(ctx, CU_Q, sizeof CU_Q), *bck = make(ctx, CU_K, sizeof CU_K);
-    fa_buffer *bsl = make(ctx, slopes, sizeof slopes);
+    fa_buffer *bq = test_buffer(ctx, q, nq * 4), *bk = test_buffer(ctx, k, nk * 4),
+              *bv = test_buffer(ctx, v, nk * 4);
+    fa_buffer *bdo = test_buffer(ctx, d_o, nq * 4), *bo = test_buffer(ctx, NULL, nq * 4);
+    fa_buffer *blse = test_buffer(ctx, NULL, (size_t)TQ * HQ * 4),
+              *bdq = test_buffer(ctx, NULL, nq * 4);
+    fa_buffer *bdk = test_buffer(ctx, NULL, nk * 4), *bdv = test_buffer(ctx, NULL, nk * 4);
+    fa_buffer *bcq = test_buffer(ctx, CU_Q, sizeof CU_Q),
+              *bck = test_buffer(ctx, CU_K, sizeof CU_K);
+    fa_buffer *bsl = test_buffer(ctx, slopes, sizeof slopes);
     /* garbage in the outputs, so that rows left unwritten show */
     float *junk = malloc(nq * 4);
     for (size_t i = 0; i < nq; i++)
@@ -260,8 +248,9 @@ ParameterizedTest(bad_prefix *c, varlen, bad_prefix_sums_refused_with_nothing_wr
     float data[SK * HQ * D] = {0}, marks[SQ * HQ * D];
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
         marks[i] = 3.0f;
-    fa_buffer *b = make(ctx, data, sizeof data), *bo = make(ctx, marks, sizeof marks);
-    fa_buffer *bcq = make(ctx, c->cu_q, sizeof c->cu_q), *bck = make(ctx, c->cu_k, sizeof c->cu_k);
+    fa_buffer *b = test_buffer(ctx, data, sizeof data), *bo = test_buffer(ctx, marks, sizeof marks);
+    fa_buffer *bcq = test_buffer(ctx, c->cu_q, sizeof c->cu_q),
+              *bck = test_buffer(ctx, c->cu_k, sizeof c->cu_k);
     const fa_tensor q = fa_tensor_bshd(b, FA_DTYPE_F32, 1, SQ, HQ, D);
     const fa_tensor kv = fa_tensor_bshd(b, FA_DTYPE_F32, 1, SK, HKV, D);
     const fa_tensor o = fa_tensor_bshd(bo, FA_DTYPE_F32, 1, SQ, HQ, D);
@@ -285,8 +274,8 @@ Test(varlen, bad_arguments_named)
     fa_context *ctx = open_backend(FA_BACKEND_CPU, &available);
     const int32_t cu[3] = {0, 2, 4};
     float data[2 * 4 * HQ * D] = {0};
-    fa_buffer *b = make(ctx, data, sizeof data), *bo = make(ctx, NULL, sizeof data);
-    fa_buffer *bcu = make(ctx, cu, sizeof cu);
+    fa_buffer *b = test_buffer(ctx, data, sizeof data), *bo = test_buffer(ctx, NULL, sizeof data);
+    fa_buffer *bcu = test_buffer(ctx, cu, sizeof cu);
     const fa_tensor q = fa_tensor_bshd(b, FA_DTYPE_F32, 1, 4, HQ, D);
     const fa_tensor q2 = fa_tensor_bshd(b, FA_DTYPE_F32, 2, 2, HQ, D);
     const fa_tensor kv = fa_tensor_bshd(b, FA_DTYPE_F32, 1, 4, HKV, D);
@@ -331,8 +320,9 @@ Test(varlen, gpu_backends_refuse)
             continue;
         const int32_t cu[2] = {0, 4};
         float data[4 * HQ * D] = {0};
-        fa_buffer *b = make(ctx, data, sizeof data), *bo = make(ctx, NULL, sizeof data);
-        fa_buffer *bcu = make(ctx, cu, sizeof cu);
+        fa_buffer *b = test_buffer(ctx, data, sizeof data),
+                  *bo = test_buffer(ctx, NULL, sizeof data);
+        fa_buffer *bcu = test_buffer(ctx, cu, sizeof cu);
         const fa_tensor q = fa_tensor_bshd(b, FA_DTYPE_F32, 1, 4, HQ, D);
         const fa_tensor kv = fa_tensor_bshd(b, FA_DTYPE_F32, 1, 4, HKV, D);
         const fa_tensor o = fa_tensor_bshd(bo, FA_DTYPE_F32, 1, 4, HQ, D);

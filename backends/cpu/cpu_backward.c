@@ -131,13 +131,8 @@ static void dkdv_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, ba
             /* S = Q K^T (queries x keys), masked outside each query's keys, then P */
             kern->gemm(nq, n_pad, dim, w->x, dp, 1, w->a_t, BK, w->s, BK, FA_CPU_GEMM_SET, NULL);
             fa_cpu_scores(kern, c, w->s, nq, nk, BK, w->dcap);
-            if (c->has_alibi)
-                for (int i = 0; i < nq; i++)
-                    fa_cpu_alibi_row(fa_cpu_alibi_slope(c, b, h), q0 + i + off, k0, nk,
-                                     w->s + i * BK, 1);
-            if (c->has_bias)
-                for (int i = 0; i < nq; i++)
-                    fa_cpu_bias_row(c, b, q0 + i, h, k0, nk, w->s + i * BK, 1);
+            for (int i = 0; (c->has_alibi || c->has_bias) && i < nq; i++)
+                fa_cpu_row_terms(c, b, q0 + i, h, off, k0, nk, w->s + i * BK, 1);
             if (fa_cpu_mask_cuts(&mask, q0 + off, q0 + nq - 1 + off, k0, nk))
                 for (int i = 0; i < nq; i++)
                     fa_cpu_mask_row(&mask, q0 + i + off, k0, nk, w->s + i * BK, 1);
@@ -189,12 +184,8 @@ static void dq_tile(const fa_cpu_kernels *kern, const fa_attention_call *c, back
         /* S^T = K Q^T (keys x queries), masked outside each query's keys, then P^T */
         kern->gemm(nk, n_pad, dim, w->x, dp, 1, w->a_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
         fa_cpu_scores(kern, c, w->s, nk, nq, BQ, w->dcap);
-        if (c->has_alibi)
-            for (int i = 0; i < nq; i++)
-                fa_cpu_alibi_row(fa_cpu_alibi_slope(c, b, h), q0 + i + off, k0, nk, w->s + i, BQ);
-        if (c->has_bias)
-            for (int i = 0; i < nq; i++)
-                fa_cpu_bias_row(c, b, q0 + i, h, k0, nk, w->s + i, BQ);
+        for (int i = 0; (c->has_alibi || c->has_bias) && i < nq; i++)
+            fa_cpu_row_terms(c, b, q0 + i, h, off, k0, nk, w->s + i, BQ);
         if (fa_cpu_mask_cuts(&mask, q0 + off, q0 + nq - 1 + off, k0, nk))
             for (int i = 0; i < nq; i++)
                 fa_cpu_mask_row(&mask, q0 + i + off, k0, nk, w->s + i, BQ);

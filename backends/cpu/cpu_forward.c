@@ -196,13 +196,8 @@ static void gemm_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, fo
 
         kern->gemm(nk, n_pad, dim, w->k, dim, 1, w->q_t, BQ, w->s, BQ, FA_CPU_GEMM_SET, NULL);
         fa_cpu_scores(kern, c, w->s, nk, nq, BQ, NULL);
-        if (c->has_alibi)
-            for (int r = 0; r < nq; r++)
-                fa_cpu_alibi_row(fa_cpu_alibi_slope(c, b, rm->qh[r]), rm->qi[r] + off, k0, nk,
-                                 w->s + r, BQ);
-        if (c->has_bias)
-            for (int r = 0; r < nq; r++)
-                fa_cpu_bias_row(c, b, rm->qi[r], rm->qh[r], k0, nk, w->s + r, BQ);
+        for (int r = 0; (c->has_alibi || c->has_bias) && r < nq; r++)
+            fa_cpu_row_terms(c, b, rm->qi[r], rm->qh[r], off, k0, nk, w->s + r, BQ);
         if (fa_cpu_mask_cuts(mask, first + off, last + off, k0, nk))
             for (int r = 0; r < nq; r++)
                 fa_cpu_mask_row(mask, rm->qi[r] + off, k0, nk, w->s + r, BQ);

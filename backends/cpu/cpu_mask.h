@@ -112,6 +112,18 @@ static inline void fa_cpu_bias_row(const fa_attention_call *c, int64_t b, int64_
         s[j * step] += (f16 ? fa_f16_to_f32(x[j]) : fa_bf16_to_f32(x[j])) * FA_CPU_LOG2E;
 }
 
+/* ALiBi and the additive bias, where the call has them, on the scores of query i of head h of
+ * batch entry b, whose diagonal is key i + off: s[j * step] for the keys k0 + j, j < nk. Before
+ * the mask. */
+static inline void fa_cpu_row_terms(const fa_attention_call *c, int64_t b, int64_t i, int64_t h,
+                                    int64_t off, int64_t k0, int nk, float *s, int64_t step)
+{
+    if (c->has_alibi)
+        fa_cpu_alibi_row(fa_cpu_alibi_slope(c, b, h), i + off, k0, nk, s, step);
+    if (c->has_bias)
+        fa_cpu_bias_row(c, b, i, h, k0, nk, s, step);
+}
+
 /* ds *= deriv over rows x cols (row stride ld): dS through the softcap. */
 static inline void fa_cpu_softcap_grad(float *ds, const float *deriv, int rows, int cols,
                                        int64_t ld)

@@ -225,10 +225,10 @@ class Context:
                              f"not {backend!r}")
         self._handle = c_void_p()
         self._lock = threading.RLock()
-        desc = _lib.ContextDesc(backend=_lib.BACKENDS[backend], device=device,
-                                cpu_threads=cpu_threads)
+        desc = _lib.ContextDesc(backend=_lib.BACKENDS[backend], device=device)
+        desc.cpu.threads = cpu_threads
         if cuda_stream is not None:
-            desc.cuda_stream = cuda_stream if cuda_stream else _lib.CUDA_STREAM_LEGACY
+            desc.cuda.stream = cuda_stream if cuda_stream else _lib.CUDA_STREAM_LEGACY
         self._cuda_stream = cuda_stream
         if cache_dir is not None:
             self._cache_dir = cache_dir.encode()

@@ -33,11 +33,19 @@ BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
 DEVICE_KINDS = {0: "other", 1: "discrete_gpu", 2: "integrated_gpu", 3: "cpu", 4: "software"}
 LOG_LEVELS = {"error": 0, "warn": 1, "info": 2, "debug": 3}
 # FA_CUDA_STREAM_LEGACY, FA_CUDA_STREAM_PER_THREAD: the default streams, whose handle 0 would
-# read as "no stream" in fa_context_desc.cuda_stream.
+# read as "no stream" in fa_context_desc.cuda.stream.
 CUDA_STREAM_LEGACY = 1
 CUDA_STREAM_PER_THREAD = 2
 
 LOG_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
+
+
+class CpuOptions(Structure):
+    _fields_ = [("threads", c_int)]
+
+
+class CudaOptions(Structure):
+    _fields_ = [("stream", c_void_p)]
 
 
 class ContextDesc(Structure):
@@ -47,8 +55,8 @@ class ContextDesc(Structure):
         ("log", LOG_FN),
         ("log_user_data", c_void_p),
         ("log_level", c_int),
-        ("cpu_threads", c_int),
-        ("cuda_stream", c_void_p),
+        ("cpu", CpuOptions),
+        ("cuda", CudaOptions),
         ("cache_dir", c_char_p),
         ("cache_max_bytes", c_uint64),
         ("reserved", c_uint64 * 8),
