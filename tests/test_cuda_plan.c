@@ -55,6 +55,12 @@ static bool is_general(fa_cuda_family f)
            f == FA_CUDA_BWD_DELTA || f == FA_CUDA_FWD_SPLIT || f == FA_CUDA_FWD_MERGE;
 }
 
+/* The split-key forward's kernels, CUDA-core or tensor-core. */
+static bool is_split(fa_cuda_family f)
+{
+    return f == FA_CUDA_FWD_SPLIT || f == FA_CUDA_FWD_SPLIT_MMA;
+}
+
 static bool is_sm90a(fa_cuda_kernel k)
 {
     return k >= FA_CUDA_K_SM90_FIRST;
@@ -98,6 +104,7 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
         *rows = FA_BWD_WGMMA_KEYS(k->d), *length = pb->seq_k;
         break;
     case FA_CUDA_FWD_SPLIT: /* grid.x: key chunks (check_split) */
+    case FA_CUDA_FWD_SPLIT_MMA:
     case FA_CUDA_FWD_MERGE:
         *rows = 0;
         break;
@@ -105,7 +112,8 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
 }
 
 /* A split-key forward plan: the chunks cover the keys with none empty, one block per KV head
- * and chunk of packed rows, the merge (and its workspace) exactly when there are several. */
+ * and chunk of packed rows (the tensor-core kernel: all of them), the merge (and its workspace)
+ * exactly when there are several. */
 static void check_split(const char *where, const fa_cuda_problem *pb, const fa_cuda_plan *plan)
 {
     const int64_t rows = pb->seq_q * (pb->heads_q / pb->heads_kv);
@@ -120,8 +128,16 @@ static void check_split(const char *where, const fa_cuda_problem *pb, const fa_c
               (long long)pb->seq_k);
     const fa_cuda_launch *l = &plan->launches[0];
     cr_expect_eq(l->grid[0], (unsigned)plan->splits, "%s", where);
-    cr_expect_eq(l->grid[1], (unsigned)(pb->heads_kv * ((rows + FA_DEC_ROWS - 1) / FA_DEC_ROWS)),
-                 "%s", where);
+    if (family_of(l) == FA_CUDA_FWD_SPLIT_MMA) {
+        cr_expect_eq(l->grid[1], (unsigned)pb->heads_kv, "%s", where);
+        const unsigned warps = l->threads / 32;
+        cr_expect(warps >= 1 && warps <= FA_DEC_MMA_MAX_WARPS && l->threads % 32 == 0, "%s", where);
+        cr_expect_eq(l->smem, FA_DEC_MMA_SMEM(fa_cuda_kernels[l->kernel].d, warps), "%s", where);
+    } else {
+        cr_expect_eq(l->grid[1],
+                     (unsigned)(pb->heads_kv * ((rows + FA_DEC_ROWS - 1) / FA_DEC_ROWS)), "%s",
+                     where);
+    }
     const size_t out_rows = (size_t)(pb->batch * pb->heads_q * pb->seq_q);
     if (plan->splits == 1) {
         cr_expect_eq(plan->count, 1, "%s", where);
@@ -164,7 +180,7 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
         }
         cr_expect(k->d >= (uint32_t)pb->head_dim, "%s: %s serves head dim %u < %lld", where,
                   k->name, k->d, (long long)pb->head_dim);
-        if (k->family == FA_CUDA_FWD_SPLIT || k->family == FA_CUDA_FWD_MERGE)
+        if (is_split(k->family) || k->family == FA_CUDA_FWD_MERGE)
             continue; /* check_split */
         cr_expect_eq(l->grid[2], (unsigned)pb->batch, "%s: %s", where, k->name);
         cr_expect(l->grid[1] == (unsigned)pb->heads_q || l->grid[1] == (unsigned)pb->heads_kv,
@@ -178,7 +194,7 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
                   (long long)rows, (long long)length);
         cr_expect(l->what && l->what[0], "%s", where);
     }
-    if (!backward && family_of(&plan->launches[0]) == FA_CUDA_FWD_SPLIT) {
+    if (!backward && is_split(family_of(&plan->launches[0]))) {
         check_split(where, pb, plan);
         return;
     }
@@ -315,10 +331,12 @@ Test(cuda_plan, decoding_splits_the_keys_to_fill_the_device)
 {
     fa_cuda_caps h200 = SM90;
     h200.sm_count = 132;
-    /* one sequence, 8 KV heads: as many chunks as fill 132 SMs 2 blocks deep, 256 keys or more
-     * each */
+    /* one sequence, 8 KV heads: as many chunks as fill 132 SMs 2 blocks deep (two blocks of the
+     * tensor-core kernel, 4 warps, 100.5 KiB each, fit 227 KiB), 256 keys or more each */
     fa_cuda_plan plan = decode_plan(h200, 1, 1, 32768, 0);
-    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F16_D128);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_MMA_F16_D128);
+    cr_expect_eq(plan.launches[0].threads, 128);
+    cr_expect_eq(plan.launches[0].smem, 102912);
     cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_FWD_MERGE_F16);
     cr_expect_eq(plan.splits, 32);
     cr_expect_eq(plan.split_keys, 1024);
@@ -329,9 +347,22 @@ Test(cuda_plan, decoding_splits_the_keys_to_fill_the_device)
     /* short caches: no chunk under 256 keys */
     cr_expect_eq(decode_plan(h200, 1, 1, 1000, 0).splits, 3);
     cr_expect_eq(decode_plan(h200, 1, 1, 100, 0).splits, 1);
-    /* four queries of four heads: 16 packed rows, four blocks per KV head */
+    /* four queries of four heads: 16 packed rows, one block per KV head */
     plan = decode_plan(h200, 1, 4, 32768, 0);
+    cr_expect_eq(plan.launches[0].grid[1], 8);
+    cr_expect_eq(plan.splits, 32);
+    /* FA_CUDA_DECODE=cores: the CUDA-core kernel, four blocks of 4 rows per KV head */
+    fa_cuda_caps cores = h200;
+    cores.decode_cores = true;
+    plan = decode_plan(cores, 1, 4, 32768, 0);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F16_D128);
     cr_expect_eq(plan.launches[0].grid[1], 32);
+    /* sm_86's 99 KiB: 3 warps at head dim 128, one at 256 */
+    fa_cuda_caps ada = SM86;
+    ada.sm_count = 84;
+    plan = decode_plan(ada, 1, 1, 32768, 0);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_MMA_F16_D128);
+    cr_expect_eq(plan.launches[0].threads, 96);
     /* asked for: as many as there are 64-key quanta, at most 256 */
     cr_expect_eq(decode_plan(h200, 1, 1, 32768, 1).splits, 1);
     cr_expect_eq(decode_plan(h200, 1, 1, 32768, 7).splits, 7);
@@ -418,8 +449,8 @@ Test(cuda_plan, seqlens_and_paged_take_the_decoding_path_or_nothing)
                             fa_cuda_plan_forward(&caps, &pb, &plan);
                             char why[192] = "";
                             const bool takes = fa_cuda_split_takes(&caps, &pb, why, sizeof why);
-                            cr_expect_eq(takes, family_of(&plain.launches[0]) == FA_CUDA_FWD_SPLIT,
-                                         "%s", where);
+                            cr_expect_eq(takes, is_split(family_of(&plain.launches[0])), "%s",
+                                         where);
                             if (takes) {
                                 check_plan(where, &caps, &pb, &plan, false);
                                 cr_expect(same_plan(&plan, &plain), "%s", where);
@@ -452,7 +483,7 @@ Test(cuda_plan, seqlens_and_paged_choices)
     fa_cuda_plan plan;
     fa_cuda_plan_forward(&h200, &pb, &plan);
     check_split("seqlens", &pb, &plan);
-    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F16_D128);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_MMA_F16_D128);
     cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_FWD_MERGE_F16);
     cr_expect_eq(plan.splits, 8); /* 32 work items: 9 chunks wanted, 8 of 512 keys */
     pb.paged = true;
@@ -465,7 +496,7 @@ Test(cuda_plan, seqlens_and_paged_choices)
     fa_cuda_plan_forward(&h200, &pb, &plan);
     check_split("paged, one chunk", &pb, &plan);
     cr_expect_eq(plan.count, 1);
-    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F16_D128);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_MMA_F16_D128);
     /* f32, head dim 200 */
     pb = (fa_cuda_problem){.dtype = FA_DTYPE_F32,
                            .batch = 2,
@@ -613,6 +644,12 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     pb.seq_q = 1; /* decoding, in 4 chunks */
                     pb.num_splits = 4;
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
+                    for (unsigned i = 0; i < plan.count; i++)
+                        chosen[plan.launches[i].kernel] = true;
+                    /* FA_CUDA_DECODE=cores keeps the CUDA-core split kernels of f16 and bf16 */
+                    fa_cuda_caps cores = archs[a];
+                    cores.decode_cores = true;
+                    fa_cuda_plan_forward(&cores, &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
                 }

@@ -112,28 +112,59 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
     return false;
 }
 
+/* The tensor-core split-key forward's warps per block for head dim d: as many as its shared
+ * memory allows, up to FA_DEC_MMA_MAX_WARPS (0: not even one fits). */
+static unsigned split_mma_warps(const fa_cuda_caps *caps, uint32_t d)
+{
+    unsigned w = FA_DEC_MMA_MAX_WARPS;
+    while (w > 0 && FA_DEC_MMA_SMEM(d, w) > (uint32_t)caps->smem_optin)
+        w--;
+    return w;
+}
+
 /* Decoding (at most FA_DEC_MAX_ROWS query rows per KV head, 16-byte aligned rows): the
- * split-key forward, and the merge where the keys are cut into several chunks. The chunk count
- * aims at one wave of the two blocks an SM holds (about 224 registers a thread at head dim
- * 128), or chunks of at most 4096 keys (fa_split.h); on the H200 that measured best of 5-128
- * chunks at B=1 and 16 (docs/PERF.md). With seqlens_k the chunks cover the capacity seq_k (a
- * chunk past a sequence's length writes O = 0, LSE = -inf for the merge). */
+ * split-key forward, and the merge where the keys are cut into several chunks. f16 and bf16 take
+ * the tensor-core kernel (one block per KV head's rows and chunk; as many blocks an SM as its
+ * shared memory holds, at most 3), f32 (or FA_CUDA_DECODE=cores) the CUDA-core one (blocks of 4
+ * packed rows, two an SM: about 224 registers a thread at head dim 128). The chunk count aims at
+ * one wave of those blocks, or chunks of at most 4096 keys (fa_split.h); for the CUDA-core
+ * kernel that measured best of 5-128 chunks at B=1 and 16 on the H200 (docs/PERF.md). With
+ * seqlens_k the chunks cover the capacity seq_k (a chunk past a sequence's length writes O = 0,
+ * LSE = -inf for the merge). */
 static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
 {
     if (!fa_cuda_split_takes(caps, pb, NULL, 0))
         return false;
-    const int64_t rows = pb->seq_q * (pb->heads_q / pb->heads_kv);
-    const int64_t chunks = (rows + FA_DEC_ROWS - 1) / FA_DEC_ROWS;
-    const fa_split sp =
-        fa_split_choose(pb->batch * pb->heads_kv * chunks, pb->seq_k,
-                        (uint32_t)(caps->sm_count > 0 ? caps->sm_count : 1), 2, pb->num_splits);
-    plan->splits = sp.splits;
-    plan->split_keys = (int)sp.keys_per_split;
-    add(plan, find(FA_CUDA_FWD_SPLIT, pb->dtype, split_dim(pb->head_dim), 0), (unsigned)sp.splits,
-        pb->heads_kv * chunks, pb->batch, FA_DEC_THREADS, 0, "launching the split-key forward");
-    if (sp.splits > 1) {
+    const uint32_t units = (uint32_t)(caps->sm_count > 0 ? caps->sm_count : 1);
+    const uint32_t d = split_dim(pb->head_dim);
+    const unsigned warps =
+        pb->dtype != FA_DTYPE_F32 && !caps->decode_cores ? split_mma_warps(caps, d) : 0;
+    if (warps > 0) {
+        /* One block holds all of a KV head's rows; an SM holds as many blocks as its shared
+         * memory (the opt-in size plus the 1 KiB each block reserves) allows, at most 3 (the
+         * registers of 4 warps at head dim 128: 168 a thread). */
+        const unsigned smem = FA_DEC_MMA_SMEM(d, warps);
+        unsigned per_sm = (unsigned)(caps->smem_optin + 1024) / (smem + 1024);
+        per_sm = per_sm < 1 ? 1 : per_sm > 3 ? 3 : per_sm;
+        const fa_split sp =
+            fa_split_choose(pb->batch * pb->heads_kv, pb->seq_k, units, per_sm, pb->num_splits);
+        plan->splits = sp.splits;
+        plan->split_keys = (int)sp.keys_per_split;
+        add(plan, find(FA_CUDA_FWD_SPLIT_MMA, pb->dtype, d, 0), (unsigned)sp.splits, pb->heads_kv,
+            pb->batch, 32 * warps, smem, "launching the split-key forward (tensor cores)");
+    } else {
+        const int64_t rows = pb->seq_q * (pb->heads_q / pb->heads_kv);
+        const int64_t chunks = (rows + FA_DEC_ROWS - 1) / FA_DEC_ROWS;
+        const fa_split sp =
+            fa_split_choose(pb->batch * pb->heads_kv * chunks, pb->seq_k, units, 2, pb->num_splits);
+        plan->splits = sp.splits;
+        plan->split_keys = (int)sp.keys_per_split;
+        add(plan, find(FA_CUDA_FWD_SPLIT, pb->dtype, d, 0), (unsigned)sp.splits,
+            pb->heads_kv * chunks, pb->batch, FA_DEC_THREADS, 0, "launching the split-key forward");
+    }
+    if (plan->splits > 1) {
         const size_t out_rows = (size_t)(pb->batch * pb->heads_q * pb->seq_q);
-        const size_t part_rows = (size_t)sp.splits * out_rows;
+        const size_t part_rows = (size_t)plan->splits * out_rows;
         plan->part_lse_offset =
             (part_rows * (size_t)pb->head_dim * sizeof(float) + 255) / 256 * 256;
         plan->workspace_bytes = plan->part_lse_offset + part_rows * sizeof(float);

@@ -36,6 +36,7 @@ typedef enum fa_cuda_family {
     FA_CUDA_BWD_DQ_CONVERT,
     FA_CUDA_BWD_WGMMA,
     FA_CUDA_FWD_SPLIT,
+    FA_CUDA_FWD_SPLIT_MMA,
     FA_CUDA_FWD_MERGE,
 } fa_cuda_family;
 
@@ -61,6 +62,8 @@ typedef struct fa_cuda_caps {
     bool bwd4_q128_d64; /* v4's 128-row query tiles at head dim 64 where they fit */
     int fwd_qtile_d256; /* the forward's query rows per block at head dim 256 (0: by smem) */
     bool bwd_d256;      /* backward v4 at head dims 129-256 (else the general kernels) */
+    bool decode_cores;  /* FA_CUDA_DECODE=cores: the split-key forward on CUDA cores (fa_decode.cuh)
+                         * for f16/bf16 too, not the tensor-core one (fa_decode_mma.cuh) */
 } fa_cuda_caps;
 
 /* The call as the planner sees it (validated by the runtime: head_dim a multiple of 8 from 8 to

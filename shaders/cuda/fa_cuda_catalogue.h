@@ -26,6 +26,8 @@
  *   BWD_WGMMA     Hopper dK, dV, dQ by atomics (wgmma, sm_90a only)
  *   FWD_SPLIT     split-key forward for decoding (CUDA cores), head dims up to D, D / 32
  *                 elements a lane
+ *   FWD_SPLIT_MMA split-key forward for decoding on tensor cores (mma.sync; f16, bf16), head
+ *                 dims up to D
  *   FWD_MERGE     merges the split-key forward's chunks into O and LSE */
 #ifndef FA_CUDA_CATALOGUE_H
 #define FA_CUDA_CATALOGUE_H
@@ -117,6 +119,12 @@
     X(FWD_SPLIT_BF16_D64, fa_fwd_split_bf16_d64, FWD_SPLIT, BF16, 64, 0, 0)                        \
     X(FWD_SPLIT_BF16_D128, fa_fwd_split_bf16_d128, FWD_SPLIT, BF16, 128, 0, 0)                     \
     X(FWD_SPLIT_BF16_D256, fa_fwd_split_bf16_d256, FWD_SPLIT, BF16, 256, 0, 0)                     \
+    X(FWD_SPLIT_MMA_F16_D64, fa_fwd_split_mma_f16_d64, FWD_SPLIT_MMA, F16, 64, 0, 0)               \
+    X(FWD_SPLIT_MMA_F16_D128, fa_fwd_split_mma_f16_d128, FWD_SPLIT_MMA, F16, 128, 0, 0)            \
+    X(FWD_SPLIT_MMA_F16_D256, fa_fwd_split_mma_f16_d256, FWD_SPLIT_MMA, F16, 256, 0, 0)            \
+    X(FWD_SPLIT_MMA_BF16_D64, fa_fwd_split_mma_bf16_d64, FWD_SPLIT_MMA, BF16, 64, 0, 0)            \
+    X(FWD_SPLIT_MMA_BF16_D128, fa_fwd_split_mma_bf16_d128, FWD_SPLIT_MMA, BF16, 128, 0, 0)         \
+    X(FWD_SPLIT_MMA_BF16_D256, fa_fwd_split_mma_bf16_d256, FWD_SPLIT_MMA, BF16, 256, 0, 0)         \
     X(FWD_MERGE_F32, fa_fwd_merge_f32, FWD_MERGE, F32, 256, 0, 0)                                  \
     X(FWD_MERGE_F16, fa_fwd_merge_f16, FWD_MERGE, F16, 256, 0, 0)                                  \
     X(FWD_MERGE_BF16, fa_fwd_merge_bf16, FWD_MERGE, BF16, 256, 0, 0)

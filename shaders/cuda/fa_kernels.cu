@@ -6,6 +6,7 @@
 #include "fa_backward_v4.cuh"
 #include "fa_cuda_catalogue.h"
 #include "fa_decode.cuh"
+#include "fa_decode_mma.cuh"
 #include "fa_forward_mma.cuh"
 #include "fa_general.cuh"
 
@@ -55,6 +56,11 @@
     extern "C" __global__ void __launch_bounds__(FA_DEC_THREADS) name(fa_cuda_params p)            \
     {                                                                                              \
         fa_decode_split<T, (D) / 32>(p);                                                           \
+    }
+#define FA_INSTANTIATE_FWD_SPLIT_MMA(name, T, D, P1, P2)                                           \
+    extern "C" __global__ void __launch_bounds__(32 * FA_DEC_MMA_MAX_WARPS) name(fa_cuda_params p) \
+    {                                                                                              \
+        fa_decode_mma<T, D>(p);                                                                    \
     }
 #define FA_INSTANTIATE_FWD_MERGE(name, T, D, P1, P2)                                               \
     extern "C" __global__ void __launch_bounds__(FA_DEC_THREADS) name(fa_cuda_params p)            \

@@ -80,6 +80,7 @@ static const char *family_names[] = {
     [FA_CUDA_BWD_DQ_CONVERT] = "backward: dQ from the f32 accumulator",
     [FA_CUDA_BWD_WGMMA] = "backward: dK, dV, atomic dQ, wgmma (sm_90a)",
     [FA_CUDA_FWD_SPLIT] = "forward, split keys (decoding), CUDA cores",
+    [FA_CUDA_FWD_SPLIT_MMA] = "forward, split keys (decoding), tensor cores",
     [FA_CUDA_FWD_MERGE] = "forward: merge of the split keys",
 };
 
@@ -163,8 +164,9 @@ int main(void)
     printf(
         "\nP1, P2: the forward's query rows per block; backward v4's query rows per tile and keys\n"
         "per block. The split-key forward serves calls with at most 16 query rows per KV head\n"
-        "(queries x query heads per KV head) and 16-byte aligned rows, any dtype; the chunk count\n"
-        "is runtime/split.c's (fa_attention_desc.num_splits overrides it). It is the one CUDA\n"
+        "(queries x query heads per KV head) and 16-byte aligned rows, any dtype (f16 and bf16 on\n"
+        "tensor cores, f32 or FA_CUDA_DECODE=cores on CUDA cores); the chunk count is\n"
+        "runtime/split.c's (fa_attention_desc.num_splits overrides it). It is the one CUDA\n"
         "kernel that takes per-sequence key counts (seqlens_k: a chunk past a sequence's length\n"
         "writes O = 0 and LSE = -inf, which the merge weighs 0) and a paged KV cache "
         "(block_table,\n"

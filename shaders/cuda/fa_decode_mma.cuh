@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+// The split-key forward for decoding on tensor cores (f16, bf16): the same work and outputs as
+// fa_decode_split (fa_decode.cuh), with the products on mma.sync instead of CUDA-core FMAs.
+//
+// Why: decoding reads each K and V element once and does 4 FMAs with it per packed row, so on
+// CUDA cores the FMAs, conversions and shared-memory reads of Q take more issue slots than the
+// SM has at the copy rate (docs/PERF.md, decoding v2). On tensor cores a 16-key step of one warp
+// is 2 D / 16 mma and D / 8 ldmatrix, whatever the number of rows.
+//
+// One block per (key chunk, KV head, batch entry), all of the KV head's packed rows (queries x
+// query heads of its group, heads fastest; at most 16) as the 16 rows of the A operand. Each
+// warp takes every W-th step of 16 keys of the chunk through a ring of its own of
+// FA_DEC_MMA_STAGES (K, V) tiles in shared memory filled by cp.async (no block barrier in the
+// loop: the warps run free). Lane l copies key row l % 16 of a step (its table entry, for a
+// paged cache, loaded one step ahead) and chunks l / 16 + 2 i of it. S = Q K^T and O += P V as
+// in the forward (fa_forward_mma.cuh); the online softmax is the warp's own; the warps' partial
+// results are merged through shared memory at the end, as in fa_decode_split, which also gives
+// the chunk's output convention (O and LSE, or normalised f32 O and LSE for fa_decode_merge).
+#pragma once
+
+#include <type_traits>
+
+#include "fa_decode.cuh"
+#include "fa_mma.cuh"
+
+// 16-byte copy of which the first `bytes` (0 or 16: the caller's rows are whole chunks) come from
+// src, the rest zero.
+__device__ __forceinline__ void fa_cp_async16_n(unsigned dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(bytes));
+}
+
+template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params &p)
+{
+    constexpr int CH = D / 8, KW = FA_DEC_MMA_KEYS, NST = FA_DEC_MMA_STAGES;
+    constexpr unsigned TILE = KW * CH * 16; // one stage's K (or V) tile, bytes
+    static_assert(KW == 16, "a step is one k16 slice of P V");
+    constexpr bool QREG = D <= 128;
+    extern __shared__ __align__(1024) unsigned char fa_dec_mma_smem[];
+    const unsigned sQ = fa_smem_addr(fa_dec_mma_smem);
+    const int W = (int)(blockDim.x >> 5);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    // per warp: NST stages of (K tile, V tile); after every ring, the warps' m and l
+    const unsigned ring = sQ + 16 * CH * 16 + warp * NST * 2 * TILE;
+    float *sm_m = (float *)(fa_dec_mma_smem + 16 * CH * 16 + W * NST * 2 * TILE);
+    float *sm_l = sm_m + FA_DEC_MMA_MAX_WARPS * 16;
+
+    const int split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+    const int rows = p.group * p.seq_q; // packed rows of the KV head, at most 16
+
+    // Q rows (packed row r = query r / group, head hk group + r % group), zeros past the rows
+    for (int c = threadIdx.x; c < 16 * CH; c += blockDim.x) {
+        const int r = c / CH, ch = c % CH;
+        const bool ok = r < rows && ch * 8 < p.head_dim;
+        const T *src = (const T *)p.q.ptr;
+        if (ok)
+            src += fa_at(p.q, b, r / p.group, hk * p.group + r % p.group) + ch * 8;
+        fa_cp_async16_n(sQ + fa_swz<CH>(r, ch), src, ok ? 16 : 0);
+    }
+    fa_cp_async_commit();
+
+    // This chunk's keys of the sequence, cut at the last key any row sees (causal: each row's
+    // mask aligned on the sequence's own length); rows g and g + 8 are this lane's.
+    const int seq_k = fa_dec_keys(p, b);
+    const int k0 = split * p.split_keys;
+    int k1 = min(seq_k, k0 + p.split_keys);
+    const int g = lane >> 2, t2 = (lane & 3) * 2;
+    int last[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int pr = g + 8 * r;
+        last[r] = pr >= rows ? -1 : p.causal ? pr / p.group + seq_k - p.seq_q : 0x7fffffff;
+    }
+    if (p.causal)
+        k1 = min(k1, (rows - 1) / p.group + seq_k - p.seq_q + 1);
+    const int nsteps = k1 > k0 + warp * KW ? (k1 - k0 - warp * KW + W * KW - 1) / (W * KW) : 0;
+
+    // Copies of step s: lane l takes key row l % 16 and chunks l / 16 + 2 i of K and of V.
+    const int krow = lane & 15, kch = lane >> 4;
+    const T *kb = (const T *)p.k.ptr, *vb = (const T *)p.v.ptr;
+    const bool paged = p.page_size > 0;
+    if (paged) {
+        kb += (long long)hk * p.k.stride_h;
+        vb += (long long)hk * p.v.stride_h;
+    } else {
+        kb += fa_at(p.k, b, 0, hk);
+        vb += fa_at(p.v, b, 0, hk);
+    }
+    int entry = 0; // paged: the table entry of this lane's key of the next step issued
+    if (paged && nsteps > 0 && k0 + warp * KW + krow < k1)
+        entry = fa_dec_entry(p, b, k0 + warp * KW + krow);
+    auto issue = [&](int s) {
+        if (s < nsteps) {
+            const int key = k0 + (warp + s * W) * KW + krow;
+            const bool ok = key < k1;
+            long long ko = 0, vo = 0;
+            if (ok) {
+                if (paged) {
+                    const long long page = min(max(entry, 0), p.num_pages - 1);
+                    const long long row = key % p.page_size;
+                    ko = page * p.k.stride_b + row * p.k.stride_s;
+                    vo = page * p.v.stride_b + row * p.v.stride_s;
+                } else {
+                    ko = (long long)key * p.k.stride_s;
+                    vo = (long long)key * p.v.stride_s;
+                }
+            }
+            if (paged && s + 1 < nsteps && key + W * KW < k1)
+                entry = fa_dec_entry(p, b, key + W * KW);
+            const unsigned st = ring + (s % NST) * 2 * TILE;
+#pragma unroll
+            for (int i = 0; i < CH / 2; i++) {
+                const int ch = kch + 2 * i;
+                const bool in = ok && ch * 8 < p.head_dim;
+                const unsigned dst = st + fa_swz<CH>(krow, ch);
+                fa_cp_async16_n(dst, in ? kb + ko + ch * 8 : kb, in ? 16 : 0);
+                fa_cp_async16_n(dst + TILE, in ? vb + vo + ch * 8 : vb, in ? 16 : 0);
+            }
+        }
+        fa_cp_async_commit(); // empty past the last step: the wait counts stay uniform
+    };
+#pragma unroll
+    for (int s = 0; s < NST - 1; s++)
+        issue(s);
+    fa_cp_async_wait<NST - 1>(); // Q (the oldest group) has landed
+    __syncthreads();
+
+    // ldmatrix lane addresses as in fa_fwd_mma: row (l & 7) + 8 ((l >> 3) & 1), chunk l >> 4
+    const int r7 = lane & 7;
+    const unsigned lane_row = (unsigned)((r7 + ((lane >> 3) & 1) * 8) * CH * 16);
+    const unsigned lane_x = (unsigned)(((lane >> 4) ^ (CH % 8 == 0 ? r7 : (r7 >> 1) & 3)) << 4);
+    const unsigned lane_off = lane_row + lane_x;
+    unsigned qf[QREG ? D / 16 : 1][4];
+    if (QREG) {
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            fa_ldmatrix_x4(fa_kstep<CH>(sQ + lane_off, kk), qf[kk][0], qf[kk][1], qf[kk][2],
+                           qf[kk][3]);
+    }
+
+    float o[D / 8][4];
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    const float c = p.scale_log2;
+
+    for (int s = 0; s < nsteps; s++) {
+        __syncwarp(); // the stage about to be refilled was read by every lane (step s - 1)
+        issue(s + NST - 1);
+        fa_cp_async_wait<NST - 1>();
+        __syncwarp(); // every lane's copies of step s visible to the warp
+        const unsigned kst = ring + (s % NST) * 2 * TILE, vst = kst + TILE;
+        const int n0 = k0 + (warp + s * W) * KW;
+
+        // S = Q K^T: two n-tiles of 8 keys
+        float sc[2][4] = {};
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            unsigned a[4];
+            if (QREG) {
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    a[i] = qf[kk % (QREG ? D / 16 : 1)][i];
+            } else {
+                fa_ldmatrix_x4(fa_kstep<CH>(sQ + lane_off, kk), a[0], a[1], a[2], a[3]);
+            }
+            unsigned b00, b10, b01, b11;
+            fa_ldmatrix_x4(fa_kstep<CH>(kst + lane_off, kk), b00, b10, b01, b11);
+            fa_mma16816<T>(sc[0], a, b00, b01);
+            fa_mma16816<T>(sc[1], a, b10, b11);
+        }
+
+        // Scores in log2 units, -inf where a row does not see the key (past the chunk, the
+        // sequence, the row's causal limit, or a padding row).
+#pragma unroll
+        for (int n = 0; n < 2; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = n0 + n * 8 + t2 + (e & 1);
+                const float x = sc[n][e] * c;
+                sc[n][e] = key < k1 && key <= last[e >> 1] ? x : -INFINITY;
+            }
+        float pr[2][4];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float mx =
+                fmaxf(fmaxf(sc[0][2 * r], sc[0][2 * r + 1]), fmaxf(sc[1][2 * r], sc[1][2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m[r], mx);
+            // m_new = -inf: no key seen yet by this row, so P = 0 and nothing to rescale
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;
+            const float alpha = fa_exp2(m[r] - m_use);
+            m[r] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    pr[n][2 * r + e] = fa_exp2(sc[n][2 * r + e] - m_use);
+                    sum += pr[n][2 * r + e];
+                }
+            l[r] = l[r] * alpha + sum;
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                o[n][2 * r] *= alpha;
+                o[n][2 * r + 1] *= alpha;
+            }
+        }
+
+        // O += P V. bf16 keeps 8 bits of P: with only a few keys per row (short sequences, the
+        // first rows of a causal step) one rounding would show in O, so P also goes in as the
+        // remainder P - bf16(P), a second product (the tensor cores have room to spare here).
+        const unsigned ph[4] = {fa_pack2<T>(pr[0][0], pr[0][1]), fa_pack2<T>(pr[0][2], pr[0][3]),
+                                fa_pack2<T>(pr[1][0], pr[1][1]), fa_pack2<T>(pr[1][2], pr[1][3])};
+        constexpr bool LO = std::is_same<T, __nv_bfloat16>::value;
+        unsigned pl[4];
+        if (LO) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int n = i >> 1, e = (i & 1) * 2;
+                pl[i] = fa_pack2<T>(pr[n][e] - __uint_as_float(ph[i] << 16),
+                                    pr[n][e + 1] - __uint_as_float(ph[i] & 0xffff0000u));
+            }
+        }
+#pragma unroll
+        for (int dp = 0; dp < D / 16; dp++) {
+            unsigned b0, b1, b2, b3;
+            fa_ldmatrix_x4_trans(fa_kstep<CH>(vst + lane_off, dp), b0, b1, b2, b3);
+            fa_mma16816<T>(o[2 * dp], ph, b0, b1);
+            fa_mma16816<T>(o[2 * dp + 1], ph, b2, b3);
+            if (LO) {
+                fa_mma16816<T>(o[2 * dp], pl, b0, b1);
+                fa_mma16816<T>(o[2 * dp + 1], pl, b2, b3);
+            }
+        }
+    }
+    fa_cp_async_wait<0>(); // the empty groups past the last step
+    __syncwarp();
+
+    // The warp's m, l and unnormalised O (f32, 16 x D, in its own ring) to shared memory.
+    float *so = (float *)(fa_dec_mma_smem + 16 * CH * 16 + warp * NST * 2 * TILE);
+    static_assert(16 * D * 4 <= NST * 2 * TILE, "the warp's O fits its ring");
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        if ((lane & 3) == 0) {
+            sm_m[warp * 16 + g + 8 * r] = m[r];
+            sm_l[warp * 16 + g + 8 * r] = l[r];
+        }
+#pragma unroll
+        for (int n = 0; n < D / 8; n++)
+            *(float2 *)&so[(g + 8 * r) * D + n * 8 + t2] =
+                make_float2(o[n][2 * r], o[n][2 * r + 1]);
+    }
+    __syncthreads();
+
+    // Merge the warps, as fa_decode_split does.
+    for (int x = threadIdx.x; x < rows * D; x += blockDim.x) {
+        const int r = x / D, d = x % D;
+        if (d >= p.head_dim)
+            continue;
+        float mx = -INFINITY;
+        for (int w = 0; w < W; w++)
+            mx = fmaxf(mx, sm_m[w * 16 + r]);
+        // mx = -inf: no warp saw a key (weights 0) or a NaN score (weights NaN)
+        const float m_use = mx == -INFINITY ? 0.f : mx;
+        float sum = 0.f, acc = 0.f;
+        for (int w = 0; w < W; w++) {
+            const float f = fa_exp2(sm_m[w * 16 + r] - m_use);
+            const float *ow = (const float *)(fa_dec_mma_smem + 16 * CH * 16 + w * NST * 2 * TILE);
+            sum += f * sm_l[w * 16 + r];
+            acc += f * ow[r * D + d];
+        }
+        const float out = sum != 0.f ? acc / sum : 0.f;
+        const float lse = sum != 0.f ? (mx + log2f(sum)) * FA_LN2 : -INFINITY;
+        const int i = r / p.group, h = hk * p.group + r % p.group;
+        if (p.splits == 1) {
+            ((T *)p.o.ptr)[fa_at(p.o, b, i, h) + d] = fa_from_float<T>(out);
+            if (d == 0 && p.has_lse)
+                ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = lse;
+        } else {
+            const long long row = (((long long)split * p.batch + b) * p.heads_q + h) * p.seq_q + i;
+            ((float *)p.part_o)[row * p.head_dim + d] = out;
+            if (d == 0)
+                ((float *)p.part_lse)[row] = lse;
+        }
+    }
+}
