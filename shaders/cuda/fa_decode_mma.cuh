@@ -4,18 +4,19 @@
 //
 // Why: decoding reads each K and V element once and does 4 FMAs with it per packed row, so on
 // CUDA cores the FMAs, conversions and shared-memory reads of Q take more issue slots than the
-// SM has at the copy rate (docs/PERF.md, decoding v2). On tensor cores a 16-key step of one warp
-// is 2 D / 16 mma and D / 8 ldmatrix, whatever the number of rows.
+// SM has at the copy rate (the guess of docs/PERF.md, decoding v1). On tensor cores a 16-key step
+// of one warp is 2 D / 16 mma and D / 8 ldmatrix, whatever the number of rows.
 //
 // One block per (key chunk, KV head, batch entry), all of the KV head's packed rows (queries x
 // query heads of its group, heads fastest; at most 16) as the 16 rows of the A operand. Each
 // warp takes every W-th step of 16 keys of the chunk through a ring of its own of
 // FA_DEC_MMA_STAGES (K, V) tiles in shared memory filled by cp.async (no block barrier in the
-// loop: the warps run free). Lane l copies key row l % 16 of a step (its table entry, for a
-// paged cache, loaded one step ahead) and chunks l / 16 + 2 i of it. S = Q K^T and O += P V as
-// in the forward (fa_forward_mma.cuh); the online softmax is the warp's own; the warps' partial
-// results are merged through shared memory at the end, as in fa_decode_split, which also gives
-// the chunk's output convention (O and LSE, or normalised f32 O and LSE for fa_decode_merge).
+// loop: the warps run free), each copy instruction reading whole K or V rows; for a paged
+// cache lane l finds the place of key row l % 16 (its table entry loaded a step ahead). S = Q K^T
+// and O += P V as in the forward (fa_forward_mma.cuh); the online softmax is the warp's own; the
+// warps' partial results are merged through shared memory at the end, as in fa_decode_split, which
+// also gives the chunk's output convention (O and LSE, or normalised f32 O and LSE for
+// fa_decode_merge).
 #pragma once
 
 #include <type_traits>
@@ -76,8 +77,12 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
         k1 = min(k1, (rows - 1) / p.group + seq_k - p.seq_q + 1);
     const int nsteps = k1 > k0 + warp * KW ? (k1 - k0 - warp * KW + W * KW - 1) / (W * KW) : 0;
 
-    // Copies of step s: lane l takes key row l % 16 and chunks l / 16 + 2 i of K and of V.
-    const int krow = lane & 15, kch = lane >> 4;
+    // Copies of step s: chunk l % CH of rows l / CH + i RPI, so that each copy instruction reads
+    // whole rows (coalesced: a 16-row-per-instruction form measured no faster than the CUDA-core
+    // kernel). Paged: lane l (l < 16) finds key row l's place, which the others read by shuffle.
+    constexpr int RPI = 32 / CH; // rows per copy instruction
+    static_assert(32 % CH == 0 && KW % RPI == 0, "whole rows per copy instruction");
+    const int lch = lane % CH, lrow = lane / CH;
     const T *kb = (const T *)p.k.ptr, *vb = (const T *)p.v.ptr;
     const bool paged = p.page_size > 0;
     if (paged) {
@@ -87,35 +92,43 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
         kb += fa_at(p.k, b, 0, hk);
         vb += fa_at(p.v, b, 0, hk);
     }
-    int entry = 0; // paged: the table entry of this lane's key of the next step issued
-    if (paged && nsteps > 0 && k0 + warp * KW + krow < k1)
-        entry = fa_dec_entry(p, b, k0 + warp * KW + krow);
+    kb += lch * 8;
+    vb += lch * 8;
+    const bool has_ch = lch * 8 < p.head_dim;
+    int entry = 0; // paged: the table entry of key row l % 16 of the next step issued
+    if (paged && nsteps > 0 && k0 + warp * KW + (lane & 15) < k1)
+        entry = fa_dec_entry(p, b, k0 + warp * KW + (lane & 15));
     auto issue = [&](int s) {
         if (s < nsteps) {
-            const int key = k0 + (warp + s * W) * KW + krow;
-            const bool ok = key < k1;
-            long long ko = 0, vo = 0;
-            if (ok) {
-                if (paged) {
+            const int n0 = k0 + (warp + s * W) * KW;
+            long long ko = 0, vo = 0; // paged: key row (l % 16)'s offsets
+            if (paged) {
+                const int key = n0 + (lane & 15);
+                if (key < k1) {
                     const long long page = min(max(entry, 0), p.num_pages - 1);
                     const long long row = key % p.page_size;
                     ko = page * p.k.stride_b + row * p.k.stride_s;
                     vo = page * p.v.stride_b + row * p.v.stride_s;
-                } else {
-                    ko = (long long)key * p.k.stride_s;
-                    vo = (long long)key * p.v.stride_s;
                 }
+                if (s + 1 < nsteps && key + W * KW < k1)
+                    entry = fa_dec_entry(p, b, key + W * KW);
             }
-            if (paged && s + 1 < nsteps && key + W * KW < k1)
-                entry = fa_dec_entry(p, b, key + W * KW);
             const unsigned st = ring + (s % NST) * 2 * TILE;
 #pragma unroll
-            for (int i = 0; i < CH / 2; i++) {
-                const int ch = kch + 2 * i;
-                const bool in = ok && ch * 8 < p.head_dim;
-                const unsigned dst = st + fa_swz<CH>(krow, ch);
-                fa_cp_async16_n(dst, in ? kb + ko + ch * 8 : kb, in ? 16 : 0);
-                fa_cp_async16_n(dst + TILE, in ? vb + vo + ch * 8 : vb, in ? 16 : 0);
+            for (int i = 0; i < KW / RPI; i++) {
+                const int row = lrow + i * RPI, key = n0 + row;
+                long long kr, vr;
+                if (paged) {
+                    kr = __shfl_sync(0xffffffffu, ko, row);
+                    vr = __shfl_sync(0xffffffffu, vo, row);
+                } else {
+                    kr = (long long)key * p.k.stride_s;
+                    vr = (long long)key * p.v.stride_s;
+                }
+                const bool in = key < k1 && has_ch;
+                const unsigned dst = st + fa_swz<CH>(row, lch);
+                fa_cp_async16_n(dst, in ? kb + kr : kb, in ? 16 : 0);
+                fa_cp_async16_n(dst + TILE, in ? vb + vr : vb, in ? 16 : 0);
             }
         }
         fa_cp_async_commit(); // empty past the last step: the wait counts stay uniform
