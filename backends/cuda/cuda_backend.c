@@ -271,6 +271,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     caps->bwd_d256 = !bwd_d256 || strcmp(bwd_d256, "0") != 0;
     const char *decode = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE);
     caps->decode_cores = decode && strcmp(decode, "cores") == 0;
+    const char *decode_warps = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE_WARPS);
+    caps->decode_warps = decode_warps ? atoi(decode_warps) : 0;
     ctx->backend_state = st;
 
     fa_status status = FA_OK;

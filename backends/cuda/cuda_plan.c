@@ -112,11 +112,13 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
     return false;
 }
 
-/* The tensor-core split-key forward's warps per block for head dim d: as many as its shared
- * memory allows, up to FA_DEC_MMA_MAX_WARPS (0: not even one fits). */
+/* The tensor-core split-key forward's warps per block for head dim d: 4 (or FA_CUDA_DECODE_WARPS),
+ * fewer where the shared memory does not hold them (0: not even one fits). */
 static unsigned split_mma_warps(const fa_cuda_caps *caps, uint32_t d)
 {
-    unsigned w = FA_DEC_MMA_MAX_WARPS;
+    unsigned w = caps->decode_warps > 0 && caps->decode_warps <= FA_DEC_MMA_MAX_WARPS
+                     ? (unsigned)caps->decode_warps
+                     : 4;
     while (w > 0 && FA_DEC_MMA_SMEM(d, w) > (uint32_t)caps->smem_optin)
         w--;
     return w;
@@ -140,14 +142,12 @@ static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_c
     const unsigned warps =
         pb->dtype != FA_DTYPE_F32 && !caps->decode_cores ? split_mma_warps(caps, d) : 0;
     if (warps > 0) {
-        /* One block holds all of a KV head's rows; an SM holds as many blocks as its shared
-         * memory (the opt-in size plus the 1 KiB each block reserves) allows, at most 3 (the
-         * registers of 4 warps at head dim 128: 168 a thread). */
+        /* One block holds all of a KV head's rows, and one such block an SM keeps enough loads
+         * in flight (on the H200, B=1 Sk=32k: 16 chunks, one block an SM, 2,835 GB/s; 32 chunks,
+         * two, 2,683): the chunks aim at one block an SM. */
         const unsigned smem = FA_DEC_MMA_SMEM(d, warps);
-        unsigned per_sm = (unsigned)(caps->smem_optin + 1024) / (smem + 1024);
-        per_sm = per_sm < 1 ? 1 : per_sm > 3 ? 3 : per_sm;
         const fa_split sp =
-            fa_split_choose(pb->batch * pb->heads_kv, pb->seq_k, units, per_sm, pb->num_splits);
+            fa_split_choose(pb->batch * pb->heads_kv, pb->seq_k, units, 1, pb->num_splits);
         plan->splits = sp.splits;
         plan->split_keys = (int)sp.keys_per_split;
         add(plan, find(FA_CUDA_FWD_SPLIT_MMA, pb->dtype, d, 0), (unsigned)sp.splits, pb->heads_kv,

@@ -62,6 +62,8 @@ typedef struct fa_cuda_caps {
     bool bwd4_q128_d64; /* v4's 128-row query tiles at head dim 64 where they fit */
     int fwd_qtile_d256; /* the forward's query rows per block at head dim 256 (0: by smem) */
     bool bwd_d256;      /* backward v4 at head dims 129-256 (else the general kernels) */
+    int decode_warps;   /* FA_CUDA_DECODE_WARPS: the tensor-core split-key forward's warps per
+                         * block (0: the planner's choice) */
     bool decode_cores;  /* FA_CUDA_DECODE=cores: the split-key forward on CUDA cores (fa_decode.cuh)
                          * for f16/bf16 too, not the tensor-core one (fa_decode_mma.cuh) */
 } fa_cuda_caps;

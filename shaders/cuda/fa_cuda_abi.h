@@ -88,14 +88,14 @@ typedef struct fa_cuda_params {
 /* The tensor-core split-key forward (shaders/cuda/fa_decode_mma.cuh; f16, bf16; head dims padded
  * to 64, 128 or 256): one block per (key chunk, KV head, batch entry) holds all of the KV head's
  * packed rows (at most FA_DEC_MAX_ROWS = 16, the rows of one mma tile); each of its warps (up to
- * FA_DEC_MMA_MAX_WARPS, as many as the shared memory allows) walks steps of FA_DEC_MMA_KEYS keys
+ * FA_DEC_MMA_MAX_WARPS: the planner's choice) walks steps of FA_DEC_MMA_KEYS keys
  * through a ring of FA_DEC_MMA_STAGES K and V tiles of its own. Shared memory: Q (16 rows), the
  * rings, and each warp's row maxima and sums. */
 #define FA_DEC_MMA_KEYS 16
 #ifndef FA_DEC_MMA_STAGES
 #define FA_DEC_MMA_STAGES 3
 #endif
-#define FA_DEC_MMA_MAX_WARPS 4
+#define FA_DEC_MMA_MAX_WARPS 8
 #define FA_DEC_MMA_SMEM(d, warps)                                                                  \
     (16 * (d)*2 + (warps)*FA_DEC_MMA_STAGES * 2 * FA_DEC_MMA_KEYS * (d)*2 +                        \
      2 * FA_DEC_MMA_MAX_WARPS * 16 * 4)
