@@ -216,8 +216,9 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
                             p.seq_k, p.head_dim, tid);
     }
 
-    // query tiles: from the first that sees key j0 to the end, for each head of the group
-    const fa_query_tiles<BM> tiles(p, j0);
+    // query tiles: from the first that sees key j0 to the last that sees the block's last key,
+    // for each head of the group
+    const fa_query_tiles<BM> tiles(p, j0, BN);
     const int total = tiles.total;
     auto tile_of = [&](int it, int &hq, int &i0) { tiles.tile(p, hk, it, hq, i0); };
     auto load_tile = [&](int it, int buf) {

@@ -89,9 +89,10 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     }
     __syncthreads();
 
-    // query tiles: from the first that sees key j0 to the end, for each head of the group
+    // query tiles: from the first that sees key j0 to the last that sees the block's last key,
+    // for each head of the group
     // (as v4, non-causal blocks rotated so that their dQ atomics spread)
-    const fa_query_tiles<BM> tiles(p, j0);
+    const fa_query_tiles<BM> tiles(p, j0, BN);
     const int total = tiles.total;
     auto tile_of = [&](int it, int &hq, int &i0) { tiles.tile(p, hk, it, hq, i0); };
 

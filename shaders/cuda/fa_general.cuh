@@ -8,7 +8,9 @@
 // s, s + 8, s + 16, ... in registers (head_dim / 8 values, at most DPT). The other operand streams
 // through shared memory in tiles of 16 rows, converted to f32; each dot product is 8 partial sums
 // joined by three shuffles. The forward keeps a running max and sum per row (online softmax), so
-// no score matrix touches global memory; the backward recomputes P from the LSE.
+// no score matrix touches global memory; the backward recomputes P from the LSE. They take every
+// mask (causal, a sliding window: fa_cuda_abi.h) and the softcap, whose scores are
+// c log2(e) tanh(s / c) in log2 units, and whose dS gains the factor 1 - tanh^2 in the backward.
 #pragma once
 
 #include "fa_mask.cuh"
@@ -41,6 +43,15 @@ __device__ __forceinline__ void fa_gen_load_tile(float *dst_a, float *dst_b, con
     }
 }
 
+// Query i's visible keys [lo, hi] (hi = -1 where the row does not count: past seq_q, or, in the
+// backward, a row that sees no key).
+__device__ __forceinline__ void fa_gen_row_keys(const fa_cuda_params &p, int i, bool ok,
+                                                long long &lo, long long &hi)
+{
+    lo = p.has_left ? (long long)i + p.left_offset : 0;
+    hi = !ok ? -1 : p.causal ? min((long long)i + p.causal_offset, p.seq_k - 1LL) : p.seq_k - 1LL;
+}
+
 template <typename T, int DPT>
 __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
 {
@@ -61,10 +72,12 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
         o[t] = 0.f;
         q[t] = (row_ok && t < nd) ? fa_to_float(Q[s + FA_GEN_SPLIT * t]) * p.scale_log2 : 0.f;
     }
-    const long long limit = !row_ok ? -1 : p.causal ? (long long)i + p.causal_offset : p.seq_k;
+    long long lo, hi;
+    fa_gen_row_keys(p, i, row_ok, lo, hi);
+    const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
     const int kend = fa_key_end(p, row0, FA_GEN_ROWS);
     float m = -INFINITY, l = 0.f;
-    for (int k0 = 0; k0 < kend; k0 += FA_GEN_TILE) {
+    for (int k0 = fa_key_begin(p, row0); k0 < kend; k0 += FA_GEN_TILE) {
         __syncthreads();
         fa_gen_load_tile(sK, sV, K, V, p.k.stride_s, p.v.stride_s, k0, p.seq_k, dim);
         __syncthreads();
@@ -77,8 +90,10 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
                 if (t < nd)
                     acc += q[t] * sK[j * dim + s + FA_GEN_SPLIT * t];
             acc = fa_row_sum8(acc);
+            if (p.softcap != 0.f)
+                acc = p.softcap_log2 * fa_softcap_tanh(acc, cap_k);
             const int kj = k0 + j;
-            sc[j] = (kj < p.seq_k && kj <= limit) ? acc : -INFINITY;
+            sc[j] = (kj >= lo && kj <= hi) ? acc : -INFINITY;
             mx = fmaxf(mx, sc[j]);
         }
         const float m_new = fmaxf(m, mx);
@@ -161,9 +176,11 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
         delta = ((const float *)p.delta)[((long long)b * p.heads_q + h) * p.seq_q + i];
     }
     const bool sees = row_ok && lse2 != -INFINITY;
-    const long long limit = !sees ? -1 : p.causal ? (long long)i + p.causal_offset : p.seq_k;
+    long long lo, hi;
+    fa_gen_row_keys(p, i, sees, lo, hi);
+    const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
     const int kend = fa_key_end(p, row0, FA_GEN_ROWS);
-    for (int k0 = 0; k0 < kend; k0 += FA_GEN_TILE) {
+    for (int k0 = fa_key_begin(p, row0); k0 < kend; k0 += FA_GEN_TILE) {
         __syncthreads();
         fa_gen_load_tile(sK, sV, K, V, p.k.stride_s, p.v.stride_s, k0, p.seq_k, dim);
         __syncthreads();
@@ -178,9 +195,15 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
                 }
             sd = fa_row_sum8(sd);
             dp = fa_row_sum8(dp);
+            float grad = 1.f; // d capped / d s: 1 - tanh^2 with a softcap
+            if (p.softcap != 0.f) {
+                const float t = fa_softcap_tanh(sd, cap_k);
+                sd = p.softcap_log2 * t;
+                grad = 1.f - t * t;
+            }
             const int kj = k0 + j;
-            const float pj = (kj < p.seq_k && kj <= limit) ? fa_exp2(sd - lse2) : 0.f;
-            const float ds = pj * (dp - delta);
+            const float pj = (kj >= lo && kj <= hi) ? fa_exp2(sd - lse2) : 0.f;
+            const float ds = pj * (dp - delta) * grad;
 #pragma unroll
             for (int t = 0; t < DPT; t++)
                 if (t < nd)
@@ -220,14 +243,16 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
         kk[t] = ok ? fa_to_float(K[s + FA_GEN_SPLIT * t]) * p.scale_log2 : 0.f;
         vv[t] = ok ? fa_to_float(V[s + FA_GEN_SPLIT * t]) : 0.f;
     }
-    // Query i sees key j iff j <= i + offset: the block's first key bounds the first query.
-    long long qbeg = fa_first_query(p, key0);
+    // The block's first key bounds the first query (causal), its last key the last (left bound).
+    const long long qbeg = fa_first_query(p, key0);
+    const int qend = fa_query_end(p, min(key0 + FA_GEN_ROWS, p.seq_k) - 1);
+    const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
     for (int hq = hk * p.group; hq < (hk + 1) * p.group; hq++) {
         const T *Q = (const T *)p.q.ptr + fa_at(p.q, b, 0, hq);
         const T *dO = (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq);
         const float *L = (const float *)p.lse.ptr + fa_at(p.lse, b, 0, hq);
         const float *Dl = (const float *)p.delta + ((long long)b * p.heads_q + hq) * p.seq_q;
-        for (long long q0 = qbeg; q0 < p.seq_q; q0 += FA_GEN_TILE) {
+        for (long long q0 = qbeg; q0 < qend; q0 += FA_GEN_TILE) {
             __syncthreads();
             fa_gen_load_tile(sQ, sG, Q, dO, p.q.stride_s, p.d_o.stride_s, (int)q0, p.seq_q, dim);
             if (threadIdx.x < FA_GEN_TILE) {
@@ -247,12 +272,19 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
                     }
                 sd = fa_row_sum8(sd);
                 dp = fa_row_sum8(dp);
+                float grad = 1.f; // d capped / d s: 1 - tanh^2 with a softcap
+                if (p.softcap != 0.f) {
+                    const float t = fa_softcap_tanh(sd, cap_k);
+                    sd = p.softcap_log2 * t;
+                    grad = 1.f - t * t;
+                }
                 const long long qi = q0 + jj;
                 const float lse2 = sL[jj];
                 const bool valid = key_ok && qi < p.seq_q && lse2 != -INFINITY &&
-                                   (!p.causal || (long long)j <= qi + p.causal_offset);
+                                   (!p.causal || (long long)j <= qi + p.causal_offset) &&
+                                   (!p.has_left || (long long)j >= qi + p.left_offset);
                 const float pj = valid ? fa_exp2(sd - lse2) : 0.f;
-                const float ds = pj * (dp - sD[jj]);
+                const float ds = pj * (dp - sD[jj]) * grad;
 #pragma unroll
                 for (int t = 0; t < DPT; t++)
                     if (t < nd) {
