@@ -59,8 +59,8 @@ static bool is_general(fa_cuda_family f)
  * split-key forward does not. */
 static bool takes_variants(fa_cuda_family f)
 {
-    return f == FA_CUDA_FWD_GEN || f == FA_CUDA_BWD_DKDV_GEN || f == FA_CUDA_BWD_DQ_GEN ||
-           f == FA_CUDA_BWD_DELTA || f == FA_CUDA_BWD_DQ_CONVERT;
+    return f != FA_CUDA_FWD_SPLIT && f != FA_CUDA_FWD_MERGE && f != FA_CUDA_FWD_WGMMA &&
+           f != FA_CUDA_BWD_WGMMA;
 }
 
 static bool is_sm90a(fa_cuda_kernel k)
@@ -599,34 +599,71 @@ static fa_cuda_kernel variant_kernel(fa_cuda_caps caps, fa_dtype dtype, int64_t 
     return plan.launches[backward ? 1 : 0].kernel;
 }
 
-/* A sliding window or a softcap: the general kernels, forward and backward, on every
- * architecture (the tensor-core kernels do not take them yet). */
+/* A sliding window or a softcap: the plan of the same call without them where the sm_90a (wgmma)
+ * kernels are off, which take neither yet; the mma.sync and general kernels take both. */
 Test(cuda_plan, window_and_softcap_choices)
 {
-    const fa_cuda_caps archs[] = {SM80, SM86, SM90};
+    const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
+    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    const int64_t dims[] = {8, 32, 40, 64, 96, 128, 200, 256};
+    int plans = 0;
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
-        for (int v = 1; v < 4; v++) {
-            const bool w = v & 1, c = v & 2;
-            fa_cuda_kernel second;
-            cr_expect_eq(variant_kernel(archs[a], FA_DTYPE_F16, 128, false, false, w, c, NULL),
-                         FA_CUDA_K_FWD_GEN_F16_16);
-            cr_expect_eq(variant_kernel(archs[a], FA_DTYPE_BF16, 64, false, false, w, c, NULL),
-                         FA_CUDA_K_FWD_GEN_BF16_8);
-            cr_expect_eq(variant_kernel(archs[a], FA_DTYPE_F16, 256, false, false, w, c, NULL),
-                         FA_CUDA_K_FWD_GEN_F16_32);
-            cr_expect_eq(variant_kernel(archs[a], FA_DTYPE_F32, 128, false, false, w, c, NULL),
-                         FA_CUDA_K_FWD_GEN_F32_16);
-            cr_expect_eq(variant_kernel(archs[a], FA_DTYPE_F16, 128, true, false, w, c, &second),
-                         FA_CUDA_K_BWD_DKDV_GEN_F16_16);
-            cr_expect_eq(second, FA_CUDA_K_BWD_DQ_GEN_F16_16);
-            cr_expect_eq(variant_kernel(archs[a], FA_DTYPE_BF16, 64, true, true, w, c, &second),
-                         FA_CUDA_K_BWD_DKDV_GEN_BF16_8);
-            cr_expect_eq(second, FA_CUDA_K_BWD_DQ_GEN_BF16_8);
-            cr_expect_eq(variant_kernel(archs[a], FA_DTYPE_F32, 64, true, false, w, c, NULL),
-                         FA_CUDA_K_BWD_DKDV_GEN_F32_8);
-            cr_expect_eq(variant_kernel(archs[a], FA_DTYPE_F16, 256, true, false, w, c, NULL),
-                         FA_CUDA_K_BWD_DKDV_GEN_F16_32);
-        }
+        for (size_t t = 0; t < 3; t++)
+            for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+                for (int flags = 0; flags < 4; flags++)
+                    for (int v = 1; v < 4; v++) {
+                        fa_cuda_caps no_wgmma = archs[a];
+                        no_wgmma.wgmma_fwd = no_wgmma.wgmma_bwd = false;
+                        fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
+                        pb.aligned = !(flags & 2);
+                        fa_cuda_plan plain, plan;
+                        char where[128];
+                        snprintf(where, sizeof where, "arch %zu dtype %d D=%lld flags %d v %d", a,
+                                 (int)dtypes[t], (long long)dims[d], flags, v);
+                        fa_cuda_plan_forward(&no_wgmma, &pb, &plain);
+                        pb.window = v & 1;
+                        pb.softcap = v & 2;
+                        fa_cuda_plan_forward(&archs[a], &pb, &plan);
+                        check_plan(where, &archs[a], &pb, &plan, false);
+                        cr_expect(same_plan(&plan, &plain), "forward %s", where);
+                        pb.window = pb.softcap = false;
+                        fa_cuda_plan_backward(&no_wgmma, &pb, &plain);
+                        pb.window = v & 1;
+                        pb.softcap = v & 2;
+                        fa_cuda_plan_backward(&archs[a], &pb, &plan);
+                        check_plan(where, &archs[a], &pb, &plan, true);
+                        cr_expect(same_plan(&plan, &plain) &&
+                                      plan.accum_offset == plain.accum_offset &&
+                                      plan.atomic_dq == plain.atomic_dq,
+                                  "backward %s", where);
+                        plans += 2;
+                    }
+    cr_expect_gt(plans, 1000);
+    fa_cuda_kernel second;
+    /* Hopper: mma.sync forward, v4 backward (atomic dQ), the deterministic mma.sync kernels */
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 128, false, false, true, false, NULL),
+                 FA_CUDA_K_FWD_MMA_F16_D128);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_BF16, 64, false, false, false, true, NULL),
+                 FA_CUDA_K_FWD_MMA_BF16_D64);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 128, true, false, true, true, &second),
+                 FA_CUDA_K_BWD_V4_F16_D128);
+    cr_expect_eq(second, FA_CUDA_K_BWD_DQ_CONVERT_F16);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_BF16, 64, true, true, true, false, &second),
+                 FA_CUDA_K_BWD_DKDV_MMA_BF16_D64);
+    cr_expect_eq(second, FA_CUDA_K_BWD_DQ_MMA_BF16_D64);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 256, true, false, true, false, NULL),
+                 FA_CUDA_K_BWD_V4_F16_D256);
+    /* sm_80: head dim 256's 128-row forward; sm_86: the general backward at 128 */
+    cr_expect_eq(variant_kernel(SM80, FA_DTYPE_F16, 256, false, false, false, true, NULL),
+                 FA_CUDA_K_FWD_MMA_Q128_F16_D256);
+    cr_expect_eq(variant_kernel(SM86, FA_DTYPE_F16, 128, true, false, true, false, &second),
+                 FA_CUDA_K_BWD_DKDV_GEN_F16_16);
+    cr_expect_eq(second, FA_CUDA_K_BWD_DQ_GEN_F16_16);
+    /* f32: the general kernels */
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F32, 128, false, false, true, true, NULL),
+                 FA_CUDA_K_FWD_GEN_F32_16);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F32, 64, true, false, true, true, NULL),
+                 FA_CUDA_K_BWD_DKDV_GEN_F32_8);
 }
 
 /* Decoding shapes with a window or a softcap never reach the split-key forward: without
