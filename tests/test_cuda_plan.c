@@ -55,12 +55,11 @@ static bool is_general(fa_cuda_family f)
            f == FA_CUDA_BWD_DELTA || f == FA_CUDA_FWD_SPLIT || f == FA_CUDA_FWD_MERGE;
 }
 
-/* The families that take a sliding window and a softcap (fa_cuda_abi.h's has_left, softcap); the
- * split-key forward does not. */
+/* The families that take a sliding window and a softcap (fa_cuda_abi.h's has_left, softcap):
+ * all but the split-key forward. */
 static bool takes_variants(fa_cuda_family f)
 {
-    return f != FA_CUDA_FWD_SPLIT && f != FA_CUDA_FWD_MERGE && f != FA_CUDA_FWD_WGMMA &&
-           f != FA_CUDA_BWD_WGMMA;
+    return f != FA_CUDA_FWD_SPLIT && f != FA_CUDA_FWD_MERGE;
 }
 
 static bool is_sm90a(fa_cuda_kernel k)
@@ -599,8 +598,8 @@ static fa_cuda_kernel variant_kernel(fa_cuda_caps caps, fa_dtype dtype, int64_t 
     return plan.launches[backward ? 1 : 0].kernel;
 }
 
-/* A sliding window or a softcap: the plan of the same call without them where the sm_90a (wgmma)
- * kernels are off, which take neither yet; the mma.sync and general kernels take both. */
+/* A sliding window or a softcap: the plan of the same call without them (every kernel but the
+ * split-key forward takes both), with or without the sm_90a (wgmma) kernels. */
 Test(cuda_plan, window_and_softcap_choices)
 {
     const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
@@ -610,28 +609,28 @@ Test(cuda_plan, window_and_softcap_choices)
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         for (size_t t = 0; t < 3; t++)
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
-                for (int flags = 0; flags < 4; flags++)
+                for (int flags = 0; flags < 8; flags++)
                     for (int v = 1; v < 4; v++) {
-                        fa_cuda_caps no_wgmma = archs[a];
-                        no_wgmma.wgmma_fwd = no_wgmma.wgmma_bwd = false;
+                        fa_cuda_caps caps = archs[a];
+                        caps.wgmma_fwd = caps.wgmma_bwd = !(flags & 4) && archs[a].wgmma_fwd;
                         fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
                         pb.aligned = !(flags & 2);
                         fa_cuda_plan plain, plan;
                         char where[128];
                         snprintf(where, sizeof where, "arch %zu dtype %d D=%lld flags %d v %d", a,
                                  (int)dtypes[t], (long long)dims[d], flags, v);
-                        fa_cuda_plan_forward(&no_wgmma, &pb, &plain);
+                        fa_cuda_plan_forward(&caps, &pb, &plain);
                         pb.window = v & 1;
                         pb.softcap = v & 2;
-                        fa_cuda_plan_forward(&archs[a], &pb, &plan);
-                        check_plan(where, &archs[a], &pb, &plan, false);
+                        fa_cuda_plan_forward(&caps, &pb, &plan);
+                        check_plan(where, &caps, &pb, &plan, false);
                         cr_expect(same_plan(&plan, &plain), "forward %s", where);
                         pb.window = pb.softcap = false;
-                        fa_cuda_plan_backward(&no_wgmma, &pb, &plain);
+                        fa_cuda_plan_backward(&caps, &pb, &plain);
                         pb.window = v & 1;
                         pb.softcap = v & 2;
-                        fa_cuda_plan_backward(&archs[a], &pb, &plan);
-                        check_plan(where, &archs[a], &pb, &plan, true);
+                        fa_cuda_plan_backward(&caps, &pb, &plan);
+                        check_plan(where, &caps, &pb, &plan, true);
                         cr_expect(same_plan(&plan, &plain) &&
                                       plan.accum_offset == plain.accum_offset &&
                                       plan.atomic_dq == plain.atomic_dq,
@@ -640,14 +639,21 @@ Test(cuda_plan, window_and_softcap_choices)
                     }
     cr_expect_gt(plans, 1000);
     fa_cuda_kernel second;
-    /* Hopper: mma.sync forward, v4 backward (atomic dQ), the deterministic mma.sync kernels */
+    /* Hopper: the wgmma forward and backward (atomic dQ), the deterministic mma.sync kernels;
+     * without the sm_90a image the mma.sync forward and v4 */
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 128, false, false, true, false, NULL),
-                 FA_CUDA_K_FWD_MMA_F16_D128);
+                 FA_CUDA_K_FWD_WGMMA_F16_D128);
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_BF16, 64, false, false, false, true, NULL),
-                 FA_CUDA_K_FWD_MMA_BF16_D64);
+                 FA_CUDA_K_FWD_WGMMA_BF16_D64);
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 128, true, false, true, true, &second),
-                 FA_CUDA_K_BWD_V4_F16_D128);
+                 FA_CUDA_K_BWD_WGMMA_F16_D128);
     cr_expect_eq(second, FA_CUDA_K_BWD_DQ_CONVERT_F16);
+    fa_cuda_caps no_wgmma = SM90;
+    no_wgmma.wgmma_fwd = no_wgmma.wgmma_bwd = false;
+    cr_expect_eq(variant_kernel(no_wgmma, FA_DTYPE_F16, 128, false, false, true, true, NULL),
+                 FA_CUDA_K_FWD_MMA_F16_D128);
+    cr_expect_eq(variant_kernel(no_wgmma, FA_DTYPE_F16, 128, true, false, true, true, NULL),
+                 FA_CUDA_K_BWD_V4_F16_D128);
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_BF16, 64, true, true, true, false, &second),
                  FA_CUDA_K_BWD_DKDV_MMA_BF16_D64);
     cr_expect_eq(second, FA_CUDA_K_BWD_DQ_MMA_BF16_D64);
