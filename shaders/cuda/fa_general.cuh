@@ -45,11 +45,13 @@ __device__ __forceinline__ void fa_gen_load_tile(float *dst_a, float *dst_b, con
 
 // Query i's visible keys [lo, hi] (hi = -1 where the row does not count: past seq_q, or, in the
 // backward, a row that sees no key).
-__device__ __forceinline__ void fa_gen_row_keys(const fa_cuda_params &p, int i, bool ok,
-                                                long long &lo, long long &hi)
+__device__ __forceinline__ void fa_gen_row_keys(const fa_cuda_params &p, int i, bool ok, int &lo,
+                                                int &hi)
 {
-    lo = p.has_left ? (long long)i + p.left_offset : 0;
-    hi = !ok ? -1 : p.causal ? min((long long)i + p.causal_offset, p.seq_k - 1LL) : p.seq_k - 1LL;
+    lo = p.has_left ? i + p.left_offset : 0; // in [-seq_q, seq_k]
+    hi = !ok        ? -1
+         : p.causal ? (int)min((long long)i + p.causal_offset, p.seq_k - 1LL)
+                    : p.seq_k - 1;
 }
 
 template <typename T, int DPT>
@@ -72,7 +74,7 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
         o[t] = 0.f;
         q[t] = (row_ok && t < nd) ? fa_to_float(Q[s + FA_GEN_SPLIT * t]) * p.scale_log2 : 0.f;
     }
-    long long lo, hi;
+    int lo, hi;
     fa_gen_row_keys(p, i, row_ok, lo, hi);
     const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
     const int kend = fa_key_end(p, row0, FA_GEN_ROWS);
@@ -176,7 +178,7 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
         delta = ((const float *)p.delta)[((long long)b * p.heads_q + h) * p.seq_q + i];
     }
     const bool sees = row_ok && lse2 != -INFINITY;
-    long long lo, hi;
+    int lo, hi;
     fa_gen_row_keys(p, i, sees, lo, hi);
     const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
     const int kend = fa_key_end(p, row0, FA_GEN_ROWS);
@@ -195,15 +197,16 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
                 }
             sd = fa_row_sum8(sd);
             dp = fa_row_sum8(dp);
-            float grad = 1.f; // d capped / d s: 1 - tanh^2 with a softcap
-            if (p.softcap != 0.f) {
-                const float t = fa_softcap_tanh(sd, cap_k);
-                sd = p.softcap_log2 * t;
-                grad = 1.f - t * t;
-            }
             const int kj = k0 + j;
-            const float pj = (kj >= lo && kj <= hi) ? fa_exp2(sd - lse2) : 0.f;
-            const float ds = pj * (dp - delta) * grad;
+            const bool seen = kj >= lo && kj <= hi;
+            float ds;
+            if (p.softcap != 0.f) { // capped scores; dS times the cap's derivative 1 - tanh^2
+                const float t = fa_softcap_tanh(sd, cap_k);
+                ds = (seen ? fa_exp2(p.softcap_log2 * t - lse2) : 0.f) * (dp - delta) *
+                     (1.f - t * t);
+            } else {
+                ds = (seen ? fa_exp2(sd - lse2) : 0.f) * (dp - delta);
+            }
 #pragma unroll
             for (int t = 0; t < DPT; t++)
                 if (t < nd)
@@ -247,16 +250,19 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
     const long long qbeg = fa_first_query(p, key0);
     const int qend = fa_query_end(p, min(key0 + FA_GEN_ROWS, p.seq_k) - 1);
     const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
+    // The queries [qlo, qhi] that see this thread's key j (none where j is past the keys).
+    const int qlo = (int)fa_first_query(p, j);
+    const int qhi = !key_ok ? -1 : fa_query_end(p, j) - 1;
     for (int hq = hk * p.group; hq < (hk + 1) * p.group; hq++) {
         const T *Q = (const T *)p.q.ptr + fa_at(p.q, b, 0, hq);
         const T *dO = (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq);
         const float *L = (const float *)p.lse.ptr + fa_at(p.lse, b, 0, hq);
         const float *Dl = (const float *)p.delta + ((long long)b * p.heads_q + hq) * p.seq_q;
-        for (long long q0 = qbeg; q0 < qend; q0 += FA_GEN_TILE) {
+        for (int q0 = (int)qbeg; q0 < qend; q0 += FA_GEN_TILE) {
             __syncthreads();
-            fa_gen_load_tile(sQ, sG, Q, dO, p.q.stride_s, p.d_o.stride_s, (int)q0, p.seq_q, dim);
+            fa_gen_load_tile(sQ, sG, Q, dO, p.q.stride_s, p.d_o.stride_s, q0, p.seq_q, dim);
             if (threadIdx.x < FA_GEN_TILE) {
-                const long long qi = q0 + threadIdx.x;
+                const int qi = q0 + threadIdx.x;
                 sL[threadIdx.x] = qi < p.seq_q ? fa_lse_log2(L[qi * p.lse.stride_s]) : -INFINITY;
                 sD[threadIdx.x] = qi < p.seq_q ? Dl[qi] : 0.f;
             }
@@ -272,19 +278,18 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
                     }
                 sd = fa_row_sum8(sd);
                 dp = fa_row_sum8(dp);
-                float grad = 1.f; // d capped / d s: 1 - tanh^2 with a softcap
-                if (p.softcap != 0.f) {
-                    const float t = fa_softcap_tanh(sd, cap_k);
-                    sd = p.softcap_log2 * t;
-                    grad = 1.f - t * t;
-                }
-                const long long qi = q0 + jj;
+                const int qi = q0 + jj;
                 const float lse2 = sL[jj];
-                const bool valid = key_ok && qi < p.seq_q && lse2 != -INFINITY &&
-                                   (!p.causal || (long long)j <= qi + p.causal_offset) &&
-                                   (!p.has_left || (long long)j >= qi + p.left_offset);
-                const float pj = valid ? fa_exp2(sd - lse2) : 0.f;
-                const float ds = pj * (dp - sD[jj]) * grad;
+                const bool valid = qi >= qlo && qi <= qhi && lse2 != -INFINITY;
+                float pj, ds;
+                if (p.softcap != 0.f) { // capped scores; dS times the cap's derivative 1 - tanh^2
+                    const float t = fa_softcap_tanh(sd, cap_k);
+                    pj = valid ? fa_exp2(p.softcap_log2 * t - lse2) : 0.f;
+                    ds = pj * (dp - sD[jj]) * (1.f - t * t);
+                } else {
+                    pj = valid ? fa_exp2(sd - lse2) : 0.f;
+                    ds = pj * (dp - sD[jj]);
+                }
 #pragma unroll
                 for (int t = 0; t < DPT; t++)
                     if (t < nd) {
