@@ -61,6 +61,13 @@ static bool is_split(fa_cuda_family f)
     return f == FA_CUDA_FWD_SPLIT || f == FA_CUDA_FWD_SPLIT_MMA;
 }
 
+/* The families that take a sliding window and a softcap (fa_cuda_abi.h's has_left, softcap):
+ * all but the split-key forward. */
+static bool takes_variants(fa_cuda_family f)
+{
+    return !is_split(f) && f != FA_CUDA_FWD_MERGE;
+}
+
 static bool is_sm90a(fa_cuda_kernel k)
 {
     return k >= FA_CUDA_K_SM90_FIRST;
@@ -178,6 +185,9 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
                       "%s: tensor-core %s for an f32, unaligned or forced-general call", where,
                       k->name);
         }
+        if (pb->window || pb->softcap)
+            cr_expect(takes_variants(k->family), "%s: %s takes no window or softcap", where,
+                      k->name);
         cr_expect(k->d >= (uint32_t)pb->head_dim, "%s: %s serves head dim %u < %lld", where,
                   k->name, k->d, (long long)pb->head_dim);
         if (is_split(k->family) || k->family == FA_CUDA_FWD_MERGE)
@@ -242,17 +252,20 @@ Test(cuda_plan, every_architecture_dtype_and_head_dim_gets_a_valid_plan)
         for (size_t t = 0; t < 3; t++)
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
                 for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++)
-                    for (int flags = 0; flags < 4; flags++) {
+                    for (int flags = 0; flags < 16; flags++) {
                         fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
                         pb.aligned = !(flags & 2);
+                        pb.window = flags & 4;
+                        pb.softcap = flags & 8;
                         pb.seq_q = seqs[s][0];
                         pb.seq_k = seqs[s][1];
                         char where[160];
                         snprintf(where, sizeof where,
                                  "%s dtype %d D=%lld Sq=%lld Sk=%lld det=%d "
-                                 "aligned=%d",
+                                 "aligned=%d window=%d softcap=%d",
                                  archs[a].name, (int)dtypes[t], (long long)dims[d],
-                                 (long long)pb.seq_q, (long long)pb.seq_k, flags & 1, pb.aligned);
+                                 (long long)pb.seq_q, (long long)pb.seq_k, flags & 1, pb.aligned,
+                                 pb.window, pb.softcap);
                         fa_cuda_plan plan;
                         fa_cuda_plan_forward(&archs[a].caps, &pb, &plan);
                         check_plan(where, &archs[a].caps, &pb, &plan, false);
@@ -598,6 +611,135 @@ Test(cuda_plan, backward_choices)
     /* f32: the general kernels */
     bwd_kernels(SM90, FA_DTYPE_F32, 64, false, &a, &b);
     cr_expect_eq(a, FA_CUDA_K_BWD_DKDV_GEN_F32_8);
+}
+
+/* The kernel a call with a sliding window and/or a softcap gets: the forward's, or the
+ * backward's first after Delta (second: the one after it). */
+static fa_cuda_kernel variant_kernel(fa_cuda_caps caps, fa_dtype dtype, int64_t d, bool backward,
+                                     bool deterministic, bool window, bool softcap,
+                                     fa_cuda_kernel *second)
+{
+    fa_cuda_problem pb = problem(dtype, d, deterministic);
+    pb.window = window;
+    pb.softcap = softcap;
+    fa_cuda_plan plan;
+    if (backward)
+        fa_cuda_plan_backward(&caps, &pb, &plan);
+    else
+        fa_cuda_plan_forward(&caps, &pb, &plan);
+    check_plan("variant", &caps, &pb, &plan, backward);
+    if (second)
+        *second = plan.launches[backward ? 2 : 0].kernel;
+    return plan.launches[backward ? 1 : 0].kernel;
+}
+
+/* A sliding window or a softcap: the plan of the same call without them (every kernel but the
+ * split-key forward takes both), with or without the sm_90a (wgmma) kernels. */
+Test(cuda_plan, window_and_softcap_choices)
+{
+    const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
+    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    const int64_t dims[] = {8, 32, 40, 64, 96, 128, 200, 256};
+    int plans = 0;
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+        for (size_t t = 0; t < 3; t++)
+            for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+                for (int flags = 0; flags < 8; flags++)
+                    for (int v = 1; v < 4; v++) {
+                        fa_cuda_caps caps = archs[a];
+                        caps.wgmma_fwd = caps.wgmma_bwd = !(flags & 4) && archs[a].wgmma_fwd;
+                        fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
+                        pb.aligned = !(flags & 2);
+                        fa_cuda_plan plain, plan;
+                        char where[128];
+                        snprintf(where, sizeof where, "arch %zu dtype %d D=%lld flags %d v %d", a,
+                                 (int)dtypes[t], (long long)dims[d], flags, v);
+                        fa_cuda_plan_forward(&caps, &pb, &plain);
+                        pb.window = v & 1;
+                        pb.softcap = v & 2;
+                        fa_cuda_plan_forward(&caps, &pb, &plan);
+                        check_plan(where, &caps, &pb, &plan, false);
+                        cr_expect(same_plan(&plan, &plain), "forward %s", where);
+                        pb.window = pb.softcap = false;
+                        fa_cuda_plan_backward(&caps, &pb, &plain);
+                        pb.window = v & 1;
+                        pb.softcap = v & 2;
+                        fa_cuda_plan_backward(&caps, &pb, &plan);
+                        check_plan(where, &caps, &pb, &plan, true);
+                        cr_expect(same_plan(&plan, &plain) &&
+                                      plan.accum_offset == plain.accum_offset &&
+                                      plan.atomic_dq == plain.atomic_dq,
+                                  "backward %s", where);
+                        plans += 2;
+                    }
+    cr_expect_gt(plans, 1000);
+    fa_cuda_kernel second;
+    /* Hopper: the wgmma forward and backward (atomic dQ), the deterministic mma.sync kernels;
+     * without the sm_90a image the mma.sync forward and v4 */
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 128, false, false, true, false, NULL),
+                 FA_CUDA_K_FWD_WGMMA_F16_D128);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_BF16, 64, false, false, false, true, NULL),
+                 FA_CUDA_K_FWD_WGMMA_BF16_D64);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 128, true, false, true, true, &second),
+                 FA_CUDA_K_BWD_WGMMA_F16_D128);
+    cr_expect_eq(second, FA_CUDA_K_BWD_DQ_CONVERT_F16);
+    fa_cuda_caps no_wgmma = SM90;
+    no_wgmma.wgmma_fwd = no_wgmma.wgmma_bwd = false;
+    cr_expect_eq(variant_kernel(no_wgmma, FA_DTYPE_F16, 128, false, false, true, true, NULL),
+                 FA_CUDA_K_FWD_MMA_F16_D128);
+    cr_expect_eq(variant_kernel(no_wgmma, FA_DTYPE_F16, 128, true, false, true, true, NULL),
+                 FA_CUDA_K_BWD_V4_F16_D128);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_BF16, 64, true, true, true, false, &second),
+                 FA_CUDA_K_BWD_DKDV_MMA_BF16_D64);
+    cr_expect_eq(second, FA_CUDA_K_BWD_DQ_MMA_BF16_D64);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 256, true, false, true, false, NULL),
+                 FA_CUDA_K_BWD_V4_F16_D256);
+    /* sm_80: head dim 256's 128-row forward; sm_86: the general backward at 128 */
+    cr_expect_eq(variant_kernel(SM80, FA_DTYPE_F16, 256, false, false, false, true, NULL),
+                 FA_CUDA_K_FWD_MMA_Q128_F16_D256);
+    cr_expect_eq(variant_kernel(SM86, FA_DTYPE_F16, 128, true, false, true, false, &second),
+                 FA_CUDA_K_BWD_DKDV_GEN_F16_16);
+    cr_expect_eq(second, FA_CUDA_K_BWD_DQ_GEN_F16_16);
+    /* f32: the general kernels */
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F32, 128, false, false, true, true, NULL),
+                 FA_CUDA_K_FWD_GEN_F32_16);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F32, 64, true, false, true, true, NULL),
+                 FA_CUDA_K_BWD_DKDV_GEN_F32_8);
+}
+
+/* Decoding shapes with a window or a softcap never reach the split-key forward: without
+ * seqlens_k or a paged cache the ordinary forward serves them; with them the plan has no launch
+ * and fa_cuda_split_takes names the window and the softcap (the host's UNSUPPORTED). */
+Test(cuda_plan, window_and_softcap_leave_the_decoding_path)
+{
+    fa_cuda_caps h200 = SM90;
+    h200.sm_count = 132;
+    for (int v = 1; v < 4; v++)
+        for (int index = 0; index < 3; index++) {
+            fa_cuda_problem pb = {.dtype = FA_DTYPE_F16,
+                                  .batch = 4,
+                                  .seq_q = 1,
+                                  .seq_k = 4096,
+                                  .heads_q = 32,
+                                  .heads_kv = 8,
+                                  .head_dim = 128,
+                                  .aligned = true,
+                                  .seqlens_k = index == 1,
+                                  .paged = index == 2,
+                                  .window = v & 1,
+                                  .softcap = v & 2};
+            char why[192] = "";
+            cr_expect_not(fa_cuda_split_takes(&h200, &pb, why, sizeof why));
+            cr_expect(strstr(why, "sliding window") && strstr(why, "softcap"), "%s", why);
+            fa_cuda_plan plan;
+            fa_cuda_plan_forward(&h200, &pb, &plan);
+            if (index == 0) {
+                check_plan("decoding shape, window or softcap", &h200, &pb, &plan, false);
+                cr_expect_not(is_split(family_of(&plan.launches[0])));
+            } else {
+                cr_expect_eq(plan.count, 0);
+            }
+        }
 }
 
 Test(cuda_plan, empty_problems_need_no_workspace)

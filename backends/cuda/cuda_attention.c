@@ -34,6 +34,10 @@ static int int_at_most_max(int64_t n)
 static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
 {
     const size_t es = fa_dtype_size(call->dtype);
+    /* the mask's bounds around the diagonal (fa_cuda_abi.h): causal is a right bound of 0 */
+    const int64_t off = call->seq_k - call->seq_q;
+    const int64_t left = fa_call_left(call), right = fa_call_right(call);
+    const float log2e = 1.4426950408889634f;
     fa_cuda_params p = {
         .q = tensor_of(&call->q, es),
         .k = tensor_of(&call->k, es),
@@ -46,12 +50,19 @@ static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
         .heads_kv = (int)call->heads_kv,
         .head_dim = (int)call->head_dim,
         .group = (int)(call->heads_q / call->heads_kv),
-        .causal = call->causal,
-        .causal_offset = (int)(call->seq_k - call->seq_q),
+        .causal = right >= 0,
+        .causal_offset = (int)(off + (right >= 0 ? right : 0)),
+        .has_left = left >= 0,
+        .left_offset = (int)(off - (left >= 0 ? left : 0)),
         .has_lse = backward || call->has_lse,
         .scale = call->scale,
-        .scale_log2 = call->scale * 1.4426950408889634f,
+        .scale_log2 = call->scale * log2e,
     };
+    if (call->softcap > 0.0f) {
+        p.softcap = call->softcap;
+        p.softcap_log2 = call->softcap * log2e;
+        p.softcap_k = 2.0f * call->scale * log2e / call->softcap;
+    }
     if (p.has_lse)
         p.lse = tensor_of(&call->lse, sizeof(float));
     if (call->has_seqlens_k) {
@@ -131,6 +142,8 @@ static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_p
         .aligned = views_aligned(p, backward, fa_dtype_size(call->dtype)),
         .seqlens_k = call->has_seqlens_k,
         .paged = call->has_block_table,
+        .window = call->window,
+        .softcap = call->softcap > 0.0f,
     };
 }
 

@@ -95,6 +95,8 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
         why_size = 0; /* snprintf then only counts */
     if (caps->force_general)
         snprintf(why, why_size, "FA_CUDA_KERNELS=general turns it off");
+    else if (pb->window || pb->softcap)
+        snprintf(why, why_size, "it takes no sliding window and no softcap");
     else if (!pb->aligned)
         snprintf(why, why_size,
                  "it needs q, k, v and o with rows (and pages) on 16-byte boundaries");
@@ -126,13 +128,12 @@ static unsigned split_mma_warps(const fa_cuda_caps *caps, uint32_t d)
 
 /* Decoding (at most FA_DEC_MAX_ROWS query rows per KV head, 16-byte aligned rows): the
  * split-key forward, and the merge where the keys are cut into several chunks. f16 and bf16 take
- * the tensor-core kernel (one block per KV head's rows and chunk; as many blocks an SM as its
- * shared memory holds, at most 3), f32 (or FA_CUDA_DECODE=cores) the CUDA-core one (blocks of 4
- * packed rows, two an SM: about 224 registers a thread at head dim 128). The chunk count aims at
- * one wave of those blocks, or chunks of at most 4096 keys (fa_split.h); for the CUDA-core
- * kernel that measured best of 5-128 chunks at B=1 and 16 on the H200 (docs/PERF.md). With
- * seqlens_k the chunks cover the capacity seq_k (a chunk past a sequence's length writes O = 0,
- * LSE = -inf for the merge). */
+ * the tensor-core kernel (one block per KV head's rows and chunk, the chunks aiming at one block
+ * an SM), f32 (or FA_CUDA_DECODE=cores) the CUDA-core one (blocks of 4 packed rows, the chunks
+ * aiming at two an SM: about 224 registers a thread at head dim 128), in either case chunks of
+ * at most 4096 keys under four waves (fa_split.h); each measured best on the H200 (docs/PERF.md).
+ * With seqlens_k the chunks cover the capacity seq_k (a chunk past a sequence's length writes O =
+ * 0, LSE = -inf for the merge). */
 static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
 {
     if (!fa_cuda_split_takes(caps, pb, NULL, 0))

@@ -79,6 +79,9 @@ typedef struct fa_cuda_problem {
     /* forward: per-sequence key counts (seqlens_k), a paged K/V cache (block_table); only the
      * split-key forward takes them */
     bool seqlens_k, paged;
+    /* a sliding window (fa_attention_call.window: a left bound, or a right bound past causal's)
+     * and logit softcapping, which only some kernels take */
+    bool window, softcap;
 } fa_cuda_problem;
 
 typedef struct fa_cuda_launch {

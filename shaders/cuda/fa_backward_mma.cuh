@@ -14,8 +14,9 @@
 //  dQ: a block of 8 warps owns 128 query rows (Q and dO resident), streams
 //    K/V tiles of 64 keys as the forward does, recomputes S, dP, P, dS and accumulates dQ += dS K.
 //
-// Causal: every kernel visits only the tiles that hold visible pairs and masks only the tiles
-// that cross the diagonal (or the end of the keys). Shared tiles use the forward's XOR swizzle.
+// Causal or windowed: every kernel visits only the tiles that hold visible pairs and masks only
+// the tiles that cross the diagonal, a window's edge (or the end of the keys). A softcap caps S
+// (fa_softcap_tanh) and multiplies dS by 1 - tanh^2. Shared tiles use the forward's XOR swizzle.
 #pragma once
 
 #include "fa_mask.cuh"
@@ -43,9 +44,11 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
     fa_load_rows<D, BN>(sV, (const T *)p.v.ptr + fa_at(p.v, b, 0, hk), p.v.stride_s, j0, p.seq_k,
                         p.head_dim);
 
-    // query tiles: from the first that sees key j0 to the end, for each head of the group
+    // query tiles: from the first that sees key j0 to the last that sees the block's last key,
+    // for each head of the group
     const int qbeg = fa_query_begin<BQ>(p, j0);
-    const int nq = qbeg < p.seq_q ? (p.seq_q - qbeg + BQ - 1) / BQ : 0;
+    const int qend = fa_query_end(p, min(j0 + BN, p.seq_k) - 1);
+    const int nq = qbeg < qend ? (qend - qbeg + BQ - 1) / BQ : 0;
     const int total = nq * p.group;
     auto load_q = [&](int it, int buf) {
         const int hq = hk * p.group + it / nq, i0 = qbeg + (it % nq) * BQ;
@@ -102,18 +105,39 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
         fa_mma_abt<T, D, BQ / 8>(dp, sV, warp * 16, gb, lane); // dP^T = V dO^T
 
         // (keys past seq_k only reach dK/dV rows that are not stored)
-        const bool mask = p.causal && i0 + p.causal_offset < jw + 15;
+        const bool mask = (p.causal && i0 + p.causal_offset < jw + 15) ||
+                          (p.has_left && jw < i0 + BQ - 1 + p.left_offset);
+        // key (of this thread's) outside the keys query i sees
+        auto hidden = [&](int key, int i) {
+            return (p.causal && key > i + p.causal_offset) ||
+                   (p.has_left && key < i + p.left_offset);
+        };
+        if (p.softcap != 0.f) { // S^T capped, dS^T times the cap's derivative 1 - tanh^2
 #pragma unroll
-        for (int n = 0; n < BQ / 8; n++)
+            for (int n = 0; n < BQ / 8; n++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int qi = n * 8 + t2 + (e & 1);
-                float pr = fa_exp2(s[n][e] * p.scale_log2 - sL[qi]);
-                if (mask && key_lo + (e >> 1) * 8 > i0 + qi + p.causal_offset)
-                    pr = 0.f;
-                s[n][e] = pr;
-                dp[n][e] = pr * (dp[n][e] - sD[qi]);
-            }
+                for (int e = 0; e < 4; e++) {
+                    const int qi = n * 8 + t2 + (e & 1);
+                    const float t = fa_softcap_tanh(s[n][e], p.softcap_k);
+                    float pr = fa_exp2(p.softcap_log2 * t - sL[qi]);
+                    if (mask && hidden(key_lo + (e >> 1) * 8, i0 + qi))
+                        pr = 0.f;
+                    s[n][e] = pr;
+                    dp[n][e] = pr * (dp[n][e] - sD[qi]) * (1.f - t * t);
+                }
+        } else {
+#pragma unroll
+            for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int qi = n * 8 + t2 + (e & 1);
+                    float pr = fa_exp2(s[n][e] * p.scale_log2 - sL[qi]);
+                    if (mask && hidden(key_lo + (e >> 1) * 8, i0 + qi))
+                        pr = 0.f;
+                    s[n][e] = pr;
+                    dp[n][e] = pr * (dp[n][e] - sD[qi]);
+                }
+        }
         fa_mma_pb<T, D, BQ / 8>(dv, s, gb, lane);  // dV += P^T dO
         fa_mma_pb<T, D, BQ / 8>(dk, dp, qb, lane); // dK += dS^T Q
         __syncthreads();
@@ -150,9 +174,12 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const
 
     const int kend = fa_key_end(p, q0, BM);
     const int ntiles = (kend + BK - 1) / BK;
-    if (ntiles > 0) {
-        fa_load_rows<D, BK>(sK, Kg, p.k.stride_s, 0, p.seq_k, p.head_dim);
-        fa_load_rows<D, BK>(sV, Vg, p.v.stride_s, 0, p.seq_k, p.head_dim);
+    const int t0 = fa_key_begin(p, q0) / BK; // the first tile any row of the block sees
+    if (t0 < ntiles) {
+        fa_load_rows<D, BK>(sK + (t0 & 1) * KV_BYTES, Kg, p.k.stride_s, t0 * BK, p.seq_k,
+                            p.head_dim);
+        fa_load_rows<D, BK>(sV + (t0 & 1) * KV_BYTES, Vg, p.v.stride_s, t0 * BK, p.seq_k,
+                            p.head_dim);
     }
     fa_cp_async_commit();
 
@@ -176,7 +203,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const
     fa_cp_async_wait<0>();
     __syncthreads();
 
-    for (int it = 0; it < ntiles; it++) {
+    for (int it = t0; it < ntiles; it++) {
         const int buf = it & 1;
         if (it + 1 < ntiles) {
             fa_load_rows<D, BK>(sK + (buf ^ 1) * KV_BYTES, Kg, p.k.stride_s, (it + 1) * BK, p.seq_k,
@@ -199,19 +226,39 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const
         fa_mma_abt<T, D, BK / 8>(s, sQ, warp * 16, kb, lane);  // S = Q K^T
         fa_mma_abt<T, D, BK / 8>(dp, sG, warp * 16, vb, lane); // dP = dO V^T
         const int k0 = it * BK;
-        const bool mask =
-            k0 + BK > p.seq_k || (p.causal && k0 + BK - 1 > q0 + warp * 16 + p.causal_offset);
+        const bool mask = k0 + BK > p.seq_k ||
+                          (p.causal && k0 + BK - 1 > q0 + warp * 16 + p.causal_offset) ||
+                          (p.has_left && k0 < q0 + warp * 16 + 15 + p.left_offset);
+        // key outside the keys of this thread's row r
+        auto hidden = [&](int key, int r) {
+            const int i = row_lo + 8 * r;
+            return key >= p.seq_k || (p.causal && key > i + p.causal_offset) ||
+                   (p.has_left && key < i + p.left_offset);
+        };
+        if (p.softcap != 0.f) { // S capped, dS times the cap's derivative 1 - tanh^2
 #pragma unroll
-        for (int n = 0; n < BK / 8; n++)
+            for (int n = 0; n < BK / 8; n++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int r = e >> 1, key = k0 + n * 8 + t2 + (e & 1);
-                float pr = fa_exp2(s[n][e] * p.scale_log2 - l2[r]);
-                if (mask &&
-                    (key >= p.seq_k || (p.causal && key > row_lo + 8 * r + p.causal_offset)))
-                    pr = 0.f;
-                s[n][e] = pr * (dp[n][e] - dl[r]); // dS
-            }
+                for (int e = 0; e < 4; e++) {
+                    const int r = e >> 1, key = k0 + n * 8 + t2 + (e & 1);
+                    const float t = fa_softcap_tanh(s[n][e], p.softcap_k);
+                    float pr = fa_exp2(p.softcap_log2 * t - l2[r]);
+                    if (mask && hidden(key, r))
+                        pr = 0.f;
+                    s[n][e] = pr * (dp[n][e] - dl[r]) * (1.f - t * t); // dS
+                }
+        } else {
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int r = e >> 1, key = k0 + n * 8 + t2 + (e & 1);
+                    float pr = fa_exp2(s[n][e] * p.scale_log2 - l2[r]);
+                    if (mask && hidden(key, r))
+                        pr = 0.f;
+                    s[n][e] = pr * (dp[n][e] - dl[r]); // dS
+                }
+        }
         fa_mma_pb<T, D, BK / 8>(dq, s, kb, lane); // dQ += dS K
         __syncthreads();
     }

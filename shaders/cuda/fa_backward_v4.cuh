@@ -28,14 +28,15 @@
 //      (ldmatrix.trans); dK and dV live in registers for the whole block (head dim 256: 64 keys
 //      x 256 x 2 / 256 threads = 128 f32 a thread).
 //   -- the next tile's barrier (after which its cp.async is issued into the buffer just read) --
-// Two barriers per tile. Causal: only tiles with visible pairs are visited, and only warps whose
-// part of S crosses the diagonal (or the end of the keys) mask. Non-causal blocks start at
-// different query tiles (rotated by the block index) so that their dQ atomics spread over the
-// accumulator instead of hitting the same rows at the same time. BM = 128 at head dim 64 doubles
-// the dK/dV (and dQ) work per S/dP tile and halves the barriers per FLOP; S/dP per warp are then
-// 32 x 64 (each A fragment feeds 8 mma, not 4), 255 registers, 162 KiB of shared memory.
-// Head dim 256 with 64 keys: K, V 64 KiB, Q and dO 2 x 2 x 32 KiB (BM = 64: 209 KiB, sm_90) or
-// 2 x 2 x 16 KiB (BM = 32: 137 KiB, sm_80).
+// Two barriers per tile. Causal or windowed: only tiles with visible pairs are visited, and only
+// warps whose part of S crosses the diagonal, a window's edge (or the end of the keys) mask. A
+// softcap caps S in step 2 (fa_softcap_tanh) and multiplies dS by 1 - tanh^2. Non-causal blocks
+// start at different query tiles (rotated by the block index) so that their dQ atomics spread over
+// the accumulator instead of hitting the same rows at the same time. BM = 128 at head dim 64
+// doubles the dK/dV (and dQ) work per S/dP tile and halves the barriers per FLOP; S/dP per warp are
+// then 32 x 64 (each A fragment feeds 8 mma, not 4), 255 registers, 162 KiB of shared memory. Head
+// dim 256 with 64 keys: K, V 64 KiB, Q and dO 2 x 2 x 32 KiB (BM = 64: 209 KiB, sm_90) or 2 x 2 x
+// 16 KiB (BM = 32: 137 KiB, sm_80).
 //
 // mma.sync m16n8k16 fragments (g = lane / 4, t = lane % 4), as every comment below uses them:
 //   A (16 x 16, row-major): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..],
@@ -216,8 +217,9 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
                             p.seq_k, p.head_dim, tid);
     }
 
-    // query tiles: from the first that sees key j0 to the end, for each head of the group
-    const fa_query_tiles<BM> tiles(p, j0);
+    // query tiles: from the first that sees key j0 to the last that sees the block's last key,
+    // for each head of the group
+    const fa_query_tiles<BM> tiles(p, j0, BN);
     const int total = tiles.total;
     auto tile_of = [&](int it, int &hq, int &i0) { tiles.tile(p, hk, it, hq, i0); };
     auto load_tile = [&](int it, int buf) {
@@ -293,33 +295,52 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
                     dl[mt][r] = sD[buf * BM + row];
                 }
             const int kw = j0 + wn; // this warp's first key
-            const bool mask =
-                kw + KW > p.seq_k || (p.causal && kw + KW - 1 > i0 + wm + p.causal_offset);
+            const bool mask = kw + KW > p.seq_k ||
+                              (p.causal && kw + KW - 1 > i0 + wm + p.causal_offset) ||
+                              (p.has_left && kw < i0 + wm + 16 * MS - 1 + p.left_offset);
+            if (p.softcap != 0.f) { // S capped, dS times the cap's derivative 1 - tanh^2
 #pragma unroll
-            for (int mt = 0; mt < MS; mt++)
+                for (int mt = 0; mt < MS; mt++)
 #pragma unroll
-                for (int n = 0; n < KW / 8; n++)
+                    for (int n = 0; n < KW / 8; n++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const float pr = fa_exp2(s[mt][n][e] * p.scale_log2 - l2[mt][e >> 1]);
-                        s[mt][n][e] = pr;
-                        dp[mt][n][e] = pr * (dp[mt][n][e] - dl[mt][e >> 1]);
-                    }
-            // warp-uniform: P (which may be inf there) and dS := 0 past each row's last key
+                        for (int e = 0; e < 4; e++) {
+                            const float t = fa_softcap_tanh(s[mt][n][e], p.softcap_k);
+                            const float pr = fa_exp2(p.softcap_log2 * t - l2[mt][e >> 1]);
+                            s[mt][n][e] = pr;
+                            dp[mt][n][e] = pr * (dp[mt][n][e] - dl[mt][e >> 1]) * (1.f - t * t);
+                        }
+            } else {
+#pragma unroll
+                for (int mt = 0; mt < MS; mt++)
+#pragma unroll
+                    for (int n = 0; n < KW / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const float pr = fa_exp2(s[mt][n][e] * p.scale_log2 - l2[mt][e >> 1]);
+                            s[mt][n][e] = pr;
+                            dp[mt][n][e] = pr * (dp[mt][n][e] - dl[mt][e >> 1]);
+                        }
+            }
+            // warp-uniform: P (which may be inf there) and dS := 0 outside each row's keys
             if (mask) {
 #pragma unroll
                 for (int mt = 0; mt < MS; mt++)
 #pragma unroll
                     for (int r = 0; r < 2; r++) {
+                        const int row = i0 + wm + 16 * mt + g + 8 * r;
                         int end = p.seq_k; // first key this row does not see
                         if (p.causal)
-                            end = min(end, i0 + wm + 16 * mt + g + 8 * r + p.causal_offset + 1);
+                            end = min(end, row + p.causal_offset + 1);
+                        const int beg = p.has_left ? row + p.left_offset : 0; // first it sees
 #pragma unroll
                         for (int n = 0; n < KW / 8; n++)
 #pragma unroll
-                            for (int c = 0; c < 2; c++)
-                                if (kw + 8 * n + t2 + c >= end)
+                            for (int c = 0; c < 2; c++) {
+                                const int key = kw + 8 * n + t2 + c;
+                                if (key >= end || key < beg)
                                     s[mt][n][2 * r + c] = dp[mt][n][2 * r + c] = 0.f;
+                            }
                     }
             }
             // C fragments to the [query][key] tiles: 4-byte stores, conflict-free (8 rows x

@@ -12,7 +12,8 @@
 // M = 64 of wgmma) and, per tile,
 //   1. S^T = K_c Q^T and dP^T = V_c dO^T (m64n64k16, both operands from shared memory),
 //   2. P^T = exp2(S^T scale_log2 - LSE log2e) (0 where masked), dS^T = P^T (dP^T - Delta),
-//      kept in registers as the A operands (rounded to T) of
+//      (with a softcap: S^T capped by fa_softcap_tanh, dS^T times 1 - tanh^2; tanh is kept in
+//      S^T's registers until dP^T is in) kept in registers as the A operands (rounded to T) of
 //   3. dV += P^T dO and dK += dS^T Q (m64nDk16, B = dO, Q transposed from shared memory),
 //   4. dS^T also goes to a shared tile (two buffers), and after one barrier of the two
 //      consumers, dQ = dS K (A = dS^T transposed, B = K transposed, 128 keys deep; consumer c
@@ -89,9 +90,10 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     }
     __syncthreads();
 
-    // query tiles: from the first that sees key j0 to the end, for each head of the group
+    // query tiles: from the first that sees key j0 to the last that sees the block's last key,
+    // for each head of the group
     // (as v4, non-causal blocks rotated so that their dQ atomics spread)
-    const fa_query_tiles<BM> tiles(p, j0);
+    const fa_query_tiles<BM> tiles(p, j0, BN);
     const int total = tiles.total;
     auto tile_of = [&](int it, int &hq, int &i0) { tiles.tile(p, hk, it, hq, i0); };
 
@@ -243,28 +245,44 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         fa_wgmma_wait<decltype(wait_s)::value>();
         fa_wgmma_hold(st);
         const float *l2 = sL + s * BM + 2 * t, *dl = sDl + s * BM + 2 * t;
+        // warpgroup-uniform: the tile crosses the end of the keys, the diagonal or a window's
+        // left edge, and P := 0 (it may be inf there) where a query does not see the key.
+        const bool mask = kw + 63 >= p.seq_k || (p.causal && kw + 63 > i0 + p.causal_offset) ||
+                          (p.has_left && kw < i0 + 63 + p.left_offset);
+        // The queries i0 + 2 t + q that see this thread's key of row r: q in [lo, hi] (q = 8 j + e
+        // is a constant of the unrolled loops, so each element is two compares).
+        auto seen_by = [&](int r, int &lo, int &hi) {
+            const int key = kw + 16 * w + g + 8 * r, base = i0 + 2 * t;
+            lo = p.causal ? key - p.causal_offset - base : 0;
+            hi = key >= p.seq_k ? -1 : p.has_left ? key - p.left_offset - base : BM;
+        };
+        const bool cap = p.softcap != 0.f;
+        if (cap) { // S^T := tanh, the rest once dP^T is in
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const float2 l = LDE ? lv[j] : *(const float2 *)(l2 + 8 * j);
+            for (int i = 0; i < 32; i++)
+                st[i] = fa_softcap_tanh(st[i], p.softcap_k);
+        } else {
 #pragma unroll
-            for (int r = 0; r < 2; r++) {
-                st[4 * j + 2 * r] = fa_exp2(st[4 * j + 2 * r] * p.scale_log2 - l.x);
-                st[4 * j + 2 * r + 1] = fa_exp2(st[4 * j + 2 * r + 1] * p.scale_log2 - l.y);
+            for (int j = 0; j < 8; j++) {
+                const float2 l = LDE ? lv[j] : *(const float2 *)(l2 + 8 * j);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    st[4 * j + 2 * r] = fa_exp2(st[4 * j + 2 * r] * p.scale_log2 - l.x);
+                    st[4 * j + 2 * r + 1] = fa_exp2(st[4 * j + 2 * r + 1] * p.scale_log2 - l.y);
+                }
             }
-        }
-        // warpgroup-uniform: P := 0 (it may be inf there) past each query's last key
-        if (kw + 63 >= p.seq_k || (p.causal && kw + 63 > i0 + p.causal_offset)) {
+            if (mask) {
 #pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int key = kw + 16 * w + g + 8 * r;
+                for (int r = 0; r < 2; r++) {
+                    int lo, hi;
+                    seen_by(r, lo, hi);
 #pragma unroll
-                for (int j = 0; j < 8; j++)
+                    for (int j = 0; j < 8; j++)
 #pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int qi = i0 + 8 * j + 2 * t + e;
-                        if (key >= p.seq_k || (p.causal && key > qi + p.causal_offset))
-                            st[4 * j + 2 * r + e] = 0.f;
-                    }
+                        for (int e = 0; e < 2; e++)
+                            if (8 * j + e < lo || 8 * j + e > hi)
+                                st[4 * j + 2 * r + e] = 0.f;
+                }
             }
         }
         if constexpr (LDE) {
@@ -274,15 +292,43 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         }
         fa_wgmma_wait<0>();
         fa_wgmma_hold(dp);
+        if (cap) { // P^T from tanh in st, masked; dS^T = P^T (dP^T - Delta) (1 - tanh^2)
+            int lo[2] = {0, 0}, hi[2] = {BM, BM};
+            if (mask) {
+                seen_by(0, lo[0], hi[0]);
+                seen_by(1, lo[1], hi[1]);
+            }
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const float2 d = LDE ? dlv[j] : *(const float2 *)(dl + 8 * j);
+            for (int j = 0; j < 8; j++) {
+                const float2 l = *(const float2 *)(l2 + 8 * j);
+                const float2 d = LDE ? dlv[j] : *(const float2 *)(dl + 8 * j);
 #pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int i = 4 * j + 2 * r;
-                pa[j / 2][(j % 2) * 2 + r] = fa_pack2<T>(st[i], st[i + 1]);
-                da[j / 2][(j % 2) * 2 + r] =
-                    fa_pack2<T>(st[i] * (dp[i] - d.x), st[i + 1] * (dp[i + 1] - d.y));
+                for (int r = 0; r < 2; r++) {
+                    const int i = 4 * j + 2 * r;
+                    const float t0 = st[i], t1 = st[i + 1];
+                    float p0 = fa_exp2(p.softcap_log2 * t0 - l.x);
+                    float p1 = fa_exp2(p.softcap_log2 * t1 - l.y);
+                    if (8 * j < lo[r] || 8 * j > hi[r])
+                        p0 = 0.f;
+                    if (8 * j + 1 < lo[r] || 8 * j + 1 > hi[r])
+                        p1 = 0.f;
+                    pa[j / 2][(j % 2) * 2 + r] = fa_pack2<T>(p0, p1);
+                    da[j / 2][(j % 2) * 2 + r] =
+                        fa_pack2<T>(p0 * (dp[i] - d.x) * (1.f - t0 * t0),
+                                    p1 * (dp[i + 1] - d.y) * (1.f - t1 * t1));
+                }
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float2 d = LDE ? dlv[j] : *(const float2 *)(dl + 8 * j);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int i = 4 * j + 2 * r;
+                    pa[j / 2][(j % 2) * 2 + r] = fa_pack2<T>(st[i], st[i + 1]);
+                    da[j / 2][(j % 2) * 2 + r] =
+                        fa_pack2<T>(st[i] * (dp[i] - d.x), st[i + 1] * (dp[i + 1] - d.y));
+                }
             }
         }
     };

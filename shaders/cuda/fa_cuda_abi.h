@@ -20,12 +20,23 @@ typedef struct fa_cuda_params {
     int splits;     /* key chunks (1: the split kernel writes O and LSE itself) */
     int split_keys; /* keys per chunk */
     int batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
-    int group;         /* heads_q / heads_kv */
-    int causal;        /* bottom-right aligned: query i sees key j iff j <= i + causal_offset */
-    int causal_offset; /* seq_k - seq_q */
+    int group; /* heads_q / heads_kv */
+    /* The mask, bottom-right aligned (off = seq_k - seq_q; fa_attention_call's window): where
+     * causal, query i sees key j only if j <= i + causal_offset (off + window_right: off where
+     * the call is causal); where has_left, only if j >= i + left_offset (off - window_left).
+     * The host sets causal for any right bound. Every kernel takes the mask and the softcap but
+     * the split-key forward (fa_decode.cuh), which knows only causal (aligned on its own
+     * lengths): the planner (cuda_plan.c) routes no window or softcap call there. */
+    int causal, causal_offset;
+    int has_left, left_offset;
     int has_lse;
     float scale;      /* softmax scale */
     float scale_log2; /* scale * log2(e): scores go through exp2 */
+    /* Logit softcapping (0: off): the scaled score s = scale q.k becomes softcap tanh(s /
+     * softcap) before the softmax (fa_softcap_tanh in fa_mask.cuh). softcap_log2 = softcap
+     * log2(e), the cap in the kernels' log2 units; softcap_k = 2 scale log2(e) / softcap, so that
+     * tanh(s / softcap) = 1 - 2 / (1 + 2^(softcap_k q.k)) of a raw product q.k. */
+    float softcap, softcap_log2, softcap_k;
     /* Read by the split-key forward alone. Where has_seqlens_k, batch entry b has the int32
      * seqlens_k.ptr[b * stride_b] keys (clamped into [0, seq_k]) and its causal mask aligns on
      * that length. Where page_size > 0, a paged cache: K and V hold num_pages pages (their

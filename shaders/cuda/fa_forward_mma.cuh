@@ -17,7 +17,10 @@
 // mask, online softmax in registers with exp2, then P, rounded to the input dtype, packed into
 // the A operand of O += P V (V through ldmatrix.trans) while S dies. O is divided by the row sum
 // at the end, staged through the warp's own rows of the Q tile, and written with 16-byte
-// stores. Causal blocks are launched heaviest first and stop at their last visible key.
+// stores. Causal blocks are launched heaviest first and stop at their last visible key; with a
+// window's left bound blocks start at the tile of their first visible key, and the tiles its
+// edge crosses are masked too. A softcap replaces S by its capped scores in log2 units
+// (fa_softcap_tanh) before the mask, behind a uniform branch.
 #pragma once
 
 #include "fa_mask.cuh"
@@ -51,12 +54,18 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
 
     const int kend = fa_key_end(p, q0, BQ);
     const int ntiles = (kend + BK - 1) / BK;
-    // Tiles before `nfull` hold no key past the end of the keys nor, for any row of this warp,
-    // past the causal diagonal: only the tiles from nfull on are masked.
-    int nfull = p.seq_k / BK;
+    const int t0 = fa_key_begin(p, q0) / BK; // the first tile any row of the block sees
+    // Tiles from `nlead` to before `nfull` hold no key past the end of the keys nor, for any row
+    // of this warp, past the right bound (the causal diagonal) or before the left bound: only
+    // the others are masked.
+    int nfull = p.seq_k / BK, nlead = 0;
     if (p.causal) {
         const long long vis = (long long)q0 + warp * WR + p.causal_offset + 1; // keys row 0 sees
         nfull = (int)min((long long)nfull, max(0LL, vis) / BK);
+    }
+    if (p.has_left) { // the first key the warp's last row sees
+        const long long first = (long long)q0 + warp * WR + WR - 1 + p.left_offset;
+        nlead = (int)((max(0LL, first) + BK - 1) / BK);
     }
 
     // Tile loads: thread t copies 16-byte chunk t % CH of rows t / CH + i RS, RS = NT / CH, when
@@ -108,8 +117,8 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
             }
         }
     };
-    if (ntiles > 0)
-        load_kv(0, 0);
+    if (t0 < ntiles)
+        load_kv(t0, t0 & 1);
     fa_cp_async_commit();
     fa_cp_async_wait<0>();
     __syncthreads();
@@ -147,7 +156,7 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
     const int row_lo = q0 + warp * WR + (lane >> 2); // rows row_lo + 16 mt + 8 r
     const int t2 = (lane & 3) * 2;
 
-    for (int it = 0; it < ntiles; it++) {
+    for (int it = t0; it < ntiles; it++) {
         const int buf = it & 1;
         if (it + 1 < ntiles) {
             load_kv(it + 1, buf ^ 1);
@@ -196,24 +205,39 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
         }
 
         const int k0 = it * BK;
-        const bool mask = it >= nfull;
+        const bool mask = it >= nfull || it < nlead;
         // Scores in log2 units: exp2(s * scale_log2 - m) is one FFMA and one MUFU per element.
         // The running max is taken of s * scale_log2, via the max (or, for a negative scale,
-        // the min) of the raw scores; masked scores become -inf once scaled.
-        const float c = p.scale_log2;
+        // the min) of the raw scores; masked scores become -inf once scaled. A softcap makes S
+        // the capped scores in log2 units, which then take c = 1.
+        const bool cap = p.softcap != 0.f;
+        const float c = cap ? 1.f : p.scale_log2;
         const float masked = c > 0.f ? -INFINITY : INFINITY;
-        if (mask) {
+        if (cap) {
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
                 for (int n = 0; n < BK / 8; n++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int key = k0 + n * 8 + t2 + (e & 1);
-                        const int row = row_lo + 16 * mt + (e >> 1) * 8;
-                        if (key >= p.seq_k || (p.causal && key > row + p.causal_offset))
-                            s[mt][n][e] = masked;
-                    }
+                    for (int e = 0; e < 4; e++)
+                        s[mt][n][e] = p.softcap_log2 * fa_softcap_tanh(s[mt][n][e], p.softcap_k);
+        }
+        if (mask) { // per row: the visible keys [beg, end) relative to the thread's key k0 + t2
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int row = row_lo + 16 * mt + 8 * r, kt = k0 + t2;
+                    const int end =
+                        (p.causal ? min(p.seq_k, row + p.causal_offset + 1) : p.seq_k) - kt;
+                    const int beg = p.has_left ? row + p.left_offset - kt : 0;
+#pragma unroll
+                    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                        for (int c = 0; c < 2; c++)
+                            if (n * 8 + c >= end || n * 8 + c < beg)
+                                s[mt][n][2 * r + c] = masked;
+                }
         }
 
         float tm[MT][2]; // the tile's row maxima, scaled
@@ -271,9 +295,10 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
         // Elsewhere the roundings of 64 or more terms average out, as in FlashAttention-2. f16
         // (11 bits) is unchanged.
         if (std::is_same<T, __nv_bfloat16>::value && mask) {
-            // skipped where no row of the warp sees the tile's first key (so none of its keys)
-            const bool sees =
-                k0 < p.seq_k && (!p.causal || k0 <= row_lo + 16 * (MT - 1) + 8 + p.causal_offset);
+            // skipped where no row of the warp sees a key of the tile
+            const bool sees = k0 < p.seq_k &&
+                              (!p.causal || k0 <= row_lo + 16 * (MT - 1) + 8 + p.causal_offset) &&
+                              (!p.has_left || k0 + BK - 1 >= row_lo + p.left_offset);
             float sum[MT][2] = {};
             if (__any_sync(0xffffffffu, sees)) {
                 // The whole tile's P, rounded (hi) and remainder (lo): two registers for two

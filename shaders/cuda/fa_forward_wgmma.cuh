@@ -13,6 +13,10 @@
 // softmax, so the tensor cores get the next batch as soon as the last one ends; the two
 // warpgroups take turns to issue (pingpong), so that one's exp2 runs while the other's products
 // hold the tensor cores.
+// A block visits the key tiles from the one of the first key its first row sees (a window's left
+// bound) to the one of the last key its last row sees; tiles that a window's edge, the causal
+// diagonal or the end of the keys cross are masked (decided per block, see below). A softcap
+// replaces S by its capped scores in log2 units (fa_softcap_tanh) before the mask.
 // Tiles are stored as 64-column blocks of 128-byte rows in the 128-byte swizzle that wgmma's
 // descriptors name (fa_wgmma.cuh); zero-filled past the end of the keys, of the queries and of
 // the head dim.
@@ -69,7 +73,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     const int qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
     const int q0 = qt * BQ, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
     const int kend = fa_key_end(p, q0, BQ);
-    const int ntiles = (kend + BK - 1) / BK;
+    const int t0 = fa_key_begin(p, q0) / BK; // the first key tile; the ring counts from it
+    const int ntiles = max(0, (kend + BK - 1) / BK - t0);
 
     if (tid == 0) {
         fa_mbar_init(bar_q, 128);
@@ -96,10 +101,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             const int s = it % ST, use = it / ST;
             if (use > 0)
                 fa_mbar_wait(bar_empty + 8 * s, (use - 1) & 1);
-            fa_fwdw_load<D, BK>(sK + s * TILE_BYTES, Kg, p.k.stride_s, it * BK, p.seq_k, p.head_dim,
-                                wt);
-            fa_fwdw_load<D, BK>(sV + s * TILE_BYTES, Vg, p.v.stride_s, it * BK, p.seq_k, p.head_dim,
-                                wt);
+            fa_fwdw_load<D, BK>(sK + s * TILE_BYTES, Kg, p.k.stride_s, (t0 + it) * BK, p.seq_k,
+                                p.head_dim, wt);
+            fa_fwdw_load<D, BK>(sV + s * TILE_BYTES, Vg, p.v.stride_s, (t0 + it) * BK, p.seq_k,
+                                p.head_dim, wt);
             fa_cp_async_commit();
             fa_cp_async_wait<0>();
             fa_fence_proxy_async();
@@ -111,17 +116,26 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     fa_setmaxnreg_inc<FA_FWD_WGMMA_MATH_REGS>();
     const int cw = wg - 1, wq = wt >> 5, lane = tid & 31;
     const int r0 = q0 + 64 * cw; // this warpgroup's first row
-    // Tiles from nfull on are masked. Both warpgroups run every tile of the block and decide
-    // everything per block, not per warpgroup: the control flow around wgmma is then uniform
-    // (ptxas serialises wgmma in paths it cannot prove uniform), and pingpong turns pair up.
-    int nfull = p.seq_k / BK;
+    // Tiles (counted from t0) before `lead` and from `full` on are masked. Both warpgroups run
+    // every tile of the block and decide everything per block, not per warpgroup: the control
+    // flow around wgmma is then uniform (ptxas serialises wgmma in paths it cannot prove
+    // uniform), and pingpong turns pair up.
+    int nfull = p.seq_k / BK, nlead = 0; // absolute tile indices
     if (p.causal) {
         const long long vis = (long long)q0 + p.causal_offset + 1; // keys the block's row 0 sees
         nfull = (int)min((long long)nfull, max(0LL, vis) / BK);
     }
+    if (p.has_left) { // the first key the block's last row sees
+        const long long first = (long long)q0 + BQ - 1 + p.left_offset;
+        nlead = (int)((max(0LL, first) + BK - 1) / BK);
+    }
+    const int lead = min(max(nlead - t0, 0), ntiles);
+    const int full = max(lead, min(max(nfull - t0, 0), ntiles));
     const int row_lo = r0 + 16 * wq + (lane >> 2); // this thread's rows: row_lo, row_lo + 8
     const int t2 = (lane & 3) * 2;
-    const float c = p.scale_log2;
+    // a softcap makes S the capped scores in log2 units, which then take c = 1
+    const bool cap = p.softcap != 0.f;
+    const float c = cap ? 1.f : p.scale_log2;
     const float masked = c > 0.f ? -INFINITY : INFINITY;
     constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
 
@@ -157,17 +171,25 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     // Mask, online softmax and P of tile `it` from sc (O is not in flight here).
     auto softmax = [&](int it, auto mask_c) {
         constexpr bool mask = decltype(mask_c)::value;
-        const int k0 = it * BK;
-        if constexpr (mask) {
+        const int k0 = (t0 + it) * BK;
+        if (cap) {
 #pragma unroll
-            for (int n = 0; n < BK / 8; n++)
+            for (int i = 0; i < BK / 2; i++)
+                sc[i] = p.softcap_log2 * fa_softcap_tanh(sc[i], p.softcap_k);
+        }
+        if constexpr (mask) { // per row: the visible keys [beg, end) relative to key k0 + t2
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int key = k0 + n * 8 + t2 + (e & 1);
-                    const int row = row_lo + (e >> 1) * 8;
-                    if (key >= p.seq_k || (p.causal && key > row + p.causal_offset))
-                        sc[4 * n + e] = masked;
-                }
+            for (int r = 0; r < 2; r++) {
+                const int row = row_lo + 8 * r, kt = k0 + t2;
+                const int end = (p.causal ? min(p.seq_k, row + p.causal_offset + 1) : p.seq_k) - kt;
+                const int beg = p.has_left ? row + p.left_offset - kt : 0;
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++)
+                        if (n * 8 + e >= end || n * 8 + e < beg)
+                            sc[4 * n + 2 * r + e] = masked;
+            }
         }
         float tm[2];
         bool grow = false;
@@ -270,22 +292,29 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         turn_end(false);
         fa_wgmma_wait<0>();
         fa_wgmma_hold(sc);
-        if (nfull > 0)
+        if (lead == 0 && full > 0)
             softmax(0, std::false_type{});
         else
             softmax(0, std::true_type{});
         using F = std::false_type;
+        using M = std::true_type;
         using Lo = std::integral_constant<bool, BF16>; // the previous tile was masked
+        // step(it, the previous tile masked, this one masked): masked [0, lead), unmasked
+        // [lead, full), masked [full, ntiles)
         int it = 1;
-        for (; it < min(nfull, ntiles); it++)
+        for (; it < lead; it++)
+            step(it, Lo{}, M{});
+        if (it < full && lead > 0) // it == lead
+            step(it++, Lo{}, F{});
+        for (; it < full; it++)
             step(it, F{}, F{});
-        if (it < ntiles && it == nfull)
-            step(it++, F{}, std::true_type{});
+        if (it < ntiles && it == full && full > lead)
+            step(it++, F{}, M{});
         for (; it < ntiles; it++)
-            step(it, Lo{}, std::true_type{});
+            step(it, Lo{}, M{});
         // The last tile's O += P V. For bf16 with the remainder, which is 0 if that tile is not
         // masked: two wgmma paths chosen at run time would make ptxas serialise every wgmma.
-        if (BF16 && ntiles - 1 < nfull)
+        if (BF16 && ntiles - 1 >= lead && ntiles - 1 < full)
 #pragma unroll
             for (int k2 = 0; k2 < (BF16 ? BK / 16 : 1); k2++)
                 pl[k2][0] = pl[k2][1] = pl[k2][2] = pl[k2][3] = 0u;

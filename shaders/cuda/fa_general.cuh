@@ -8,7 +8,9 @@
 // s, s + 8, s + 16, ... in registers (head_dim / 8 values, at most DPT). The other operand streams
 // through shared memory in tiles of 16 rows, converted to f32; each dot product is 8 partial sums
 // joined by three shuffles. The forward keeps a running max and sum per row (online softmax), so
-// no score matrix touches global memory; the backward recomputes P from the LSE.
+// no score matrix touches global memory; the backward recomputes P from the LSE. They take every
+// mask (causal, a sliding window: fa_cuda_abi.h) and the softcap, whose scores are
+// c log2(e) tanh(s / c) in log2 units, and whose dS gains the factor 1 - tanh^2 in the backward.
 #pragma once
 
 #include "fa_mask.cuh"
@@ -41,6 +43,17 @@ __device__ __forceinline__ void fa_gen_load_tile(float *dst_a, float *dst_b, con
     }
 }
 
+// Query i's visible keys [lo, hi] (hi = -1 where the row does not count: past seq_q, or, in the
+// backward, a row that sees no key).
+__device__ __forceinline__ void fa_gen_row_keys(const fa_cuda_params &p, int i, bool ok, int &lo,
+                                                int &hi)
+{
+    lo = p.has_left ? i + p.left_offset : 0; // in [-seq_q, seq_k]
+    hi = !ok        ? -1
+         : p.causal ? (int)min((long long)i + p.causal_offset, p.seq_k - 1LL)
+                    : p.seq_k - 1;
+}
+
 template <typename T, int DPT>
 __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
 {
@@ -61,10 +74,12 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
         o[t] = 0.f;
         q[t] = (row_ok && t < nd) ? fa_to_float(Q[s + FA_GEN_SPLIT * t]) * p.scale_log2 : 0.f;
     }
-    const long long limit = !row_ok ? -1 : p.causal ? (long long)i + p.causal_offset : p.seq_k;
+    int lo, hi;
+    fa_gen_row_keys(p, i, row_ok, lo, hi);
+    const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
     const int kend = fa_key_end(p, row0, FA_GEN_ROWS);
     float m = -INFINITY, l = 0.f;
-    for (int k0 = 0; k0 < kend; k0 += FA_GEN_TILE) {
+    for (int k0 = fa_key_begin(p, row0); k0 < kend; k0 += FA_GEN_TILE) {
         __syncthreads();
         fa_gen_load_tile(sK, sV, K, V, p.k.stride_s, p.v.stride_s, k0, p.seq_k, dim);
         __syncthreads();
@@ -77,8 +92,10 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
                 if (t < nd)
                     acc += q[t] * sK[j * dim + s + FA_GEN_SPLIT * t];
             acc = fa_row_sum8(acc);
+            if (p.softcap != 0.f)
+                acc = p.softcap_log2 * fa_softcap_tanh(acc, cap_k);
             const int kj = k0 + j;
-            sc[j] = (kj < p.seq_k && kj <= limit) ? acc : -INFINITY;
+            sc[j] = (kj >= lo && kj <= hi) ? acc : -INFINITY;
             mx = fmaxf(mx, sc[j]);
         }
         const float m_new = fmaxf(m, mx);
@@ -161,9 +178,11 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
         delta = ((const float *)p.delta)[((long long)b * p.heads_q + h) * p.seq_q + i];
     }
     const bool sees = row_ok && lse2 != -INFINITY;
-    const long long limit = !sees ? -1 : p.causal ? (long long)i + p.causal_offset : p.seq_k;
+    int lo, hi;
+    fa_gen_row_keys(p, i, sees, lo, hi);
+    const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
     const int kend = fa_key_end(p, row0, FA_GEN_ROWS);
-    for (int k0 = 0; k0 < kend; k0 += FA_GEN_TILE) {
+    for (int k0 = fa_key_begin(p, row0); k0 < kend; k0 += FA_GEN_TILE) {
         __syncthreads();
         fa_gen_load_tile(sK, sV, K, V, p.k.stride_s, p.v.stride_s, k0, p.seq_k, dim);
         __syncthreads();
@@ -179,8 +198,15 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
             sd = fa_row_sum8(sd);
             dp = fa_row_sum8(dp);
             const int kj = k0 + j;
-            const float pj = (kj < p.seq_k && kj <= limit) ? fa_exp2(sd - lse2) : 0.f;
-            const float ds = pj * (dp - delta);
+            const bool seen = kj >= lo && kj <= hi;
+            float ds;
+            if (p.softcap != 0.f) { // capped scores; dS times the cap's derivative 1 - tanh^2
+                const float t = fa_softcap_tanh(sd, cap_k);
+                ds = (seen ? fa_exp2(p.softcap_log2 * t - lse2) : 0.f) * (dp - delta) *
+                     (1.f - t * t);
+            } else {
+                ds = (seen ? fa_exp2(sd - lse2) : 0.f) * (dp - delta);
+            }
 #pragma unroll
             for (int t = 0; t < DPT; t++)
                 if (t < nd)
@@ -220,18 +246,23 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
         kk[t] = ok ? fa_to_float(K[s + FA_GEN_SPLIT * t]) * p.scale_log2 : 0.f;
         vv[t] = ok ? fa_to_float(V[s + FA_GEN_SPLIT * t]) : 0.f;
     }
-    // Query i sees key j iff j <= i + offset: the block's first key bounds the first query.
-    long long qbeg = fa_first_query(p, key0);
+    // The block's first key bounds the first query (causal), its last key the last (left bound).
+    const long long qbeg = fa_first_query(p, key0);
+    const int qend = fa_query_end(p, min(key0 + FA_GEN_ROWS, p.seq_k) - 1);
+    const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
+    // The queries [qlo, qhi] that see this thread's key j (none where j is past the keys).
+    const int qlo = (int)fa_first_query(p, j);
+    const int qhi = !key_ok ? -1 : fa_query_end(p, j) - 1;
     for (int hq = hk * p.group; hq < (hk + 1) * p.group; hq++) {
         const T *Q = (const T *)p.q.ptr + fa_at(p.q, b, 0, hq);
         const T *dO = (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq);
         const float *L = (const float *)p.lse.ptr + fa_at(p.lse, b, 0, hq);
         const float *Dl = (const float *)p.delta + ((long long)b * p.heads_q + hq) * p.seq_q;
-        for (long long q0 = qbeg; q0 < p.seq_q; q0 += FA_GEN_TILE) {
+        for (int q0 = (int)qbeg; q0 < qend; q0 += FA_GEN_TILE) {
             __syncthreads();
-            fa_gen_load_tile(sQ, sG, Q, dO, p.q.stride_s, p.d_o.stride_s, (int)q0, p.seq_q, dim);
+            fa_gen_load_tile(sQ, sG, Q, dO, p.q.stride_s, p.d_o.stride_s, q0, p.seq_q, dim);
             if (threadIdx.x < FA_GEN_TILE) {
-                const long long qi = q0 + threadIdx.x;
+                const int qi = q0 + threadIdx.x;
                 sL[threadIdx.x] = qi < p.seq_q ? fa_lse_log2(L[qi * p.lse.stride_s]) : -INFINITY;
                 sD[threadIdx.x] = qi < p.seq_q ? Dl[qi] : 0.f;
             }
@@ -247,12 +278,18 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
                     }
                 sd = fa_row_sum8(sd);
                 dp = fa_row_sum8(dp);
-                const long long qi = q0 + jj;
+                const int qi = q0 + jj;
                 const float lse2 = sL[jj];
-                const bool valid = key_ok && qi < p.seq_q && lse2 != -INFINITY &&
-                                   (!p.causal || (long long)j <= qi + p.causal_offset);
-                const float pj = valid ? fa_exp2(sd - lse2) : 0.f;
-                const float ds = pj * (dp - sD[jj]);
+                const bool valid = qi >= qlo && qi <= qhi && lse2 != -INFINITY;
+                float pj, ds;
+                if (p.softcap != 0.f) { // capped scores; dS times the cap's derivative 1 - tanh^2
+                    const float t = fa_softcap_tanh(sd, cap_k);
+                    pj = valid ? fa_exp2(p.softcap_log2 * t - lse2) : 0.f;
+                    ds = pj * (dp - sD[jj]) * (1.f - t * t);
+                } else {
+                    pj = valid ? fa_exp2(sd - lse2) : 0.f;
+                    ds = pj * (dp - sD[jj]);
+                }
 #pragma unroll
                 for (int t = 0; t < DPT; t++)
                     if (t < nd) {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Which keys a query sees, shared by every kernel. Causal attention is aligned bottom-right:
-// query i sees key j iff j <= i + causal_offset (causal_offset = seq_k - seq_q), so a block of
-// query rows stops at the last key its last row sees, and a block of keys starts at the first
-// query that sees its first key. Also the forwards' rescale slack of the online softmax.
+// Which keys a query sees, shared by every kernel. The mask is aligned bottom-right
+// (fa_cuda_abi.h): query i sees key j iff j <= i + causal_offset (where causal: causal attention or
+// a window's right bound) and j >= i + left_offset (where has_left: a window's left bound). So a
+// block of query rows runs from the first key its first row sees to the last key its last row sees,
+// and a block of keys from the first query that sees its first key to the last query that sees its
+// last key. Also the softcap's tanh and the forwards' rescale slack of the online softmax.
 #pragma once
 
 #include "fa_common.cuh"
@@ -32,6 +34,32 @@ __device__ __forceinline__ int fa_key_end(const fa_cuda_params &p, int row0, int
     return end;
 }
 
+// The first key that any query of rows [row0, ...) may see (0 without a left bound; at most
+// seq_k). Tiled kernels round it down to their key tile.
+__device__ __forceinline__ int fa_key_begin(const fa_cuda_params &p, int row0)
+{
+    return p.has_left ? (int)max(0LL, min((long long)p.seq_k, (long long)row0 + p.left_offset)) : 0;
+}
+
+// One past the last query that sees key j (seq_q without a left bound; at least 0).
+__device__ __forceinline__ int fa_query_end(const fa_cuda_params &p, int j)
+{
+    return p.has_left ? (int)max(0LL, min((long long)p.seq_q, (long long)j - p.left_offset + 1))
+                      : p.seq_q;
+}
+
+// tanh(s / softcap) of the scaled score s = scale x of a raw product x = q.k, given
+// k = p.softcap_k (or, for a score x already in log2 units, k = 2 / softcap), as
+// 1 - 2 / (1 + 2^(k x)): ex2.approx (2^-22 relative) and rcp.approx keep its absolute error near
+// 2^-21, where tanh.approx.f32's 2^-11 relative error, times the cap, would show against the
+// float64 reference; it saturates cleanly to -1 or 1 as 2^(k x) reaches 0 or inf (no NaN).
+__device__ __forceinline__ float fa_softcap_tanh(float x, float k)
+{
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + fa_exp2(x * k)));
+    return fmaf(-2.f, r, 1.f);
+}
+
 // The first query that sees key j (0 when not causal).
 __device__ __forceinline__ long long fa_first_query(const fa_cuda_params &p, int j)
 {
@@ -47,15 +75,17 @@ template <int TILE> __device__ __forceinline__ int fa_query_begin(const fa_cuda_
     return qbeg;
 }
 
-// The query tiles of TILE rows that a block of keys from j0 visits, for each query head of its
-// group: `total` steps over nq tiles from fa_query_begin, head by head; non-causal blocks start
-// at a tile rotated by their index, so that their dQ atomics spread over the rows.
+// The query tiles of TILE rows that a block of `keys` keys from j0 visits, for each query head of
+// its group: `total` steps over nq tiles from fa_query_begin to the last query that sees the
+// block's last key, head by head; non-causal blocks start at a tile rotated by their index, so
+// that their dQ atomics spread over the rows.
 template <int TILE> struct fa_query_tiles {
     int qbeg, nq, total, rot;
-    __device__ __forceinline__ fa_query_tiles(const fa_cuda_params &p, int j0)
+    __device__ __forceinline__ fa_query_tiles(const fa_cuda_params &p, int j0, int keys)
     {
         qbeg = fa_query_begin<TILE>(p, j0);
-        nq = qbeg < p.seq_q ? (p.seq_q - qbeg + TILE - 1) / TILE : 0;
+        const int qend = fa_query_end(p, min(j0 + keys, p.seq_k) - 1);
+        nq = qbeg < qend ? (qend - qbeg + TILE - 1) / TILE : 0;
         total = nq * p.group;
         rot = p.causal || nq == 0 ? 0 : (int)(blockIdx.x % nq);
     }
