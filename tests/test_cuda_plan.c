@@ -62,10 +62,10 @@ static bool is_split(fa_cuda_family f)
 }
 
 /* The families that take a sliding window and a softcap (fa_cuda_abi.h's has_left, softcap):
- * all but the split-key forward. */
+ * all but the CUDA-core split-key forward. */
 static bool takes_variants(fa_cuda_family f)
 {
-    return !is_split(f) && f != FA_CUDA_FWD_MERGE;
+    return f != FA_CUDA_FWD_SPLIT;
 }
 
 static bool is_sm90a(fa_cuda_kernel k)
@@ -707,39 +707,51 @@ Test(cuda_plan, window_and_softcap_choices)
                  FA_CUDA_K_BWD_DKDV_GEN_F32_8);
 }
 
-/* Decoding shapes with a window or a softcap never reach the split-key forward: without
- * seqlens_k or a paged cache the ordinary forward serves them; with them the plan has no launch
- * and fa_cuda_split_takes names the window and the softcap (the host's UNSUPPORTED). */
-Test(cuda_plan, window_and_softcap_leave_the_decoding_path)
+/* Decoding shapes with a window or a softcap: f16/bf16 take the tensor-core split-key forward
+ * (with or without seqlens_k and a paged cache); the CUDA-core one (f32, FA_CUDA_DECODE=cores)
+ * takes neither, so there the ordinary forward serves them, and with seqlens_k or a paged cache
+ * the plan has no launch and fa_cuda_split_takes names the window and the softcap (the host's
+ * UNSUPPORTED). */
+Test(cuda_plan, window_and_softcap_decoding)
 {
     fa_cuda_caps h200 = SM90;
     h200.sm_count = 132;
-    for (int v = 1; v < 4; v++)
-        for (int index = 0; index < 3; index++) {
-            fa_cuda_problem pb = {.dtype = FA_DTYPE_F16,
-                                  .batch = 4,
-                                  .seq_q = 1,
-                                  .seq_k = 4096,
-                                  .heads_q = 32,
-                                  .heads_kv = 8,
-                                  .head_dim = 128,
-                                  .aligned = true,
-                                  .seqlens_k = index == 1,
-                                  .paged = index == 2,
-                                  .window = v & 1,
-                                  .softcap = v & 2};
-            char why[192] = "";
-            cr_expect_not(fa_cuda_split_takes(&h200, &pb, why, sizeof why));
-            cr_expect(strstr(why, "sliding window") && strstr(why, "softcap"), "%s", why);
-            fa_cuda_plan plan;
-            fa_cuda_plan_forward(&h200, &pb, &plan);
-            if (index == 0) {
-                check_plan("decoding shape, window or softcap", &h200, &pb, &plan, false);
-                cr_expect_not(is_split(family_of(&plan.launches[0])));
-            } else {
-                cr_expect_eq(plan.count, 0);
+    for (int cores = 0; cores < 3; cores++)
+        for (int v = 1; v < 4; v++)
+            for (int index = 0; index < 3; index++) {
+                fa_cuda_caps caps = h200;
+                caps.decode_cores = cores == 1;
+                fa_cuda_problem pb = {.dtype = cores == 2 ? FA_DTYPE_F32 : FA_DTYPE_F16,
+                                      .batch = 4,
+                                      .seq_q = 1,
+                                      .seq_k = 4096,
+                                      .heads_q = 32,
+                                      .heads_kv = 8,
+                                      .head_dim = 128,
+                                      .aligned = true,
+                                      .seqlens_k = index == 1,
+                                      .paged = index == 2,
+                                      .window = v & 1,
+                                      .softcap = v & 2};
+                char why[192] = "";
+                const bool takes = fa_cuda_split_takes(&caps, &pb, why, sizeof why);
+                fa_cuda_plan plan;
+                fa_cuda_plan_forward(&caps, &pb, &plan);
+                if (cores == 0) {
+                    cr_expect(takes);
+                    check_plan("decoding, window or softcap", &caps, &pb, &plan, false);
+                    cr_expect_eq(family_of(&plan.launches[0]), FA_CUDA_FWD_SPLIT_MMA);
+                    continue;
+                }
+                cr_expect_not(takes);
+                cr_expect(strstr(why, "sliding window") && strstr(why, "softcap"), "%s", why);
+                if (index == 0) {
+                    check_plan("decoding shape, window or softcap", &caps, &pb, &plan, false);
+                    cr_expect_not(is_split(family_of(&plan.launches[0])));
+                } else {
+                    cr_expect_eq(plan.count, 0);
+                }
             }
-        }
 }
 
 Test(cuda_plan, empty_problems_need_no_workspace)

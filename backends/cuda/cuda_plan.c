@@ -86,6 +86,18 @@ static uint32_t split_dim(int64_t head_dim)
     return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
 }
 
+/* The tensor-core split-key forward's warps per block for head dim d: 4 (or FA_CUDA_DECODE_WARPS),
+ * fewer where the shared memory does not hold them (0: not even one fits). */
+static unsigned split_mma_warps(const fa_cuda_caps *caps, uint32_t d)
+{
+    unsigned w = caps->decode_warps > 0 && caps->decode_warps <= FA_DEC_MMA_MAX_WARPS
+                     ? (unsigned)caps->decode_warps
+                     : 4;
+    while (w > 0 && FA_DEC_MMA_SMEM(d, w) > (uint32_t)caps->smem_optin)
+        w--;
+    return w;
+}
+
 bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, char *why,
                          size_t why_size)
 {
@@ -95,8 +107,12 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
         why_size = 0; /* snprintf then only counts */
     if (caps->force_general)
         snprintf(why, why_size, "FA_CUDA_KERNELS=general turns it off");
-    else if (pb->window || pb->softcap)
-        snprintf(why, why_size, "it takes no sliding window and no softcap");
+    else if ((pb->window || pb->softcap) &&
+             (pb->dtype == FA_DTYPE_F32 || caps->decode_cores ||
+              split_mma_warps(caps, split_dim(pb->head_dim)) == 0))
+        snprintf(why, why_size,
+                 "its CUDA-core kernel (f32, FA_CUDA_DECODE=cores) takes no sliding window and no "
+                 "softcap");
     else if (!pb->aligned)
         snprintf(why, why_size,
                  "it needs q, k, v and o with rows (and pages) on 16-byte boundaries");
@@ -112,18 +128,6 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
     else
         return true;
     return false;
-}
-
-/* The tensor-core split-key forward's warps per block for head dim d: 4 (or FA_CUDA_DECODE_WARPS),
- * fewer where the shared memory does not hold them (0: not even one fits). */
-static unsigned split_mma_warps(const fa_cuda_caps *caps, uint32_t d)
-{
-    unsigned w = caps->decode_warps > 0 && caps->decode_warps <= FA_DEC_MMA_MAX_WARPS
-                     ? (unsigned)caps->decode_warps
-                     : 4;
-    while (w > 0 && FA_DEC_MMA_SMEM(d, w) > (uint32_t)caps->smem_optin)
-        w--;
-    return w;
 }
 
 /* Decoding (at most FA_DEC_MAX_ROWS query rows per KV head, 16-byte aligned rows): the

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "fa_decode.cuh"
+#include "fa_mask.cuh"
 #include "fa_mma.cuh"
 
 // 16-byte copy of which the first `bytes` (0 or 16: the caller's rows are whole chunks) come from
@@ -61,20 +62,24 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
     }
     fa_cp_async_commit();
 
-    // This chunk's keys of the sequence, cut at the last key any row sees (causal: each row's
-    // mask aligned on the sequence's own length); rows g and g + 8 are this lane's.
-    const int seq_k = fa_dec_keys(p, b);
-    const int k0 = split * p.split_keys;
+    // This chunk's keys of the sequence, from the first key any row sees to the last (the
+    // mask's bounds, fa_cuda_abi.h, are offsets from the capacity's seq_k - seq_q: shifted to the
+    // sequence's own length); rows g and g + 8 are this lane's, each with its bounds [first, last].
+    const int seq_k = fa_dec_keys(p, b), shift = seq_k - p.seq_k;
+    int k0 = split * p.split_keys;
     int k1 = min(seq_k, k0 + p.split_keys);
     const int g = lane >> 2, t2 = (lane & 3) * 2;
-    int last[2];
+    int first[2], last[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        const int pr = g + 8 * r;
-        last[r] = pr >= rows ? -1 : p.causal ? pr / p.group + seq_k - p.seq_q : 0x7fffffff;
+        const int pr = g + 8 * r, i = pr / p.group;
+        last[r] = pr >= rows ? -1 : p.causal ? i + shift + p.causal_offset : 0x7fffffff;
+        first[r] = p.has_left ? i + shift + p.left_offset : 0;
     }
     if (p.causal)
-        k1 = min(k1, (rows - 1) / p.group + seq_k - p.seq_q + 1);
+        k1 = min(k1, (rows - 1) / p.group + shift + p.causal_offset + 1);
+    if (p.has_left && k1 > k0 && shift + p.left_offset > k0) // no row sees the first steps
+        k0 += (min(shift + p.left_offset, k1) - k0) / KW * KW;
     const int nsteps = k1 > k0 + warp * KW ? (k1 - k0 - warp * KW + W * KW - 1) / (W * KW) : 0;
 
     // Copies of step s: chunk l % CH of rows l / CH + i RPI, so that each copy instruction reads
@@ -185,15 +190,18 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
             fa_mma16816<T>(sc[1], a, b10, b11);
         }
 
-        // Scores in log2 units, -inf where a row does not see the key (past the chunk, the
-        // sequence, the row's causal limit, or a padding row).
+        // Scores in log2 units (softcapped: cap tanh(scale q.k / cap)), -inf where a row does not
+        // see the key (past the chunk or the sequence, outside the row's window, a padding row).
 #pragma unroll
         for (int n = 0; n < 2; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int key = n0 + n * 8 + t2 + (e & 1);
-                const float x = sc[n][e] * c;
-                sc[n][e] = key < k1 && key <= last[e >> 1] ? x : -INFINITY;
+                const float x = p.softcap != 0.f
+                                    ? p.softcap_log2 * fa_softcap_tanh(sc[n][e], p.softcap_k)
+                                    : sc[n][e] * c;
+                const bool sees = key < k1 && key <= last[e >> 1] && key >= first[e >> 1];
+                sc[n][e] = sees ? x : -INFINITY;
             }
         float pr[2][4];
 #pragma unroll
