@@ -344,15 +344,15 @@ Test(cuda_plan, decoding_splits_the_keys_to_fill_the_device)
 {
     fa_cuda_caps h200 = SM90;
     h200.sm_count = 132;
-    /* one sequence, 8 KV heads: as many chunks as give each of 132 SMs a block of the tensor-core
-     * kernel (4 warps, 101 KiB), 256 keys or more each */
+    /* one sequence, 8 KV heads: as many chunks as give each of 132 SMs at most one block of the
+     * tensor-core kernel (4 warps, 101 KiB), 256 keys or more each */
     fa_cuda_plan plan = decode_plan(h200, 1, 1, 32768, 0);
     cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_MMA_F16_D128);
     cr_expect_eq(plan.launches[0].threads, 128);
     cr_expect_eq(plan.launches[0].smem, FA_DEC_MMA_SMEM(128, 4));
     cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_FWD_MERGE_F16);
-    cr_expect_eq(plan.splits, 17);
-    cr_expect_eq(plan.split_keys, 1984);
+    cr_expect_eq(plan.splits, 16);
+    cr_expect_eq(plan.split_keys, 2048);
     /* FA_CUDA_DECODE_WARPS=8 */
     fa_cuda_caps wide = h200;
     wide.decode_warps = 8;
@@ -367,7 +367,7 @@ Test(cuda_plan, decoding_splits_the_keys_to_fill_the_device)
     /* four queries of four heads: 16 packed rows, one block per KV head */
     plan = decode_plan(h200, 1, 4, 32768, 0);
     cr_expect_eq(plan.launches[0].grid[1], 8);
-    cr_expect_eq(plan.splits, 17);
+    cr_expect_eq(plan.splits, 16);
     /* FA_CUDA_DECODE=cores: the CUDA-core kernel, four blocks of 4 rows per KV head */
     fa_cuda_caps cores = h200;
     cores.decode_cores = true;
@@ -502,11 +502,11 @@ Test(cuda_plan, seqlens_and_paged_choices)
     check_split("seqlens", &pb, &plan);
     cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_MMA_F16_D128);
     cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_FWD_MERGE_F16);
-    cr_expect_eq(plan.splits, 5); /* 32 work items: 5 chunks of 832 keys */
+    cr_expect_eq(plan.splits, 4); /* 32 work items: 4 chunks of 1024 keys (128 blocks) */
     pb.paged = true;
     fa_cuda_plan_forward(&h200, &pb, &plan);
     check_split("seqlens, paged", &pb, &plan);
-    cr_expect_eq(plan.splits, 5);
+    cr_expect_eq(plan.splits, 4);
     /* asked for one chunk (also the host's plan when the workspace does not fit): still this
      * path, with no merge */
     pb.num_splits = 1;

@@ -107,9 +107,8 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
         why_size = 0; /* snprintf then only counts */
     if (caps->force_general)
         snprintf(why, why_size, "FA_CUDA_KERNELS=general turns it off");
-    else if ((pb->window || pb->softcap) &&
-             (pb->dtype == FA_DTYPE_F32 || caps->decode_cores ||
-              split_mma_warps(caps, split_dim(pb->head_dim)) == 0))
+    else if ((pb->window || pb->softcap) && (pb->dtype == FA_DTYPE_F32 || caps->decode_cores ||
+                                             split_mma_warps(caps, split_dim(pb->head_dim)) == 0))
         snprintf(why, why_size,
                  "its CUDA-core kernel (f32, FA_CUDA_DECODE=cores) takes no sliding window and no "
                  "softcap");
@@ -149,10 +148,12 @@ static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_c
     if (warps > 0) {
         /* One block holds all of a KV head's rows, and one such block an SM keeps enough loads
          * in flight (on the H200, B=1 Sk=32k: 16 chunks, one block an SM, 2,835 GB/s; 32 chunks,
-         * two, 2,683): the chunks aim at one block an SM. */
+         * two, 2,683): the chunks aim at one block an SM, rounded down so that no SM gets a
+         * second (17 chunks: 136 blocks on 132 SMs, 2,455) where the work items fit. */
         const unsigned smem = FA_DEC_MMA_SMEM(d, warps);
-        const fa_split sp =
-            fa_split_choose(pb->batch * pb->heads_kv, pb->seq_k, units, 1, pb->num_splits);
+        const int64_t items = pb->batch * pb->heads_kv;
+        const uint32_t whole = items > 0 && items <= units ? units / items * items : units;
+        const fa_split sp = fa_split_choose(items, pb->seq_k, whole, 1, pb->num_splits);
         plan->splits = sp.splits;
         plan->split_keys = (int)sp.keys_per_split;
         add(plan, find(FA_CUDA_FWD_SPLIT_MMA, pb->dtype, d, 0), (unsigned)sp.splits, pb->heads_kv,
