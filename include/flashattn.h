@@ -314,9 +314,11 @@ typedef struct fa_window {
  *   first seqlens_k[b] keys of K and V (whose seq dimension is the cache's capacity), and its
  *   causal mask aligns on that length (query i sees keys j <= i + seqlens_k[b] - Sq); a length
  *   of 0 gives O = 0 and LSE = -inf; a length outside [0, Sk] is ERROR_OUT_OF_BOUNDS, with
- *   nothing written (the call reads the lengths back, waiting for work queued before it). The
- *   CPU, Vulkan and OpenCL backends take it; CUDA returns ERROR_UNSUPPORTED for now, as does
- *   the backward on every backend;
+ *   nothing written (the call reads the lengths back, waiting for work queued before it; on
+ *   CUDA, whose kernels clamp every length, the next fa_context_synchronize returns it instead,
+ *   and that call's outputs are undefined, except with k_new). The CPU, Vulkan and OpenCL
+ *   backends take it, CUDA on its decoding path (other calls: ERROR_UNSUPPORTED); the backward
+ *   on no backend;
  *   block_table NULL: K and V are (B, Sk, Hkv, D). Else a paged KV cache (forward only; the
  *   vLLM / FlashAttention convention): K and V are pages, (num_pages, page_size, Hkv, D) (their
  *   batch dimension counts pages, their seq dimension is the page size), and block_table an
@@ -325,8 +327,9 @@ typedef struct fa_window {
  *   page_size; with seqlens_k, entry b reads only the pages its seqlens_k[b] keys cover, and the
  *   other entries of its row may hold anything. Every entry a call reads must be in
  *   [0, num_pages), else ERROR_OUT_OF_BOUNDS with nothing written (the call reads the table
- *   back, waiting for work queued before it). The CPU backend takes it, and Vulkan and OpenCL
- *   on their decoding paths (README); elsewhere ERROR_UNSUPPORTED;
+ *   back, waiting for work queued before it; CUDA: as for seqlens_k, at the next
+ *   fa_context_synchronize). The CPU backend takes it, and CUDA, Vulkan and OpenCL on their
+ *   decoding paths (README); elsewhere ERROR_UNSUPPORTED;
  *   k_new, v_new NULL: K and V are only read. Else both (one without the other is
  *   ERROR_NULL_POINTER) append this step's rows to the KV cache before attending, as
  *   FlashAttention's kv-cache call does (forward only; they need seqlens_k, else

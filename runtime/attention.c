@@ -175,7 +175,8 @@ static fa_status dispatch(fa_context *ctx, fa_attention_call *call, bool backwar
     int32_t *lens = NULL, *table = NULL;
     fa_append_plan plan = {0};
     const bool attend = !empty(call, backward);
-    if (call->has_seqlens_k || call->has_block_table)
+    if ((call->has_seqlens_k || call->has_block_table) &&
+        (call->has_append || !be->index_check_on_device))
         st = check_indices(ctx, call, &lens, &table);
     if (st == FA_OK && call->has_varlen)
         st = check_varlen(ctx, call);

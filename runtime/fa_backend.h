@@ -184,6 +184,11 @@ typedef struct fa_backend_iface {
     /* The forward takes a paged K/V cache (fa_attention_call.block_table); check_call may still
      * refuse particular calls. */
     bool paged_kv;
+    /* The kernels that read seqlens_k and block_table clamp every value and report one out of
+     * range at the next synchronize (FA_ERROR_OUT_OF_BOUNDS), so the runtime does not read them
+     * back before each call (which waits for the device); it still does for an append, whose
+     * rows it places from the host. */
+    bool index_check_on_device;
     /* The forward and backward take a sliding window (fa_attention_call.window) and logit
      * softcapping (fa_attention_call.softcap); the runtime refuses such calls on a backend that
      * does not say so, and check_call may still refuse particular ones. */

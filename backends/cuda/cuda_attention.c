@@ -258,6 +258,8 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
     }
     p.splits = plan.splits;
     p.split_keys = plan.split_keys;
+    p.index_error = st->index_error;
+    st->index_pending |= call->has_seqlens_k || call->has_block_table;
     if (plan.splits > 1) {
         p.part_o = st->workspace;
         p.part_lse = st->workspace + plan.part_lse_offset;

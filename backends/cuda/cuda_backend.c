@@ -229,6 +229,8 @@ static void release_state(fa_cuda_state *st)
             cu->cuStreamSynchronize(st->stream);
         if (st->workspace)
             cu->cuMemFree(st->workspace);
+        if (st->index_error)
+            cu->cuMemFree(st->index_error);
         if (st->module)
             cu->cuModuleUnload(st->module);
         if (st->module_sm90)
@@ -240,6 +242,19 @@ static void release_state(fa_cuda_state *st)
         cu->cuDevicePrimaryCtxRelease(st->device);
     }
     free(st);
+}
+
+/* The int the split-key forward marks index values out of range in (fa_cuda_params.index_error),
+ * zeroed on the context's stream. */
+static fa_status alloc_index_error(fa_context *ctx, fa_cuda_state *st)
+{
+    CUresult r = st->cu->cuMemAlloc(&st->index_error, sizeof(int));
+    if (r != CUDA_SUCCESS) {
+        st->index_error = 0;
+        return fa_cuda_fail(ctx, r, "cuMemAlloc of the index error flag");
+    }
+    r = st->cu->cuMemsetD32Async(st->index_error, 0, 1, st->stream);
+    return r == CUDA_SUCCESS ? FA_OK : fa_cuda_fail(ctx, r, "cuMemsetD32Async");
 }
 
 static fa_status cuda_context_init(fa_context *ctx, int index)
@@ -300,6 +315,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     } else {
         status = load_kernels(ctx, st);
     }
+    if (status == FA_OK)
+        status = alloc_index_error(ctx, st);
     fa_cuda_leave(ctx);
     if (status != FA_OK)
         goto fail;
@@ -457,6 +474,8 @@ static fa_status cuda_copy_regions(fa_context *ctx, void *src, void *dst,
     return r == CUDA_SUCCESS ? FA_OK : fa_cuda_fail(ctx, r, "cuMemcpyDtoDAsync");
 }
 
+/* Waits for the stream; then, where a call since the last one read seqlens_k or a block table,
+ * reads the index error flag back and, when a kernel set it, clears it and reports it. */
 static fa_status cuda_synchronize(fa_context *ctx)
 {
     fa_cuda_state *st = ctx->backend_state;
@@ -464,8 +483,25 @@ static fa_status cuda_synchronize(fa_context *ctx)
     if (status != FA_OK)
         return status;
     CUresult r = st->cu->cuStreamSynchronize(st->stream);
+    int flag = 0;
+    if (r == CUDA_SUCCESS && st->index_pending) {
+        r = st->cu->cuMemcpyDtoHAsync(&flag, st->index_error, sizeof flag, st->stream);
+        if (r == CUDA_SUCCESS && flag)
+            r = st->cu->cuMemsetD32Async(st->index_error, 0, 1, st->stream);
+        if (r == CUDA_SUCCESS)
+            r = st->cu->cuStreamSynchronize(st->stream);
+        st->index_pending = r != CUDA_SUCCESS;
+    }
     fa_cuda_leave(ctx);
-    return r == CUDA_SUCCESS ? FA_OK : fa_cuda_fail(ctx, r, "cuStreamSynchronize");
+    if (r != CUDA_SUCCESS)
+        return fa_cuda_fail(ctx, r, "cuStreamSynchronize");
+    if (flag)
+        return fa_fail(ctx, FA_ERROR_OUT_OF_BOUNDS,
+                       "cuda: a call since the last synchronisation had a seqlens_k value outside "
+                       "[0, seq_k] or a block_table entry outside [0, num_pages) (the kernels "
+                       "clamped it and read no memory outside K and V; that call's outputs are "
+                       "undefined)");
+    return FA_OK;
 }
 
 const fa_backend_iface fa_cuda_backend_iface = {
@@ -476,6 +512,7 @@ const fa_backend_iface fa_cuda_backend_iface = {
     .seqlens_k = true,
     .unwrap_without_wait = true, /* a wrapped buffer's record holds only the address */
     .paged_kv = true,
+    .index_check_on_device = true, /* fa_decode*.cuh mark; cuda_synchronize reports */
     .window = true,  /* every kernel but the split-key forward's (cuda_plan.c routes them) */
     .softcap = true, /* likewise */
     .probe = cuda_probe,

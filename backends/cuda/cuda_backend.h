@@ -31,6 +31,10 @@ typedef struct fa_cuda_state {
     fa_cuda_caps caps;
     CUdeviceptr workspace; /* f32 scratch of the backward (Delta, dQ sums), grown on demand */
     size_t workspace_bytes;
+    /* fa_cuda_params.index_error's int; index_pending: a call since the last synchronize read
+     * seqlens_k or a block table, so that synchronize reads the int back */
+    CUdeviceptr index_error;
+    bool index_pending;
 } fa_cuda_state;
 
 /* Makes the context's primary context current on this thread (push) / restores (pop). */

@@ -46,6 +46,10 @@ typedef struct fa_cuda_params {
     fa_cuda_tensor seqlens_k, block_table;
     int has_seqlens_k;
     int page_size, num_pages; /* num_pages: at most INT_MAX, as many as int32 entries reach */
+    /* Device address of an int the split-key forward sets to 1 where it meets a seqlens_k value
+     * outside [0, seq_k] or a block_table entry outside [0, num_pages) (it clamps them and reads
+     * on): the host reports it at the next synchronize (0: none kept). */
+    unsigned long long index_error;
 } fa_cuda_params;
 
 /* Tiles of the tensor-core forward (shaders/cuda/fa_forward_mma.cuh), one kernel per head dim

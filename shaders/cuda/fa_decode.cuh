@@ -79,22 +79,35 @@ __device__ __forceinline__ float fa_warp_sum(float x)
     return x;
 }
 
+// Marks a seqlens_k value or block-table entry out of range for the host's next synchronize.
+__device__ __forceinline__ void fa_dec_index_error(const fa_cuda_params &p)
+{
+    if (p.index_error)
+        *(volatile int *)p.index_error = 1;
+}
+
 // Batch entry b's keys: seqlens_k[b] where the call has lengths, clamped into [0, seq_k] (the
-// host checked them; the clamp keeps a value changed since inside the cache), else seq_k.
+// runtime does not read them back first: a value out of range is marked, and no read leaves the
+// cache), else seq_k.
 __device__ __forceinline__ int fa_dec_keys(const fa_cuda_params &p, int b)
 {
     if (!p.has_seqlens_k)
         return p.seq_k;
     const int n = __ldg((const int *)p.seqlens_k.ptr + (long long)b * p.seqlens_k.stride_b);
+    if (n < 0 || n > p.seq_k)
+        fa_dec_index_error(p);
     return min(max(n, 0), p.seq_k);
 }
 
-// The block-table entry of key n of batch entry b (a paged cache), as stored: the caller clamps
-// it into [0, num_pages), so that no value reads outside K and V.
+// The block-table entry of key n of batch entry b (a paged cache), as stored, one out of range
+// marked: the caller clamps it into [0, num_pages), so that no value reads outside K and V.
 __device__ __forceinline__ int fa_dec_entry(const fa_cuda_params &p, int b, int n)
 {
-    return __ldg((const int *)p.block_table.ptr + (long long)b * p.block_table.stride_b +
-                 (long long)(n / p.page_size) * p.block_table.stride_s);
+    const int e = __ldg((const int *)p.block_table.ptr + (long long)b * p.block_table.stride_b +
+                        (long long)(n / p.page_size) * p.block_table.stride_s);
+    if (e < 0 || e >= p.num_pages)
+        fa_dec_index_error(p);
+    return e;
 }
 
 // The split kernel's shared memory, declared once by fa_decode_split for both of its bodies.
