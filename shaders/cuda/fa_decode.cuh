@@ -110,6 +110,28 @@ __device__ __forceinline__ int fa_dec_entry(const fa_cuda_params &p, int b, int 
     return e;
 }
 
+// Element d of output row (b, query i, head h) from chunk `split`'s weighted sum `acc` of V, its
+// sum of weights `sum` and their maximum mx (log2 units): with one chunk O and the LSE, else the
+// chunk's normalised O and LSE (f32) for fa_decode_merge. A chunk past the sequence's end (or
+// its mask) saw no key (sum = 0): O = 0 and LSE = -inf, which the merge weighs 0.
+template <typename T>
+__device__ __forceinline__ void fa_dec_store(const fa_cuda_params &p, int split, int b, int i,
+                                             int h, int d, float mx, float sum, float acc)
+{
+    const float out = sum != 0.f ? acc / sum : 0.f;
+    const float lse = sum != 0.f ? (mx + log2f(sum)) * FA_LN2 : -INFINITY;
+    if (p.splits == 1) {
+        ((T *)p.o.ptr)[fa_at(p.o, b, i, h) + d] = fa_from_float<T>(out);
+        if (d == 0 && p.has_lse)
+            ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = lse;
+    } else {
+        const long long row = (((long long)split * p.batch + b) * p.heads_q + h) * p.seq_q + i;
+        ((float *)p.part_o)[row * p.head_dim + d] = out;
+        if (d == 0)
+            ((float *)p.part_lse)[row] = lse;
+    }
+}
+
 // The split kernel's shared memory, declared once by fa_decode_split for both of its bodies.
 template <int DMAX> struct fa_dec_smem {
     float q[FA_DEC_ROWS][DMAX];               // Q * scale * log2(e)
@@ -324,21 +346,7 @@ __device__ __forceinline__ void fa_decode_split_keys(const fa_cuda_params &p,
             sum += f * sm.l[w][r];
             acc += f * sm.o[w][r][d];
         }
-        // a chunk past the sequence's end (or its mask) saw no key: O = 0 and LSE = -inf, which
-        // the merge weighs 0
-        const float out = sum != 0.f ? acc / sum : 0.f;
-        const float lse = sum != 0.f ? (mx + log2f(sum)) * FA_LN2 : -INFINITY;
-        const int i = pr / p.group, h = hk * p.group + pr % p.group;
-        if (p.splits == 1) {
-            ((T *)p.o.ptr)[fa_at(p.o, b, i, h) + d] = fa_from_float<T>(out);
-            if (d == 0 && p.has_lse)
-                ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = lse;
-        } else {
-            const long long row = (((long long)split * p.batch + b) * p.heads_q + h) * p.seq_q + i;
-            ((float *)p.part_o)[row * D + d] = out;
-            if (d == 0)
-                ((float *)p.part_lse)[row] = lse;
-        }
+        fa_dec_store<T>(p, split, b, pr / p.group, hk * p.group + pr % p.group, d, mx, sum, acc);
     }
 }
 

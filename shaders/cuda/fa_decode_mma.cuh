@@ -279,7 +279,7 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
     }
     __syncthreads();
 
-    // Merge the warps, as fa_decode_split does.
+    // Merge the warps, as fa_decode_split does, and store the block's rows.
     for (int x = threadIdx.x; x < rows * D; x += blockDim.x) {
         const int r = x / D, d = x % D;
         if (d >= p.head_dim)
@@ -296,18 +296,6 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
             sum += f * sm_l[w * 16 + r];
             acc += f * ow[r * D + d];
         }
-        const float out = sum != 0.f ? acc / sum : 0.f;
-        const float lse = sum != 0.f ? (mx + log2f(sum)) * FA_LN2 : -INFINITY;
-        const int i = r / p.group, h = hk * p.group + r % p.group;
-        if (p.splits == 1) {
-            ((T *)p.o.ptr)[fa_at(p.o, b, i, h) + d] = fa_from_float<T>(out);
-            if (d == 0 && p.has_lse)
-                ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = lse;
-        } else {
-            const long long row = (((long long)split * p.batch + b) * p.heads_q + h) * p.seq_q + i;
-            ((float *)p.part_o)[row * p.head_dim + d] = out;
-            if (d == 0)
-                ((float *)p.part_lse)[row] = lse;
-        }
+        fa_dec_store<T>(p, split, b, r / p.group, hk * p.group + r % p.group, d, mx, sum, acc);
     }
 }
