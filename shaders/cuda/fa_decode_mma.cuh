@@ -12,11 +12,11 @@
 // warp takes every W-th step of 16 keys of the chunk through a ring of its own of
 // FA_DEC_MMA_STAGES (K, V) tiles in shared memory filled by cp.async (no block barrier in the
 // loop: the warps run free), each copy instruction reading whole K or V rows; for a paged
-// cache lane l finds the place of key row l % 16 (its table entry loaded a step ahead). S = Q K^T
-// and O += P V as in the forward (fa_forward_mma.cuh); the online softmax is the warp's own; the
-// warps' partial results are merged through shared memory at the end, as in fa_decode_split, which
-// also gives the chunk's output convention (O and LSE, or normalised f32 O and LSE for
-// fa_decode_merge).
+// cache lane l finds the place of key row l % 16 (its table entries loaded 3 steps ahead).
+// S = Q K^T and O += P V as in the forward (fa_forward_mma.cuh); the online softmax is the warp's
+// own; the warps' partial results are merged through shared memory at the end, as in
+// fa_decode_split, which also gives the chunk's output convention (O and LSE, or normalised f32 O
+// and LSE for fa_decode_merge).
 #pragma once
 
 #include <type_traits>
@@ -100,9 +100,15 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
     kb += lch * 8;
     vb += lch * 8;
     const bool has_ch = lch * 8 < p.head_dim;
-    int entry = 0; // paged: the table entry of key row l % 16 of the next step issued
-    if (paged && nsteps > 0 && k0 + warp * KW + (lane & 15) < k1)
-        entry = fa_dec_entry(p, b, k0 + warp * KW + (lane & 15));
+    // paged: the table entries of key row l % 16 of the next NST steps to issue, requested NST
+    // steps ahead (one step ahead left a table read's latency in front of each block's first
+    // copies, and of every copy where a step is short)
+    int entry[NST];
+#pragma unroll
+    for (int j = 0; j < NST; j++) {
+        const int key = k0 + (warp + j * W) * KW + (lane & 15);
+        entry[j] = paged && j < nsteps && key < k1 ? fa_dec_entry(p, b, key) : 0;
+    }
     auto issue = [&](int s) {
         if (s < nsteps) {
             const int n0 = k0 + (warp + s * W) * KW;
@@ -110,13 +116,16 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
             if (paged) {
                 const int key = n0 + (lane & 15);
                 if (key < k1) {
-                    const long long page = min(max(entry, 0), p.num_pages - 1);
+                    const long long page = min(max(entry[0], 0), p.num_pages - 1);
                     const long long row = key % p.page_size;
                     ko = page * p.k.stride_b + row * p.k.stride_s;
                     vo = page * p.v.stride_b + row * p.v.stride_s;
                 }
-                if (s + 1 < nsteps && key + W * KW < k1)
-                    entry = fa_dec_entry(p, b, key + W * KW);
+#pragma unroll
+                for (int j = 0; j + 1 < NST; j++)
+                    entry[j] = entry[j + 1];
+                const int ahead = key + NST * W * KW;
+                entry[NST - 1] = s + NST < nsteps && ahead < k1 ? fa_dec_entry(p, b, ahead) : 0;
             }
             const unsigned st = ring + (s % NST) * 2 * TILE;
 #pragma unroll

@@ -53,24 +53,10 @@ __device__ __forceinline__ int fa_query_end(const fa_cuda_params &p, int j)
 // 1 - 2 / (1 + 2^(k x)): ex2.approx (2^-22 relative) and rcp.approx keep its absolute error near
 // 2^-21, where tanh.approx.f32's 2^-11 relative error, times the cap, would show against the
 // float64 reference; it saturates cleanly to -1 or 1 as 2^(k x) reaches 0 or inf (no NaN).
-// FA_SOFTCAP_RCP_FMA=1 (kernel development): the reciprocal on the FMA pipe instead (a
-// bit-pattern estimate, about 12 % off, and three Newton steps: 2^-22 relative for 1 <= y <=
-// 2^100), which leaves the special-function unit two operations per score instead of three.
-#ifndef FA_SOFTCAP_RCP_FMA
-#define FA_SOFTCAP_RCP_FMA 0
-#endif
 __device__ __forceinline__ float fa_softcap_tanh(float x, float k)
 {
     float r;
-    if (FA_SOFTCAP_RCP_FMA) {
-        const float y = fminf(1.f + fa_exp2(x * k), 0x1p100f); // y = inf would break the estimate
-        r = __int_as_float(0x7ef311c7 - __float_as_int(y));
-#pragma unroll
-        for (int i = 0; i < 3; i++)
-            r *= fmaf(-y, r, 2.f);
-    } else {
-        asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + fa_exp2(x * k)));
-    }
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + fa_exp2(x * k)));
     return fmaf(-2.f, r, 1.f);
 }
 
