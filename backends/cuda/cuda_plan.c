@@ -107,12 +107,13 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
         why_size = 0; /* snprintf then only counts */
     if (caps->force_general)
         snprintf(why, why_size, "FA_CUDA_KERNELS=general turns it off");
-    else if ((pb->window || pb->softcap) &&
-             (pb->dtype == FA_DTYPE_F32 || caps->decode_cores ||
-              split_mma_warps(caps, split_dim(pb->head_dim)) == 0))
+    else if ((pb->window || pb->softcap) && (pb->dtype == FA_DTYPE_F32 || caps->decode_cores ||
+                                             split_mma_warps(caps, split_dim(pb->head_dim)) == 0))
         snprintf(why, why_size,
                  "its CUDA-core kernel (f32, FA_CUDA_DECODE=cores) takes no sliding window and no "
                  "softcap");
+    else if (pb->alibi)
+        snprintf(why, why_size, "it takes no ALiBi");
     else if (!pb->aligned)
         snprintf(why, why_size,
                  "it needs q, k, v and o with rows (and pages) on 16-byte boundaries");
@@ -197,7 +198,8 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
     const unsigned bq = wide ? FA_FWD_MMA_BQ_D256_WIDE : FA_FWD_MMA_BQ_D(d);
     const unsigned smem = FA_FWD_MMA_SMEM(d, bq); /* Q, K and V x2 */
     const bool fast = !caps->force_general && pb->dtype != FA_DTYPE_F32 && pb->head_dim <= 256 &&
-                      (int)smem <= caps->smem_optin && pb->aligned;
+                      (int)smem <= caps->smem_optin && pb->aligned &&
+                      !pb->alibi; /* the tensor-core kernels take no ALiBi yet */
     /* compute capability 9.0: the wgmma forward at head dims 33-128, 65-96 padded to 128 (more
      * TF/s than the mma.sync kernel for 96 even with a quarter of its products on zeros) */
     const uint32_t wg_d = d > 64 ? 128 : 64;
@@ -227,7 +229,8 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     /* v4: head dims 32, 64, 96 and 128 (256 below) */
     const uint32_t d4 = mma_dim(pb->head_dim) < 128 ? mma_dim(pb->head_dim) : 128;
     unsigned v4_smem = FA_BWD4_SMEM(d4);
-    const bool mma_ok = !caps->force_general && dt != FA_DTYPE_F32 && pb->aligned;
+    const bool mma_ok = !caps->force_general && dt != FA_DTYPE_F32 && pb->aligned &&
+                        !pb->alibi; /* the tensor-core kernels take no ALiBi yet */
     const bool fast =
         mma_ok && pb->head_dim <= 128 && (int)dkdv_smem <= optin && (int)dq_smem <= optin;
     /* dQ by atomics from the dK/dV kernel (v4); else (deterministic, or v4 does not fit) the
