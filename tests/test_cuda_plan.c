@@ -68,11 +68,12 @@ static bool takes_variants(fa_cuda_family f)
     return f != FA_CUDA_FWD_SPLIT;
 }
 
-/* The families that take ALiBi (fa_cuda_abi.h's has_alibi): the general kernels, so far. */
+/* The families that take ALiBi (fa_cuda_abi.h's has_alibi): all but the split-key forwards and,
+ * so far, the wgmma kernels. */
 static bool takes_alibi(fa_cuda_family f)
 {
-    return f == FA_CUDA_FWD_GEN || f == FA_CUDA_BWD_DKDV_GEN || f == FA_CUDA_BWD_DQ_GEN ||
-           f == FA_CUDA_BWD_DELTA || f == FA_CUDA_BWD_DQ_CONVERT;
+    return f != FA_CUDA_FWD_SPLIT && f != FA_CUDA_FWD_SPLIT_MMA && f != FA_CUDA_FWD_WGMMA &&
+           f != FA_CUDA_BWD_WGMMA;
 }
 
 static bool is_sm90a(fa_cuda_kernel k)
@@ -764,8 +765,8 @@ Test(cuda_plan, window_and_softcap_decoding)
             }
 }
 
-/* ALiBi, alone or with a window and a softcap: the plan of the same call on the general kernels
- * (FA_CUDA_KERNELS=general), the only ones that take it so far. */
+/* ALiBi, alone or with a window and a softcap: the plan of the same call without it where the
+ * sm_90a (wgmma) kernels are off, which take no ALiBi yet. */
 Test(cuda_plan, alibi_choices)
 {
     const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
@@ -778,7 +779,7 @@ Test(cuda_plan, alibi_choices)
                 for (int flags = 0; flags < 16; flags++) {
                     const fa_cuda_caps caps = archs[a];
                     fa_cuda_caps expected = caps;
-                    expected.force_general = true;
+                    expected.wgmma_fwd = expected.wgmma_bwd = false;
                     fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
                     pb.aligned = !(flags & 2);
                     pb.window = flags & 4;

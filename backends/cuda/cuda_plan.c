@@ -198,13 +198,13 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
     const unsigned bq = wide ? FA_FWD_MMA_BQ_D256_WIDE : FA_FWD_MMA_BQ_D(d);
     const unsigned smem = FA_FWD_MMA_SMEM(d, bq); /* Q, K and V x2 */
     const bool fast = !caps->force_general && pb->dtype != FA_DTYPE_F32 && pb->head_dim <= 256 &&
-                      (int)smem <= caps->smem_optin && pb->aligned &&
-                      !pb->alibi; /* the tensor-core kernels take no ALiBi yet */
+                      (int)smem <= caps->smem_optin && pb->aligned;
     /* compute capability 9.0: the wgmma forward at head dims 33-128, 65-96 padded to 128 (more
      * TF/s than the mma.sync kernel for 96 even with a quarter of its products on zeros) */
     const uint32_t wg_d = d > 64 ? 128 : 64;
     const unsigned wg_smem = wg_d == 128 ? FA_FWD_WGMMA_SMEM(128) : FA_FWD_WGMMA_SMEM(64);
-    if (fast && caps->wgmma_fwd && d >= 64 && d <= 128 && (int)wg_smem <= caps->smem_optin)
+    if (fast && caps->wgmma_fwd && d >= 64 && d <= 128 && (int)wg_smem <= caps->smem_optin &&
+        !pb->alibi) /* the wgmma kernels take no ALiBi yet */
         add(plan, find(FA_CUDA_FWD_WGMMA, pb->dtype, wg_d, 0), blocks(pb->seq_q, FA_FWD_WGMMA_BQ),
             pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS, wg_smem,
             "launching the Hopper (wgmma) forward");
@@ -229,8 +229,7 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     /* v4: head dims 32, 64, 96 and 128 (256 below) */
     const uint32_t d4 = mma_dim(pb->head_dim) < 128 ? mma_dim(pb->head_dim) : 128;
     unsigned v4_smem = FA_BWD4_SMEM(d4);
-    const bool mma_ok = !caps->force_general && dt != FA_DTYPE_F32 && pb->aligned &&
-                        !pb->alibi; /* the tensor-core kernels take no ALiBi yet */
+    const bool mma_ok = !caps->force_general && dt != FA_DTYPE_F32 && pb->aligned;
     const bool fast =
         mma_ok && pb->head_dim <= 128 && (int)dkdv_smem <= optin && (int)dq_smem <= optin;
     /* dQ by atomics from the dK/dV kernel (v4); else (deterministic, or v4 does not fit) the
@@ -256,7 +255,8 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
      * to 64 or 128 (more TF/s than v4's own kernels for 32 and 96) */
     const uint32_t wg_d = d4 > 64 ? 128 : 64;
     const unsigned wg_smem = wg_d == 128 ? FA_BWD_WGMMA_SMEM(128) : FA_BWD_WGMMA_SMEM(64);
-    const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin;
+    const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin &&
+                        !pb->alibi; /* the wgmma kernel takes no ALiBi yet */
 
     /* workspace: Delta (rows floats), then with atomic_dq the (B, Hq, Sq, head_dim) f32 dQ sums */
     const size_t rows = (size_t)pb->batch * (size_t)pb->heads_q * (size_t)pb->seq_q;

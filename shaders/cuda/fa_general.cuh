@@ -99,7 +99,7 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
                 acc = p.softcap_log2 * fa_softcap_tanh(acc, cap_k);
             const int kj = k0 + j;
             if (p.has_alibi)
-                acc = fa_alibi(acc, slope, diag - kj);
+                acc = fa_alibi(acc, slope, (float)(diag - kj));
             sc[j] = (kj >= lo && kj <= hi) ? acc : -INFINITY;
             mx = fmaxf(mx, sc[j]);
         }
@@ -211,11 +211,11 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
                 const float t = fa_softcap_tanh(sd, cap_k);
                 float sc = p.softcap_log2 * t;
                 if (p.has_alibi)
-                    sc = fa_alibi(sc, slope, diag - kj);
+                    sc = fa_alibi(sc, slope, (float)(diag - kj));
                 ds = (seen ? fa_exp2(sc - lse2) : 0.f) * (dp - delta) * (1.f - t * t);
             } else {
                 if (p.has_alibi)
-                    sd = fa_alibi(sd, slope, diag - kj);
+                    sd = fa_alibi(sd, slope, (float)(diag - kj));
                 ds = (seen ? fa_exp2(sd - lse2) : 0.f) * (dp - delta);
             }
 #pragma unroll
@@ -300,12 +300,12 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
                     const float t = fa_softcap_tanh(sd, cap_k);
                     float sc = p.softcap_log2 * t;
                     if (p.has_alibi)
-                        sc = fa_alibi(sc, slope, d0 + jj);
+                        sc = fa_alibi(sc, slope, (float)(d0 + jj));
                     pj = valid ? fa_exp2(sc - lse2) : 0.f;
                     ds = pj * (dp - sD[jj]) * (1.f - t * t);
                 } else {
                     if (p.has_alibi)
-                        sd = fa_alibi(sd, slope, d0 + jj);
+                        sd = fa_alibi(sd, slope, (float)(d0 + jj));
                     pj = valid ? fa_exp2(sd - lse2) : 0.f;
                     ds = pj * (dp - sD[jj]);
                 }

@@ -70,10 +70,11 @@ __device__ __forceinline__ float fa_alibi_slope(const fa_cuda_params &p, int b, 
 }
 
 // The log2-unit score s with ALiBi's term for the distance d = i + off - j of query i from key j
-// (off = seq_k - seq_q: fa_cuda_abi.h), given slope = fa_alibi_slope.
-__device__ __forceinline__ float fa_alibi(float s, float slope, int d)
+// (off = seq_k - seq_q: fa_cuda_abi.h), given slope = fa_alibi_slope. d as a float (exact below
+// 2^24), so that a tiled kernel converts one distance per row and subtracts each key's column.
+__device__ __forceinline__ float fa_alibi(float s, float slope, float d)
 {
-    return fmaf(slope, (float)abs(d), s);
+    return fmaf(slope, fabsf(d), s);
 }
 
 // The first query that sees key j (0 when not causal).
