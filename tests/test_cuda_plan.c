@@ -68,12 +68,11 @@ static bool takes_variants(fa_cuda_family f)
     return f != FA_CUDA_FWD_SPLIT;
 }
 
-/* The families that take ALiBi (fa_cuda_abi.h's has_alibi): all but the split-key forwards and,
- * so far, the wgmma kernels. */
+/* The families that take ALiBi (fa_cuda_abi.h's has_alibi): all but the split-key forwards, so
+ * far. */
 static bool takes_alibi(fa_cuda_family f)
 {
-    return f != FA_CUDA_FWD_SPLIT && f != FA_CUDA_FWD_SPLIT_MMA && f != FA_CUDA_FWD_WGMMA &&
-           f != FA_CUDA_BWD_WGMMA;
+    return f != FA_CUDA_FWD_SPLIT && f != FA_CUDA_FWD_SPLIT_MMA;
 }
 
 static bool is_sm90a(fa_cuda_kernel k)
@@ -765,8 +764,8 @@ Test(cuda_plan, window_and_softcap_decoding)
             }
 }
 
-/* ALiBi, alone or with a window and a softcap: the plan of the same call without it where the
- * sm_90a (wgmma) kernels are off, which take no ALiBi yet. */
+/* ALiBi, alone or with a window and a softcap: the plan of the same call without it (every kernel
+ * but the split-key forwards takes it), with or without the sm_90a (wgmma) kernels. */
 Test(cuda_plan, alibi_choices)
 {
     const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
@@ -776,10 +775,10 @@ Test(cuda_plan, alibi_choices)
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         for (size_t t = 0; t < 3; t++)
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
-                for (int flags = 0; flags < 16; flags++) {
-                    const fa_cuda_caps caps = archs[a];
-                    fa_cuda_caps expected = caps;
-                    expected.wgmma_fwd = expected.wgmma_bwd = false;
+                for (int flags = 0; flags < 32; flags++) {
+                    fa_cuda_caps caps = archs[a];
+                    caps.wgmma_fwd = caps.wgmma_bwd = !(flags & 16) && archs[a].wgmma_fwd;
+                    const fa_cuda_caps expected = caps;
                     fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
                     pb.aligned = !(flags & 2);
                     pb.window = flags & 4;
@@ -804,6 +803,25 @@ Test(cuda_plan, alibi_choices)
                     plans += 2;
                 }
     cr_expect_gt(plans, 1000);
+    fa_cuda_plan plan;
+    fa_cuda_problem pb = problem(FA_DTYPE_F16, 128, false);
+    pb.alibi = true;
+    const fa_cuda_caps sm90 = SM90;
+    fa_cuda_plan_forward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_WGMMA_F16_D128);
+    fa_cuda_plan_backward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_WGMMA_F16_D128);
+    pb.deterministic = true;
+    fa_cuda_plan_backward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_DKDV_MMA_F16_D128);
+    cr_expect_eq(plan.launches[2].kernel, FA_CUDA_K_BWD_DQ_MMA_F16_D128);
+    const fa_cuda_caps sm80 = SM80;
+    pb = problem(FA_DTYPE_BF16, 64, false);
+    pb.alibi = true;
+    fa_cuda_plan_forward(&sm80, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_MMA_BF16_D64);
+    fa_cuda_plan_backward(&sm80, &pb, &plan);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_V4_Q128_BF16_D64);
 }
 
 /* Decoding shapes with ALiBi never reach the split-key forward: without seqlens_k or a paged

@@ -203,8 +203,7 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
      * TF/s than the mma.sync kernel for 96 even with a quarter of its products on zeros) */
     const uint32_t wg_d = d > 64 ? 128 : 64;
     const unsigned wg_smem = wg_d == 128 ? FA_FWD_WGMMA_SMEM(128) : FA_FWD_WGMMA_SMEM(64);
-    if (fast && caps->wgmma_fwd && d >= 64 && d <= 128 && (int)wg_smem <= caps->smem_optin &&
-        !pb->alibi) /* the wgmma kernels take no ALiBi yet */
+    if (fast && caps->wgmma_fwd && d >= 64 && d <= 128 && (int)wg_smem <= caps->smem_optin)
         add(plan, find(FA_CUDA_FWD_WGMMA, pb->dtype, wg_d, 0), blocks(pb->seq_q, FA_FWD_WGMMA_BQ),
             pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS, wg_smem,
             "launching the Hopper (wgmma) forward");
@@ -255,8 +254,7 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
      * to 64 or 128 (more TF/s than v4's own kernels for 32 and 96) */
     const uint32_t wg_d = d4 > 64 ? 128 : 64;
     const unsigned wg_smem = wg_d == 128 ? FA_BWD_WGMMA_SMEM(128) : FA_BWD_WGMMA_SMEM(64);
-    const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin &&
-                        !pb->alibi; /* the wgmma kernel takes no ALiBi yet */
+    const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin;
 
     /* workspace: Delta (rows floats), then with atomic_dq the (B, Hq, Sq, head_dim) f32 dQ sums */
     const size_t rows = (size_t)pb->batch * (size_t)pb->heads_q * (size_t)pb->seq_q;
