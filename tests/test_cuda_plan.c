@@ -68,11 +68,11 @@ static bool takes_variants(fa_cuda_family f)
     return f != FA_CUDA_FWD_SPLIT;
 }
 
-/* The families that take ALiBi (fa_cuda_abi.h's has_alibi): all but the split-key forwards, so
- * far. */
+/* The families that take ALiBi (fa_cuda_abi.h's has_alibi): all but the CUDA-core split-key
+ * forward. */
 static bool takes_alibi(fa_cuda_family f)
 {
-    return f != FA_CUDA_FWD_SPLIT && f != FA_CUDA_FWD_SPLIT_MMA;
+    return f != FA_CUDA_FWD_SPLIT;
 }
 
 static bool is_sm90a(fa_cuda_kernel k)
@@ -765,7 +765,7 @@ Test(cuda_plan, window_and_softcap_decoding)
 }
 
 /* ALiBi, alone or with a window and a softcap: the plan of the same call without it (every kernel
- * but the split-key forwards takes it), with or without the sm_90a (wgmma) kernels. */
+ * but the CUDA-core split-key forward takes it), with or without the sm_90a (wgmma) kernels. */
 Test(cuda_plan, alibi_choices)
 {
     const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
@@ -824,9 +824,11 @@ Test(cuda_plan, alibi_choices)
     cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_V4_Q128_BF16_D64);
 }
 
-/* Decoding shapes with ALiBi never reach the split-key forward: without seqlens_k or a paged
- * cache the ordinary forward serves them; with either the plan has no launch and
- * fa_cuda_split_takes names ALiBi (the host's UNSUPPORTED). */
+/* Decoding shapes with ALiBi: f16/bf16 take the tensor-core split-key forward (with or without
+ * seqlens_k and a paged cache), with the plan of the same call without ALiBi; the CUDA-core one
+ * (f32, FA_CUDA_DECODE=cores) does not take it, so there the ordinary forward serves them, and
+ * with seqlens_k or a paged cache the plan has no launch and fa_cuda_split_takes names ALiBi (the
+ * host's UNSUPPORTED). */
 Test(cuda_plan, alibi_decoding)
 {
     fa_cuda_caps h200 = SM90;
@@ -847,10 +849,20 @@ Test(cuda_plan, alibi_decoding)
                                   .paged = index == 2,
                                   .alibi = true};
             char why[192] = "";
-            cr_expect_not(fa_cuda_split_takes(&caps, &pb, why, sizeof why));
-            cr_expect(strstr(why, "ALiBi"), "%s", why);
-            fa_cuda_plan plan;
+            const bool takes = fa_cuda_split_takes(&caps, &pb, why, sizeof why);
+            fa_cuda_plan plan, plain;
             fa_cuda_plan_forward(&caps, &pb, &plan);
+            if (cores == 0) {
+                cr_expect(takes);
+                check_plan("decoding, ALiBi", &caps, &pb, &plan, false);
+                cr_expect_eq(family_of(&plan.launches[0]), FA_CUDA_FWD_SPLIT_MMA);
+                pb.alibi = false;
+                fa_cuda_plan_forward(&caps, &pb, &plain);
+                cr_expect(same_plan(&plan, &plain));
+                continue;
+            }
+            cr_expect_not(takes);
+            cr_expect(strstr(why, "ALiBi"), "%s", why);
             if (index == 0) {
                 check_plan("decoding shape, ALiBi", &caps, &pb, &plan, false);
                 cr_expect_not(is_split(family_of(&plan.launches[0])));

@@ -174,9 +174,8 @@ int main(void)
         "[0, num_pages)); a call with either that it does not serve (more packed rows, unaligned\n"
         "views, FA_CUDA_KERNELS=general) is ERROR_UNSUPPORTED.\n");
     printf("\nA sliding window, a logit softcap or ALiBi takes the kernels the same call without\n"
-           "them would but on the decoding path: the tensor-core split-key forward takes a window\n"
-           "and a softcap, the CUDA-core one (f32, FA_CUDA_DECODE=cores) neither, and neither\n"
-           "takes ALiBi yet; a decoding call that the split-key forward declines takes the\n"
-           "ordinary forward, and with seqlens_k or block_table is ERROR_UNSUPPORTED.\n");
+           "them would, the CUDA-core split-key forward (f32, FA_CUDA_DECODE=cores) excepted,\n"
+           "which takes none of them: such a decoding call takes the ordinary forward, and with\n"
+           "seqlens_k or block_table is ERROR_UNSUPPORTED.\n");
     return 0;
 }
