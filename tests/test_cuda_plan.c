@@ -68,6 +68,13 @@ static bool takes_variants(fa_cuda_family f)
     return f != FA_CUDA_FWD_SPLIT;
 }
 
+/* The families that take ALiBi (fa_cuda_abi.h's has_alibi): all but the CUDA-core split-key
+ * forward. */
+static bool takes_alibi(fa_cuda_family f)
+{
+    return f != FA_CUDA_FWD_SPLIT;
+}
+
 static bool is_sm90a(fa_cuda_kernel k)
 {
     return k >= FA_CUDA_K_SM90_FIRST;
@@ -188,6 +195,8 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
         if (pb->window || pb->softcap)
             cr_expect(takes_variants(k->family), "%s: %s takes no window or softcap", where,
                       k->name);
+        if (pb->alibi)
+            cr_expect(takes_alibi(k->family), "%s: %s takes no ALiBi", where, k->name);
         cr_expect(k->d >= (uint32_t)pb->head_dim, "%s: %s serves head dim %u < %lld", where,
                   k->name, k->d, (long long)pb->head_dim);
         if (is_split(k->family) || k->family == FA_CUDA_FWD_MERGE)
@@ -252,20 +261,21 @@ Test(cuda_plan, every_architecture_dtype_and_head_dim_gets_a_valid_plan)
         for (size_t t = 0; t < 3; t++)
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
                 for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++)
-                    for (int flags = 0; flags < 16; flags++) {
+                    for (int flags = 0; flags < 32; flags++) {
                         fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
                         pb.aligned = !(flags & 2);
                         pb.window = flags & 4;
                         pb.softcap = flags & 8;
+                        pb.alibi = flags & 16;
                         pb.seq_q = seqs[s][0];
                         pb.seq_k = seqs[s][1];
                         char where[160];
                         snprintf(where, sizeof where,
                                  "%s dtype %d D=%lld Sq=%lld Sk=%lld det=%d "
-                                 "aligned=%d window=%d softcap=%d",
+                                 "aligned=%d window=%d softcap=%d alibi=%d",
                                  archs[a].name, (int)dtypes[t], (long long)dims[d],
                                  (long long)pb.seq_q, (long long)pb.seq_k, flags & 1, pb.aligned,
-                                 pb.window, pb.softcap);
+                                 pb.window, pb.softcap, pb.alibi);
                         fa_cuda_plan plan;
                         fa_cuda_plan_forward(&archs[a].caps, &pb, &plan);
                         check_plan(where, &archs[a].caps, &pb, &plan, false);
@@ -752,6 +762,114 @@ Test(cuda_plan, window_and_softcap_decoding)
                     cr_expect_eq(plan.count, 0);
                 }
             }
+}
+
+/* ALiBi, alone or with a window and a softcap: the plan of the same call without it (every kernel
+ * but the CUDA-core split-key forward takes it), with or without the sm_90a (wgmma) kernels. */
+Test(cuda_plan, alibi_choices)
+{
+    const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
+    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    const int64_t dims[] = {8, 32, 40, 64, 96, 128, 200, 256};
+    int plans = 0;
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+        for (size_t t = 0; t < 3; t++)
+            for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+                for (int flags = 0; flags < 32; flags++) {
+                    fa_cuda_caps caps = archs[a];
+                    caps.wgmma_fwd = caps.wgmma_bwd = !(flags & 16) && archs[a].wgmma_fwd;
+                    const fa_cuda_caps expected = caps;
+                    fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
+                    pb.aligned = !(flags & 2);
+                    pb.window = flags & 4;
+                    pb.softcap = flags & 8;
+                    fa_cuda_plan plain, plan;
+                    char where[128];
+                    snprintf(where, sizeof where, "arch %zu dtype %d D=%lld flags %d", a,
+                             (int)dtypes[t], (long long)dims[d], flags);
+                    fa_cuda_plan_forward(&expected, &pb, &plain);
+                    pb.alibi = true;
+                    fa_cuda_plan_forward(&caps, &pb, &plan);
+                    check_plan(where, &caps, &pb, &plan, false);
+                    cr_expect(same_plan(&plan, &plain), "forward %s", where);
+                    pb.alibi = false;
+                    fa_cuda_plan_backward(&expected, &pb, &plain);
+                    pb.alibi = true;
+                    fa_cuda_plan_backward(&caps, &pb, &plan);
+                    check_plan(where, &caps, &pb, &plan, true);
+                    cr_expect(same_plan(&plan, &plain) && plan.accum_offset == plain.accum_offset &&
+                                  plan.atomic_dq == plain.atomic_dq,
+                              "backward %s", where);
+                    plans += 2;
+                }
+    cr_expect_gt(plans, 1000);
+    fa_cuda_plan plan;
+    fa_cuda_problem pb = problem(FA_DTYPE_F16, 128, false);
+    pb.alibi = true;
+    const fa_cuda_caps sm90 = SM90;
+    fa_cuda_plan_forward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_WGMMA_F16_D128);
+    fa_cuda_plan_backward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_WGMMA_F16_D128);
+    pb.deterministic = true;
+    fa_cuda_plan_backward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_DKDV_MMA_F16_D128);
+    cr_expect_eq(plan.launches[2].kernel, FA_CUDA_K_BWD_DQ_MMA_F16_D128);
+    const fa_cuda_caps sm80 = SM80;
+    pb = problem(FA_DTYPE_BF16, 64, false);
+    pb.alibi = true;
+    fa_cuda_plan_forward(&sm80, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_MMA_BF16_D64);
+    fa_cuda_plan_backward(&sm80, &pb, &plan);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_V4_Q128_BF16_D64);
+}
+
+/* Decoding shapes with ALiBi: f16/bf16 take the tensor-core split-key forward (with or without
+ * seqlens_k and a paged cache), with the plan of the same call without ALiBi; the CUDA-core one
+ * (f32, FA_CUDA_DECODE=cores) does not take it, so there the ordinary forward serves them, and
+ * with seqlens_k or a paged cache the plan has no launch and fa_cuda_split_takes names ALiBi (the
+ * host's UNSUPPORTED). */
+Test(cuda_plan, alibi_decoding)
+{
+    fa_cuda_caps h200 = SM90;
+    h200.sm_count = 132;
+    for (int cores = 0; cores < 3; cores++)
+        for (int index = 0; index < 3; index++) {
+            fa_cuda_caps caps = h200;
+            caps.decode_cores = cores == 1;
+            fa_cuda_problem pb = {.dtype = cores == 2 ? FA_DTYPE_F32 : FA_DTYPE_F16,
+                                  .batch = 4,
+                                  .seq_q = 1,
+                                  .seq_k = 4096,
+                                  .heads_q = 32,
+                                  .heads_kv = 8,
+                                  .head_dim = 128,
+                                  .aligned = true,
+                                  .seqlens_k = index == 1,
+                                  .paged = index == 2,
+                                  .alibi = true};
+            char why[192] = "";
+            const bool takes = fa_cuda_split_takes(&caps, &pb, why, sizeof why);
+            fa_cuda_plan plan, plain;
+            fa_cuda_plan_forward(&caps, &pb, &plan);
+            if (cores == 0) {
+                cr_expect(takes);
+                check_plan("decoding, ALiBi", &caps, &pb, &plan, false);
+                cr_expect_eq(family_of(&plan.launches[0]), FA_CUDA_FWD_SPLIT_MMA);
+                pb.alibi = false;
+                fa_cuda_plan_forward(&caps, &pb, &plain);
+                cr_expect(same_plan(&plan, &plain));
+                continue;
+            }
+            cr_expect_not(takes);
+            cr_expect(strstr(why, "ALiBi"), "%s", why);
+            if (index == 0) {
+                check_plan("decoding shape, ALiBi", &caps, &pb, &plan, false);
+                cr_expect_not(is_split(family_of(&plan.launches[0])));
+            } else {
+                cr_expect_eq(plan.count, 0);
+            }
+        }
 }
 
 Test(cuda_plan, empty_problems_need_no_workspace)

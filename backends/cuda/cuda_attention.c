@@ -63,6 +63,10 @@ static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
         p.softcap_log2 = call->softcap * log2e;
         p.softcap_k = 2.0f * call->scale * log2e / call->softcap;
     }
+    if (call->has_alibi) {
+        p.alibi = tensor_of(&call->alibi, sizeof(float));
+        p.has_alibi = 1;
+    }
     if (p.has_lse)
         p.lse = tensor_of(&call->lse, sizeof(float));
     if (call->has_seqlens_k) {
@@ -144,6 +148,7 @@ static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_p
         .paged = call->has_block_table,
         .window = call->window,
         .softcap = call->softcap > 0.0f,
+        .alibi = call->has_alibi,
     };
 }
 

@@ -515,6 +515,7 @@ const fa_backend_iface fa_cuda_backend_iface = {
     .index_check_on_device = true, /* fa_decode*.cuh mark; cuda_synchronize reports */
     .window = true,  /* every kernel but the split-key forward's (cuda_plan.c routes them) */
     .softcap = true, /* likewise */
+    .alibi = true,   /* likewise */
     .probe = cuda_probe,
     .device_info = cuda_device_info,
     .context_init = cuda_context_init,

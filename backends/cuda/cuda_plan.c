@@ -107,11 +107,12 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
         why_size = 0; /* snprintf then only counts */
     if (caps->force_general)
         snprintf(why, why_size, "FA_CUDA_KERNELS=general turns it off");
-    else if ((pb->window || pb->softcap) && (pb->dtype == FA_DTYPE_F32 || caps->decode_cores ||
-                                             split_mma_warps(caps, split_dim(pb->head_dim)) == 0))
+    else if ((pb->window || pb->softcap || pb->alibi) &&
+             (pb->dtype == FA_DTYPE_F32 || caps->decode_cores ||
+              split_mma_warps(caps, split_dim(pb->head_dim)) == 0))
         snprintf(why, why_size,
-                 "its CUDA-core kernel (f32, FA_CUDA_DECODE=cores) takes no sliding window and no "
-                 "softcap");
+                 "its CUDA-core kernel (f32, FA_CUDA_DECODE=cores) takes no sliding window, no "
+                 "softcap and no ALiBi");
     else if (!pb->aligned)
         snprintf(why, why_size,
                  "it needs q, k, v and o with rows (and pages) on 16-byte boundaries");

@@ -82,6 +82,7 @@ typedef struct fa_cuda_problem {
     /* a sliding window (fa_attention_call.window: a left bound, or a right bound past causal's)
      * and logit softcapping, which only some kernels take */
     bool window, softcap;
+    bool alibi; /* ALiBi slopes (fa_attention_call.has_alibi), which only some kernels take */
 } fa_cuda_problem;
 
 typedef struct fa_cuda_launch {

@@ -16,7 +16,8 @@
 //
 // Causal or windowed: every kernel visits only the tiles that hold visible pairs and masks only
 // the tiles that cross the diagonal, a window's edge (or the end of the keys). A softcap caps S
-// (fa_softcap_tanh) and multiplies dS by 1 - tanh^2. Shared tiles use the forward's XOR swizzle.
+// (fa_softcap_tanh) and multiplies dS by 1 - tanh^2; ALiBi adds its term (fa_alibi) to the
+// (capped) log2-unit S in a branch of its own. Shared tiles use the forward's XOR swizzle.
 #pragma once
 
 #include "fa_mask.cuh"
@@ -112,7 +113,42 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
             return (p.causal && key > i + p.causal_offset) ||
                    (p.has_left && key < i + p.left_offset);
         };
-        if (p.softcap != 0.f) { // S^T capped, dS^T times the cap's derivative 1 - tanh^2
+        if (p.has_alibi) {
+            // S^T in log2 units (capped) and dP^T - Delta (times 1 - tanh^2) in place, then P^T
+            // with the term of query i0 + qi's distance from key key_lo + 8 (e >> 1), and dS^T
+            if (p.softcap != 0.f) {
+#pragma unroll
+                for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float t = fa_softcap_tanh(s[n][e], p.softcap_k);
+                        s[n][e] = p.softcap_log2 * t;
+                        dp[n][e] = (dp[n][e] - sD[n * 8 + t2 + (e & 1)]) * (1.f - t * t);
+                    }
+            } else {
+#pragma unroll
+                for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        s[n][e] *= p.scale_log2;
+                        dp[n][e] -= sD[n * 8 + t2 + (e & 1)];
+                    }
+            }
+            const float slope = fa_alibi_slope(p, b, hq);
+            const float d0 = (float)(i0 + t2 + (p.seq_k - p.seq_q) - key_lo);
+#pragma unroll
+            for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int qi = n * 8 + t2 + (e & 1);
+                    const float d = d0 + (float)(8 * n + (e & 1) - 8 * (e >> 1));
+                    float pr = fa_exp2(fa_alibi(s[n][e], slope, d) - sL[qi]);
+                    if (mask && hidden(key_lo + (e >> 1) * 8, i0 + qi))
+                        pr = 0.f;
+                    s[n][e] = pr;
+                    dp[n][e] *= pr;
+                }
+        } else if (p.softcap != 0.f) { // S^T capped, dS^T times the cap's derivative 1 - tanh^2
 #pragma unroll
             for (int n = 0; n < BQ / 8; n++)
 #pragma unroll
@@ -235,7 +271,41 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const
             return key >= p.seq_k || (p.causal && key > i + p.causal_offset) ||
                    (p.has_left && key < i + p.left_offset);
         };
-        if (p.softcap != 0.f) { // S capped, dS times the cap's derivative 1 - tanh^2
+        if (p.has_alibi) {
+            // S in log2 units (capped) and dP - Delta (times 1 - tanh^2) in place, then P with the
+            // term of row row_lo + 8 r's distance from key k0 + 8 n + t2 + (e & 1), and dS
+            if (p.softcap != 0.f) {
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float t = fa_softcap_tanh(s[n][e], p.softcap_k);
+                        s[n][e] = p.softcap_log2 * t;
+                        dp[n][e] = (dp[n][e] - dl[e >> 1]) * (1.f - t * t);
+                    }
+            } else {
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        s[n][e] *= p.scale_log2;
+                        dp[n][e] -= dl[e >> 1];
+                    }
+            }
+            const float slope = fa_alibi_slope(p, b, h);
+            const float d0 = (float)(row_lo + (p.seq_k - p.seq_q) - k0 - t2);
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int r = e >> 1, key = k0 + n * 8 + t2 + (e & 1);
+                    const float d = d0 + (float)(8 * r - 8 * n - (e & 1));
+                    float pr = fa_exp2(fa_alibi(s[n][e], slope, d) - l2[r]);
+                    if (mask && hidden(key, r))
+                        pr = 0.f;
+                    s[n][e] = pr * dp[n][e]; // dS
+                }
+        } else if (p.softcap != 0.f) { // S capped, dS times the cap's derivative 1 - tanh^2
 #pragma unroll
             for (int n = 0; n < BK / 8; n++)
 #pragma unroll

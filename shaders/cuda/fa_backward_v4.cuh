@@ -30,7 +30,8 @@
 //   -- the next tile's barrier (after which its cp.async is issued into the buffer just read) --
 // Two barriers per tile. Causal or windowed: only tiles with visible pairs are visited, and only
 // warps whose part of S crosses the diagonal, a window's edge (or the end of the keys) mask. A
-// softcap caps S in step 2 (fa_softcap_tanh) and multiplies dS by 1 - tanh^2. Non-causal blocks
+// softcap caps S in step 2 (fa_softcap_tanh) and multiplies dS by 1 - tanh^2; ALiBi adds its term
+// to the (capped) log2-unit S there, in a branch of its own (dS unchanged). Non-causal blocks
 // start at different query tiles (rotated by the block index) so that their dQ atomics spread over
 // the accumulator instead of hitting the same rows at the same time. BM = 128 at head dim 64
 // doubles the dK/dV (and dQ) work per S/dP tile and halves the barriers per FLOP; S/dP per warp are
@@ -298,7 +299,47 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
             const bool mask = kw + KW > p.seq_k ||
                               (p.causal && kw + KW - 1 > i0 + wm + p.causal_offset) ||
                               (p.has_left && kw < i0 + wm + 16 * MS - 1 + p.left_offset);
-            if (p.softcap != 0.f) { // S capped, dS times the cap's derivative 1 - tanh^2
+            // ALiBi: first S in log2 units (capped where there is a softcap) and dP - Delta (times
+            // the cap's derivative 1 - tanh^2), in place, then P with the term of row i0 + wm +
+            // 16 mt + g + 8 r's distance from key kw + 8 n + t2 + c, and dS
+            if (p.has_alibi) {
+                if (p.softcap != 0.f) {
+#pragma unroll
+                    for (int mt = 0; mt < MS; mt++)
+#pragma unroll
+                        for (int n = 0; n < KW / 8; n++)
+#pragma unroll
+                            for (int e = 0; e < 4; e++) {
+                                const float t = fa_softcap_tanh(s[mt][n][e], p.softcap_k);
+                                s[mt][n][e] = p.softcap_log2 * t;
+                                dp[mt][n][e] = (dp[mt][n][e] - dl[mt][e >> 1]) * (1.f - t * t);
+                            }
+                } else {
+#pragma unroll
+                    for (int mt = 0; mt < MS; mt++)
+#pragma unroll
+                        for (int n = 0; n < KW / 8; n++)
+#pragma unroll
+                            for (int e = 0; e < 4; e++) {
+                                s[mt][n][e] *= p.scale_log2;
+                                dp[mt][n][e] -= dl[mt][e >> 1];
+                            }
+                }
+                const float slope = fa_alibi_slope(p, b, hq);
+                const float d0 = (float)(i0 + wm + g + (p.seq_k - p.seq_q) - kw - t2);
+#pragma unroll
+                for (int mt = 0; mt < MS; mt++)
+#pragma unroll
+                    for (int n = 0; n < KW / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const float d = d0 + (float)(16 * mt + 8 * (e >> 1) - 8 * n - (e & 1));
+                            const float pr =
+                                fa_exp2(fa_alibi(s[mt][n][e], slope, d) - l2[mt][e >> 1]);
+                            s[mt][n][e] = pr;
+                            dp[mt][n][e] *= pr;
+                        }
+            } else if (p.softcap != 0.f) { // S capped, dS times the cap's derivative 1 - tanh^2
 #pragma unroll
                 for (int mt = 0; mt < MS; mt++)
 #pragma unroll

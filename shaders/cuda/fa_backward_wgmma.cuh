@@ -13,7 +13,8 @@
 //   1. S^T = K_c Q^T and dP^T = V_c dO^T (m64n64k16, both operands from shared memory),
 //   2. P^T = exp2(S^T scale_log2 - LSE log2e) (0 where masked), dS^T = P^T (dP^T - Delta),
 //      (with a softcap: S^T capped by fa_softcap_tanh, dS^T times 1 - tanh^2; tanh is kept in
-//      S^T's registers until dP^T is in) kept in registers as the A operands (rounded to T) of
+//      S^T's registers until dP^T is in; with ALiBi, P^T is made then too, its term, fa_alibi,
+//      added to the (capped) log2-unit S^T) kept in registers as the A operands (rounded to T) of
 //   3. dV += P^T dO and dK += dS^T Q (m64nDk16, B = dO, Q transposed from shared memory),
 //   4. dS^T also goes to a shared tile (two buffers), and after one barrier of the two
 //      consumers, dQ = dS K (A = dS^T transposed, B = K transposed, 128 keys deep; consumer c
@@ -234,7 +235,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     // dS^T = P^T (dP^T - Delta), as the A fragments pa, da of k16 step kk (pairs 4 kk..4 kk + 3)
     // FA_BWD_WGMMA_LD_EARLY: this tile's LSE and Delta read before the waits, whose memory
     // clobber keeps the compiler from hoisting the loads
-    auto p_ds = [&](float(&st)[32], float(&dp)[32], int s, int i0, unsigned(&pa)[4][4],
+    auto p_ds = [&](float(&st)[32], float(&dp)[32], int s, int hq, int i0, unsigned(&pa)[4][4],
                     unsigned(&da)[4][4], auto wait_s) {
         float2 lv[8], dlv[8];
         if constexpr (LDE) {
@@ -261,7 +262,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
 #pragma unroll
             for (int i = 0; i < 32; i++)
                 st[i] = fa_softcap_tanh(st[i], p.softcap_k);
-        } else {
+        } else if (!p.has_alibi) { // (with ALiBi: P^T once dP^T is in, as with a softcap)
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 const float2 l = LDE ? lv[j] : *(const float2 *)(l2 + 8 * j);
@@ -292,11 +293,20 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         }
         fa_wgmma_wait<0>();
         fa_wgmma_hold(dp);
-        if (cap) { // P^T from tanh in st, masked; dS^T = P^T (dP^T - Delta) (1 - tanh^2)
+        // P^T from st (CAP: tanh, else raw) with ALiBi's term where ALIBI (element 4 j + 2 r +
+        // e's distance d0 + 8 (j - r) + e), masked; dS^T = P^T (dP^T - Delta) (CAP: times
+        // 1 - tanh^2)
+        auto late = [&](auto CAP, auto ALIBI) {
+            constexpr bool capped = decltype(CAP)::value, alibi = decltype(ALIBI)::value;
             int lo[2] = {0, 0}, hi[2] = {BM, BM};
             if (mask) {
                 seen_by(0, lo[0], hi[0]);
                 seen_by(1, lo[1], hi[1]);
+            }
+            float d0 = 0.f, slope = 0.f;
+            if constexpr (alibi) {
+                d0 = (float)(i0 + 2 * t + (p.seq_k - p.seq_q) - kw - 16 * w - g);
+                slope = fa_alibi_slope(p, b, hq);
             }
 #pragma unroll
             for (int j = 0; j < 8; j++) {
@@ -306,19 +316,36 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
                 for (int r = 0; r < 2; r++) {
                     const int i = 4 * j + 2 * r;
                     const float t0 = st[i], t1 = st[i + 1];
-                    float p0 = fa_exp2(p.softcap_log2 * t0 - l.x);
-                    float p1 = fa_exp2(p.softcap_log2 * t1 - l.y);
+                    float x0 = capped ? p.softcap_log2 * t0 : t0 * p.scale_log2;
+                    float x1 = capped ? p.softcap_log2 * t1 : t1 * p.scale_log2;
+                    if constexpr (alibi) {
+                        const float dd = d0 + (float)(8 * (j - r));
+                        x0 = fa_alibi(x0, slope, dd);
+                        x1 = fa_alibi(x1, slope, dd + 1.f);
+                    }
+                    float p0 = fa_exp2(x0 - l.x);
+                    float p1 = fa_exp2(x1 - l.y);
                     if (8 * j < lo[r] || 8 * j > hi[r])
                         p0 = 0.f;
                     if (8 * j + 1 < lo[r] || 8 * j + 1 > hi[r])
                         p1 = 0.f;
                     pa[j / 2][(j % 2) * 2 + r] = fa_pack2<T>(p0, p1);
                     da[j / 2][(j % 2) * 2 + r] =
-                        fa_pack2<T>(p0 * (dp[i] - d.x) * (1.f - t0 * t0),
-                                    p1 * (dp[i + 1] - d.y) * (1.f - t1 * t1));
+                        capped ? fa_pack2<T>(p0 * (dp[i] - d.x) * (1.f - t0 * t0),
+                                             p1 * (dp[i + 1] - d.y) * (1.f - t1 * t1))
+                               : fa_pack2<T>(p0 * (dp[i] - d.x), p1 * (dp[i + 1] - d.y));
                 }
             }
-        } else {
+        };
+        using Y = std::true_type;
+        using N = std::false_type;
+        if (cap && p.has_alibi)
+            late(Y{}, Y{});
+        else if (cap)
+            late(Y{}, N{});
+        else if (p.has_alibi)
+            late(N{}, Y{});
+        else {
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 const float2 d = LDE ? dlv[j] : *(const float2 *)(dl + 8 * j);
@@ -435,7 +462,8 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
             const unsigned ds = base + O_DS + (it & 1) * DS_BYTES;
 
             unsigned pa[4][4], da[4][4];
-            p_ds(st, dp, s, i0, pa, da, std::integral_constant<int, 0>{}); // S^T, dP^T: one group
+            p_ds(st, dp, s, hq, i0, pa, da,
+                 std::integral_constant<int, 0>{}); // S^T, dP^T: one group
             store_ds(da, it);
             issue_dvdk(pa, da, q, go, it);
             float dq[D / 4];
@@ -496,7 +524,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
 
         // 2.-4. (above)
         unsigned pa[4][4], da[4][4];
-        p_ds(st, dp, s, i0, pa, da, std::integral_constant<int, 1>{});
+        p_ds(st, dp, s, hq, i0, pa, da, std::integral_constant<int, 1>{});
         store_ds(da, it);
         issue_dvdk(pa, da, q, go, it);
         float dq[D / 4];

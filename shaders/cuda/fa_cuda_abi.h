@@ -26,7 +26,8 @@ typedef struct fa_cuda_params {
      * the call is causal); where has_left, only if j >= i + left_offset (off - window_left).
      * The host sets causal for any right bound. Every kernel takes the mask and the softcap but
      * the split-key forward (fa_decode.cuh), which knows only causal (aligned on its own
-     * lengths): the planner (cuda_plan.c) routes no window or softcap call there. */
+     * lengths): the planner (cuda_plan.c) routes no window or softcap call there, and ALiBi
+     * calls only to kernels that read has_alibi. */
     int causal, causal_offset;
     int has_left, left_offset;
     int has_lse;
@@ -37,6 +38,12 @@ typedef struct fa_cuda_params {
      * log2(e), the cap in the kernels' log2 units; softcap_k = 2 scale log2(e) / softcap, so that
      * tanh(s / softcap) = 1 - 2 / (1 + 2^(softcap_k q.k)) of a raw product q.k. */
     float softcap, softcap_log2, softcap_k;
+    /* ALiBi (has_alibi; else alibi is zero): f32 slopes, slope(b, hq) at alibi.ptr[b *
+     * alibi.stride_b + hq * alibi.stride_h] (stride_s unused). Query i's log2-unit score for key
+     * j gains -slope log2(e) |i + off - j| after the softcap, off = seq_k - seq_q (the split-key
+     * forward: its sequence's own length - seq_q); fa_alibi_slope in fa_mask.cuh. */
+    fa_cuda_tensor alibi;
+    int has_alibi;
     /* Read by the split-key forward alone. Where has_seqlens_k, batch entry b has the int32
      * seqlens_k.ptr[b * stride_b] keys (clamped into [0, seq_k]) and its causal mask aligns on
      * that length. Where page_size > 0, a paged cache: K and V hold num_pages pages (their

@@ -69,12 +69,15 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
     int k0 = split * p.split_keys;
     int k1 = min(seq_k, k0 + p.split_keys);
     const int g = lane >> 2, t2 = (lane & 3) * 2;
-    int first[2], last[2];
+    int first[2], last[2], diag[2]; // diag: the key at ALiBi's distance 0 (fa_cuda_abi.h)
+    float slope[2];                 // ALiBi's, of the row's query head
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int pr = g + 8 * r, i = pr / p.group;
         last[r] = pr >= rows ? -1 : p.causal ? i + shift + p.causal_offset : 0x7fffffff;
         first[r] = p.has_left ? i + shift + p.left_offset : 0;
+        diag[r] = i + seq_k - p.seq_q;
+        slope[r] = fa_alibi_slope(p, b, hk * p.group + pr % p.group);
     }
     if (p.causal)
         k1 = min(k1, (rows - 1) / p.group + shift + p.causal_offset + 1);
@@ -212,6 +215,13 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
                 const bool sees = key < k1 && key <= last[e >> 1] && key >= first[e >> 1];
                 sc[n][e] = sees ? x : -INFINITY;
             }
+        if (p.has_alibi) // ALiBi's term (-inf stays -inf)
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    sc[n][e] = fa_alibi(sc[n][e], slope[e >> 1],
+                                        (float)(diag[e >> 1] - (n0 + n * 8 + t2 + (e & 1))));
         float pr[2][4];
 #pragma unroll
         for (int r = 0; r < 2; r++) {

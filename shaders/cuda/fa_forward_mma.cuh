@@ -20,7 +20,8 @@
 // stores. Causal blocks are launched heaviest first and stop at their last visible key; with a
 // window's left bound blocks start at the tile of their first visible key, and the tiles its
 // edge crosses are masked too. A softcap replaces S by its capped scores in log2 units
-// (fa_softcap_tanh) before the mask, behind a uniform branch.
+// (fa_softcap_tanh) before the mask, and ALiBi by its log2-unit scores plus the term of each
+// element's distance (fa_alibi), each behind a uniform branch.
 #pragma once
 
 #include "fa_mask.cuh"
@@ -154,6 +155,7 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
     for (int mt = 0; mt < MT; mt++)
         m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.f;
     const int row_lo = q0 + warp * WR + (lane >> 2); // rows row_lo + 16 mt + 8 r
+    const float slope = fa_alibi_slope(p, b, h);
     const int t2 = (lane & 3) * 2;
 
     for (int it = t0; it < ntiles; it++) {
@@ -208,10 +210,10 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
         const bool mask = it >= nfull || it < nlead;
         // Scores in log2 units: exp2(s * scale_log2 - m) is one FFMA and one MUFU per element.
         // The running max is taken of s * scale_log2, via the max (or, for a negative scale,
-        // the min) of the raw scores; masked scores become -inf once scaled. A softcap makes S
-        // the capped scores in log2 units, which then take c = 1.
+        // the min) of the raw scores; masked scores become -inf once scaled. A softcap or ALiBi
+        // makes S the (capped, biased) scores in log2 units, which then take c = 1.
         const bool cap = p.softcap != 0.f;
-        const float c = cap ? 1.f : p.scale_log2;
+        const float c = cap || p.has_alibi ? 1.f : p.scale_log2;
         const float masked = c > 0.f ? -INFINITY : INFINITY;
         if (cap) {
 #pragma unroll
@@ -221,6 +223,25 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
 #pragma unroll
                     for (int e = 0; e < 4; e++)
                         s[mt][n][e] = p.softcap_log2 * fa_softcap_tanh(s[mt][n][e], p.softcap_k);
+        }
+        // ALiBi: element (mt, n, 2 r + c) is row row_lo + 16 mt + 8 r's score for key k0 + t2 +
+        // 8 n + c
+        if (p.has_alibi) {
+            const float sc = cap ? 1.f : p.scale_log2;
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    // the row's distance from the thread's first key k0 + t2
+                    const float d =
+                        (float)(row_lo + 16 * mt + 8 * r + (p.seq_k - p.seq_q) - k0 - t2);
+#pragma unroll
+                    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                        for (int c = 0; c < 2; c++)
+                            s[mt][n][2 * r + c] =
+                                fa_alibi(s[mt][n][2 * r + c] * sc, slope, d - (float)(8 * n + c));
+                }
         }
         if (mask) { // per row: the visible keys [beg, end) relative to the thread's key k0 + t2
 #pragma unroll

@@ -9,8 +9,9 @@
 // through shared memory in tiles of 16 rows, converted to f32; each dot product is 8 partial sums
 // joined by three shuffles. The forward keeps a running max and sum per row (online softmax), so
 // no score matrix touches global memory; the backward recomputes P from the LSE. They take every
-// mask (causal, a sliding window: fa_cuda_abi.h) and the softcap, whose scores are
-// c log2(e) tanh(s / c) in log2 units, and whose dS gains the factor 1 - tanh^2 in the backward.
+// mask (causal, a sliding window: fa_cuda_abi.h), the softcap, whose scores are
+// c log2(e) tanh(s / c) in log2 units, and whose dS gains the factor 1 - tanh^2 in the backward,
+// and ALiBi, added to the (capped) log2-unit scores; dS is unchanged by it (a constant).
 #pragma once
 
 #include "fa_mask.cuh"
@@ -77,6 +78,8 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
     int lo, hi;
     fa_gen_row_keys(p, i, row_ok, lo, hi);
     const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
+    const float slope = fa_alibi_slope(p, b, h);
+    const int diag = i + (p.seq_k - p.seq_q); // ALiBi's distance to key j: diag - j
     const int kend = fa_key_end(p, row0, FA_GEN_ROWS);
     float m = -INFINITY, l = 0.f;
     for (int k0 = fa_key_begin(p, row0); k0 < kend; k0 += FA_GEN_TILE) {
@@ -95,6 +98,8 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
             if (p.softcap != 0.f)
                 acc = p.softcap_log2 * fa_softcap_tanh(acc, cap_k);
             const int kj = k0 + j;
+            if (p.has_alibi)
+                acc = fa_alibi(acc, slope, (float)(diag - kj));
             sc[j] = (kj >= lo && kj <= hi) ? acc : -INFINITY;
             mx = fmaxf(mx, sc[j]);
         }
@@ -181,6 +186,8 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
     int lo, hi;
     fa_gen_row_keys(p, i, sees, lo, hi);
     const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
+    const float slope = fa_alibi_slope(p, b, h);
+    const int diag = i + (p.seq_k - p.seq_q); // ALiBi's distance to key j: diag - j
     const int kend = fa_key_end(p, row0, FA_GEN_ROWS);
     for (int k0 = fa_key_begin(p, row0); k0 < kend; k0 += FA_GEN_TILE) {
         __syncthreads();
@@ -202,9 +209,13 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
             float ds;
             if (p.softcap != 0.f) { // capped scores; dS times the cap's derivative 1 - tanh^2
                 const float t = fa_softcap_tanh(sd, cap_k);
-                ds = (seen ? fa_exp2(p.softcap_log2 * t - lse2) : 0.f) * (dp - delta) *
-                     (1.f - t * t);
+                float sc = p.softcap_log2 * t;
+                if (p.has_alibi)
+                    sc = fa_alibi(sc, slope, (float)(diag - kj));
+                ds = (seen ? fa_exp2(sc - lse2) : 0.f) * (dp - delta) * (1.f - t * t);
             } else {
+                if (p.has_alibi)
+                    sd = fa_alibi(sd, slope, (float)(diag - kj));
                 ds = (seen ? fa_exp2(sd - lse2) : 0.f) * (dp - delta);
             }
 #pragma unroll
@@ -253,11 +264,13 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
     // The queries [qlo, qhi] that see this thread's key j (none where j is past the keys).
     const int qlo = (int)fa_first_query(p, j);
     const int qhi = !key_ok ? -1 : fa_query_end(p, j) - 1;
+    const int off = p.seq_k - p.seq_q;
     for (int hq = hk * p.group; hq < (hk + 1) * p.group; hq++) {
         const T *Q = (const T *)p.q.ptr + fa_at(p.q, b, 0, hq);
         const T *dO = (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq);
         const float *L = (const float *)p.lse.ptr + fa_at(p.lse, b, 0, hq);
         const float *Dl = (const float *)p.delta + ((long long)b * p.heads_q + hq) * p.seq_q;
+        const float slope = fa_alibi_slope(p, b, hq);
         for (int q0 = (int)qbeg; q0 < qend; q0 += FA_GEN_TILE) {
             __syncthreads();
             fa_gen_load_tile(sQ, sG, Q, dO, p.q.stride_s, p.d_o.stride_s, q0, p.seq_q, dim);
@@ -267,6 +280,7 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
                 sD[threadIdx.x] = qi < p.seq_q ? Dl[qi] : 0.f;
             }
             __syncthreads();
+            const int d0 = q0 + off - j; // ALiBi's distance of query q0 + jj from key j: d0 + jj
 #pragma unroll 4
             for (int jj = 0; jj < FA_GEN_TILE; jj++) {
                 float sd = 0.f, dp = 0.f;
@@ -284,9 +298,14 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
                 float pj, ds;
                 if (p.softcap != 0.f) { // capped scores; dS times the cap's derivative 1 - tanh^2
                     const float t = fa_softcap_tanh(sd, cap_k);
-                    pj = valid ? fa_exp2(p.softcap_log2 * t - lse2) : 0.f;
+                    float sc = p.softcap_log2 * t;
+                    if (p.has_alibi)
+                        sc = fa_alibi(sc, slope, (float)(d0 + jj));
+                    pj = valid ? fa_exp2(sc - lse2) : 0.f;
                     ds = pj * (dp - sD[jj]) * (1.f - t * t);
                 } else {
+                    if (p.has_alibi)
+                        sd = fa_alibi(sd, slope, (float)(d0 + jj));
                     pj = valid ? fa_exp2(sd - lse2) : 0.f;
                     ds = pj * (dp - sD[jj]);
                 }

@@ -4,7 +4,8 @@
 // a window's right bound) and j >= i + left_offset (where has_left: a window's left bound). So a
 // block of query rows runs from the first key its first row sees to the last key its last row sees,
 // and a block of keys from the first query that sees its first key to the last query that sees its
-// last key. Also the softcap's tanh and the forwards' rescale slack of the online softmax.
+// last key. Also the softcap's tanh, ALiBi's term and the forwards' rescale slack of the online
+// softmax.
 #pragma once
 
 #include "fa_common.cuh"
@@ -58,6 +59,22 @@ __device__ __forceinline__ float fa_softcap_tanh(float x, float k)
     float r;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + fa_exp2(x * k)));
     return fmaf(-2.f, r, 1.f);
+}
+
+// ALiBi in the kernels' log2 units: -slope(b, hq) log2(e), 0 without ALiBi (the slopes are read
+// only where has_alibi). Load it once per (b, hq) and add it with fa_alibi.
+__device__ __forceinline__ float fa_alibi_slope(const fa_cuda_params &p, int b, int hq)
+{
+    const float *slopes = (const float *)p.alibi.ptr;
+    return p.has_alibi ? -FA_LOG2E * slopes[b * p.alibi.stride_b + hq * p.alibi.stride_h] : 0.f;
+}
+
+// The log2-unit score s with ALiBi's term for the distance d = i + off - j of query i from key j
+// (off = seq_k - seq_q: fa_cuda_abi.h), given slope = fa_alibi_slope. d as a float (exact below
+// 2^24), so that a tiled kernel converts one distance per row and subtracts each key's column.
+__device__ __forceinline__ float fa_alibi(float s, float slope, float d)
+{
+    return fmaf(slope, fabsf(d), s);
 }
 
 // The first query that sees key j (0 when not causal).

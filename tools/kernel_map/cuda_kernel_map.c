@@ -173,8 +173,9 @@ int main(void)
         "any page size: K and V rows read through the table, entries clamped into\n"
         "[0, num_pages)); a call with either that it does not serve (more packed rows, unaligned\n"
         "views, FA_CUDA_KERNELS=general) is ERROR_UNSUPPORTED.\n");
-    printf("\nA sliding window or a logit softcap takes the kernels the same call without them\n"
-           "would, the split-key forward excepted: a decoding call with either takes the ordinary\n"
-           "forward, and with seqlens_k or block_table is ERROR_UNSUPPORTED.\n");
+    printf("\nA sliding window, a logit softcap or ALiBi takes the kernels the same call without\n"
+           "them would, the CUDA-core split-key forward (f32, FA_CUDA_DECODE=cores) excepted,\n"
+           "which takes none of them: such a decoding call takes the ordinary forward, and with\n"
+           "seqlens_k or block_table is ERROR_UNSUPPORTED.\n");
     return 0;
 }
