@@ -486,9 +486,11 @@ static fa_status cuda_synchronize(fa_context *ctx)
     int flag = 0;
     if (r == CUDA_SUCCESS && st->index_pending) {
         r = st->cu->cuMemcpyDtoHAsync(&flag, st->index_error, sizeof flag, st->stream);
+        if (r == CUDA_SUCCESS)
+            r = st->cu->cuStreamSynchronize(st->stream);
         if (r == CUDA_SUCCESS && flag)
             r = st->cu->cuMemsetD32Async(st->index_error, 0, 1, st->stream);
-        if (r == CUDA_SUCCESS)
+        if (r == CUDA_SUCCESS && flag)
             r = st->cu->cuStreamSynchronize(st->stream);
         st->index_pending = r != CUDA_SUCCESS;
     }

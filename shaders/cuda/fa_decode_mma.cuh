@@ -2,10 +2,11 @@
 // The split-key forward for decoding on tensor cores (f16, bf16): the same work and outputs as
 // fa_decode_split (fa_decode.cuh), with the products on mma.sync instead of CUDA-core FMAs.
 //
-// Why: decoding reads each K and V element once and does 4 FMAs with it per packed row, so on
-// CUDA cores the FMAs, conversions and shared-memory reads of Q take more issue slots than the
-// SM has at the copy rate (the guess of docs/PERF.md, decoding v1). On tensor cores a 16-key step
-// of one warp is 2 D / 16 mma and D / 8 ldmatrix, whatever the number of rows.
+// Why: on CUDA cores each K and V element costs 4 FMAs per packed row plus conversions and
+// shared-memory reads of Q; on tensor cores a warp's 16-key step is 2 D / 16 mma and D / 8
+// ldmatrix, whatever the number of rows, which leaves the SM free to keep its copies in flight.
+// (What made the difference on the H200 was reading K and V in whole rows, which v1 does not:
+// docs/PERF.md, decoding v2.)
 //
 // One block per (key chunk, KV head, batch entry), all of the KV head's packed rows (queries x
 // query heads of its group, heads fastest; at most 16) as the 16 rows of the A operand. Each
