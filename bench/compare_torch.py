@@ -8,6 +8,7 @@ Run it on a CUDA machine with PyTorch and a built libflashattn:
     python3 bench/compare_torch.py --json out.json --png out.png
     python3 bench/compare_torch.py --dtype bf16 --sdpa flash --lib build/libflashattn.so
     python3 bench/compare_torch.py --decode                # one-token decoding, GB/s
+    python3 bench/compare_torch.py --variants              # window, softcap, ALiBi vs FlexAttention
 
 libflashattn is loaded with ctypes (bench/flashattn_ctypes.py); its CUDA context issues work on
 PyTorch's stream, and PyTorch's tensors are used in place (fa_buffer_wrap_cuda). q, k, v are
@@ -306,6 +307,82 @@ def run_point(ctx, args, dtype_name, B, H, S, D, causal, backward, sdpa_names, c
         w.release()  # flashattn forgets the memory before PyTorch may free it
 
 
+# ---- variants -----------------------------------------------------------------------------------
+
+def run_variants(ctx, args):
+    """Forward and backward of one f16 problem (B=1, H=16, D=128, --variant-seqlen) with a
+    sliding window (4096 keys back, causal), a softcap (30) or ALiBi (slopes 2^(-8 (h+1) / H))
+    against PyTorch's FlexAttention (torch.compile'd, the matching block mask or score_mod):
+    milliseconds, flex / flashattn, and the largest |O difference| between the two (both f16:
+    a sanity check, not the float64 rule). Returns (rows, failed)."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    flex = torch.compile(flex_attention, dynamic=False)
+    B, H, S, D, W = 1, 16, args.variant_seqlen, 128, 4096
+    torch.manual_seed(args.seed)
+    q, k, v, do = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(4))
+    for x in (q, k, v):
+        x.requires_grad_(True)
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+    slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / H) for h in range(H)], device="cuda")
+    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+    timing = dict(warmup=args.warmup, repeat=args.repeat)
+    window_mask = create_block_mask(lambda b, h, qi, ki: (qi >= ki) & (qi - ki <= W), None, None,
+                                    S, S, device="cuda")
+    variants = [("window 4096,0", dict(block_mask=window_mask)),
+                ("softcap 30", dict(score_mod=lambda s, b, h, qi, ki: 30.0 * torch.tanh(s / 30.0))),
+                ("alibi", dict(score_mod=lambda s, b, h, qi, ki: s - slopes[h] * (qi - ki).abs()))]
+    print(f"\nvariants: f16, B={B} H={H} N={S} D={D}; milliseconds, FlexAttention / flashattn, "
+          f"max |O difference|")
+    print(f"{'variant':<15} {'dir':<4} {'flashattn':>10} {'flex':>10} {'flex/fa':>8}  O diff")
+    rows, failed = [], False
+    w = Wrapped(ctx)
+    try:
+        tq, tk, tv, to, tlse = w.bshd(q), w.bshd(k), w.bshd(v), w.bshd(o), w.lse(lse)
+        dq, dk, dv = (torch.empty_like(o) for _ in range(3))  # alive while flashattn writes them
+        tdo, tdq, tdk, tdv = (w.bshd(x) for x in (do, dq, dk, dv))
+        tslopes = w.bshd(slopes.view(1, 1, H, 1))
+        for name, kw in variants:
+            desc = fa.AttentionDesc(scale=0.0, causal=name.startswith("window"))
+            if name.startswith("window"):
+                desc.window = fa.Window(True, W, 0)
+            if name.startswith("softcap"):
+                desc.softcap = 30.0
+            if name == "alibi":
+                desc.alibi_slopes = ctypes.cast(ctypes.pointer(tslopes), ctypes.c_void_p)
+            row = dict(variant=name)
+            try:
+                row["fa_fwd"] = cuda_time(lambda: ctx.forward(desc, tq, tk, tv, to, tlse),
+                                          **timing)[0]
+                row["fa_bwd"] = cuda_time(lambda: ctx.backward(desc, tq, tk, tv, to, tdo, tlse,
+                                                               tdq, tdk, tdv), **timing)[0]
+            except fa.FaError as e:
+                row["error"] = str(e)
+            try:
+                row["flex_fwd"], out = cuda_time(lambda: flex(qt, kt, vt, **kw), **timing)
+                row["o_diff"] = (out.transpose(1, 2).float() - o.float()).abs().max().item()
+                dout = torch.empty_like(out).copy_(do.transpose(1, 2))
+                row["flex_bwd"] = cuda_time(lambda: torch.autograd.grad(
+                    out, (q, k, v), dout, retain_graph=True), **timing)[0]
+            except Exception as e:  # noqa: BLE001 (compile or memory failures are reported)
+                row["flex_error"] = str(e).splitlines()[0]
+            for d in ("fwd", "bwd"):
+                ours, theirs = row.get(f"fa_{d}"), row.get(f"flex_{d}")
+                cell = lambda x: f"{x:>10.3f}" if x else f"{'n/a':>10}"  # noqa: E731
+                ratio = f"{theirs / ours:>8.2f}" if ours and theirs else f"{'-':>8}"
+                diff = f"  {row['o_diff']:.2e}" if d == "fwd" and "o_diff" in row else ""
+                print(f"{name:<15} {d:<4} {cell(ours)} {cell(theirs)} {ratio}{diff}")
+            for key in ("error", "flex_error"):
+                if key in row:
+                    print(f"      {key}: {row[key]}")
+            failed |= "error" in row
+            rows.append(row)
+    finally:
+        w.release()
+    return rows, failed
+
+
 # ---- decoding -----------------------------------------------------------------------------------
 
 DECODE_SHAPES = [(1, 4096), (1, 32768), (1, 131072), (16, 4096), (16, 32768), (64, 4096)]
@@ -532,6 +609,10 @@ def main():
                     help="the decoding rows instead (one query token, GQA 32:8, D=128, f16)")
     ap.add_argument("--page-size", type=int, default=0,
                     help="with --decode: flashattn's K and V as a paged cache of N-key pages")
+    ap.add_argument("--variants", action="store_true",
+                    help="the variant rows instead (window, softcap, ALiBi against FlexAttention)")
+    ap.add_argument("--variant-seqlen", type=int, default=16384,
+                    help="with --variants: the sequence length (default 16384)")
     ap.add_argument("--splits", type=int, default=0,
                     help="fa_attention_desc.num_splits of the decoding rows (0: flashattn's)")
     args = ap.parse_args()
@@ -562,6 +643,13 @@ def main():
               f"{torch.backends.cudnn.version()}) on {gpu}; check {'on' if check else 'off'}\n")
         print("TF/s of flashattn and of each SDPA kernel, then flashattn's TF/s over each; check:"
               " worst error ratio flashattn / SDPA baseline (limit 2 for O, 3 for gradients)")
+        if args.variants:
+            rows, failed = run_variants(ctx, args)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump({"flashattn": fa.version(lib), "torch": torch.__version__,
+                               "device": gpu, "failed": failed, "variants": rows}, f, indent=1)
+            return 1 if failed else 0
         if args.decode:
             rows, failed = run_decode(ctx, args, names)
             if args.json:

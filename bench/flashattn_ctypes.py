@@ -69,7 +69,7 @@ class AttentionDesc(Structure):
     _fields_ = [("scale", c_float), ("causal", c_bool), ("deterministic", c_bool),
                 ("num_splits", c_int32), ("seqlens_k", c_void_p), ("block_table", c_void_p),
                 ("k_new", c_void_p), ("v_new", c_void_p), ("_window", _WindowWords),
-                ("_softcap", _SoftcapWord), ("reserved", c_uint64 * 23)]
+                ("_softcap", _SoftcapWord), ("alibi_slopes", c_void_p), ("reserved", c_uint64 * 22)]
 
 
 class DeviceInfo(Structure):
