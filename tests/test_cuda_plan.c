@@ -717,53 +717,6 @@ Test(cuda_plan, window_and_softcap_choices)
                  FA_CUDA_K_BWD_DKDV_GEN_F32_8);
 }
 
-/* Decoding shapes with a window or a softcap: f16/bf16 take the tensor-core split-key forward
- * (with or without seqlens_k and a paged cache); the CUDA-core one (f32, FA_CUDA_DECODE=cores)
- * takes neither, so there the ordinary forward serves them, and with seqlens_k or a paged cache
- * the plan has no launch and fa_cuda_split_takes names the window and the softcap (the host's
- * UNSUPPORTED). */
-Test(cuda_plan, window_and_softcap_decoding)
-{
-    fa_cuda_caps h200 = SM90;
-    h200.sm_count = 132;
-    for (int cores = 0; cores < 3; cores++)
-        for (int v = 1; v < 4; v++)
-            for (int index = 0; index < 3; index++) {
-                fa_cuda_caps caps = h200;
-                caps.decode_cores = cores == 1;
-                fa_cuda_problem pb = {.dtype = cores == 2 ? FA_DTYPE_F32 : FA_DTYPE_F16,
-                                      .batch = 4,
-                                      .seq_q = 1,
-                                      .seq_k = 4096,
-                                      .heads_q = 32,
-                                      .heads_kv = 8,
-                                      .head_dim = 128,
-                                      .aligned = true,
-                                      .seqlens_k = index == 1,
-                                      .paged = index == 2,
-                                      .window = v & 1,
-                                      .softcap = v & 2};
-                char why[192] = "";
-                const bool takes = fa_cuda_split_takes(&caps, &pb, why, sizeof why);
-                fa_cuda_plan plan;
-                fa_cuda_plan_forward(&caps, &pb, &plan);
-                if (cores == 0) {
-                    cr_expect(takes);
-                    check_plan("decoding, window or softcap", &caps, &pb, &plan, false);
-                    cr_expect_eq(family_of(&plan.launches[0]), FA_CUDA_FWD_SPLIT_MMA);
-                    continue;
-                }
-                cr_expect_not(takes);
-                cr_expect(strstr(why, "sliding window") && strstr(why, "softcap"), "%s", why);
-                if (index == 0) {
-                    check_plan("decoding shape, window or softcap", &caps, &pb, &plan, false);
-                    cr_expect_not(is_split(family_of(&plan.launches[0])));
-                } else {
-                    cr_expect_eq(plan.count, 0);
-                }
-            }
-}
-
 /* ALiBi, alone or with a window and a softcap: the plan of the same call without it (every kernel
  * but the CUDA-core split-key forward takes it), with or without the sm_90a (wgmma) kernels. */
 Test(cuda_plan, alibi_choices)
@@ -824,52 +777,57 @@ Test(cuda_plan, alibi_choices)
     cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_V4_Q128_BF16_D64);
 }
 
-/* Decoding shapes with ALiBi: f16/bf16 take the tensor-core split-key forward (with or without
- * seqlens_k and a paged cache), with the plan of the same call without ALiBi; the CUDA-core one
- * (f32, FA_CUDA_DECODE=cores) does not take it, so there the ordinary forward serves them, and
- * with seqlens_k or a paged cache the plan has no launch and fa_cuda_split_takes names ALiBi (the
- * host's UNSUPPORTED). */
-Test(cuda_plan, alibi_decoding)
+/* Decoding shapes with a window, a softcap or ALiBi (each alone and together): f16/bf16 take the
+ * tensor-core split-key forward (with or without seqlens_k and a paged cache), with the plan of
+ * the same call without them; the CUDA-core one (f32, FA_CUDA_DECODE=cores) takes none of them,
+ * so there the ordinary forward serves them, and with seqlens_k or a paged cache the plan has no
+ * launch and fa_cuda_split_takes names the three (the host's UNSUPPORTED). */
+Test(cuda_plan, variants_decoding)
 {
     fa_cuda_caps h200 = SM90;
     h200.sm_count = 132;
     for (int cores = 0; cores < 3; cores++)
-        for (int index = 0; index < 3; index++) {
-            fa_cuda_caps caps = h200;
-            caps.decode_cores = cores == 1;
-            fa_cuda_problem pb = {.dtype = cores == 2 ? FA_DTYPE_F32 : FA_DTYPE_F16,
-                                  .batch = 4,
-                                  .seq_q = 1,
-                                  .seq_k = 4096,
-                                  .heads_q = 32,
-                                  .heads_kv = 8,
-                                  .head_dim = 128,
-                                  .aligned = true,
-                                  .seqlens_k = index == 1,
-                                  .paged = index == 2,
-                                  .alibi = true};
-            char why[192] = "";
-            const bool takes = fa_cuda_split_takes(&caps, &pb, why, sizeof why);
-            fa_cuda_plan plan, plain;
-            fa_cuda_plan_forward(&caps, &pb, &plan);
-            if (cores == 0) {
-                cr_expect(takes);
-                check_plan("decoding, ALiBi", &caps, &pb, &plan, false);
-                cr_expect_eq(family_of(&plan.launches[0]), FA_CUDA_FWD_SPLIT_MMA);
-                pb.alibi = false;
-                fa_cuda_plan_forward(&caps, &pb, &plain);
-                cr_expect(same_plan(&plan, &plain));
-                continue;
+        for (int v = 1; v < 8; v++)
+            for (int index = 0; index < 3; index++) {
+                fa_cuda_caps caps = h200;
+                caps.decode_cores = cores == 1;
+                fa_cuda_problem pb = {.dtype = cores == 2 ? FA_DTYPE_F32 : FA_DTYPE_F16,
+                                      .batch = 4,
+                                      .seq_q = 1,
+                                      .seq_k = 4096,
+                                      .heads_q = 32,
+                                      .heads_kv = 8,
+                                      .head_dim = 128,
+                                      .aligned = true,
+                                      .seqlens_k = index == 1,
+                                      .paged = index == 2,
+                                      .window = v & 1,
+                                      .softcap = v & 2,
+                                      .alibi = v & 4};
+                char why[192] = "";
+                const bool takes = fa_cuda_split_takes(&caps, &pb, why, sizeof why);
+                fa_cuda_plan plan, plain;
+                fa_cuda_plan_forward(&caps, &pb, &plan);
+                if (cores == 0) {
+                    cr_expect(takes);
+                    check_plan("decoding, variants", &caps, &pb, &plan, false);
+                    cr_expect_eq(family_of(&plan.launches[0]), FA_CUDA_FWD_SPLIT_MMA);
+                    pb.window = pb.softcap = pb.alibi = false;
+                    fa_cuda_plan_forward(&caps, &pb, &plain);
+                    cr_expect(same_plan(&plan, &plain));
+                    continue;
+                }
+                cr_expect_not(takes);
+                cr_expect(strstr(why, "sliding window") && strstr(why, "softcap") &&
+                              strstr(why, "ALiBi"),
+                          "%s", why);
+                if (index == 0) {
+                    check_plan("decoding shape, variants", &caps, &pb, &plan, false);
+                    cr_expect_not(is_split(family_of(&plan.launches[0])));
+                } else {
+                    cr_expect_eq(plan.count, 0);
+                }
             }
-            cr_expect_not(takes);
-            cr_expect(strstr(why, "ALiBi"), "%s", why);
-            if (index == 0) {
-                check_plan("decoding shape, ALiBi", &caps, &pb, &plan, false);
-                cr_expect_not(is_split(family_of(&plan.launches[0])));
-            } else {
-                cr_expect_eq(plan.count, 0);
-            }
-        }
 }
 
 Test(cuda_plan, empty_problems_need_no_workspace)

@@ -86,14 +86,17 @@ static uint32_t split_dim(int64_t head_dim)
     return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
 }
 
-/* The tensor-core split-key forward's warps per block for head dim d: 4 (or FA_CUDA_DECODE_WARPS),
- * fewer where the shared memory does not hold them (0: not even one fits). */
-static unsigned split_mma_warps(const fa_cuda_caps *caps, uint32_t d)
+/* The tensor-core split-key forward's warps per block for the call: 4 (or FA_CUDA_DECODE_WARPS),
+ * fewer where the shared memory does not hold them; 0 where that kernel does not serve it (f32,
+ * FA_CUDA_DECODE=cores, not even one warp fits), so that the CUDA-core one does. */
+static unsigned split_mma_warps(const fa_cuda_caps *caps, const fa_cuda_problem *pb)
 {
+    if (pb->dtype == FA_DTYPE_F32 || caps->decode_cores)
+        return 0;
     unsigned w = caps->decode_warps > 0 && caps->decode_warps <= FA_DEC_MMA_MAX_WARPS
                      ? (unsigned)caps->decode_warps
                      : 4;
-    while (w > 0 && FA_DEC_MMA_SMEM(d, w) > (uint32_t)caps->smem_optin)
+    while (w > 0 && FA_DEC_MMA_SMEM(split_dim(pb->head_dim), w) > (uint32_t)caps->smem_optin)
         w--;
     return w;
 }
@@ -107,9 +110,7 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
         why_size = 0; /* snprintf then only counts */
     if (caps->force_general)
         snprintf(why, why_size, "FA_CUDA_KERNELS=general turns it off");
-    else if ((pb->window || pb->softcap || pb->alibi) &&
-             (pb->dtype == FA_DTYPE_F32 || caps->decode_cores ||
-              split_mma_warps(caps, split_dim(pb->head_dim)) == 0))
+    else if ((pb->window || pb->softcap || pb->alibi) && split_mma_warps(caps, pb) == 0)
         snprintf(why, why_size,
                  "its CUDA-core kernel (f32, FA_CUDA_DECODE=cores) takes no sliding window, no "
                  "softcap and no ALiBi");
@@ -144,8 +145,7 @@ static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_c
         return false;
     const uint32_t units = (uint32_t)(caps->sm_count > 0 ? caps->sm_count : 1);
     const uint32_t d = split_dim(pb->head_dim);
-    const unsigned warps =
-        pb->dtype != FA_DTYPE_F32 && !caps->decode_cores ? split_mma_warps(caps, d) : 0;
+    const unsigned warps = split_mma_warps(caps, pb);
     if (warps > 0) {
         /* One block holds all of a KV head's rows, and one such block an SM keeps enough loads
          * in flight (on the H200, B=1 Sk=32k: 16 chunks, one block an SM, 2,835 GB/s; 32 chunks,

@@ -24,10 +24,9 @@ typedef struct fa_cuda_params {
     /* The mask, bottom-right aligned (off = seq_k - seq_q; fa_attention_call's window): where
      * causal, query i sees key j only if j <= i + causal_offset (off + window_right: off where
      * the call is causal); where has_left, only if j >= i + left_offset (off - window_left).
-     * The host sets causal for any right bound. Every kernel takes the mask and the softcap but
-     * the split-key forward (fa_decode.cuh), which knows only causal (aligned on its own
-     * lengths): the planner (cuda_plan.c) routes no window or softcap call there, and ALiBi
-     * calls only to kernels that read has_alibi. */
+     * The host sets causal for any right bound. Every kernel takes the mask, the softcap and
+     * ALiBi but the CUDA-core split-key forward (fa_decode.cuh), which knows only causal
+     * (aligned on its own lengths): the planner (cuda_plan.c) routes no such call there. */
     int causal, causal_offset;
     int has_left, left_offset;
     int has_lse;

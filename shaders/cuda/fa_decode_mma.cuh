@@ -26,14 +26,6 @@
 #include "fa_mask.cuh"
 #include "fa_mma.cuh"
 
-// 16-byte copy of which the first `bytes` (0 or 16: the caller's rows are whole chunks) come from
-// src, the rest zero.
-__device__ __forceinline__ void fa_cp_async16_n(unsigned dst, const void *src, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(bytes));
-}
-
 template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params &p)
 {
     constexpr int CH = D / 8, KW = FA_DEC_MMA_KEYS, NST = FA_DEC_MMA_STAGES;
@@ -59,7 +51,7 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
         const T *src = (const T *)p.q.ptr;
         if (ok)
             src += fa_at(p.q, b, r / p.group, hk * p.group + r % p.group) + ch * 8;
-        fa_cp_async16_n(sQ + fa_swz<CH>(r, ch), src, ok ? 16 : 0);
+        fa_cp_async16(sQ + fa_swz<CH>(r, ch), src, ok);
     }
     fa_cp_async_commit();
 
@@ -145,8 +137,8 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
                 }
                 const bool in = key < k1 && has_ch;
                 const unsigned dst = st + fa_swz<CH>(row, lch);
-                fa_cp_async16_n(dst, in ? kb + kr : kb, in ? 16 : 0);
-                fa_cp_async16_n(dst + TILE, in ? vb + vr : vb, in ? 16 : 0);
+                fa_cp_async16(dst, in ? kb + kr : kb, in);
+                fa_cp_async16(dst + TILE, in ? vb + vr : vb, in);
             }
         }
         fa_cp_async_commit(); // empty past the last step: the wait counts stay uniform
