@@ -303,7 +303,11 @@ def attention_with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, seqlens_
     (B, Hkv, S_new, D) are first written into the caches at seqlens_k[b] (in place; seqlens_k
     is left to the caller to advance), and the attention then covers seqlens_k[b] + S_new keys,
     the causal mask aligned on that length. Other arguments as attention(). The caches must be
-    usable in place (last stride 1)."""
+    usable in place (last stride 1). A seqlens_k or block_table value out of range raises
+    InvalidArgumentError (ERROR_OUT_OF_BOUNDS) from the call, except on CUDA without k_new:
+    there the kernels clamp it (no read leaves the caches, the output is undefined) and the
+    library's context reports it at its next synchronize instead (so that no call waits for
+    the GPU to read them back)."""
     if layout not in ("bhsd", "bshd"):
         raise ValueError(f"flashattn: layout must be 'bhsd' or 'bshd', not {layout!r}")
     if (k_new is None) != (v_new is None):
