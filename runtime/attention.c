@@ -3,6 +3,7 @@
  * ask the backend. */
 #include "fa_append.h"
 #include "fa_validate.h"
+#include "fa_varlen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,9 +85,10 @@ static fa_status check_indices(fa_context *ctx, const fa_attention_call *call, i
 
 /* A packed batch's prefix sums: each from 0, never decreasing, ending inside the packed
  * tensors (cu_seqlens_q[B] <= seq_q, cu_seqlens_k[B] <= seq_k), and no sequence longer than
- * max_seqlen_q / max_seqlen_k where those are set. The CPU backend reads them again from its
- * buffers; a GPU kernel taking them must clamp, as for seqlens_k. */
-static fa_status check_varlen(fa_context *ctx, const fa_attention_call *call)
+ * max_seqlen_q / max_seqlen_k where those are set. The host copies are left in cu[0] (q) and
+ * cu[1] (k), which the caller frees (NULL after a failure); the call runs from them
+ * (fa_varlen_run), so a value changed on the device later changes nothing. */
+static fa_status check_varlen(fa_context *ctx, const fa_attention_call *call, int32_t *cu_out[2])
 {
     const fa_view *views[2] = {&call->cu_seqlens_q, &call->cu_seqlens_k};
     const char *names[2] = {"cu_seqlens_q", "cu_seqlens_k"};
@@ -96,7 +98,7 @@ static fa_status check_varlen(fa_context *ctx, const fa_attention_call *call)
     fa_status st = FA_OK;
     for (int i = 0; i < 2 && st == FA_OK; i++) {
         const fa_view *v = views[i];
-        int32_t *cu =
+        int32_t *cu = cu_out[i] =
             read_index(ctx, v, (uint64_t)(n - 1) * (uint64_t)v->stride_b + 1, names[i], &st);
         if (!cu)
             break;
@@ -124,7 +126,11 @@ static fa_status check_varlen(fa_context *ctx, const fa_attention_call *call)
                              (long long)(hi - lo), names[i], i ? "max_seqlen_k" : "max_seqlen_q",
                              (long long)bounds[i]);
         }
-        free(cu);
+    }
+    if (st != FA_OK) {
+        free(cu_out[0]);
+        free(cu_out[1]);
+        cu_out[0] = cu_out[1] = NULL;
     }
     return st;
 }
@@ -163,36 +169,35 @@ static fa_status dispatch(fa_context *ctx, fa_attention_call *call, bool backwar
     if (call->has_bias && !be->bias)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "bias: the %s backend does not take an additive bias yet", be->name);
-    if (call->has_varlen && !be->varlen)
-        return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
-                       "cu_seqlens_q: the %s backend does not take packed variable-length batches "
-                       "yet",
-                       be->name);
     if (call->has_append && !be->copy_regions)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "k_new: the %s backend cannot append to a KV cache", be->name);
     fa_status st = FA_OK;
-    int32_t *lens = NULL, *table = NULL;
+    int32_t *lens = NULL, *table = NULL, *cu[2] = {NULL, NULL};
     fa_append_plan plan = {0};
     const bool attend = !empty(call, backward);
     if ((call->has_seqlens_k || call->has_block_table) &&
         (call->has_append || !be->index_check_on_device))
         st = check_indices(ctx, call, &lens, &table);
     if (st == FA_OK && call->has_varlen)
-        st = check_varlen(ctx, call);
+        st = check_varlen(ctx, call, cu);
     if (st == FA_OK && call->has_append)
         st = fa_append_prepare(ctx, call, lens, table, &plan);
-    if (st == FA_OK && attend && be->check_call)
+    if (st == FA_OK && attend && call->has_varlen) /* checks each sequence's call, then runs */
+        st = fa_varlen_run(ctx, call, cu[0], cu[1], backward);
+    else if (st == FA_OK && attend && be->check_call)
         st = be->check_call(ctx, call, backward);
     if (st == FA_OK && call->has_append)
         st = fa_append_commit(ctx, call, &plan);
-    if (st == FA_OK && attend) {
+    if (st == FA_OK && attend && !call->has_varlen) {
         st = fa_backend_enter(ctx);
         if (st == FA_OK)
             st = fa_backend_leave(ctx, backward ? be->backward(ctx, call) : be->forward(ctx, call));
     }
     free(lens);
     free(table);
+    free(cu[0]);
+    free(cu[1]);
     fa_append_plan_free(&plan);
     return st;
 }

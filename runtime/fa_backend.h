@@ -68,9 +68,9 @@ typedef struct fa_attention_call {
     /* A packed variable-length batch (forward and backward): has_varlen, varlen_batch (B, >= 0)
      * sequences, and int32 views of B + 1 prefix sums each (element b at offset + b * stride_b),
      * checked by the runtime (from 0, never decreasing, cu_seqlens_q[B] <= seq_q and
-     * cu_seqlens_k[B] <= seq_k) before the backend sees them. batch is 1, seq_q and seq_k are the
-     * packed totals; the window was resolved against those totals, so a backend resolves it
-     * again per sequence (fa_call_sequence). */
+     * cu_seqlens_k[B] <= seq_k). batch is 1, seq_q and seq_k are the packed totals; the window
+     * was resolved against those totals. Backends never see such a call: the runtime runs each
+     * sequence as a call of its own (fa_call_sequence, runtime/varlen.c). */
     bool has_varlen;
     int64_t varlen_batch;
     int64_t max_seqlen_q, max_seqlen_k; /* 0 or bounds the runtime checked; backends ignore */
@@ -198,8 +198,6 @@ typedef struct fa_backend_iface {
      * likewise. */
     bool alibi;
     bool bias;
-    /* The forward and backward take a packed variable-length batch (has_varlen). */
-    bool varlen;
     /* A wrapped buffer's handle may be released while work that uses its memory is still queued
      * (the kernels took the address when they were issued), so fa_buffer_destroy need not wait:
      * a wrap per call then costs no synchronisation. */

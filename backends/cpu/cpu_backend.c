@@ -133,16 +133,6 @@ static fa_status cpu_synchronize(fa_context *ctx)
     return FA_OK; /* every call completes before it returns */
 }
 
-static fa_status cpu_forward(fa_context *ctx, const fa_attention_call *call)
-{
-    return call->has_varlen ? fa_cpu_varlen(ctx, call, false) : fa_cpu_forward(ctx, call);
-}
-
-static fa_status cpu_backward(fa_context *ctx, const fa_attention_call *call)
-{
-    return call->has_varlen ? fa_cpu_varlen(ctx, call, true) : fa_cpu_backward(ctx, call);
-}
-
 const fa_backend_iface fa_cpu_backend_iface = {
     .id = FA_BACKEND_CPU,
     .name = "cpu",
@@ -152,7 +142,6 @@ const fa_backend_iface fa_cpu_backend_iface = {
     .softcap = true, /* likewise */
     .alibi = true,   /* likewise */
     .bias = true,    /* likewise */
-    .varlen = true,  /* sequence by sequence (cpu_varlen.c) */
     .probe = cpu_probe,
     .device_info = cpu_device_info,
     .context_init = cpu_context_init,
@@ -165,8 +154,8 @@ const fa_backend_iface fa_cpu_backend_iface = {
     .buffer_write = cpu_buffer_write,
     .buffer_read = cpu_buffer_read,
     .synchronize = cpu_synchronize,
-    .forward = cpu_forward,
-    .backward = cpu_backward,
+    .forward = fa_cpu_forward,
+    .backward = fa_cpu_backward,
     .copy_regions = cpu_copy_regions,
     .check_call = NULL, /* every valid call is supported */
 };

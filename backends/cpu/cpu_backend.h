@@ -16,7 +16,5 @@ typedef struct fa_cpu_state {
 /* Both run to completion before returning (the CPU backend is synchronous). */
 fa_status fa_cpu_forward(fa_context *ctx, const fa_attention_call *call);
 fa_status fa_cpu_backward(fa_context *ctx, const fa_attention_call *call);
-/* A packed variable-length call (has_varlen), sequence by sequence (cpu_varlen.c). */
-fa_status fa_cpu_varlen(fa_context *ctx, const fa_attention_call *call, bool backward);
 
 #endif
