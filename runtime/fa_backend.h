@@ -69,12 +69,16 @@ typedef struct fa_attention_call {
      * sequences, and int32 views of B + 1 prefix sums each (element b at offset + b * stride_b),
      * checked by the runtime (from 0, never decreasing, cu_seqlens_q[B] <= seq_q and
      * cu_seqlens_k[B] <= seq_k). batch is 1, seq_q and seq_k are the packed totals; the window
-     * was resolved against those totals. Backends never see such a call: the runtime runs each
-     * sequence as a call of its own (fa_call_sequence, runtime/varlen.c). */
+     * was resolved against those totals. A backend sees such a call only where its varlen_takes
+     * says so, with cu_q_host and cu_k_host, the runtime's host copies of the prefix sums (valid
+     * during the call); else the runtime runs each sequence as a call of its own
+     * (fa_call_sequence, runtime/varlen.c). Rows past cu_seqlens_q[B] are the runtime's either
+     * way. */
     bool has_varlen;
     int64_t varlen_batch;
     int64_t max_seqlen_q, max_seqlen_k; /* 0 or bounds the runtime checked; backends ignore */
     fa_view cu_seqlens_q, cu_seqlens_k;
+    const int32_t *cu_q_host, *cu_k_host;
     bool has_append;
     int64_t seq_new;
     fa_view k_new, v_new;
@@ -198,6 +202,10 @@ typedef struct fa_backend_iface {
      * likewise. */
     bool alibi;
     bool bias;
+    /* (optional) Whether the backend takes the packed batch `call` (has_varlen, cu_q_host set)
+     * in one call, all sequences at once; NULL or false: the runtime runs it sequence by
+     * sequence. check_call still sees the call first. */
+    bool (*varlen_takes)(fa_context *ctx, const fa_attention_call *call, bool backward);
     /* A wrapped buffer's handle may be released while work that uses its memory is still queued
      * (the kernels took the address when they were issued), so fa_buffer_destroy need not wait:
      * a wrap per call then costs no synchronisation. */

@@ -5,8 +5,9 @@
 
 #include "fa_internal.h"
 
-/* Runs a validated call with has_varlen through the backend sequence by sequence: each sequence
- * as a call of its own over its rows of the packed tensors (fa_call_sequence), then the query
+/* Runs a validated call with has_varlen through the backend: in one call where the backend's
+ * varlen_takes says so, else sequence by sequence, each as a call of its own over its rows of
+ * the packed tensors (fa_call_sequence); then the query
  * rows no sequence covers as a sequence without keys (O = 0, LSE = -inf, dQ = 0) and, in the
  * backward, the keys no sequence covers as one without queries (dK = dV = 0). cu_q and cu_k are
  * host copies of the prefix sums (element b at b * the view's stride_b), already checked. Every

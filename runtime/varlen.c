@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: MIT
-/* A packed variable-length batch as one backend call per sequence (fa_varlen.h). Every backend
- * takes it this way: the sequences' kernels are queued one after another on the context's
- * queue, so the call stays asynchronous, at the cost of one launch (or a few) per sequence. */
+/* A packed variable-length batch (fa_varlen.h): as one call where the backend takes it so
+ * (varlen_takes: CUDA's forward), else one backend call per sequence, their kernels queued one
+ * after another on the context's queue (so the call stays asynchronous, at the cost of one
+ * launch or a few per sequence). */
 #include "fa_varlen.h"
 
 #include <stdlib.h>
 
-/* The parts of the call that have work (see fa_varlen.h), into parts (room for B + 2). */
-static size_t split(const fa_attention_call *call, const int32_t *cu_q, const int32_t *cu_k,
-                    bool backward, fa_attention_call *parts)
+/* The parts of the call that have work (see fa_varlen.h), into parts (room for B + 2): the
+ * whole packed call where the backend takes it so, else each sequence; then the rest. */
+static size_t split(fa_context *ctx, const fa_attention_call *call, const int32_t *cu_q,
+                    const int32_t *cu_k, bool backward, fa_attention_call *parts)
 {
+    const fa_backend_iface *be = ctx->backend;
     const int64_t n = call->varlen_batch;
     const uint64_t sq_b = (uint64_t)call->cu_seqlens_q.stride_b;
     const uint64_t sk_b = (uint64_t)call->cu_seqlens_k.stride_b;
-    size_t count = 0;
-    for (int64_t b = 0; b < n; b++) {
+    parts[0] = *call;
+    parts[0].cu_q_host = cu_q;
+    parts[0].cu_k_host = cu_k;
+    const bool whole = n > 0 && be->varlen_takes && be->varlen_takes(ctx, &parts[0], backward);
+    size_t count = whole ? 1 : 0;
+    for (int64_t b = 0; b < n && !whole; b++) {
         const int64_t q0 = cu_q[(uint64_t)b * sq_b], k0 = cu_k[(uint64_t)b * sk_b];
         const int64_t sq = cu_q[(uint64_t)(b + 1) * sq_b] - q0;
         const int64_t sk = cu_k[(uint64_t)(b + 1) * sk_b] - k0;
@@ -44,7 +51,7 @@ fa_status fa_varlen_run(fa_context *ctx, const fa_attention_call *call, const in
                        "cu_seqlens_q: no memory for %lld "
                        "sequences",
                        (long long)call->varlen_batch);
-    const size_t count = split(call, cu_q, cu_k, backward, parts);
+    const size_t count = split(ctx, call, cu_q, cu_k, backward, parts);
     fa_status st = FA_OK;
     for (size_t i = 0; i < count && st == FA_OK && be->check_call; i++)
         st = be->check_call(ctx, &parts[i], backward);

@@ -89,9 +89,11 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
     *length = pb->seq_q;
     switch (k->family) {
     case FA_CUDA_FWD_MMA:
+    case FA_CUDA_FWD_MMA_VARLEN:
         *rows = k->p1;
         break;
     case FA_CUDA_FWD_WGMMA:
+    case FA_CUDA_FWD_WGMMA_VARLEN:
         *rows = FA_FWD_WGMMA_BQ;
         break;
     case FA_CUDA_FWD_GEN:
@@ -830,6 +832,54 @@ Test(cuda_plan, variants_decoding)
             }
 }
 
+/* A packed batch (varlen): one launch of a *_VARLEN kernel, a grid row per sequence covering
+ * the longest, the same tiling as the ordinary forward of that length; never the decoding path;
+ * nothing (the runtime then runs it sequence by sequence) where no such kernel exists. */
+Test(cuda_plan, varlen_choices)
+{
+    const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
+    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+        for (size_t t = 0; t < 3; t++)
+            for (int64_t d = 8; d <= 256; d += 8)
+                for (int64_t sq = 1; sq <= 1000; sq += 999) {
+                    fa_cuda_problem pb = problem(dtypes[t], d, false);
+                    pb.seq_q = sq;
+                    pb.batch = 7;
+                    fa_cuda_plan plain, packed;
+                    pb.seq_q = 1000; /* the ordinary forward's kernel for this length */
+                    fa_cuda_plan_forward(&archs[a], &pb, &plain);
+                    pb.seq_q = sq;
+                    pb.varlen = true;
+                    fa_cuda_plan_forward(&archs[a], &pb, &packed);
+                    if (packed.count == 0) {
+                        cr_expect(
+                            dtypes[t] == FA_DTYPE_F32 || d <= 32 || d > 128 ||
+                                (archs[a].cc_major < 9 &&
+                                 ((d > 64 && d <= 96) || (dtypes[t] == FA_DTYPE_BF16 && d > 96))),
+                            "cc %d.%d dtype %d d %lld: no packed plan", archs[a].cc_major,
+                            archs[a].cc_minor, (int)dtypes[t], (long long)d);
+                        continue;
+                    }
+                    cr_assert_eq(packed.count, 1);
+                    const fa_cuda_launch *l = &packed.launches[0];
+                    const fa_cuda_kernel_info *k = &fa_cuda_kernels[l->kernel];
+                    const fa_cuda_kernel_info *o = &fa_cuda_kernels[plain.launches[0].kernel];
+                    cr_expect(k->family == FA_CUDA_FWD_MMA_VARLEN ||
+                              k->family == FA_CUDA_FWD_WGMMA_VARLEN);
+                    cr_expect_eq(k->family == FA_CUDA_FWD_WGMMA_VARLEN,
+                                 o->family == FA_CUDA_FWD_WGMMA);
+                    cr_expect_eq(k->dtype, dtypes[t]);
+                    cr_expect_eq(k->d, o->d);
+                    cr_expect_eq(packed.splits, 0);
+                    cr_expect_eq(l->grid[1], 8u);
+                    cr_expect_eq(l->grid[2], 7u);
+                    int64_t rows, length;
+                    coverage(l, &pb, &rows, &length);
+                    cr_expect_geq((int64_t)l->grid[0] * rows, sq);
+                }
+}
+
 Test(cuda_plan, empty_problems_need_no_workspace)
 {
     fa_cuda_caps sm90 = SM90;
@@ -849,7 +899,8 @@ Test(cuda_plan, catalogue_rows_are_consistent)
         cr_expect(k->d >= 32 && k->d <= 256, "%s", k->name);
         for (int j = 0; j < i; j++)
             cr_expect(strcmp(k->name, fa_cuda_kernels[j].name) != 0, "%s twice", k->name);
-        const bool wgmma = k->family == FA_CUDA_FWD_WGMMA || k->family == FA_CUDA_BWD_WGMMA;
+        const bool wgmma = k->family == FA_CUDA_FWD_WGMMA || k->family == FA_CUDA_BWD_WGMMA ||
+                           k->family == FA_CUDA_FWD_WGMMA_VARLEN;
         cr_expect_eq(wgmma, i >= FA_CUDA_K_SM90_FIRST, "%s", k->name);
     }
 }
@@ -875,6 +926,11 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     fa_cuda_plan_backward(&archs[a], &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
+                    pb.varlen = true; /* a packed batch */
+                    fa_cuda_plan_forward(&archs[a], &pb, &plan);
+                    for (unsigned i = 0; i < plan.count; i++)
+                        chosen[plan.launches[i].kernel] = true;
+                    pb.varlen = false;
                     pb.seq_q = 1; /* decoding, in 4 chunks */
                     pb.num_splits = 4;
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);

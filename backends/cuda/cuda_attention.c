@@ -78,6 +78,11 @@ static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
         p.page_size = int_at_most_max(call->page_size);
         p.num_pages = int_at_most_max(call->num_pages);
     }
+    if (call->has_varlen) {
+        p.cu_seqlens_q = tensor_of(&call->cu_seqlens_q, sizeof(int32_t));
+        p.cu_seqlens_k = tensor_of(&call->cu_seqlens_k, sizeof(int32_t));
+        p.varlen = 1;
+    }
     if (backward) {
         p.d_o = tensor_of(&call->d_o, es);
         p.d_q = tensor_of(&call->d_q, es);
@@ -130,14 +135,36 @@ static fa_status launch(fa_context *ctx, const fa_cuda_launch *l, fa_cuda_params
     return FA_OK;
 }
 
+/* The longest sequence of a packed batch (call->cu_*_host set): its query and key rows. */
+static void longest_sequence(const fa_attention_call *call, int64_t *seq_q, int64_t *seq_k)
+{
+    const uint64_t sq = (uint64_t)call->cu_seqlens_q.stride_b;
+    const uint64_t sk = (uint64_t)call->cu_seqlens_k.stride_b;
+    *seq_q = *seq_k = 0;
+    for (uint64_t b = 0; b < (uint64_t)call->varlen_batch; b++) {
+        const int64_t nq = call->cu_q_host[(b + 1) * sq] - call->cu_q_host[b * sq];
+        const int64_t nk = call->cu_k_host[(b + 1) * sk] - call->cu_k_host[b * sk];
+        *seq_q = nq > *seq_q ? nq : *seq_q;
+        *seq_k = nk > *seq_k ? nk : *seq_k;
+    }
+}
+
+/* The call as the planner sees it; a packed batch (cu_*_host set) as its sequences, each as
+ * long as the longest. */
 static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_params *p,
                                   bool backward)
 {
+    int64_t batch = call->batch, seq_q = call->seq_q, seq_k = call->seq_k;
+    const bool varlen = call->has_varlen && call->cu_q_host;
+    if (varlen) {
+        batch = call->varlen_batch;
+        longest_sequence(call, &seq_q, &seq_k);
+    }
     return (fa_cuda_problem){
         .dtype = call->dtype,
-        .batch = call->batch,
-        .seq_q = call->seq_q,
-        .seq_k = call->seq_k,
+        .batch = batch,
+        .seq_q = seq_q,
+        .seq_k = seq_k,
         .heads_q = call->heads_q,
         .heads_kv = call->heads_kv,
         .head_dim = call->head_dim,
@@ -149,6 +176,7 @@ static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_p
         .window = call->window,
         .softcap = call->softcap > 0.0f,
         .alibi = call->has_alibi,
+        .varlen = varlen,
     };
 }
 
@@ -193,6 +221,20 @@ fa_status fa_cuda_check_call(fa_context *ctx, const fa_attention_call *call, boo
     if (!backward && (call->has_seqlens_k || call->has_block_table))
         return check_index_tensors(ctx, call);
     return FA_OK;
+}
+
+/* A packed batch's forward in one launch where a *_VARLEN kernel takes it (fa_cuda_plan_forward
+ * plans none for the others), its sequences one per block row of the grid. */
+bool fa_cuda_varlen_takes(fa_context *ctx, const fa_attention_call *call, bool backward)
+{
+    const fa_cuda_state *st = ctx->backend_state;
+    if (backward || call->varlen_batch > 65535)
+        return false;
+    const fa_cuda_params p = params_of(call, false);
+    const fa_cuda_problem pb = problem_of(call, &p, false);
+    fa_cuda_plan plan;
+    fa_cuda_plan_forward(&st->caps, &pb, &plan);
+    return plan.count > 0;
 }
 
 /* Grows the scratch (the backward's, the split-key forward's) to `bytes` (waiting for work that may

@@ -46,5 +46,6 @@ fa_status fa_cuda_fail(fa_context *ctx, CUresult result, const char *what);
 fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call);
 fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call);
 fa_status fa_cuda_check_call(fa_context *ctx, const fa_attention_call *call, bool backward);
+bool fa_cuda_varlen_takes(fa_context *ctx, const fa_attention_call *call, bool backward);
 
 #endif

@@ -51,6 +51,13 @@ static fa_cuda_kernel find(fa_cuda_family family, fa_dtype dtype, uint32_t d, ui
     return (fa_cuda_kernel)(first < 0 ? 0 : first);
 }
 
+/* Whether the catalogue has a row of this family, dtype, head dim and (where nonzero) P1. */
+static bool row_exists(fa_cuda_family family, fa_dtype dtype, uint32_t d, uint32_t p1)
+{
+    const fa_cuda_kernel_info *k = &fa_cuda_kernels[find(family, dtype, d, p1)];
+    return k->family == family && k->dtype == dtype && k->d == d && (!p1 || k->p1 == p1);
+}
+
 /* The tensor-core kernels' head dim: the head dim rounded up to 32, 64, 96, 128 or 256. */
 static uint32_t mma_dim(int64_t head_dim)
 {
@@ -185,7 +192,7 @@ static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_c
 void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
 {
     *plan = (fa_cuda_plan){0};
-    if (plan_split(caps, pb, plan) || pb->seqlens_k || pb->paged)
+    if (!pb->varlen && (plan_split(caps, pb, plan) || pb->seqlens_k || pb->paged))
         return;
     const uint32_t d = mma_dim(pb->head_dim);
     /* head dim 256: 128-row blocks (8 warps) where a 64-row block would be alone on an SM (two
@@ -204,10 +211,18 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
      * TF/s than the mma.sync kernel for 96 even with a quarter of its products on zeros) */
     const uint32_t wg_d = d > 64 ? 128 : 64;
     const unsigned wg_smem = wg_d == 128 ? FA_FWD_WGMMA_SMEM(128) : FA_FWD_WGMMA_SMEM(64);
+    /* a packed batch: the same kernels' *_VARLEN rows where the catalogue has one, else nothing */
     if (fast && caps->wgmma_fwd && d >= 64 && d <= 128 && (int)wg_smem <= caps->smem_optin)
-        add(plan, find(FA_CUDA_FWD_WGMMA, pb->dtype, wg_d, 0), blocks(pb->seq_q, FA_FWD_WGMMA_BQ),
-            pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS, wg_smem,
-            "launching the Hopper (wgmma) forward");
+        add(plan,
+            find(pb->varlen ? FA_CUDA_FWD_WGMMA_VARLEN : FA_CUDA_FWD_WGMMA, pb->dtype, wg_d, 0),
+            blocks(pb->seq_q, FA_FWD_WGMMA_BQ), pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS,
+            wg_smem, "launching the Hopper (wgmma) forward");
+    else if (fast && pb->varlen && row_exists(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq))
+        add(plan, find(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq), blocks(pb->seq_q, bq),
+            pb->heads_q, pb->batch, FA_FWD_MMA_THREADS(d, bq), smem,
+            "launching the tensor-core forward");
+    else if (pb->varlen)
+        return;
     else if (fast)
         add(plan, find(FA_CUDA_FWD_MMA, pb->dtype, d, bq), blocks(pb->seq_q, bq), pb->heads_q,
             pb->batch, FA_FWD_MMA_THREADS(d, bq), smem, "launching the tensor-core forward");

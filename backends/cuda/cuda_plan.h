@@ -38,6 +38,8 @@ typedef enum fa_cuda_family {
     FA_CUDA_FWD_SPLIT,
     FA_CUDA_FWD_SPLIT_MMA,
     FA_CUDA_FWD_MERGE,
+    FA_CUDA_FWD_MMA_VARLEN,
+    FA_CUDA_FWD_WGMMA_VARLEN,
 } fa_cuda_family;
 
 /* One catalogue row. */
@@ -83,6 +85,9 @@ typedef struct fa_cuda_problem {
      * and logit softcapping, which only some kernels take */
     bool window, softcap;
     bool alibi; /* ALiBi slopes (fa_attention_call.has_alibi), which only some kernels take */
+    /* forward: a packed variable-length batch of `batch` sequences in one launch, seq_q and
+     * seq_k the longest sequence's lengths: only the *_VARLEN kernels take it */
+    bool varlen;
 } fa_cuda_problem;
 
 typedef struct fa_cuda_launch {
@@ -107,7 +112,10 @@ typedef struct fa_cuda_plan {
 } fa_cuda_plan;
 
 /* A forward with seqlens_k or paged that the split-key forward cannot take gets no launch
- * (count 0): the host refuses such calls first, with fa_cuda_split_takes's reason. */
+ * (count 0): the host refuses such calls first, with fa_cuda_split_takes's reason. So does a
+ * packed batch (varlen) that no *_VARLEN kernel takes (f32, unaligned rows, head dims that
+ * take no such row: on mma.sync 33-64, and 97-128 in f16, have one; on wgmma 33-128): the
+ * runtime then runs it sequence by sequence. */
 void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan);
 void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan);
 

@@ -16,6 +16,9 @@
  * Families (geometry in shaders/cuda/fa_cuda_abi.h):
  *   FWD_MMA       tensor-core forward (mma.sync), P1 query rows per block
  *   FWD_WGMMA     Hopper forward (wgmma, sm_90a only)
+ *   FWD_MMA_VARLEN, FWD_WGMMA_VARLEN  the same over a packed variable-length batch in one
+ *                 launch (fa_cuda_params.varlen; head dims 64 and 128, but no bf16 128 on
+ *                 mma.sync: binding a block to its sequence spilled there, 36 bytes)
  *   FWD_GEN       CUDA-core forward, any dtype and alignment, head dims up to D
  *   BWD_DELTA     Delta = rowsum(dO * O)
  *   BWD_DKDV_GEN  CUDA-core dK, dV;  BWD_DQ_GEN  CUDA-core dQ
@@ -50,6 +53,12 @@
     X(FWD_MMA_BF16_D256, fa_fwd_mma_bf16_d256, FWD_MMA, BF16, 256, FA_FWD_MMA_BQ_D256, 0)          \
     X(FWD_MMA_Q128_BF16_D256, fa_fwd_mma_q128_bf16_d256, FWD_MMA, BF16, 256,                       \
       FA_FWD_MMA_BQ_D256_WIDE, 0)                                                                  \
+    X(FWD_MMA_VARLEN_F16_D64, fa_fwd_mma_varlen_f16_d64, FWD_MMA_VARLEN, F16, 64, FA_FWD_MMA_BQ,   \
+      0)                                                                                           \
+    X(FWD_MMA_VARLEN_F16_D128, fa_fwd_mma_varlen_f16_d128, FWD_MMA_VARLEN, F16, 128,               \
+      FA_FWD_MMA_BQ, 0)                                                                            \
+    X(FWD_MMA_VARLEN_BF16_D64, fa_fwd_mma_varlen_bf16_d64, FWD_MMA_VARLEN, BF16, 64,               \
+      FA_FWD_MMA_BQ, 0)                                                                            \
     X(FWD_GEN_F32_8, fa_fwd_gen_f32_8, FWD_GEN, F32, 64, 0, 0)                                     \
     X(FWD_GEN_F32_16, fa_fwd_gen_f32_16, FWD_GEN, F32, 128, 0, 0)                                  \
     X(FWD_GEN_F32_32, fa_fwd_gen_f32_32, FWD_GEN, F32, 256, 0, 0)                                  \
@@ -136,6 +145,11 @@
     X(FWD_WGMMA_F16_D128, fa_fwd_wgmma_f16_d128, FWD_WGMMA, F16, 128, 0, 0)                        \
     X(FWD_WGMMA_BF16_D64, fa_fwd_wgmma_bf16_d64, FWD_WGMMA, BF16, 64, 0, 0)                        \
     X(FWD_WGMMA_BF16_D128, fa_fwd_wgmma_bf16_d128, FWD_WGMMA, BF16, 128, 0, 0)                     \
+    X(FWD_WGMMA_VARLEN_F16_D64, fa_fwd_wgmma_varlen_f16_d64, FWD_WGMMA_VARLEN, F16, 64, 0, 0)      \
+    X(FWD_WGMMA_VARLEN_F16_D128, fa_fwd_wgmma_varlen_f16_d128, FWD_WGMMA_VARLEN, F16, 128, 0, 0)   \
+    X(FWD_WGMMA_VARLEN_BF16_D64, fa_fwd_wgmma_varlen_bf16_d64, FWD_WGMMA_VARLEN, BF16, 64, 0, 0)   \
+    X(FWD_WGMMA_VARLEN_BF16_D128, fa_fwd_wgmma_varlen_bf16_d128, FWD_WGMMA_VARLEN, BF16, 128, 0,   \
+      0)                                                                                           \
     X(BWD_WGMMA_F16_D64, fa_bwd_wgmma_f16_d64, BWD_WGMMA, F16, 64, 0, 0)                           \
     X(BWD_WGMMA_F16_D128, fa_bwd_wgmma_f16_d128, BWD_WGMMA, F16, 128, 0, 0)                        \
     X(BWD_WGMMA_BF16_D64, fa_bwd_wgmma_bf16_d64, BWD_WGMMA, BF16, 64, 0, 0)                        \

@@ -9,6 +9,7 @@
 #include "fa_decode_mma.cuh"
 #include "fa_forward_mma.cuh"
 #include "fa_general.cuh"
+#include "fa_varlen.cuh"
 
 #define FA_T_F32 float
 #define FA_T_F16 __half
@@ -22,6 +23,14 @@
         name(fa_cuda_params p)                                                                     \
     {                                                                                              \
         fa_fwd_mma<T, D, FA_FWD_MMA_MT(D), BQ>(p);                                                 \
+    }
+// The same body over a packed batch, each block bound to its sequence (fa_varlen.cuh).
+#define FA_INSTANTIATE_FWD_MMA_VARLEN(name, T, D, BQ, P2)                                          \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_MMA_THREADS(D, BQ), 1)                     \
+        name(fa_cuda_params p)                                                                     \
+    {                                                                                              \
+        if (fa_varlen_bind<T>(p, BQ))                                                              \
+            fa_fwd_mma<T, D, FA_FWD_MMA_MT(D), BQ>(p);                                             \
     }
 // The CUDA-core kernels take D / 8 dims per thread.
 #define FA_INSTANTIATE_GEN_(name, fn, T, D)                                                        \

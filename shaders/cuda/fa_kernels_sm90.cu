@@ -5,6 +5,7 @@
 #include "fa_backward_wgmma.cuh"
 #include "fa_cuda_catalogue.h"
 #include "fa_forward_wgmma.cuh"
+#include "fa_varlen.cuh"
 
 #define FA_T_F16 __half
 #define FA_T_BF16 __nv_bfloat16
@@ -14,6 +15,15 @@
         name(const __grid_constant__ fa_cuda_params p)                                             \
     {                                                                                              \
         fa_fwd_wgmma<T, D, FA_FWD_WGMMA_BK(D)>(p);                                                 \
+    }
+// The same body over a packed batch, each block bound to its sequence (fa_varlen.cuh).
+#define FA_INSTANTIATE_FWD_WGMMA_VARLEN(name, T, D, P1, P2)                                        \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS, 1)                          \
+        name(const __grid_constant__ fa_cuda_params p)                                             \
+    {                                                                                              \
+        fa_cuda_params s = p;                                                                      \
+        if (fa_varlen_bind<T>(s, FA_FWD_WGMMA_BQ))                                                 \
+            fa_fwd_wgmma<T, D, FA_FWD_WGMMA_BK(D)>(s);                                             \
     }
 #define FA_INSTANTIATE_BWD_WGMMA(name, T, D, P1, P2)                                               \
     extern "C" __global__ void __launch_bounds__(FA_BWD_WGMMA_THREADS, 1)                          \

@@ -82,6 +82,8 @@ static const char *family_names[] = {
     [FA_CUDA_FWD_SPLIT] = "forward, split keys (decoding), CUDA cores",
     [FA_CUDA_FWD_SPLIT_MMA] = "forward, split keys (decoding), tensor cores",
     [FA_CUDA_FWD_MERGE] = "forward: merge of the split keys",
+    [FA_CUDA_FWD_MMA_VARLEN] = "forward over a packed batch, mma.sync",
+    [FA_CUDA_FWD_WGMMA_VARLEN] = "forward over a packed batch, wgmma (sm_90a)",
 };
 
 /* Decoding rows: f16, head dim 128, 32 query heads on 8 KV heads, one query token (and one
