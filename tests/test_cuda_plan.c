@@ -105,6 +105,7 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
         *rows = FA_GEN_ROWS, *length = pb->seq_k;
         break;
     case FA_CUDA_BWD_V4:
+    case FA_CUDA_BWD_V4_VARLEN:
         *rows = k->p2, *length = pb->seq_k;
         break;
     case FA_CUDA_BWD_DKDV_MMA:
@@ -117,6 +118,7 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
         *rows = FA_GEN_THREADS, *length = pb->seq_q * (pb->head_dim / 8);
         break;
     case FA_CUDA_BWD_WGMMA:
+    case FA_CUDA_BWD_WGMMA_VARLEN:
         *rows = FA_BWD_WGMMA_KEYS(k->d), *length = pb->seq_k;
         break;
     case FA_CUDA_FWD_SPLIT: /* grid.x: key chunks (check_split) */
@@ -880,6 +882,53 @@ Test(cuda_plan, varlen_choices)
                 }
 }
 
+/* The backward of a packed batch: Delta, a *_VARLEN atomic kernel, the dQ conversion, each
+ * with a grid row per sequence covering the longest; nothing where the call is deterministic or
+ * the head dim takes no such kernel. */
+Test(cuda_plan, varlen_backward_choices)
+{
+    const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
+    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+        for (size_t t = 0; t < 3; t++)
+            for (int64_t d = 8; d <= 256; d += 8)
+                for (int det = 0; det < 2; det++) {
+                    fa_cuda_problem pb = problem(dtypes[t], d, det);
+                    pb.batch = 7;
+                    pb.varlen = true;
+                    fa_cuda_plan plan;
+                    fa_cuda_plan_backward(&archs[a], &pb, &plan);
+                    if (det || dtypes[t] == FA_DTYPE_F32 || d > 128)
+                        cr_expect_eq(plan.count, 0u, "d %lld", (long long)d);
+                    if (plan.count == 0)
+                        continue;
+                    cr_assert_eq(plan.count, 3u);
+                    cr_expect(plan.atomic_dq);
+                    cr_expect_eq(family_of(&plan.launches[0]), FA_CUDA_BWD_DELTA);
+                    const fa_cuda_family f = family_of(&plan.launches[1]);
+                    cr_expect(f == FA_CUDA_BWD_V4_VARLEN || f == FA_CUDA_BWD_WGMMA_VARLEN);
+                    cr_expect_eq(f == FA_CUDA_BWD_WGMMA_VARLEN, archs[a].cc_major == 9);
+                    cr_expect_eq(family_of(&plan.launches[2]), FA_CUDA_BWD_DQ_CONVERT);
+                    for (unsigned i = 0; i < plan.count; i++) {
+                        const fa_cuda_launch *l = &plan.launches[i];
+                        int64_t rows, length;
+                        coverage(l, &pb, &rows, &length);
+                        cr_expect_geq((int64_t)l->grid[0] * rows, length);
+                        cr_expect_eq(l->grid[2], 7u);
+                    }
+                }
+    fa_cuda_problem pb = problem(FA_DTYPE_F16, 128, false);
+    pb.varlen = true;
+    fa_cuda_plan plan;
+    fa_cuda_plan_backward(&archs[3], &pb, &plan); /* sm_90: wgmma */
+    cr_expect_eq(plan.count, 3u);
+    fa_cuda_plan_backward(&archs[0], &pb, &plan); /* sm_80: v4 at 128 has no such row */
+    cr_expect_eq(plan.count, 0u);
+    pb.head_dim = 64;
+    fa_cuda_plan_backward(&archs[1], &pb, &plan); /* sm_86: v4, 64-row query tiles */
+    cr_expect_eq(plan.count, 3u);
+}
+
 Test(cuda_plan, empty_problems_need_no_workspace)
 {
     fa_cuda_caps sm90 = SM90;
@@ -900,7 +949,8 @@ Test(cuda_plan, catalogue_rows_are_consistent)
         for (int j = 0; j < i; j++)
             cr_expect(strcmp(k->name, fa_cuda_kernels[j].name) != 0, "%s twice", k->name);
         const bool wgmma = k->family == FA_CUDA_FWD_WGMMA || k->family == FA_CUDA_BWD_WGMMA ||
-                           k->family == FA_CUDA_FWD_WGMMA_VARLEN;
+                           k->family == FA_CUDA_FWD_WGMMA_VARLEN ||
+                           k->family == FA_CUDA_BWD_WGMMA_VARLEN;
         cr_expect_eq(wgmma, i >= FA_CUDA_K_SM90_FIRST, "%s", k->name);
     }
 }
@@ -928,6 +978,9 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                         chosen[plan.launches[i].kernel] = true;
                     pb.varlen = true; /* a packed batch */
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
+                    for (unsigned i = 0; i < plan.count; i++)
+                        chosen[plan.launches[i].kernel] = true;
+                    fa_cuda_plan_backward(&archs[a], &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
                     pb.varlen = false;

@@ -223,17 +223,20 @@ fa_status fa_cuda_check_call(fa_context *ctx, const fa_attention_call *call, boo
     return FA_OK;
 }
 
-/* A packed batch's forward in one launch where a *_VARLEN kernel takes it (fa_cuda_plan_forward
- * plans none for the others), its sequences one per block row of the grid. */
+/* A packed batch in one launch (or one per backward pass) where *_VARLEN kernels take it (the
+ * planner plans nothing for the others), its sequences one per block row of the grid. */
 bool fa_cuda_varlen_takes(fa_context *ctx, const fa_attention_call *call, bool backward)
 {
     const fa_cuda_state *st = ctx->backend_state;
-    if (backward || call->varlen_batch > 65535)
+    if (call->varlen_batch > 65535)
         return false;
-    const fa_cuda_params p = params_of(call, false);
-    const fa_cuda_problem pb = problem_of(call, &p, false);
+    const fa_cuda_params p = params_of(call, backward);
+    const fa_cuda_problem pb = problem_of(call, &p, backward);
     fa_cuda_plan plan;
-    fa_cuda_plan_forward(&st->caps, &pb, &plan);
+    if (backward)
+        fa_cuda_plan_backward(&st->caps, &pb, &plan);
+    else
+        fa_cuda_plan_forward(&st->caps, &pb, &plan);
     return plan.count > 0;
 }
 
@@ -328,14 +331,15 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     if (status != FA_OK)
         return status;
     bool short_of_memory = false;
-    if (plan.atomic_dq)
+    /* a packed batch has no deterministic kernel to fall back on (fa_cuda_varlen_takes) */
+    if (plan.atomic_dq && !pb.varlen)
         status = workspace_or_fallback(ctx, plan.workspace_bytes, "dQ accumulator",
                                        "the deterministic backward", &short_of_memory);
     if (short_of_memory) {
         pb.deterministic = true;
         fa_cuda_plan_backward(&st->caps, &pb, &plan);
     }
-    if (status == FA_OK && !plan.atomic_dq)
+    if (status == FA_OK && (!plan.atomic_dq || pb.varlen))
         status = ensure_workspace(ctx, plan.workspace_bytes, false);
     p.delta = st->workspace;
     p.dq_accum = plan.atomic_dq ? st->workspace + plan.accum_offset : 0;

@@ -532,5 +532,5 @@ const fa_backend_iface fa_cuda_backend_iface = {
     .backward = fa_cuda_backward,
     .copy_regions = cuda_copy_regions,
     .check_call = fa_cuda_check_call,
-    .varlen_takes = fa_cuda_varlen_takes, /* the forward, on the tensor-core kernels */
+    .varlen_takes = fa_cuda_varlen_takes, /* on the tensor-core kernels */
 };

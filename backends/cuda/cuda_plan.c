@@ -271,6 +271,13 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     const uint32_t wg_d = d4 > 64 ? 128 : 64;
     const unsigned wg_smem = wg_d == 128 ? FA_BWD_WGMMA_SMEM(128) : FA_BWD_WGMMA_SMEM(64);
     const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin;
+    const uint32_t v4_qtile = v4_q128 ? FA_BWD4_QTILE_WIDE : FA_BWD4_QTILE;
+    /* a packed batch: the atomic kernels' *_VARLEN rows where the catalogue has one, else
+     * nothing (the runtime's loop) */
+    if (pb->varlen &&
+        !(hopper ? row_exists(FA_CUDA_BWD_WGMMA_VARLEN, dt, wg_d, 0)
+                 : atomic_dq && !v4_d256 && row_exists(FA_CUDA_BWD_V4_VARLEN, dt, d4, v4_qtile)))
+        return;
 
     /* workspace: Delta (rows floats), then with atomic_dq the (B, Hq, Sq, head_dim) f32 dQ sums */
     const size_t rows = (size_t)pb->batch * (size_t)pb->heads_q * (size_t)pb->seq_q;
@@ -289,7 +296,7 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
         FA_GEN_THREADS, 0, "launching the backward's Delta");
     if (atomic_dq) {
         if (hopper)
-            add(plan, find(FA_CUDA_BWD_WGMMA, dt, wg_d, 0),
+            add(plan, find(pb->varlen ? FA_CUDA_BWD_WGMMA_VARLEN : FA_CUDA_BWD_WGMMA, dt, wg_d, 0),
                 blocks(pb->seq_k, FA_BWD_WGMMA_KEYS(wg_d)), hkv, b, FA_BWD_WGMMA_THREADS, wg_smem,
                 "launching the Hopper (wgmma) dK/dV/dQ");
         else if (v4_d256)
@@ -300,7 +307,7 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
                 d256_wide ? d256_smem_wide : d256_smem_narrow,
                 "launching the tensor-core dK/dV/dQ (v4, head dim 256)");
         else
-            add(plan, find(FA_CUDA_BWD_V4, dt, d4, v4_q128 ? FA_BWD4_QTILE_WIDE : FA_BWD4_QTILE),
+            add(plan, find(pb->varlen ? FA_CUDA_BWD_V4_VARLEN : FA_CUDA_BWD_V4, dt, d4, v4_qtile),
                 blocks(pb->seq_k, FA_BWD4_KEYS), hkv, b, FA_BWD_THREADS, v4_smem,
                 "launching the tensor-core dK/dV/dQ (v4)");
         add(plan, find(FA_CUDA_BWD_DQ_CONVERT, dt, 256, 0),

@@ -40,6 +40,8 @@ typedef enum fa_cuda_family {
     FA_CUDA_FWD_MERGE,
     FA_CUDA_FWD_MMA_VARLEN,
     FA_CUDA_FWD_WGMMA_VARLEN,
+    FA_CUDA_BWD_V4_VARLEN,
+    FA_CUDA_BWD_WGMMA_VARLEN,
 } fa_cuda_family;
 
 /* One catalogue row. */
@@ -85,8 +87,9 @@ typedef struct fa_cuda_problem {
      * and logit softcapping, which only some kernels take */
     bool window, softcap;
     bool alibi; /* ALiBi slopes (fa_attention_call.has_alibi), which only some kernels take */
-    /* forward: a packed variable-length batch of `batch` sequences in one launch, seq_q and
-     * seq_k the longest sequence's lengths: only the *_VARLEN kernels take it */
+    /* a packed variable-length batch of `batch` sequences in one launch, seq_q and seq_k the
+     * longest sequence's lengths: only the *_VARLEN kernels take it (with Delta and the dQ
+     * conversion) */
     bool varlen;
 } fa_cuda_problem;
 
@@ -115,7 +118,9 @@ typedef struct fa_cuda_plan {
  * (count 0): the host refuses such calls first, with fa_cuda_split_takes's reason. So does a
  * packed batch (varlen) that no *_VARLEN kernel takes (f32, unaligned rows, head dims that
  * take no such row: on mma.sync 33-64, and 97-128 in f16, have one; on wgmma 33-128): the
- * runtime then runs it sequence by sequence. */
+ * runtime then runs it sequence by sequence. The backward likewise plans nothing for a packed
+ * batch off its atomic tensor-core kernels (wgmma, v4 up to head dim 128) or without a
+ * *_VARLEN row for the tiling they would take. */
 void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan);
 void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan);
 

@@ -16,9 +16,13 @@
  * Families (geometry in shaders/cuda/fa_cuda_abi.h):
  *   FWD_MMA       tensor-core forward (mma.sync), P1 query rows per block
  *   FWD_WGMMA     Hopper forward (wgmma, sm_90a only)
- *   FWD_MMA_VARLEN, FWD_WGMMA_VARLEN  the same over a packed variable-length batch in one
- *                 launch (fa_cuda_params.varlen; head dims 64 and 128, but no bf16 128 on
- *                 mma.sync: binding a block to its sequence spilled there, 36 bytes)
+ *   FWD_MMA_VARLEN, FWD_WGMMA_VARLEN, BWD_V4_VARLEN, BWD_WGMMA_VARLEN  the same kernels over
+ *                 a packed variable-length batch in one launch (fa_cuda_params.varlen), the
+ *                 wgmma ones at head dims 64 and 128; of the mma.sync ones (at 255 registers
+ *                 already) only those that bind a block to its sequence without spilling: the
+ *                 forward's f16 64 and 128 and bf16 64, v4's 64 with 64-row query tiles (bf16
+ *                 128 spilled 36 bytes, v4's 128 and its 128-row tiles at 64 28 and 8). BWD_DELTA
+ *                 and BWD_DQ_CONVERT take both kinds of call.
  *   FWD_GEN       CUDA-core forward, any dtype and alignment, head dims up to D
  *   BWD_DELTA     Delta = rowsum(dO * O)
  *   BWD_DKDV_GEN  CUDA-core dK, dV;  BWD_DQ_GEN  CUDA-core dQ
@@ -109,6 +113,10 @@
       FA_BWD4_KEYS_D256)                                                                           \
     X(BWD_V4_Q32_BF16_D256, fa_bwd_v4_q32_bf16_d256, BWD_V4, BF16, 256, FA_BWD4_QTILE_D256_NARROW, \
       FA_BWD4_KEYS_D256)                                                                           \
+    X(BWD_V4_VARLEN_F16_D64, fa_bwd_v4_varlen_f16_d64, BWD_V4_VARLEN, F16, 64, FA_BWD4_QTILE,      \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_VARLEN_BF16_D64, fa_bwd_v4_varlen_bf16_d64, BWD_V4_VARLEN, BF16, 64, FA_BWD4_QTILE,   \
+      FA_BWD4_KEYS)                                                                                \
     X(BWD_DKDV_MMA_F16_D64, fa_bwd_dkdv_mma_f16_d64, BWD_DKDV_MMA, F16, 64, 0, 0)                  \
     X(BWD_DKDV_MMA_F16_D128, fa_bwd_dkdv_mma_f16_d128, BWD_DKDV_MMA, F16, 128, 0, 0)               \
     X(BWD_DKDV_MMA_BF16_D64, fa_bwd_dkdv_mma_bf16_d64, BWD_DKDV_MMA, BF16, 64, 0, 0)               \
@@ -153,6 +161,10 @@
     X(BWD_WGMMA_F16_D64, fa_bwd_wgmma_f16_d64, BWD_WGMMA, F16, 64, 0, 0)                           \
     X(BWD_WGMMA_F16_D128, fa_bwd_wgmma_f16_d128, BWD_WGMMA, F16, 128, 0, 0)                        \
     X(BWD_WGMMA_BF16_D64, fa_bwd_wgmma_bf16_d64, BWD_WGMMA, BF16, 64, 0, 0)                        \
-    X(BWD_WGMMA_BF16_D128, fa_bwd_wgmma_bf16_d128, BWD_WGMMA, BF16, 128, 0, 0)
+    X(BWD_WGMMA_BF16_D128, fa_bwd_wgmma_bf16_d128, BWD_WGMMA, BF16, 128, 0, 0)                     \
+    X(BWD_WGMMA_VARLEN_F16_D64, fa_bwd_wgmma_varlen_f16_d64, BWD_WGMMA_VARLEN, F16, 64, 0, 0)      \
+    X(BWD_WGMMA_VARLEN_F16_D128, fa_bwd_wgmma_varlen_f16_d128, BWD_WGMMA_VARLEN, F16, 128, 0, 0)   \
+    X(BWD_WGMMA_VARLEN_BF16_D64, fa_bwd_wgmma_varlen_bf16_d64, BWD_WGMMA_VARLEN, BF16, 64, 0, 0)   \
+    X(BWD_WGMMA_VARLEN_BF16_D128, fa_bwd_wgmma_varlen_bf16_d128, BWD_WGMMA_VARLEN, BF16, 128, 0, 0)
 
 #endif

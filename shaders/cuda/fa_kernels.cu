@@ -29,7 +29,7 @@
     extern "C" __global__ void __launch_bounds__(FA_FWD_MMA_THREADS(D, BQ), 1)                     \
         name(fa_cuda_params p)                                                                     \
     {                                                                                              \
-        if (fa_varlen_bind<T>(p, BQ))                                                              \
+        if (fa_varlen_bind<T>(p, FA_VARLEN_QUERY_TILES, BQ))                                       \
             fa_fwd_mma<T, D, FA_FWD_MMA_MT(D), BQ>(p);                                             \
     }
 // The CUDA-core kernels take D / 8 dims per thread.
@@ -42,14 +42,18 @@
 #define FA_INSTANTIATE_BWD_DQ_GEN(name, T, D, P1, P2) FA_INSTANTIATE_GEN_(name, fa_gen_bwd_dq, T, D)
 #define FA_INSTANTIATE_BWD_DKDV_GEN(name, T, D, P1, P2)                                            \
     FA_INSTANTIATE_GEN_(name, fa_gen_bwd_dkdv, T, D)
-#define FA_INSTANTIATE_ONE_(name, fn, T)                                                           \
+// Delta and the dQ conversion are cheap: one kernel for both, bound to its sequence where the
+// call is a packed batch (fa_varlen.cuh).
+#define FA_INSTANTIATE_ONE_VARLEN_(name, fn, T, grid, per_block)                                   \
     extern "C" __global__ void __launch_bounds__(FA_GEN_THREADS) name(fa_cuda_params p)            \
     {                                                                                              \
-        fn<T>(p);                                                                                  \
+        if (!p.varlen || fa_varlen_bind<T>(p, grid, per_block))                                    \
+            fn<T>(p);                                                                              \
     }
-#define FA_INSTANTIATE_BWD_DELTA(name, T, D, P1, P2) FA_INSTANTIATE_ONE_(name, fa_gen_delta, T)
+#define FA_INSTANTIATE_BWD_DELTA(name, T, D, P1, P2)                                               \
+    FA_INSTANTIATE_ONE_VARLEN_(name, fa_gen_delta, T, FA_VARLEN_QUERY_ROWS, FA_GEN_ROWS)
 #define FA_INSTANTIATE_BWD_DQ_CONVERT(name, T, D, P1, P2)                                          \
-    FA_INSTANTIATE_ONE_(name, fa_bwd_dq_convert, T)
+    FA_INSTANTIATE_ONE_VARLEN_(name, fa_bwd_dq_convert, T, FA_VARLEN_ANY, 0)
 #define FA_INSTANTIATE_MMA_(name, fn, ...)                                                         \
     extern "C" __global__ void __launch_bounds__(FA_BWD_THREADS, 1) name(fa_cuda_params p)         \
     {                                                                                              \
@@ -57,6 +61,12 @@
     }
 #define FA_INSTANTIATE_BWD_V4(name, T, D, QTILE, KEYS)                                             \
     FA_INSTANTIATE_MMA_(name, fa_bwd_v4, T, D, QTILE, KEYS)
+#define FA_INSTANTIATE_BWD_V4_VARLEN(name, T, D, QTILE, KEYS)                                      \
+    extern "C" __global__ void __launch_bounds__(FA_BWD_THREADS, 1) name(fa_cuda_params p)         \
+    {                                                                                              \
+        if (fa_varlen_bind<T>(p, FA_VARLEN_KEY_TILES, KEYS))                                       \
+            fa_bwd_v4<T, D, QTILE, KEYS>(p);                                                       \
+    }
 #define FA_INSTANTIATE_BWD_DKDV_MMA(name, T, D, P1, P2)                                            \
     FA_INSTANTIATE_MMA_(name, fa_bwd_dkdv_mma, T, D)
 #define FA_INSTANTIATE_BWD_DQ_MMA(name, T, D, P1, P2) FA_INSTANTIATE_MMA_(name, fa_bwd_dq_mma, T, D)
