@@ -17,7 +17,10 @@
 #                                                 or without matrix shaders in the build;
 #                                                 fails unless `CLI devices` shows lavapipe on
 #                                                 the cooperative-matrix path and `CLI conformance
-#                                                 --backend vulkan ARGS` (under validation) passes.
+#                                                 --backend vulkan ARGS` (under validation) passes
+#                                                 with every f16 forward, dK/dV and dQ pipeline
+#                                                 on the matrix kernels (the library's debug log
+#                                                 names each pipeline it builds).
 #
 # CACHE_DIR/ready marks a finished setup; CACHE_DIR/mesa-shader-cache keeps lavapipe's compiled
 # shaders (the matrix shaders take LLVM minutes to compile on a small CPU, seconds once cached).
@@ -148,14 +151,21 @@ test_matrix() {
         exit 1 ;;
     esac
     # Under the validation layer (any message fails its case); a filter that matches no case
-    # fails too.
+    # fails too, and so does an f16 case that a scalar shader served (variant 1: f16 in 16-bit
+    # storage), which the matrix kernels should have.
     out=$cache/last-test.log
     rc=0
     FA_VULKAN_VALIDATION=1 sh "$self" run "$cache" "$cli" conformance --backend vulkan --verbose \
-        "$@" >"$out" 2>&1 || rc=$?
-    cat "$out"
+        --log debug "$@" >"$out" 2>&1 || rc=$?
+    grep -v '^flashattn debug' "$out"
+    echo "matrix pipelines built:"
+    grep 'built attn_[a-z_]*_cm ' "$out" || true
     [ "$rc" -eq 0 ] || exit "$rc"
     grep -Eq '^[1-9][0-9]* passed, 0 failed' "$out" || { echo "FAIL: no case ran"; exit 1; }
+    if grep -E 'built attn_(fwd|bwd_dkdv|bwd_dq) \(variant 1\)' "$out"; then
+        echo "FAIL: the scalar shaders served f16 (above), not the matrix kernels"
+        exit 1
+    fi
 }
 
 case $mode in

@@ -89,9 +89,9 @@ static bool matrix_plan(const fa_context *ctx, fa_vk_matrix_kernel kernel,
                         const fa_attention_call *call, fa_vk_matrix_plan *plan)
 {
     const fa_vk_state *st = ctx->backend_state;
-    /* the matrix shaders have no window, softcap, ALiBi or bias: the scalar ones serve those */
-    if (!st->matrix || !st->storage16 || call->dtype != FA_DTYPE_F16 || call->window ||
-        call->softcap > 0.0f || call->has_alibi || call->has_bias)
+    /* the matrix shaders take a window, a softcap and ALiBi, but no bias: the scalar ones serve
+     * that */
+    if (!st->matrix || !st->storage16 || call->dtype != FA_DTYPE_F16 || call->has_bias)
         return false;
     char why[160];
     const char *tiles =
@@ -368,7 +368,6 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     if (s != FA_OK)
         return fa_vk_finish(ctx, s, false);
     const int64_t B = call->batch, Sq = call->seq_q, Sk = call->seq_k;
-    /* the matrix forward reads the first part only */
     const struct {
         fa_vk_fwd_push common;
         fa_vk_variant_push variant;
@@ -487,7 +486,10 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
         k_dq = FA_VK_BWD_DQ_CM;
         spec = spec_dq = (fa_vk_spec){.head_dim = (uint32_t)call->head_dim,
                                       .causal = call->causal,
-                                      .gqa = (uint32_t)(Hq / Hkv)};
+                                      .gqa = (uint32_t)(Hq / Hkv),
+                                      .window = call->window,
+                                      .softcap = call->softcap > 0.0f,
+                                      .alibi = call->has_alibi};
         matrix_spec(&plan_dkdv, &spec);
         matrix_spec(&plan_dq, &spec_dq);
         rows_k = plan_dkdv.rows;
@@ -568,10 +570,10 @@ const fa_backend_iface fa_vulkan_backend_iface = {
     .name = "vulkan",
     .seqlens_k = true,
     .paged_kv = true, /* on the decoding path (check_call) */
-    .window = true,   /* on the scalar shaders: the decoding and matrix paths leave them */
+    .window = true,   /* on the scalar and matrix shaders: the decoding path leaves them */
     .softcap = true,  /* likewise */
     .alibi = true,    /* likewise */
-    .bias = true,     /* likewise */
+    .bias = true,     /* on the scalar shaders only */
     .probe = fa_vk_probe,
     .device_info = fa_vk_device_info,
     .context_init = fa_vk_context_init,

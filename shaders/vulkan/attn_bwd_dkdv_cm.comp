@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #version 450
 // Backward, pass 2 on cooperative matrices: dK and dV for one key tile of one KV head (see
-// fa_backward_cm.glsl). Causal: query tiles before the first query that sees one of the
+// fa_backward_cm.glsl). Causal and a sliding window (WINDOW): query tiles that see none of the
 // workgroup's keys are skipped.
 #extension GL_GOOGLE_include_directive : require
 #include "fa_backward_cm.glsl"
@@ -24,7 +24,8 @@ void main()
     const uint heads_q = gl_NumWorkGroups.y * GQA;
     const uint keys = min(BM, pc.seq_k - n0);
     const uint r0 = sg * RM;
-    const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
+    const int diag = int(pc.seq_k) - int(pc.seq_q); // query i's diagonal is key i + diag
+    const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     const float NEG_INF = neg_inf();
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh + n0 * pc.k_ss;
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh + n0 * pc.v_ss;
@@ -42,13 +43,16 @@ void main()
         dv[i] = MAT_C(0.0);
     }
 
-    // Causal: query rows before n0 - diag see none of these keys. One flat loop over the query
-    // tiles of the GQA heads; each step's Q, dO, LSE2 and Delta are fetched during the previous
-    // step's products. Queries past the end get LSE2 = -inf: P = 0.
-    uint m_begin = 0;
-    if (CAUSAL)
-        m_begin = uint(clamp(int(n0) - diag, 0, int(pc.seq_q))) / BN * BN;
-    const uint tiles = (pc.seq_q - m_begin + BN - 1u) / BN;
+    // The queries that see these keys: from n0 - diag - right (causal: right = 0) to
+    // n0 + keys - 1 - diag + left where those bounds are set. One flat loop over the query tiles
+    // of the GQA heads; each step's Q, dO, LSE2 and Delta are fetched during the previous step's
+    // products. Queries past the end get LSE2 = -inf: P = 0.
+    uint m_begin = 0, m_end = pc.seq_q;
+    if (right >= 0)
+        m_begin = uint(clamp(int(n0) - diag - right, 0, int(pc.seq_q))) / BN * BN;
+    if (left >= 0)
+        m_end = uint(clamp(int(n0 + keys) - diag + left, 0, int(pc.seq_q)));
+    const uint tiles = m_end > m_begin ? (m_end - m_begin + BN - 1u) / BN : 0u;
     uvec4 next_q[FPT];
     uvec4 next_g[FPT];
     float next_l[LPT], next_d[LPT];
@@ -70,6 +74,8 @@ void main()
         FETCH_STEP(0u)
     for (uint t = 0; t < GQA * tiles; t++) {
         const uint m0 = m_begin + t % tiles * BN;
+        const float slope2 =
+            ALIBI ? ws[2u * pc.delta_off + b * heads_q + hk * GQA + t / tiles] * LOG2E : 0.0;
         barrier(); // every subgroup is done with the previous tiles
         TILE_PUT(kt, next_q)
         TILE_PUT(vt, next_g)
@@ -89,11 +95,15 @@ void main()
         MAT_C dp[LEN_CS];
         PRODUCT_T(dp, va, vt) // dP^T = V dO^T
 
-        // A row is a key, a column a query: P^T = exp2(S^T scale log2e - LSE2) where visible
-        // (into s), dS^T = P^T (dP^T - Delta) (into dp).
-        const bool edge = CAUSAL && int(n0 + r0 + RM) - 1 - diag > int(m0);
+        // A row is a key, a column a query: P^T = exp2(S'^T - LSE2) where visible (into s),
+        // dS^T = P^T (dP^T - Delta) S'_S^T (into dp), S' and S'_S as in the dQ pass. The mask
+        // where the step has queries before the right bound of the subgroup's last key or past
+        // the left bound of its first.
+        const bool edge =
+            (right >= 0 && int(n0 + r0 + RM) - 1 - diag - right > int(m0)) ||
+            (left >= 0 && int(m0 + BN) - 1 > int(n0 + r0) - diag + left);
         MAT_C ix = MAT_C(0.0);
-        if (edge)
+        if (ALIBI || edge)
             CM_IDX_LOAD(ix, cm_idx);
         [[unroll]] for (uint j = 0; j < BNN; j++) {
             MAT_C lm;
@@ -103,17 +113,25 @@ void main()
             [[unroll]] for (uint tt = 0; tt < TM; tt++)
                 for (uint e = 0; e < lm.length(); e++) {
                     const uint i = tt * BNN + j;
-                    float p = lm[e] == NEG_INF ? 0.0 : exp2(s[i][e] * pc.score_mul - lm[e]);
-                    if (edge) {
-                        // The first visible query of this key, tile-relative.
+                    float slope;
+                    float x = fa_score(s[i][e], pc.score_mul, pc.cap_log2, slope);
+                    bool hidden = false;
+                    if (ALIBI || edge) {
+                        // The query whose diagonal is this key, and the element's query,
+                        // tile-relative.
                         const uint v = uint(ix[e]);
                         const int first =
                             int(n0 + r0 + tt * CM_M + v / CM_N) - diag - int(m0);
-                        if (int(j * CM_N + v % CM_N) < first)
-                            p = 0.0;
+                        const int c = int(j * CM_N + v % CM_N);
+                        if (ALIBI)
+                            x += fa_alibi(slope2, first, c);
+                        hidden = edge && !fa_sees(first, c, left, right);
                     }
+                    const float p = hidden || lm[e] == NEG_INF ? 0.0 : exp2(x - lm[e]);
                     s[i][e] = p;
                     dp[i][e] = p * (dp[i][e] - dm[e]);
+                    if (SOFTCAP)
+                        dp[i][e] *= slope;
                 }
         }
 #ifdef FA_CM_A_FROM_C

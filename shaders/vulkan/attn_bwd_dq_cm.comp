@@ -19,7 +19,9 @@ void main()
     const uint hk = h / GQA, heads_q = gl_NumWorkGroups.y;
     const uint rows = min(BM, pc.seq_q - q0);
     const uint r0 = sg * RM;
-    const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
+    const int diag = int(pc.seq_k) - int(pc.seq_q); // query i's diagonal is key i + diag
+    const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
+    const float slope2 = ALIBI ? ws[2u * pc.delta_off + b * heads_q + h] * LOG2E : 0.0;
     const float NEG_INF = neg_inf();
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
@@ -56,20 +58,21 @@ void main()
     }
 #endif
 
-    uint n_end = pc.seq_k;
-    if (CAUSAL)
-        n_end = uint(clamp(int(q0 + rows) + diag, 0, int(pc.seq_k)));
+    // The keys the tile's rows see (causal, WINDOW).
+    const uvec2 n_range = cm_keys_of_rows(q0, rows, diag, pc.seq_k, left, right);
+    const uint n_end = n_range.y;
     MAT_C dq[LEN_CD];
     [[unroll]] for (uint i = 0; i < TM * DN; i++)
         dq[i] = MAT_C(0.0);
 
     uvec4 next_k[FPT];
     uvec4 next_v[FPT];
-    if (n_end > 0u) {
-        TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, pc.seq_k))
-        TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, pc.seq_k))
+    if (n_range.x < n_end) {
+        const uint n = n_range.x, valid = min(BN, pc.seq_k - n);
+        TILE_FETCH(next_k, k_buf, k_base + n * pc.k_ss, pc.k_ss, valid)
+        TILE_FETCH(next_v, v_buf, v_base + n * pc.v_ss, pc.v_ss, valid)
     }
-    for (uint n0 = 0; n0 < n_end; n0 += BN) {
+    for (uint n0 = n_range.x; n0 < n_end; n0 += BN) {
         const uint keys = min(BN, pc.seq_k - n0);
         barrier(); // every subgroup is done with the previous K and V
         TILE_PUT(kt, next_k)
@@ -85,10 +88,12 @@ void main()
         MAT_C dp[LEN_CS];
         PRODUCT_T(dp, ga, vt) // dP = dO V^T
 
-        // P = exp2(S scale log2e - LSE2) where visible, dS = P (dP - Delta), in place in s.
-        const bool edge = keys < BN || (CAUSAL && int(n0 + BN) - 1 > int(q0 + r0) + diag);
+        // P = exp2(S' - LSE2) where visible, dS = P (dP - Delta) S'_S, in place in s, where S' is
+        // S scale log2e (fa_score: with SOFTCAP softcapped, S'_S its 1 - tanh^2, else 1) plus
+        // ALiBi's bias.
+        const bool edge = cm_step_masked(keys, n0, int(q0 + r0) + diag, RM, left, right);
         MAT_C ix = MAT_C(0.0);
-        if (edge)
+        if (ALIBI || edge)
             CM_IDX_LOAD(ix, cm_idx);
         [[unroll]] for (uint t = 0; t < TM; t++) {
 #ifdef FA_CM_LAYOUT_E
@@ -107,14 +112,21 @@ void main()
                 for (uint e = 0; e < lm.length(); e++) {
 #endif
                     const uint i = t * BNN + j;
-                    float p = LM_(e) == NEG_INF ? 0.0 : exp2(s[i][e] * pc.score_mul - LM_(e));
-                    if (edge) {
+                    float slope;
+                    float x = fa_score(s[i][e], pc.score_mul, pc.cap_log2, slope);
+                    bool hidden = false;
+                    if (ALIBI || edge) {
+                        // the element's key and its row's diagonal, tile-relative
                         const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
                         const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
-                        if (c >= keys || (CAUSAL && int(c) > lim))
-                            p = 0.0;
+                        if (ALIBI)
+                            x += fa_alibi(slope2, int(c), lim);
+                        hidden = edge && (c >= keys || !fa_sees(int(c), lim, left, right));
                     }
+                    const float p = hidden || LM_(e) == NEG_INF ? 0.0 : exp2(x - LM_(e));
                     s[i][e] = p * (dp[i][e] - DM_(e));
+                    if (SOFTCAP)
+                        s[i][e] *= slope;
                 }
 #undef LM_
 #undef DM_

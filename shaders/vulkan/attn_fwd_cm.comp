@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #version 450
-// Forward on cooperative matrices (f16): O = softmax(scale Q K^T [causal]) V and LSE. A
+// Forward on cooperative matrices (f16): O = softmax(scale Q K^T [mask]) V and LSE. A
 // workgroup takes one or more query tiles of BM rows of one (query head, batch), NSG subgroups of
 // RM query rows each (fa_matrix.glsl). Each subgroup keeps its Q rows as A matrices and its O
 // rows as accumulators for a tile's life.
@@ -8,8 +8,10 @@
 // Per key tile (2 barriers): K and V, fetched into registers during the previous tile's
 // products, -> shared; the next tile's loads start; per subgroup: S = Q K^T; the row work (mask,
 // scale into the log2 domain, row maxima, P = exp2(S - m), the rescale factor alpha); O *= alpha;
-// P -> f16 scratch; O += P V. The row sums stay partial per lane until the end. Causal: key
-// tiles past the workgroup's last visible key are never visited.
+// P -> f16 scratch; O += P V. The row sums stay partial per lane until the end. Causal and a
+// sliding window (WINDOW): key tiles that no row of the query tile sees are never visited;
+// SOFTCAP: each score becomes softcap tanh(s / softcap) (fa_score); ALIBI: the head's bias is
+// added (fa_alibi; the slope from the workspace, one per workgroup).
 //
 // The row work runs in one of two forms (fa_matrix.glsl):
 // - FA_CM_LAYOUT_* set (a catalogue module compiled for the layout the host probed): on the
@@ -81,8 +83,10 @@ TENSOR8(2, v_buf)
 TENSOR8(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
+// ALIBI: the slopes, packed (batch, query head), in the workspace (vk_attention.c)
+layout(set = 0, binding = 6, std430) readonly buffer variant_block { float variant_buf[]; };
 
-FA_FWD_PARAMS
+FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
 
 shared uvec4 kt[BN * LDT];
 shared uvec4 vt[BN * LDT];
@@ -103,13 +107,15 @@ void main()
     const uint hk = h / GQA;
     const uint seq_k = FA_SEQ_K_OF(b);
     const uint r0 = sg * RM; // the subgroup's first row in the tile
-    const int diag = int(seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
+    const int diag = int(seq_k) - int(pc.seq_q); // query i's diagonal is key i + diag
     const float NEG_INF = neg_inf();
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
     const uint q_head = pc.q_off + b * pc.q_sb + h * pc.q_sh;
     const uint p_off = sg * RM * LDP;
     const uint q_tiles = (pc.seq_q + BM - 1u) / BM;
+    const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
+    const float slope2 = ALIBI ? variant_buf[b * gl_NumWorkGroups.y + h] * LOG2E : 0.0;
 
     // The workgroup takes the query tiles gl_WorkGroupID.x + i gl_NumWorkGroups.x of its head
     // (the host launches fewer workgroups than tiles where there are many: vk_attention.c). The
@@ -119,13 +125,17 @@ void main()
     uint qt = gl_WorkGroupID.x;
     uvec4 next_k[FPT];
     uvec4 next_v[FPT];
-// The first K and V tiles into next_k and next_v, where the tile's rows before q_end_ see keys.
-#define FETCH_FIRST_KV(q_end_)                                                                 \
-    if (CAUSAL ? int(q_end_) + diag > 0 : seq_k > 0u) {                                        \
-        TILE_FETCH(next_k, k_buf, k_base, pc.k_ss, min(BN, seq_k))                             \
-        TILE_FETCH(next_v, v_buf, v_base, pc.v_ss, min(BN, seq_k))                             \
+// The first K and V tiles that query rows [q0_, q0_ + rows_) see into next_k and next_v.
+#define FETCH_FIRST_KV(q0_, rows_)                                                             \
+    {                                                                                          \
+        const uvec2 kr_ = cm_keys_of_rows(q0_, rows_, diag, seq_k, left, right);               \
+        if (kr_.x < kr_.y) {                                                                   \
+            const uint n_ = min(BN, seq_k - kr_.x);                                            \
+            TILE_FETCH(next_k, k_buf, k_base + kr_.x * pc.k_ss, pc.k_ss, n_)                   \
+            TILE_FETCH(next_v, v_buf, v_base + kr_.x * pc.v_ss, pc.v_ss, n_)                   \
+        }                                                                                      \
     }
-    FETCH_FIRST_KV(min(pc.seq_q, (qt + 1u) * BM))
+    FETCH_FIRST_KV(qt * BM, min(BM, pc.seq_q - qt * BM))
 #ifdef FA_CM_LAYOUT_E
     CM_IDX_INIT(cm_idx) // made visible by STAGE_ROWS_A's barriers
 #endif
@@ -137,9 +147,8 @@ void main()
         const uint rows = min(BM, pc.seq_q - q0);
         const uint qt_next = qt + gl_NumWorkGroups.x;
         const bool more = qt_next < q_tiles;
-        uint n_end = seq_k;
-        if (CAUSAL)
-            n_end = uint(clamp(int(q0 + rows) + diag, 0, int(seq_k)));
+        const uvec2 n_range = cm_keys_of_rows(q0, rows, diag, seq_k, left, right);
+        const uint n_end = n_range.y;
         bool q_fetched = false;
 
         MAT_C o[LEN_CD];
@@ -157,7 +166,7 @@ void main()
             l_part[i] = 0.0;
         }
 
-        for (uint n0 = 0; n0 < n_end; n0 += BN) {
+        for (uint n0 = n_range.x; n0 < n_end; n0 += BN) {
             const uint keys = min(BN, seq_k - n0);
             barrier(); // every subgroup is done with the previous K and V
             TILE_PUT(kt, next_k)
@@ -176,18 +185,29 @@ void main()
 #ifdef FA_CM_LAYOUT_E
             MAT_C s[LEN_CS];
             PRODUCT_T(s, qa, kt) // S = Q K^T
-            [[unroll]] for (uint i = 0; i < TM * BNN; i++)
-                s[i] = s[i] * pc.scale_log2;
-            // Masks, only where the tile has keys past the end or past a row's diagonal.
-            if (keys < BN || (CAUSAL && int(n0 + BN) - 1 > int(q0 + r0) + diag)) {
+            if (SOFTCAP) {
+                [[unroll]] for (uint i = 0; i < TM * BNN; i++)
+                    [[unroll]] for (uint e = 0; e < CE; e++)
+                        s[i][e] = pc.cap_log2 * fa_tanh(s[i][e] * pc.score_mul);
+            } else {
+                [[unroll]] for (uint i = 0; i < TM * BNN; i++)
+                    s[i] = s[i] * pc.scale_log2;
+            }
+            // ALiBi's distances, and masks only where the tile has keys past the end or crosses a
+            // row's bounds.
+            const bool edge = cm_step_masked(keys, n0, int(q0 + r0) + diag, RM, left, right);
+            if (ALIBI || edge) {
                 MAT_C ix;
                 CM_IDX_LOAD(ix, cm_idx);
                 [[unroll]] for (uint t = 0; t < TM; t++)
                     [[unroll]] for (uint j = 0; j < BNN; j++)
                         [[unroll]] for (uint e = 0; e < CE; e++) {
                             const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
+                            // the row's diagonal, tile-relative
                             const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
-                            if (c >= keys || (CAUSAL && int(c) > lim))
+                            if (ALIBI)
+                                s[t * BNN + j][e] += fa_alibi(slope2, int(c), lim);
+                            if (edge && (c >= keys || !fa_sees(int(c), lim, left, right)))
                                 s[t * BNN + j][e] = NEG_INF;
                         }
             }
@@ -235,17 +255,24 @@ void main()
             // The row pass: mask, scale, maxima, P and alpha.
             [[unroll]] for (uint i = 0; i < RPL; i++) {
                 const uint r = lane_row(lane, i);
-                // The row's last visible key, tile-relative.
+                // The row's diagonal, tile-relative.
                 const int lim = int(q0 + r0 + r) + diag - int(n0);
                 vec2 x[PPL];
                 float mx = NEG_INF;
                 [[unroll]] for (uint p = 0; p < PPL; p++) {
                     const uint c = 2u * (lane % LPR + LPR * p);
                     x[p] = vec2(sc[s_off + r * LDS + c], sc[s_off + r * LDS + c + 1u]);
-                    x[p] *= pc.scale_log2;
-                    if (c >= keys || (CAUSAL && int(c) > lim))
+                    if (SOFTCAP)
+                        x[p] = pc.cap_log2 * vec2(fa_tanh(x[p].x * pc.score_mul),
+                                                  fa_tanh(x[p].y * pc.score_mul));
+                    else
+                        x[p] *= pc.scale_log2;
+                    if (ALIBI)
+                        x[p] += vec2(fa_alibi(slope2, int(c), lim),
+                                     fa_alibi(slope2, int(c) + 1, lim));
+                    if (c >= keys || !fa_sees(int(c), lim, left, right))
                         x[p].x = NEG_INF;
-                    if (c + 1u >= keys || (CAUSAL && int(c) + 1 > lim))
+                    if (c + 1u >= keys || !fa_sees(int(c) + 1, lim, left, right))
                         x[p].y = NEG_INF;
                     mx = max(mx, max(x[p].x, x[p].y));
                 }
@@ -278,7 +305,7 @@ void main()
             if (!q_fetched)
                 STAGE_FETCH(next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, 0u)
             STAGE_ROWS_A_FROM(qa, next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, r0)
-            FETCH_FIRST_KV(q1 + rows1)
+            FETCH_FIRST_KV(q1, rows1)
         }
 
         // 1 / l per row (0 for a row that saw no key: O = 0, LSE = -inf, never NaN), and the LSE.

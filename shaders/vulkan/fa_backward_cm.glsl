@@ -14,8 +14,11 @@
 //     elements (LSE2 and Delta of the subgroup's rows in registers per row slot where the row
 //     form is known, else as matrices of repeated columns); dS becomes an A matrix as above;
 //     dQ += dS K. Q and dO stay in registers as A matrices.
+// The variants as in the scalar passes (fa_backward.glsl): SOFTCAP softcaps S and multiplies dS by
+// 1 - tanh^2, ALIBI adds the bias (the slopes after LSE2 and Delta in the workspace), and causal
+// and WINDOW skip the tiles no row or key of the other tile sees.
 // No row reductions: every step works on the accumulators' own elements (fa_matrix.glsl), with
-// the index matrix where a causal diagonal or the end of the keys crosses the tile. The
+// the index matrix where a mask crosses the tile or the end of the keys does, or for ALiBi. The
 // columns' tensors (Q and dO, or K and V) are BN x D f16 tiles in shared memory. dK and dQ are
 // scaled once at the end.
 #extension GL_GOOGLE_include_directive : require
@@ -25,7 +28,7 @@ TENSOR8(0, q_buf)
 TENSOR8(1, k_buf)
 TENSOR8(2, v_buf)
 TENSOR8(3, do_buf)
-layout(set = 0, binding = 4, std430) readonly buffer ws_block { float ws[]; }; // LSE2, Delta
+layout(set = 0, binding = 4, std430) readonly buffer ws_block { float ws[]; }; // LSE2, Delta, slopes
 TENSOR8(5, g0_buf) // dK, or dQ
 
 FA_BWD_PARAMS

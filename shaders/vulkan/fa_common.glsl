@@ -172,7 +172,7 @@ layout(constant_id = FA_SPEC_HEAD_DIM) const uint D = 64;     // head dim, a mul
 #endif
 layout(constant_id = FA_SPEC_CAUSAL) const bool CAUSAL = false;
 layout(constant_id = FA_SPEC_GQA) const uint GQA = 1;   // query heads per key/value head
-// The variants, in the scalar forward and backward: a sliding window, logit softcapping.
+// The variants (the matrix shaders take all but BIAS): a sliding window, logit softcapping, ALiBi.
 layout(constant_id = FA_SPEC_WINDOW) const bool WINDOW = false;
 layout(constant_id = FA_SPEC_SOFTCAP) const bool SOFTCAP = false;
 layout(constant_id = FA_SPEC_ALIBI) const bool ALIBI = false;

@@ -164,6 +164,24 @@ float group_sum(float x)
         tab_[i_] = float(i_);
 #define CM_IDX_LOAD(m_, tab_) coopMatLoad(m_, tab_, 0u, CM_N, ROW_MAJOR)
 
+// The keys [x, y) that the query rows [q0, q0 + rows) see, a query's diagonal being its index
+// plus diag (seq_k - seq_q): every key but where causal or a window (fa_left, fa_right: -1 for
+// none) bounds them; empty where x >= y.
+uvec2 cm_keys_of_rows(uint q0, uint rows, int diag, uint seq_k, int left, int right)
+{
+    return uvec2(fa_keys_begin(int(q0) + diag, left),
+                 fa_keys_end(int(q0 + rows) - 1 + diag, right, seq_k));
+}
+
+// Whether the step of BN keys from key n0 (the first `keys` of them real) needs the mask for n
+// query rows whose first has diagonal qd0: it ends past the keys, or crosses the right bound of
+// the first row or the left bound of the last (without causal and window, only the end counts).
+bool cm_step_masked(uint keys, uint n0, int qd0, uint n, int left, int right)
+{
+    return keys < BN || (right >= 0 && int(n0 + BN) - 1 > qd0 + right) ||
+           (left >= 0 && int(n0) < qd0 + int(n) - 1 - left);
+}
+
 // Makes a subgroup's shared-memory writes visible to its other lanes.
 void subgroup_sync()
 {

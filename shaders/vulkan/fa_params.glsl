@@ -28,7 +28,7 @@
 #define FA_SEQLENS_BINDING                                                                     \
     layout(set = 0, binding = 5, std430) readonly buffer sl_block { int sl_buf[]; };
 
-// The members the scalar forward (after FA_FWD_PARAMS's) and the backward passes end with
+// The members the forwards (after FA_FWD_PARAMS's) and the backward passes end with
 // (backends/vulkan/vk_attention.c, fa_vk_variant_push): the multiplier of the raw score q.k,
 // scale log2(e) or with SOFTCAP scale / softcap, then softcap log2(e); the window's bounds
 // (WINDOW), causal folded in, -1 for none (fa_attention_call.window).

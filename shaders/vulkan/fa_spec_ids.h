@@ -53,7 +53,7 @@
  * into the workspace, packed (batch, query head), before the dispatch), an additive bias (its
  * dtype, fa_dtype's value, 0 for none; its buffer is bound and read as 32-bit words, its view's
  * offset and strides are written into the workspace after the slopes). The scalar forward and
- * backward only. */
+ * backward take all four, the cooperative-matrix ones all but the bias. */
 #define FA_SPEC_WINDOW 33
 #define FA_SPEC_SOFTCAP 34
 #define FA_SPEC_ALIBI 35

@@ -114,3 +114,23 @@ int cli_parse_dtype(const char *command, const char *usage, const char *name, fa
     }
     return cli_usage_error(command, usage, "unknown dtype '%s' (f32, f16, bf16)", name);
 }
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug"}; /* fa_log_level */
+
+int cli_parse_log(const char *command, const char *usage, const char *name, int *out)
+{
+    *out = -1;
+    for (int i = 0; name && i < 4; i++)
+        if (!strcmp(name, log_levels[i]))
+            *out = i;
+    if (name && *out < 0)
+        return cli_usage_error(command, usage, "--log takes error, warn, info or debug, not '%s'",
+                               name);
+    return CLI_CONTINUE;
+}
+
+void cli_log_to_stderr(void *user_data, fa_log_level level, const char *message)
+{
+    (void)user_data;
+    fprintf(stderr, "flashattn %s: %s\n", log_levels[level], message);
+}

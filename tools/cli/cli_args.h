@@ -46,5 +46,10 @@ int cli_usage_error(const char *command, const char *usage, const char *fmt, ...
 int cli_parse_backend(const char *command, const char *usage, const char *name, fa_backend *out);
 /** Parses a dtype name (f32, f16, bf16); CLI_CONTINUE or 2 as cli_parse. */
 int cli_parse_dtype(const char *command, const char *usage, const char *name, fa_dtype *out);
+/** Parses a log level name (error, warn, info, debug) into *out, or leaves *out at -1 where name
+ * is NULL; CLI_CONTINUE or 2 as cli_parse. */
+int cli_parse_log(const char *command, const char *usage, const char *name, int *out);
+/** A fa_log_fn that prints "flashattn <level>: <message>" on stderr. */
+void cli_log_to_stderr(void *user_data, fa_log_level level, const char *message);
 
 #endif

@@ -93,14 +93,6 @@ typedef struct bench_options {
     float softcap;    /* --softcap, on every row */
 } bench_options;
 
-static const char *const log_levels[] = {"error", "warn", "info", "debug"}; /* fa_log_level */
-
-static void log_to_stderr(void *user_data, fa_log_level level, const char *message)
-{
-    (void)user_data;
-    fprintf(stderr, "flashattn %s: %s\n", log_levels[level], message);
-}
-
 /* The variants every row runs with, where any. */
 static void print_variants(const bench_options *o)
 {
@@ -483,13 +475,9 @@ int fa_cmd_bench(int argc, char **argv)
         return cli_usage_error("bench", usage, "--varlen takes the training grid, not --decode");
     if (o.causal_name && strcmp(o.causal_name, "yes") && strcmp(o.causal_name, "no"))
         return cli_usage_error("bench", usage, "--causal takes yes or no, not '%s'", o.causal_name);
-    int log_level = -1;
-    for (int i = 0; o.log_name && i < 4; i++)
-        if (!strcmp(o.log_name, log_levels[i]))
-            log_level = i;
-    if (o.log_name && log_level < 0)
-        return cli_usage_error("bench", usage, "--log takes error, warn, info or debug, not '%s'",
-                               o.log_name);
+    int log_level;
+    if ((rc = cli_parse_log("bench", usage, o.log_name, &log_level)) != CLI_CONTINUE)
+        return rc;
     fa_dtype dtype = FA_DTYPE_INVALID;
     if (o.dtype_name &&
         (rc = cli_parse_dtype("bench", usage, o.dtype_name, &dtype)) != CLI_CONTINUE)
@@ -511,12 +499,13 @@ int fa_cmd_bench(int argc, char **argv)
     /* A named backend without --device: its first GPU (PoCL is often OpenCL's device 0). */
     if (!o.device_seen && backend != FA_BACKEND_AUTO)
         o.device = fa_testkit_default_device(backend);
-    fa_status st = fa_context_create(&(fa_context_desc){.backend = backend,
-                                                        .device = (int)o.device,
-                                                        .cpu = {.threads = (int)o.threads},
-                                                        .log = log_level < 0 ? NULL : log_to_stderr,
-                                                        .log_level = (fa_log_level)log_level},
-                                     &ctx);
+    fa_status st =
+        fa_context_create(&(fa_context_desc){.backend = backend,
+                                             .device = (int)o.device,
+                                             .cpu = {.threads = (int)o.threads},
+                                             .log = log_level < 0 ? NULL : cli_log_to_stderr,
+                                             .log_level = (fa_log_level)log_level},
+                          &ctx);
     if (st != FA_OK) {
         rc = cli_fail(NULL, st);
     } else {

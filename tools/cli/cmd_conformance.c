@@ -12,7 +12,7 @@ static const char usage[] =
     "usage: flashattn conformance [--backend NAME[,NAME..]|all] [--device N] [--quick|--full]\n"
     "                             [--report FILE.md] [--junit FILE.xml] [--json FILE]\n"
     "                             [--seed N] [--verbose] [--filter TEXT] [--limit N]\n"
-    "                             [--deterministic] [--shard I/N]\n"
+    "                             [--deterministic] [--shard I/N] [--log LEVEL]\n"
     "Runs every backend (or the NAMEs: cuda, vulkan, opencl, cpu) on cases generated from one\n"
     "table (--quick: all pairs of axis values; --full: the full product) plus edge cases,\n"
     "against a float64 reference. Prints one table per backend and, last,\n"
@@ -25,11 +25,12 @@ static const char usage[] =
     "  --deterministic  every call with fa_attention_desc.deterministic set\n"
     "  --shard I/N    only shard I (0 <= I < N) of N: the cases are dealt out in groups that\n"
     "                 build the same GPU programs, so that N processes share one matrix\n"
-    "                 (bench/conformance_shards.sh)\n";
+    "                 (bench/conformance_shards.sh)\n"
+    "  --log LEVEL    the library's messages up to LEVEL (error, warn, info, debug) on stderr\n";
 
 int fa_cmd_conformance(int argc, char **argv)
 {
-    const char *backend_name = NULL, *shard = NULL;
+    const char *backend_name = NULL, *shard = NULL, *log_name = NULL;
     bool quick = false, full = false, device_seen = false;
     int64_t device = 0, seed = 1, limit = 0;
     fa_conformance_options opt = {.backend = -1};
@@ -47,6 +48,7 @@ int fa_cmd_conformance(int argc, char **argv)
         {"--limit", CLI_OPT_INT, &limit, 0, INT64_MAX, NULL},
         {"--deterministic", CLI_OPT_FLAG, &opt.deterministic, 0, 0, NULL},
         {"--shard", CLI_OPT_STRING, &shard, 0, 0, NULL},
+        {"--log", CLI_OPT_STRING, &log_name, 0, 0, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
     if (rc != CLI_CONTINUE)
@@ -77,6 +79,13 @@ int fa_cmd_conformance(int argc, char **argv)
             return cli_usage_error("conformance", usage, "--shard takes I/N with 0 <= I < N");
         opt.shard_index = index;
         opt.shard_count = count;
+    }
+    int log_level;
+    if ((rc = cli_parse_log("conformance", usage, log_name, &log_level)) != CLI_CONTINUE)
+        return rc;
+    if (log_level >= 0) {
+        opt.log = cli_log_to_stderr;
+        opt.log_level = (fa_log_level)log_level;
     }
     opt.full = full;
     opt.device_given = device_seen;

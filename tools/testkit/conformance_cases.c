@@ -766,6 +766,38 @@ static const variant_spec variants[] = {
      false,
      1,
      0},
+    /* The three together in f16 at head dims 32 and 64, where the matrix paths keep their rows'
+     * state in registers (on lavapipe only there): a window cutting key tiles on both sides
+     * with Sq below Sk, a causal one with Sq above Sk (rows without keys); forward and
+     * backward (the first two share their forward's program: CI's lavapipe test runs them). */
+    {{FA_DTYPE_F16, 2, 113, 203, 8, 2, 32, 0, false, false, false, NULL, 0},
+     {true, 24, 8},
+     30.0f,
+     1e2f,
+     false,
+     2,
+     0},
+    {{FA_DTYPE_F16, 2, 150, 300, 8, 2, 32, 0, false, true, true, NULL, 0},
+     {true, 40, 16},
+     50.0f,
+     1e2f,
+     false,
+     2,
+     0},
+    {{FA_DTYPE_F16, 2, 203, 113, 8, 2, 64, 0, true, false, false, " edge:no-key-rows", 0},
+     {true, 20, 0},
+     30.0f,
+     1e2f,
+     false,
+     1,
+     0},
+    {{FA_DTYPE_F16, 2, 203, 113, 8, 2, 64, 0, true, true, false, " edge:no-key-rows", 0},
+     {true, 20, 0},
+     30.0f,
+     1e2f,
+     false,
+     1,
+     0},
     /* An additive bias: in the call's dtype (B, Sq, Hq, Sk) packed (bias=full), f32 broadcast
      * over batch and heads by zero strides (bias=bcast), in the call's dtype of shape
      * (1, Sq, 1, Sk) holding -inf for about a third of its entries and for every key of query 0

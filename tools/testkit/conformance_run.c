@@ -89,7 +89,10 @@ static bool backend_open(const fa_conformance_options *opt, tk_backend_run *br, 
     br->available = true;
     /* the backend named explicitly: FA_BACKEND / FA_DEVICE do not apply */
     const int device = pick_device(opt, br->backend);
-    st = fa_context_create(&(fa_context_desc){.backend = br->backend, .device = device}, ctx);
+    st = fa_context_create(
+        &(fa_context_desc){
+            .backend = br->backend, .device = device, .log = opt->log, .log_level = opt->log_level},
+        ctx);
     if (st != FA_OK) {
         *ctx = NULL;
         ctx_failure->outcome = TK_FAIL;

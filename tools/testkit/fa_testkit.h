@@ -184,6 +184,8 @@ typedef struct fa_conformance_options {
                            by several processes */
     FILE *out;          /* table and summary; NULL -> stdout */
     FILE *progress;     /* progress lines; NULL -> stderr */
+    fa_log_fn log;      /* every context's messages up to log_level (NULL: none) */
+    fa_log_level log_level;
 } fa_conformance_options;
 
 typedef struct fa_conformance_totals {
