@@ -110,6 +110,8 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
         why_size = 0; /* snprintf then only counts */
     if (caps->force_general)
         snprintf(why, why_size, "FA_CUDA_KERNELS=general turns it off");
+    else if (pb->bias)
+        snprintf(why, why_size, "it takes no additive bias (the ordinary forwards do)");
     else if ((pb->window || pb->softcap || pb->alibi) && split_mma_warps(caps, pb) == 0)
         snprintf(why, why_size,
                  "its CUDA-core kernel (f32, FA_CUDA_DECODE=cores) takes no sliding window, no "
@@ -204,11 +206,14 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
      * TF/s than the mma.sync kernel for 96 even with a quarter of its products on zeros) */
     const uint32_t wg_d = d > 64 ? 128 : 64;
     const unsigned wg_smem = wg_d == 128 ? FA_FWD_WGMMA_SMEM(128) : FA_FWD_WGMMA_SMEM(64);
+    /* a softcap with a bias: not the mma.sync kernel, which takes the bias as the initial value
+     * of S's accumulators, before the cap (fa_forward_mma.cuh) */
+    const bool sync_ok = !(pb->softcap && pb->bias);
     if (fast && caps->wgmma_fwd && d >= 64 && d <= 128 && (int)wg_smem <= caps->smem_optin)
         add(plan, find(FA_CUDA_FWD_WGMMA, pb->dtype, wg_d, 0), blocks(pb->seq_q, FA_FWD_WGMMA_BQ),
             pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS, wg_smem,
             "launching the Hopper (wgmma) forward");
-    else if (fast)
+    else if (fast && sync_ok)
         add(plan, find(FA_CUDA_FWD_MMA, pb->dtype, d, bq), blocks(pb->seq_q, bq), pb->heads_q,
             pb->batch, FA_FWD_MMA_THREADS(d, bq), smem, "launching the tensor-core forward");
     else
@@ -230,6 +235,9 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     const uint32_t d4 = mma_dim(pb->head_dim) < 128 ? mma_dim(pb->head_dim) : 128;
     unsigned v4_smem = FA_BWD4_SMEM(d4);
     const bool mma_ok = !caps->force_general && dt != FA_DTYPE_F32 && pb->aligned;
+    /* a softcap with a bias: not the mma.sync kernels (v4, the deterministic ones), which take the
+     * bias as S's initial value, before the cap; the wgmma kernel (head dim 64) does */
+    const bool sync_ok = !(pb->softcap && pb->bias);
     const bool fast =
         mma_ok && pb->head_dim <= 128 && (int)dkdv_smem <= optin && (int)dq_smem <= optin;
     /* dQ by atomics from the dK/dV kernel (v4); else (deterministic, or v4 does not fit) the
@@ -250,12 +258,15 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     const bool d256_wide = (int)d256_smem_wide <= optin;
     const bool v4_d256 = mma_ok && caps->bwd_d256 && pb->head_dim > 128 && pb->head_dim <= 256 &&
                          !pb->deterministic && (int)d256_smem_narrow <= optin;
-    const bool atomic_dq = v4_d256 || (v4 && !pb->deterministic);
+    const bool atomic_dq_sync = (v4_d256 || (v4 && !pb->deterministic)) && sync_ok;
     /* compute capability 9.0: the wgmma kernel in v4's place at every head dim up to 128, padded
-     * to 64 or 128 (more TF/s than v4's own kernels for 32 and 96) */
+     * to 64 or 128 (more TF/s than v4's own kernels for 32 and 96), but for a bias above 64
+     * (fa_backward_wgmma.cuh reads one at head dim 64 only: at 128 its loads spill) */
     const uint32_t wg_d = d4 > 64 ? 128 : 64;
     const unsigned wg_smem = wg_d == 128 ? FA_BWD_WGMMA_SMEM(128) : FA_BWD_WGMMA_SMEM(64);
-    const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin;
+    const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin &&
+                        !(pb->bias && wg_d == 128);
+    const bool atomic_dq = atomic_dq_sync || hopper;
 
     /* workspace: Delta (rows floats), then with atomic_dq the (B, Hq, Sq, head_dim) f32 dQ sums */
     const size_t rows = (size_t)pb->batch * (size_t)pb->heads_q * (size_t)pb->seq_q;
@@ -291,7 +302,7 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
         add(plan, find(FA_CUDA_BWD_DQ_CONVERT, dt, 256, 0),
             blocks(pb->seq_q * (pb->head_dim / 8), FA_GEN_THREADS), hq, b, FA_GEN_THREADS, 0,
             "launching the dQ conversion");
-    } else if (fast) {
+    } else if (fast && sync_ok) {
         add(plan, find(FA_CUDA_BWD_DKDV_MMA, dt, d, 0), blocks(pb->seq_k, FA_BWD_ROWS), hkv, b,
             FA_BWD_THREADS, dkdv_smem, "launching the tensor-core dK/dV");
         add(plan, find(FA_CUDA_BWD_DQ_MMA, dt, d, 0), blocks(pb->seq_q, FA_BWD_ROWS), hq, b,

@@ -83,6 +83,7 @@ typedef struct fa_cuda_problem {
      * and logit softcapping, which only some kernels take */
     bool window, softcap;
     bool alibi; /* ALiBi slopes (fa_attention_call.has_alibi), which only some kernels take */
+    bool bias;  /* an additive bias (fa_attention_call.has_bias): not the split-key forwards */
 } fa_cuda_problem;
 
 typedef struct fa_cuda_launch {

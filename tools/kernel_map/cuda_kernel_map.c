@@ -177,5 +177,15 @@ int main(void)
            "them would, the CUDA-core split-key forward (f32, FA_CUDA_DECODE=cores) excepted,\n"
            "which takes none of them: such a decoding call takes the ordinary forward, and with\n"
            "seqlens_k or block_table is ERROR_UNSUPPORTED.\n");
+    printf("\nAn additive bias takes the kernels the same call without it would, but never the\n"
+           "split-key forward (neither of its kernels reads one): a decoding call with a bias\n"
+           "takes the ordinary forward, and with seqlens_k or block_table is\n"
+           "ERROR_UNSUPPORTED; the wgmma backward reads one at head dim 64 only (at 128 the\n"
+           "loads would spill): a backward with a bias at head dims 72-128 on sm_90 takes\n"
+           "`fa_bwd_v4_*_d96` or `fa_bwd_v4_*_d128`, as without sm_90a; and the mma.sync\n"
+           "kernels (`fa_fwd_mma_*`, `fa_bwd_v4_*`, `fa_bwd_dkdv_mma_*` with its\n"
+           "`fa_bwd_dq_mma_*`) take the bias as the initial value of S, before a softcap\n"
+           "would apply, so a call with both takes the wgmma kernels where those serve it,\n"
+           "else the CUDA-core ones.\n");
     return 0;
 }
