@@ -75,11 +75,32 @@ static bool takes_alibi(fa_cuda_family f)
     return f != FA_CUDA_FWD_SPLIT;
 }
 
-/* The mma.sync kernels, which take a bias as S's initial value, so not with a softcap. */
+/* The mma.sync kernels' twins that read a bias (and take it as S's initial value, so not with a
+ * softcap). */
+static bool is_bias_twin(fa_cuda_family f)
+{
+    return f == FA_CUDA_FWD_MMA_BIAS || f == FA_CUDA_BWD_V4_BIAS ||
+           f == FA_CUDA_BWD_DKDV_MMA_BIAS || f == FA_CUDA_BWD_DQ_MMA_BIAS;
+}
+
+/* The mma.sync kernels, which have such twins. */
 static bool is_mma_sync(fa_cuda_family f)
 {
     return f == FA_CUDA_FWD_MMA || f == FA_CUDA_BWD_V4 || f == FA_CUDA_BWD_DKDV_MMA ||
-           f == FA_CUDA_BWD_DQ_MMA;
+           f == FA_CUDA_BWD_DQ_MMA || is_bias_twin(f);
+}
+
+/* Kernel a is kernel b, or b's twin with a bias (the same name with "_bias" after the family's
+ * prefix, and the same row otherwise). */
+static bool same_or_twin(fa_cuda_kernel a, fa_cuda_kernel b)
+{
+    const fa_cuda_kernel_info *x = &fa_cuda_kernels[a], *y = &fa_cuda_kernels[b];
+    const char *cut = strstr(x->name, "_bias_");
+    return a == b ||
+           (is_bias_twin(x->family) && is_mma_sync(y->family) && !is_bias_twin(y->family) &&
+            x->dtype == y->dtype && x->d == y->d && x->p1 == y->p1 && x->p2 == y->p2 && cut &&
+            strncmp(x->name, y->name, (size_t)(cut - x->name)) == 0 &&
+            strcmp(cut + 5, y->name + (cut - x->name)) == 0);
 }
 
 static bool is_sm90a(fa_cuda_kernel k)
@@ -96,6 +117,7 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
     *length = pb->seq_q;
     switch (k->family) {
     case FA_CUDA_FWD_MMA:
+    case FA_CUDA_FWD_MMA_BIAS:
         *rows = k->p1;
         break;
     case FA_CUDA_FWD_WGMMA:
@@ -110,12 +132,15 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
         *rows = FA_GEN_ROWS, *length = pb->seq_k;
         break;
     case FA_CUDA_BWD_V4:
+    case FA_CUDA_BWD_V4_BIAS:
         *rows = k->p2, *length = pb->seq_k;
         break;
     case FA_CUDA_BWD_DKDV_MMA:
+    case FA_CUDA_BWD_DKDV_MMA_BIAS:
         *rows = FA_BWD_ROWS, *length = pb->seq_k;
         break;
     case FA_CUDA_BWD_DQ_MMA:
+    case FA_CUDA_BWD_DQ_MMA_BIAS:
         *rows = FA_BWD_ROWS;
         break;
     case FA_CUDA_BWD_DQ_CONVERT:
@@ -211,6 +236,8 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
         if (pb->bias && pb->softcap)
             cr_expect(!is_mma_sync(k->family), "%s: %s takes no bias with a softcap", where,
                       k->name);
+        if (is_mma_sync(k->family))
+            cr_expect_eq(is_bias_twin(k->family), pb->bias, "%s: %s", where, k->name);
         cr_expect(k->d >= (uint32_t)pb->head_dim, "%s: %s serves head dim %u < %lld", where,
                   k->name, k->d, (long long)pb->head_dim);
         if (is_split(k->family) || k->family == FA_CUDA_FWD_MERGE)
@@ -252,7 +279,9 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
                      "%s", where);
     } else {
         cr_expect_eq(plan->count, 3, "%s", where);
-        cr_expect(last == FA_CUDA_BWD_DQ_MMA || last == FA_CUDA_BWD_DQ_GEN, "%s", where);
+        cr_expect(last == FA_CUDA_BWD_DQ_MMA || last == FA_CUDA_BWD_DQ_MMA_BIAS ||
+                      last == FA_CUDA_BWD_DQ_GEN,
+                  "%s", where);
         cr_expect_eq(plan->workspace_bytes, rows * sizeof(float), "%s", where);
     }
 }
@@ -432,18 +461,30 @@ Test(cuda_plan, decoding_splits_the_keys_to_fill_the_device)
 }
 
 /* Two plans launch the same kernels on the same grids with the same chunks and workspace. */
-static bool same_plan(const fa_cuda_plan *a, const fa_cuda_plan *b)
+/* Plans a and b are the same, but where twins allows a's kernel to be b's twin with a bias. */
+static bool same_plan_(const fa_cuda_plan *a, const fa_cuda_plan *b, bool twins)
 {
     if (a->count != b->count || a->splits != b->splits || a->split_keys != b->split_keys ||
         a->workspace_bytes != b->workspace_bytes || a->part_lse_offset != b->part_lse_offset)
         return false;
     for (unsigned i = 0; i < a->count; i++) {
         const fa_cuda_launch *x = &a->launches[i], *y = &b->launches[i];
-        if (x->kernel != y->kernel || x->threads != y->threads || x->smem != y->smem ||
+        if (!(twins ? same_or_twin(x->kernel, y->kernel) : x->kernel == y->kernel) ||
+            x->threads != y->threads || x->smem != y->smem ||
             memcmp(x->grid, y->grid, sizeof x->grid) != 0)
             return false;
     }
     return true;
+}
+
+static bool same_plan(const fa_cuda_plan *a, const fa_cuda_plan *b)
+{
+    return same_plan_(a, b, false);
+}
+
+static bool same_plan_twins(const fa_cuda_plan *a, const fa_cuda_plan *b)
+{
+    return same_plan_(a, b, true);
 }
 
 /* Per-sequence lengths and a paged cache go to the split-key forward alone: wherever it takes the
@@ -900,12 +941,13 @@ Test(cuda_plan, bias_never_takes_the_split_kernels)
                             cr_expect_eq(family_of(&plan.launches[0]), FA_CUDA_FWD_GEN, "%s",
                                          where);
                         else
-                            cr_expect_eq(plan.launches[0].kernel, ordinary.launches[0].kernel, "%s",
-                                         where);
+                            cr_expect(
+                                same_or_twin(plan.launches[0].kernel, ordinary.launches[0].kernel),
+                                "%s", where);
                         if (is_split(family_of(&plain.launches[0])))
                             decoding++;
                         else if (!general)
-                            cr_expect(same_plan(&plan, &plain), "forward %s", where);
+                            cr_expect(same_plan_twins(&plan, &plain), "forward %s", where);
                         pb.bias = false;
                         fa_cuda_plan_backward(&caps, &pb, &plain);
                         const fa_cuda_kernel_info *k = &fa_cuda_kernels[plain.launches[1].kernel];
@@ -925,7 +967,7 @@ Test(cuda_plan, bias_never_takes_the_split_kernels)
                                          where);
                             cr_expect_not(plan.atomic_dq, "%s", where);
                         } else {
-                            cr_expect(same_plan(&plan, &plain) &&
+                            cr_expect(same_plan_twins(&plan, &plain) &&
                                           plan.accum_offset == plain.accum_offset &&
                                           plan.atomic_dq == plain.atomic_dq,
                                       "backward %s", where);
@@ -954,7 +996,7 @@ Test(cuda_plan, bias_never_takes_the_split_kernels)
     cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_WGMMA_BF16_D64);
     pb.head_dim = 128;
     fa_cuda_plan_backward(&sm90, &pb, &plan);
-    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_V4_BF16_D128);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_V4_BIAS_BF16_D128);
     fa_cuda_plan_forward(&sm90, &pb, &plan);
     cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_WGMMA_BF16_D128);
     /* with a softcap: the wgmma kernels where they take the bias, else the general ones */
@@ -1006,9 +1048,10 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         for (size_t t = 0; t < 3; t++)
             for (int64_t d = 8; d <= 256; d += 8)
-                for (int flags = 0; flags < 4; flags++) {
+                for (int flags = 0; flags < 8; flags++) {
                     fa_cuda_problem pb = problem(dtypes[t], d, flags & 1);
                     pb.aligned = !(flags & 2);
+                    pb.bias = flags & 4; /* the mma.sync kernels' twins */
                     fa_cuda_plan plan;
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)

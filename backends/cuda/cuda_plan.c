@@ -51,6 +51,26 @@ static fa_cuda_kernel find(fa_cuda_family family, fa_dtype dtype, uint32_t d, ui
     return (fa_cuda_kernel)(first < 0 ? 0 : first);
 }
 
+/* A mma.sync family, or for a call with a bias its twin that reads one (the catalogue's *_BIAS
+ * families: the bias's code cost the others registers). */
+static fa_cuda_family with_bias(fa_cuda_family f, bool bias)
+{
+    if (!bias)
+        return f;
+    switch (f) {
+    case FA_CUDA_FWD_MMA:
+        return FA_CUDA_FWD_MMA_BIAS;
+    case FA_CUDA_BWD_V4:
+        return FA_CUDA_BWD_V4_BIAS;
+    case FA_CUDA_BWD_DKDV_MMA:
+        return FA_CUDA_BWD_DKDV_MMA_BIAS;
+    case FA_CUDA_BWD_DQ_MMA:
+        return FA_CUDA_BWD_DQ_MMA_BIAS;
+    default:
+        return f;
+    }
+}
+
 /* The tensor-core kernels' head dim: the head dim rounded up to 32, 64, 96, 128 or 256. */
 static uint32_t mma_dim(int64_t head_dim)
 {
@@ -214,8 +234,9 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
             pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS, wg_smem,
             "launching the Hopper (wgmma) forward");
     else if (fast && sync_ok)
-        add(plan, find(FA_CUDA_FWD_MMA, pb->dtype, d, bq), blocks(pb->seq_q, bq), pb->heads_q,
-            pb->batch, FA_FWD_MMA_THREADS(d, bq), smem, "launching the tensor-core forward");
+        add(plan, find(with_bias(FA_CUDA_FWD_MMA, pb->bias), pb->dtype, d, bq),
+            blocks(pb->seq_q, bq), pb->heads_q, pb->batch, FA_FWD_MMA_THREADS(d, bq), smem,
+            "launching the tensor-core forward");
     else
         add(plan, find(FA_CUDA_FWD_GEN, pb->dtype, gen_dim(pb->head_dim), 0),
             blocks(pb->seq_q, FA_GEN_ROWS), pb->heads_q, pb->batch, FA_GEN_THREADS,
@@ -290,23 +311,27 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
                 "launching the Hopper (wgmma) dK/dV/dQ");
         else if (v4_d256)
             add(plan,
-                find(FA_CUDA_BWD_V4, dt, 256,
+                find(with_bias(FA_CUDA_BWD_V4, pb->bias), dt, 256,
                      d256_wide ? FA_BWD4_QTILE_D256 : FA_BWD4_QTILE_D256_NARROW),
                 blocks(pb->seq_k, FA_BWD4_KEYS_D256), hkv, b, FA_BWD_THREADS,
                 d256_wide ? d256_smem_wide : d256_smem_narrow,
                 "launching the tensor-core dK/dV/dQ (v4, head dim 256)");
         else
-            add(plan, find(FA_CUDA_BWD_V4, dt, d4, v4_q128 ? FA_BWD4_QTILE_WIDE : FA_BWD4_QTILE),
+            add(plan,
+                find(with_bias(FA_CUDA_BWD_V4, pb->bias), dt, d4,
+                     v4_q128 ? FA_BWD4_QTILE_WIDE : FA_BWD4_QTILE),
                 blocks(pb->seq_k, FA_BWD4_KEYS), hkv, b, FA_BWD_THREADS, v4_smem,
                 "launching the tensor-core dK/dV/dQ (v4)");
         add(plan, find(FA_CUDA_BWD_DQ_CONVERT, dt, 256, 0),
             blocks(pb->seq_q * (pb->head_dim / 8), FA_GEN_THREADS), hq, b, FA_GEN_THREADS, 0,
             "launching the dQ conversion");
     } else if (fast && sync_ok) {
-        add(plan, find(FA_CUDA_BWD_DKDV_MMA, dt, d, 0), blocks(pb->seq_k, FA_BWD_ROWS), hkv, b,
-            FA_BWD_THREADS, dkdv_smem, "launching the tensor-core dK/dV");
-        add(plan, find(FA_CUDA_BWD_DQ_MMA, dt, d, 0), blocks(pb->seq_q, FA_BWD_ROWS), hq, b,
-            FA_BWD_THREADS, dq_smem, "launching the tensor-core dQ");
+        add(plan, find(with_bias(FA_CUDA_BWD_DKDV_MMA, pb->bias), dt, d, 0),
+            blocks(pb->seq_k, FA_BWD_ROWS), hkv, b, FA_BWD_THREADS, dkdv_smem,
+            "launching the tensor-core dK/dV");
+        add(plan, find(with_bias(FA_CUDA_BWD_DQ_MMA, pb->bias), dt, d, 0),
+            blocks(pb->seq_q, FA_BWD_ROWS), hq, b, FA_BWD_THREADS, dq_smem,
+            "launching the tensor-core dQ");
     } else {
         const unsigned tile_smem = (unsigned)(2 * FA_GEN_TILE * pb->head_dim * sizeof(float));
         const uint32_t gd = gen_dim(pb->head_dim);

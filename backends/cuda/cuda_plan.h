@@ -38,6 +38,10 @@ typedef enum fa_cuda_family {
     FA_CUDA_FWD_SPLIT,
     FA_CUDA_FWD_SPLIT_MMA,
     FA_CUDA_FWD_MERGE,
+    FA_CUDA_FWD_MMA_BIAS, /* the mma.sync families' kernels for calls with a bias */
+    FA_CUDA_BWD_V4_BIAS,
+    FA_CUDA_BWD_DKDV_MMA_BIAS,
+    FA_CUDA_BWD_DQ_MMA_BIAS,
 } fa_cuda_family;
 
 /* One catalogue row. */

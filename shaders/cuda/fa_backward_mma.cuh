@@ -17,17 +17,17 @@
 // Causal or windowed: every kernel visits only the tiles that hold visible pairs and masks only
 // the tiles that cross the diagonal, a window's edge (or the end of the keys). A softcap caps S
 // (fa_softcap_tanh) and multiplies dS by 1 - tanh^2; ALiBi adds its term (fa_alibi) to the
-// (capped) log2-unit S in a branch of its own. An additive bias is S^T's initial value in dK/dV,
-// in raw units (fa_fwd_mma's; not with a softcap: the planner sends those calls to other
-// kernels), and added in ALiBi's branch in dQ (fa_bias; fewer spills each way). Shared tiles use
-// the forward's XOR swizzle.
+// (capped) log2-unit S in a branch of its own. An additive bias (the BIAS instantiations) is S^T's
+// initial value in dK/dV, in raw units (fa_fwd_mma's; not with a softcap: the planner sends those
+// calls to other kernels), and added in ALiBi's branch in dQ (fa_bias; fewer spills each way).
+// Shared tiles use the forward's XOR swizzle.
 #pragma once
 
 #include "fa_mask.cuh"
 #include "fa_mma.cuh"
 
 // dK, dV of 128 keys (see the top).
-template <typename T, int D>
+template <typename T, int D, bool BIAS>
 __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
 {
     constexpr int BN = FA_BWD_ROWS, BQ = FA_BWD_QTILE(D);
@@ -105,8 +105,8 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 s[n][e] = dp[n][e] = 0.f;
-        if (p.bias_dtype) { // S^T from the bias in raw units: key key_lo + 8 (e >> 1), query
-                            // i0 + n * 8 + t2 + (e & 1)
+        if (BIAS && p.bias_dtype) { // S^T from the bias in raw units: key key_lo + 8 (e >> 1),
+                                    // query i0 + n * 8 + t2 + (e & 1)
             const float to_raw = 1.f / p.scale_log2; // (fa_bias has log2(e))
 #pragma unroll
             for (int n = 0; n < BQ / 8; n++)
@@ -202,7 +202,8 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
                         p.d_v.stride_s, jw, p.seq_k, p.head_dim, lane);
 }
 
-template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const fa_cuda_params &p)
+template <typename T, int D, bool BIAS>
+__device__ __forceinline__ void fa_bwd_dq_mma(const fa_cuda_params &p)
 {
     constexpr int BM = FA_BWD_ROWS, BK = FA_BWD_TILE;
     constexpr unsigned Q_BYTES = BM * D * 2, KV_BYTES = BK * D * 2;
@@ -284,7 +285,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const
             return key >= p.seq_k || (p.causal && key > i + p.causal_offset) ||
                    (p.has_left && key < i + p.left_offset);
         };
-        if (p.has_alibi || p.bias_dtype) {
+        if (p.has_alibi || (BIAS && p.bias_dtype)) {
             // S in log2 units (capped) and dP - Delta (times 1 - tanh^2) in place, then P with the
             // term of row row_lo + 8 r's distance from key k0 + 8 n + t2 + (e & 1) (slope 0
             // without ALiBi) and the bias, and dS
@@ -317,7 +318,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const
                     const int r = e >> 1, key = k0 + n * 8 + t2 + (e & 1);
                     const float d = d0 + (float)(8 * r - 8 * n - (e & 1));
                     float x = fa_alibi(s[n][e], slope, d);
-                    if (p.bias_dtype)
+                    if (BIAS && p.bias_dtype)
                         x += fa_bias(p, brow[r], key);
                     float pr = fa_exp2(x - l2[r]);
                     if (mask && hidden(key, r))

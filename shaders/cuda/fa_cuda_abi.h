@@ -47,9 +47,10 @@ typedef struct fa_cuda_params {
      * one): element (b, i, h, j) of query i, head hq and key j at bias.ptr[b * stride_b + i *
      * stride_s + hq * stride_h + j] (a stride 0 where broadcast), added times log2(e), the
      * kernels' units, after the softcap and ALiBi; -inf hides the key (fa_bias in fa_mask.cuh).
-     * Read by every kernel but the split-key forwards and the wgmma backward at head dim 128;
-     * the mma.sync kernels but dQ's take it as S's initial value, in raw units (bias / scale),
-     * so not with a softcap. The planner routes no other call there. */
+     * Read by the general kernels, the wgmma forward and the wgmma backward at head dim 64, and
+     * the mma.sync kernels' twins (the catalogue's *_BIAS rows), which but dQ's take it as S's
+     * initial value in raw units (bias / scale), so not with a softcap; the planner routes no
+     * other call with one. */
     fa_cuda_tensor bias;
     int bias_dtype;
     /* Read by the split-key forward alone. Where has_seqlens_k, batch entry b has the int32

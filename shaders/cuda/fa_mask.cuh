@@ -98,6 +98,15 @@ __device__ __forceinline__ float fa_bias(const fa_cuda_params &p, long long at, 
                                                         : __uint_as_float((unsigned)x << 16));
 }
 
+// threadIdx.x, read so that nothing derived from it is hoisted out of a kernel's loop (as
+// fa_bwd4_tid): the bias's row addresses, hoisted, stayed in registers or spilled for every call.
+__device__ __forceinline__ int fa_tid_opaque()
+{
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
+}
+
 // For the tensor-core kernels, whose registers are scarce: fa_bias_tiles(p, f) calls f with
 // DT = FA_CUDA_BIAS_F32 or _F16 (f16 and bf16) as a compile-time constant, one copy of f's loop
 // per element size, and fa_bias_at<DT>(p, row, j, k) is k bias(row, j), element j of a row
