@@ -370,7 +370,10 @@ typedef struct fa_window {
  *   tensor. f32, f16 or bf16 whatever the call's dtype (ERROR_DTYPE_MISMATCH else); another
  *   shape is ERROR_SHAPE_MISMATCH. With seqlens_k, key j of a sequence is column j; with a paged
  *   cache, the logical key index. Forward and backward: dQ, dK and dV go through it, the bias
- *   itself taken as a constant (no dBias is computed).
+ *   itself taken as a constant (no dBias is computed). Every backend takes it, the CPU's with
+ *   seqlens_k and a paged cache too; CUDA, Vulkan and OpenCL not with a paged cache, and CUDA
+ *   not with seqlens_k either (ERROR_UNSUPPORTED: their decoding paths, which alone read those,
+ *   take no bias).
  *   cu_seqlens_q, cu_seqlens_k NULL: q, k, v hold B separate sequences of Sq and Sk rows. Else
  *   (both, or ERROR_NULL_POINTER) a packed variable-length batch, as FlashAttention's varlen
  *   calls: q, o (and d_q, d_o) are (1, total_q, Hq, D) and k, v (d_k, d_v) (1, total_k, Hkv, D),

@@ -75,6 +75,34 @@ static bool takes_alibi(fa_cuda_family f)
     return f != FA_CUDA_FWD_SPLIT;
 }
 
+/* The mma.sync kernels' twins that read a bias (and take it as S's initial value, so not with a
+ * softcap). */
+static bool is_bias_twin(fa_cuda_family f)
+{
+    return f == FA_CUDA_FWD_MMA_BIAS || f == FA_CUDA_BWD_V4_BIAS ||
+           f == FA_CUDA_BWD_DKDV_MMA_BIAS || f == FA_CUDA_BWD_DQ_MMA_BIAS;
+}
+
+/* The mma.sync kernels, which have such twins. */
+static bool is_mma_sync(fa_cuda_family f)
+{
+    return f == FA_CUDA_FWD_MMA || f == FA_CUDA_BWD_V4 || f == FA_CUDA_BWD_DKDV_MMA ||
+           f == FA_CUDA_BWD_DQ_MMA || is_bias_twin(f);
+}
+
+/* Kernel a is kernel b, or b's twin with a bias (the same name with "_bias" after the family's
+ * prefix, and the same row otherwise). */
+static bool same_or_twin(fa_cuda_kernel a, fa_cuda_kernel b)
+{
+    const fa_cuda_kernel_info *x = &fa_cuda_kernels[a], *y = &fa_cuda_kernels[b];
+    const char *cut = strstr(x->name, "_bias_");
+    return a == b ||
+           (is_bias_twin(x->family) && is_mma_sync(y->family) && !is_bias_twin(y->family) &&
+            x->dtype == y->dtype && x->d == y->d && x->p1 == y->p1 && x->p2 == y->p2 && cut &&
+            strncmp(x->name, y->name, (size_t)(cut - x->name)) == 0 &&
+            strcmp(cut + 5, y->name + (cut - x->name)) == 0);
+}
+
 static bool is_sm90a(fa_cuda_kernel k)
 {
     return k >= FA_CUDA_K_SM90_FIRST;
@@ -90,6 +118,7 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
     switch (k->family) {
     case FA_CUDA_FWD_MMA:
     case FA_CUDA_FWD_MMA_VARLEN:
+    case FA_CUDA_FWD_MMA_BIAS:
         *rows = k->p1;
         break;
     case FA_CUDA_FWD_WGMMA:
@@ -106,12 +135,15 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
         break;
     case FA_CUDA_BWD_V4:
     case FA_CUDA_BWD_V4_VARLEN:
+    case FA_CUDA_BWD_V4_BIAS:
         *rows = k->p2, *length = pb->seq_k;
         break;
     case FA_CUDA_BWD_DKDV_MMA:
+    case FA_CUDA_BWD_DKDV_MMA_BIAS:
         *rows = FA_BWD_ROWS, *length = pb->seq_k;
         break;
     case FA_CUDA_BWD_DQ_MMA:
+    case FA_CUDA_BWD_DQ_MMA_BIAS:
         *rows = FA_BWD_ROWS;
         break;
     case FA_CUDA_BWD_DQ_CONVERT:
@@ -201,6 +233,15 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
                       k->name);
         if (pb->alibi)
             cr_expect(takes_alibi(k->family), "%s: %s takes no ALiBi", where, k->name);
+        if (pb->bias)
+            cr_expect(!is_split(k->family) && k->family != FA_CUDA_FWD_MERGE &&
+                          !(k->family == FA_CUDA_BWD_WGMMA && k->d == 128),
+                      "%s: %s takes no bias", where, k->name);
+        if (pb->bias && pb->softcap)
+            cr_expect(!is_mma_sync(k->family), "%s: %s takes no bias with a softcap", where,
+                      k->name);
+        if (is_mma_sync(k->family))
+            cr_expect_eq(is_bias_twin(k->family), pb->bias, "%s: %s", where, k->name);
         cr_expect(k->d >= (uint32_t)pb->head_dim, "%s: %s serves head dim %u < %lld", where,
                   k->name, k->d, (long long)pb->head_dim);
         if (is_split(k->family) || k->family == FA_CUDA_FWD_MERGE)
@@ -242,7 +283,9 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
                      "%s", where);
     } else {
         cr_expect_eq(plan->count, 3, "%s", where);
-        cr_expect(last == FA_CUDA_BWD_DQ_MMA || last == FA_CUDA_BWD_DQ_GEN, "%s", where);
+        cr_expect(last == FA_CUDA_BWD_DQ_MMA || last == FA_CUDA_BWD_DQ_MMA_BIAS ||
+                      last == FA_CUDA_BWD_DQ_GEN,
+                  "%s", where);
         cr_expect_eq(plan->workspace_bytes, rows * sizeof(float), "%s", where);
     }
 }
@@ -265,21 +308,22 @@ Test(cuda_plan, every_architecture_dtype_and_head_dim_gets_a_valid_plan)
         for (size_t t = 0; t < 3; t++)
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
                 for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++)
-                    for (int flags = 0; flags < 32; flags++) {
+                    for (int flags = 0; flags < 64; flags++) {
                         fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
                         pb.aligned = !(flags & 2);
                         pb.window = flags & 4;
                         pb.softcap = flags & 8;
                         pb.alibi = flags & 16;
+                        pb.bias = flags & 32;
                         pb.seq_q = seqs[s][0];
                         pb.seq_k = seqs[s][1];
                         char where[160];
                         snprintf(where, sizeof where,
                                  "%s dtype %d D=%lld Sq=%lld Sk=%lld det=%d "
-                                 "aligned=%d window=%d softcap=%d alibi=%d",
+                                 "aligned=%d window=%d softcap=%d alibi=%d bias=%d",
                                  archs[a].name, (int)dtypes[t], (long long)dims[d],
                                  (long long)pb.seq_q, (long long)pb.seq_k, flags & 1, pb.aligned,
-                                 pb.window, pb.softcap, pb.alibi);
+                                 pb.window, pb.softcap, pb.alibi, pb.bias);
                         fa_cuda_plan plan;
                         fa_cuda_plan_forward(&archs[a].caps, &pb, &plan);
                         check_plan(where, &archs[a].caps, &pb, &plan, false);
@@ -421,18 +465,30 @@ Test(cuda_plan, decoding_splits_the_keys_to_fill_the_device)
 }
 
 /* Two plans launch the same kernels on the same grids with the same chunks and workspace. */
-static bool same_plan(const fa_cuda_plan *a, const fa_cuda_plan *b)
+/* Plans a and b are the same, but where twins allows a's kernel to be b's twin with a bias. */
+static bool same_plan_(const fa_cuda_plan *a, const fa_cuda_plan *b, bool twins)
 {
     if (a->count != b->count || a->splits != b->splits || a->split_keys != b->split_keys ||
         a->workspace_bytes != b->workspace_bytes || a->part_lse_offset != b->part_lse_offset)
         return false;
     for (unsigned i = 0; i < a->count; i++) {
         const fa_cuda_launch *x = &a->launches[i], *y = &b->launches[i];
-        if (x->kernel != y->kernel || x->threads != y->threads || x->smem != y->smem ||
+        if (!(twins ? same_or_twin(x->kernel, y->kernel) : x->kernel == y->kernel) ||
+            x->threads != y->threads || x->smem != y->smem ||
             memcmp(x->grid, y->grid, sizeof x->grid) != 0)
             return false;
     }
     return true;
+}
+
+static bool same_plan(const fa_cuda_plan *a, const fa_cuda_plan *b)
+{
+    return same_plan_(a, b, false);
+}
+
+static bool same_plan_twins(const fa_cuda_plan *a, const fa_cuda_plan *b)
+{
+    return same_plan_(a, b, true);
 }
 
 /* Per-sequence lengths and a paged cache go to the split-key forward alone: wherever it takes the
@@ -920,13 +976,142 @@ Test(cuda_plan, varlen_backward_choices)
     fa_cuda_problem pb = problem(FA_DTYPE_F16, 128, false);
     pb.varlen = true;
     fa_cuda_plan plan;
-    fa_cuda_plan_backward(&archs[3], &pb, &plan); /* sm_90: wgmma */
-    cr_expect_eq(plan.count, 3u);
-    fa_cuda_plan_backward(&archs[0], &pb, &plan); /* sm_80: v4 at 128 has no such row */
+    fa_cuda_plan_backward(&archs[3], &pb, &plan); /* sm_90: the wgmma kernel at 128 has none */
+    cr_expect_eq(plan.count, 0u);
+    fa_cuda_plan_backward(&archs[0], &pb, &plan); /* sm_80: nor v4 at 128 */
     cr_expect_eq(plan.count, 0u);
     pb.head_dim = 64;
+    fa_cuda_plan_backward(&archs[3], &pb, &plan); /* sm_90: wgmma at 64 */
+    cr_expect_eq(plan.count, 3u);
     fa_cuda_plan_backward(&archs[1], &pb, &plan); /* sm_86: v4, 64-row query tiles */
     cr_expect_eq(plan.count, 3u);
+}
+
+/* An additive bias never takes the split-key forward (neither of its kernels reads one): a
+ * decoding shape takes the kernel an ordinary call of its dtype and head dim takes, every other
+ * forward the plan of the same call without the bias; with seqlens_k or a paged cache the plan
+ * has no launch and fa_cuda_split_takes names the bias (the host's UNSUPPORTED). The backward
+ * is the plan without the bias, but for the wgmma kernel at head dim 128, which reads no bias:
+ * there, the plan without the sm_90a kernels (v4). With a softcap too, the mma.sync kernels
+ * give way to the general ones. */
+Test(cuda_plan, bias_never_takes_the_split_kernels)
+{
+    const arch archs[] = {{"sm_80", SM80},
+                          {"sm_86", SM86},
+                          {"sm_89", SM89},
+                          {"sm_90", SM90},
+                          {"sm_90 without sm_90a", caps_of(9, 0, 232448, false)}};
+    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    const int64_t dims[] = {8, 32, 64, 96, 128, 200, 256};
+    /* queries, query heads, KV heads, keys: decoding shapes (the split-key forward's without a
+     * bias), then ordinary ones */
+    const int64_t shapes[][4] = {
+        {1, 32, 8, 32768}, {4, 4, 1, 4096}, {1, 8, 8, 300}, {1000, 8, 2, 1500}, {64, 32, 8, 4096}};
+    int decoding = 0, refused = 0, hopper128 = 0;
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+        for (size_t t = 0; t < 3; t++)
+            for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+                for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++)
+                    for (int flags = 0; flags < 32; flags++) {
+                        fa_cuda_caps caps = archs[a].caps;
+                        caps.sm_count = 132;
+                        caps.decode_cores = flags & 16;
+                        fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
+                        pb.seq_q = shapes[h][0];
+                        pb.heads_q = shapes[h][1];
+                        pb.heads_kv = shapes[h][2];
+                        pb.seq_k = shapes[h][3];
+                        pb.aligned = !(flags & 2);
+                        pb.window = pb.softcap = flags & 4;
+                        pb.alibi = flags & 8;
+                        char where[160];
+                        snprintf(where, sizeof where, "%s dtype %d D=%lld shape %zu flags %d",
+                                 archs[a].name, (int)dtypes[t], (long long)dims[d], h, flags);
+                        fa_cuda_plan plain, plan, ordinary;
+                        fa_cuda_plan_forward(&caps, &pb, &plain);
+                        fa_cuda_problem wide = pb;
+                        wide.seq_q = 64; /* 64 x Hq / Hkv rows: never the split-key forward */
+                        fa_cuda_plan_forward(&caps, &wide, &ordinary);
+                        pb.bias = true;
+                        fa_cuda_plan_forward(&caps, &pb, &plan);
+                        check_plan(where, &caps, &pb, &plan, false);
+                        cr_expect_eq(plan.count, 1, "%s", where);
+                        const bool general =
+                            pb.softcap && is_mma_sync(family_of(&ordinary.launches[0]));
+                        if (general)
+                            cr_expect_eq(family_of(&plan.launches[0]), FA_CUDA_FWD_GEN, "%s",
+                                         where);
+                        else
+                            cr_expect(
+                                same_or_twin(plan.launches[0].kernel, ordinary.launches[0].kernel),
+                                "%s", where);
+                        if (is_split(family_of(&plain.launches[0])))
+                            decoding++;
+                        else if (!general)
+                            cr_expect(same_plan_twins(&plan, &plain), "forward %s", where);
+                        pb.bias = false;
+                        fa_cuda_plan_backward(&caps, &pb, &plain);
+                        const fa_cuda_kernel_info *k = &fa_cuda_kernels[plain.launches[1].kernel];
+                        if (k->family == FA_CUDA_BWD_WGMMA && k->d == 128) {
+                            fa_cuda_caps no_sm90a = caps;
+                            no_sm90a.wgmma_bwd = false;
+                            fa_cuda_plan_backward(&no_sm90a, &pb, &plain);
+                            cr_expect_eq(family_of(&plain.launches[1]), FA_CUDA_BWD_V4, "%s",
+                                         where);
+                            hopper128++;
+                        }
+                        pb.bias = true;
+                        fa_cuda_plan_backward(&caps, &pb, &plan);
+                        check_plan(where, &caps, &pb, &plan, true);
+                        if (pb.softcap && is_mma_sync(family_of(&plain.launches[1]))) {
+                            cr_expect_eq(family_of(&plan.launches[1]), FA_CUDA_BWD_DKDV_GEN, "%s",
+                                         where);
+                            cr_expect_not(plan.atomic_dq, "%s", where);
+                        } else {
+                            cr_expect(same_plan_twins(&plan, &plain) &&
+                                          plan.accum_offset == plain.accum_offset &&
+                                          plan.atomic_dq == plain.atomic_dq,
+                                      "backward %s", where);
+                        }
+                        for (int index = 1; index < 4; index++) {
+                            pb.seqlens_k = index & 1;
+                            pb.paged = index & 2;
+                            char why[192] = "";
+                            cr_expect_not(fa_cuda_split_takes(&caps, &pb, why, sizeof why), "%s",
+                                          where);
+                            cr_expect(strstr(why, "bias"), "%s: %s", where, why);
+                            fa_cuda_plan_forward(&caps, &pb, &plan);
+                            cr_expect_eq(plan.count, 0, "%s", where);
+                            refused++;
+                        }
+                    }
+    cr_expect_gt(decoding, 100);
+    cr_expect_gt(refused, 1000);
+    cr_expect_gt(hopper128, 10);
+    /* the wgmma backward serves a bias at head dims up to 64 */
+    fa_cuda_problem pb = problem(FA_DTYPE_BF16, 64, false);
+    pb.bias = true;
+    const fa_cuda_caps sm90 = SM90;
+    fa_cuda_plan plan;
+    fa_cuda_plan_backward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_WGMMA_BF16_D64);
+    pb.head_dim = 128;
+    fa_cuda_plan_backward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_V4_BIAS_BF16_D128);
+    fa_cuda_plan_forward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_WGMMA_BF16_D128);
+    /* with a softcap: the wgmma kernels where they take the bias, else the general ones */
+    pb.softcap = true;
+    fa_cuda_plan_forward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_WGMMA_BF16_D128);
+    fa_cuda_plan_backward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_DKDV_GEN_BF16_16);
+    pb.head_dim = 64;
+    fa_cuda_plan_backward(&sm90, &pb, &plan);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_BWD_WGMMA_BF16_D64);
+    const fa_cuda_caps sm80 = SM80;
+    fa_cuda_plan_forward(&sm80, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_GEN_BF16_8);
 }
 
 Test(cuda_plan, empty_problems_need_no_workspace)
@@ -956,8 +1141,8 @@ Test(cuda_plan, catalogue_rows_are_consistent)
 }
 
 /* Each kernel of the catalogue serves some call on some architecture with the default knobs: a
- * kernel no plan chooses is dead weight in the fatbin and the build (retire it, or say here which
- * knob keeps it). */
+ * kernel no plan chooses is dead weight in the fatbin and the build (retire it, or say here
+ * which knob keeps it). */
 Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
 {
     const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
@@ -966,9 +1151,10 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         for (size_t t = 0; t < 3; t++)
             for (int64_t d = 8; d <= 256; d += 8)
-                for (int flags = 0; flags < 4; flags++) {
+                for (int flags = 0; flags < 8; flags++) {
                     fa_cuda_problem pb = problem(dtypes[t], d, flags & 1);
                     pb.aligned = !(flags & 2);
+                    pb.bias = flags & 4; /* the mma.sync kernels' twins */
                     fa_cuda_plan plan;
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)

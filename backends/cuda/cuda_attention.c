@@ -12,6 +12,10 @@
 
 #define DEFAULT_SMEM 49152
 
+_Static_assert(FA_CUDA_BIAS_F32 == FA_DTYPE_F32 && FA_CUDA_BIAS_F16 == FA_DTYPE_F16 &&
+                   FA_CUDA_BIAS_BF16 == FA_DTYPE_BF16,
+               "fa_cuda_params.bias_dtype holds fa_dtype's values");
+
 static fa_cuda_tensor tensor_of(const fa_view *v, size_t element_size)
 {
     const fa_cuda_buffer *buf = v->buffer;
@@ -66,6 +70,10 @@ static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
     if (call->has_alibi) {
         p.alibi = tensor_of(&call->alibi, sizeof(float));
         p.has_alibi = 1;
+    }
+    if (call->has_bias) {
+        p.bias = tensor_of(&call->bias, fa_dtype_size(call->bias_dtype));
+        p.bias_dtype = (int)call->bias_dtype;
     }
     if (p.has_lse)
         p.lse = tensor_of(&call->lse, sizeof(float));
@@ -177,6 +185,7 @@ static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_p
         .softcap = call->softcap > 0.0f,
         .alibi = call->has_alibi,
         .varlen = varlen,
+        .bias = call->has_bias,
     };
 }
 

@@ -518,6 +518,10 @@ const fa_backend_iface fa_cuda_backend_iface = {
     .window = true,  /* every kernel but the split-key forward's (cuda_plan.c routes them) */
     .softcap = true, /* likewise */
     .alibi = true,   /* likewise */
+    /* the general and wgmma kernels and the mma.sync kernels' *_bias twins, but not the split-key
+     * forwards (so not with seqlens_k or block_table: fa_cuda_check_call refuses those), the wgmma
+     * backward at head dim 128 or, with a softcap, the twins (cuda_plan.c routes those calls) */
+    .bias = true,
     .probe = cuda_probe,
     .device_info = cuda_device_info,
     .context_init = cuda_context_init,

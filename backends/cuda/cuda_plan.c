@@ -58,6 +58,26 @@ static bool row_exists(fa_cuda_family family, fa_dtype dtype, uint32_t d, uint32
     return k->family == family && k->dtype == dtype && k->d == d && (!p1 || k->p1 == p1);
 }
 
+/* A mma.sync family, or for a call with a bias its twin that reads one (the catalogue's *_BIAS
+ * families: the bias's code cost the others registers). */
+static fa_cuda_family with_bias(fa_cuda_family f, bool bias)
+{
+    if (!bias)
+        return f;
+    switch (f) {
+    case FA_CUDA_FWD_MMA:
+        return FA_CUDA_FWD_MMA_BIAS;
+    case FA_CUDA_BWD_V4:
+        return FA_CUDA_BWD_V4_BIAS;
+    case FA_CUDA_BWD_DKDV_MMA:
+        return FA_CUDA_BWD_DKDV_MMA_BIAS;
+    case FA_CUDA_BWD_DQ_MMA:
+        return FA_CUDA_BWD_DQ_MMA_BIAS;
+    default:
+        return f;
+    }
+}
+
 /* The tensor-core kernels' head dim: the head dim rounded up to 32, 64, 96, 128 or 256. */
 static uint32_t mma_dim(int64_t head_dim)
 {
@@ -117,6 +137,8 @@ bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, ch
         why_size = 0; /* snprintf then only counts */
     if (caps->force_general)
         snprintf(why, why_size, "FA_CUDA_KERNELS=general turns it off");
+    else if (pb->bias)
+        snprintf(why, why_size, "it takes no additive bias (the ordinary forwards do)");
     else if ((pb->window || pb->softcap || pb->alibi) && split_mma_warps(caps, pb) == 0)
         snprintf(why, why_size,
                  "its CUDA-core kernel (f32, FA_CUDA_DECODE=cores) takes no sliding window, no "
@@ -211,7 +233,11 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
      * TF/s than the mma.sync kernel for 96 even with a quarter of its products on zeros) */
     const uint32_t wg_d = d > 64 ? 128 : 64;
     const unsigned wg_smem = wg_d == 128 ? FA_FWD_WGMMA_SMEM(128) : FA_FWD_WGMMA_SMEM(64);
-    /* a packed batch: the same kernels' *_VARLEN rows where the catalogue has one, else nothing */
+    /* a softcap with a bias: not the mma.sync kernel, which takes the bias as the initial value
+     * of S's accumulators, before the cap (fa_forward_mma.cuh) */
+    const bool sync_ok = !(pb->softcap && pb->bias);
+    /* a packed batch (never with a bias: the runtime refuses it): the same kernels' *_VARLEN
+     * rows where the catalogue has one, else nothing */
     if (fast && caps->wgmma_fwd && d >= 64 && d <= 128 && (int)wg_smem <= caps->smem_optin)
         add(plan,
             find(pb->varlen ? FA_CUDA_FWD_WGMMA_VARLEN : FA_CUDA_FWD_WGMMA, pb->dtype, wg_d, 0),
@@ -223,9 +249,10 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
             "launching the tensor-core forward");
     else if (pb->varlen)
         return;
-    else if (fast)
-        add(plan, find(FA_CUDA_FWD_MMA, pb->dtype, d, bq), blocks(pb->seq_q, bq), pb->heads_q,
-            pb->batch, FA_FWD_MMA_THREADS(d, bq), smem, "launching the tensor-core forward");
+    else if (fast && sync_ok)
+        add(plan, find(with_bias(FA_CUDA_FWD_MMA, pb->bias), pb->dtype, d, bq),
+            blocks(pb->seq_q, bq), pb->heads_q, pb->batch, FA_FWD_MMA_THREADS(d, bq), smem,
+            "launching the tensor-core forward");
     else
         add(plan, find(FA_CUDA_FWD_GEN, pb->dtype, gen_dim(pb->head_dim), 0),
             blocks(pb->seq_q, FA_GEN_ROWS), pb->heads_q, pb->batch, FA_GEN_THREADS,
@@ -245,6 +272,9 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     const uint32_t d4 = mma_dim(pb->head_dim) < 128 ? mma_dim(pb->head_dim) : 128;
     unsigned v4_smem = FA_BWD4_SMEM(d4);
     const bool mma_ok = !caps->force_general && dt != FA_DTYPE_F32 && pb->aligned;
+    /* a softcap with a bias: not the mma.sync kernels (v4, the deterministic ones), which take the
+     * bias as S's initial value, before the cap; the wgmma kernel (head dim 64) does */
+    const bool sync_ok = !(pb->softcap && pb->bias);
     const bool fast =
         mma_ok && pb->head_dim <= 128 && (int)dkdv_smem <= optin && (int)dq_smem <= optin;
     /* dQ by atomics from the dK/dV kernel (v4); else (deterministic, or v4 does not fit) the
@@ -265,15 +295,18 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     const bool d256_wide = (int)d256_smem_wide <= optin;
     const bool v4_d256 = mma_ok && caps->bwd_d256 && pb->head_dim > 128 && pb->head_dim <= 256 &&
                          !pb->deterministic && (int)d256_smem_narrow <= optin;
-    const bool atomic_dq = v4_d256 || (v4 && !pb->deterministic);
+    const bool atomic_dq_sync = (v4_d256 || (v4 && !pb->deterministic)) && sync_ok;
     /* compute capability 9.0: the wgmma kernel in v4's place at every head dim up to 128, padded
-     * to 64 or 128 (more TF/s than v4's own kernels for 32 and 96) */
+     * to 64 or 128 (more TF/s than v4's own kernels for 32 and 96), but for a bias above 64
+     * (fa_backward_wgmma.cuh reads one at head dim 64 only: at 128 its loads spill) */
     const uint32_t wg_d = d4 > 64 ? 128 : 64;
     const unsigned wg_smem = wg_d == 128 ? FA_BWD_WGMMA_SMEM(128) : FA_BWD_WGMMA_SMEM(64);
-    const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin;
+    const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin &&
+                        !(pb->bias && wg_d == 128);
+    const bool atomic_dq = atomic_dq_sync || hopper;
     const uint32_t v4_qtile = v4_q128 ? FA_BWD4_QTILE_WIDE : FA_BWD4_QTILE;
-    /* a packed batch: the atomic kernels' *_VARLEN rows where the catalogue has one, else
-     * nothing (the runtime's loop) */
+    /* a packed batch (no bias): the atomic kernels' *_VARLEN rows where the catalogue has one,
+     * else nothing (the runtime's loop) */
     if (pb->varlen &&
         !(hopper ? row_exists(FA_CUDA_BWD_WGMMA_VARLEN, dt, wg_d, 0)
                  : atomic_dq && !v4_d256 && row_exists(FA_CUDA_BWD_V4_VARLEN, dt, d4, v4_qtile)))
@@ -301,23 +334,27 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
                 "launching the Hopper (wgmma) dK/dV/dQ");
         else if (v4_d256)
             add(plan,
-                find(FA_CUDA_BWD_V4, dt, 256,
+                find(with_bias(FA_CUDA_BWD_V4, pb->bias), dt, 256,
                      d256_wide ? FA_BWD4_QTILE_D256 : FA_BWD4_QTILE_D256_NARROW),
                 blocks(pb->seq_k, FA_BWD4_KEYS_D256), hkv, b, FA_BWD_THREADS,
                 d256_wide ? d256_smem_wide : d256_smem_narrow,
                 "launching the tensor-core dK/dV/dQ (v4, head dim 256)");
         else
-            add(plan, find(pb->varlen ? FA_CUDA_BWD_V4_VARLEN : FA_CUDA_BWD_V4, dt, d4, v4_qtile),
+            add(plan,
+                find(pb->varlen ? FA_CUDA_BWD_V4_VARLEN : with_bias(FA_CUDA_BWD_V4, pb->bias), dt,
+                     d4, v4_qtile),
                 blocks(pb->seq_k, FA_BWD4_KEYS), hkv, b, FA_BWD_THREADS, v4_smem,
                 "launching the tensor-core dK/dV/dQ (v4)");
         add(plan, find(FA_CUDA_BWD_DQ_CONVERT, dt, 256, 0),
             blocks(pb->seq_q * (pb->head_dim / 8), FA_GEN_THREADS), hq, b, FA_GEN_THREADS, 0,
             "launching the dQ conversion");
-    } else if (fast) {
-        add(plan, find(FA_CUDA_BWD_DKDV_MMA, dt, d, 0), blocks(pb->seq_k, FA_BWD_ROWS), hkv, b,
-            FA_BWD_THREADS, dkdv_smem, "launching the tensor-core dK/dV");
-        add(plan, find(FA_CUDA_BWD_DQ_MMA, dt, d, 0), blocks(pb->seq_q, FA_BWD_ROWS), hq, b,
-            FA_BWD_THREADS, dq_smem, "launching the tensor-core dQ");
+    } else if (fast && sync_ok) {
+        add(plan, find(with_bias(FA_CUDA_BWD_DKDV_MMA, pb->bias), dt, d, 0),
+            blocks(pb->seq_k, FA_BWD_ROWS), hkv, b, FA_BWD_THREADS, dkdv_smem,
+            "launching the tensor-core dK/dV");
+        add(plan, find(with_bias(FA_CUDA_BWD_DQ_MMA, pb->bias), dt, d, 0),
+            blocks(pb->seq_q, FA_BWD_ROWS), hq, b, FA_BWD_THREADS, dq_smem,
+            "launching the tensor-core dQ");
     } else {
         const unsigned tile_smem = (unsigned)(2 * FA_GEN_TILE * pb->head_dim * sizeof(float));
         const uint32_t gd = gen_dim(pb->head_dim);

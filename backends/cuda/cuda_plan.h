@@ -42,6 +42,10 @@ typedef enum fa_cuda_family {
     FA_CUDA_FWD_WGMMA_VARLEN,
     FA_CUDA_BWD_V4_VARLEN,
     FA_CUDA_BWD_WGMMA_VARLEN,
+    FA_CUDA_FWD_MMA_BIAS, /* the mma.sync families' kernels for calls with a bias */
+    FA_CUDA_BWD_V4_BIAS,
+    FA_CUDA_BWD_DKDV_MMA_BIAS,
+    FA_CUDA_BWD_DQ_MMA_BIAS,
 } fa_cuda_family;
 
 /* One catalogue row. */
@@ -91,6 +95,7 @@ typedef struct fa_cuda_problem {
      * longest sequence's lengths: only the *_VARLEN kernels take it (with Delta and the dQ
      * conversion) */
     bool varlen;
+    bool bias; /* an additive bias (fa_attention_call.has_bias): not the split-key forwards */
 } fa_cuda_problem;
 
 typedef struct fa_cuda_launch {

@@ -17,14 +17,17 @@
 // Causal or windowed: every kernel visits only the tiles that hold visible pairs and masks only
 // the tiles that cross the diagonal, a window's edge (or the end of the keys). A softcap caps S
 // (fa_softcap_tanh) and multiplies dS by 1 - tanh^2; ALiBi adds its term (fa_alibi) to the
-// (capped) log2-unit S in a branch of its own. Shared tiles use the forward's XOR swizzle.
+// (capped) log2-unit S in a branch of its own. An additive bias (the BIAS instantiations) is S^T's
+// initial value in dK/dV, in raw units (fa_fwd_mma's; not with a softcap: the planner sends those
+// calls to other kernels), and added in ALiBi's branch in dQ (fa_bias; fewer spills each way).
+// Shared tiles use the forward's XOR swizzle.
 #pragma once
 
 #include "fa_mask.cuh"
 #include "fa_mma.cuh"
 
 // dK, dV of 128 keys (see the top).
-template <typename T, int D>
+template <typename T, int D, bool BIAS>
 __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
 {
     constexpr int BN = FA_BWD_ROWS, BQ = FA_BWD_QTILE(D);
@@ -102,6 +105,16 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 s[n][e] = dp[n][e] = 0.f;
+        if (BIAS && p.bias_dtype) { // S^T from the bias in raw units: key key_lo + 8 (e >> 1),
+                                    // query i0 + n * 8 + t2 + (e & 1)
+            const float to_raw = 1.f / p.scale_log2; // (fa_bias has log2(e))
+#pragma unroll
+            for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    s[n][e] = to_raw * fa_bias(p, fa_bias_row(p, b, i0 + n * 8 + t2 + (e & 1), hq),
+                                               key_lo + (e >> 1) * 8);
+        }
         fa_mma_abt<T, D, BQ / 8>(s, sK, warp * 16, qb, lane);  // S^T = K Q^T
         fa_mma_abt<T, D, BQ / 8>(dp, sV, warp * 16, gb, lane); // dP^T = V dO^T
 
@@ -189,7 +202,8 @@ __device__ __forceinline__ void fa_bwd_dkdv_mma(const fa_cuda_params &p)
                         p.d_v.stride_s, jw, p.seq_k, p.head_dim, lane);
 }
 
-template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const fa_cuda_params &p)
+template <typename T, int D, bool BIAS>
+__device__ __forceinline__ void fa_bwd_dq_mma(const fa_cuda_params &p)
 {
     constexpr int BM = FA_BWD_ROWS, BK = FA_BWD_TILE;
     constexpr unsigned Q_BYTES = BM * D * 2, KV_BYTES = BK * D * 2;
@@ -271,9 +285,10 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const
             return key >= p.seq_k || (p.causal && key > i + p.causal_offset) ||
                    (p.has_left && key < i + p.left_offset);
         };
-        if (p.has_alibi) {
+        if (p.has_alibi || (BIAS && p.bias_dtype)) {
             // S in log2 units (capped) and dP - Delta (times 1 - tanh^2) in place, then P with the
-            // term of row row_lo + 8 r's distance from key k0 + 8 n + t2 + (e & 1), and dS
+            // term of row row_lo + 8 r's distance from key k0 + 8 n + t2 + (e & 1) (slope 0
+            // without ALiBi) and the bias, and dS
             if (p.softcap != 0.f) {
 #pragma unroll
                 for (int n = 0; n < BK / 8; n++)
@@ -294,13 +309,18 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_dq_mma(const
             }
             const float slope = fa_alibi_slope(p, b, h);
             const float d0 = (float)(row_lo + (p.seq_k - p.seq_q) - k0 - t2);
+            const long long brow[2] = {fa_bias_row(p, b, row_lo, h),
+                                       fa_bias_row(p, b, row_lo + 8, h)};
 #pragma unroll
             for (int n = 0; n < BK / 8; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int r = e >> 1, key = k0 + n * 8 + t2 + (e & 1);
                     const float d = d0 + (float)(8 * r - 8 * n - (e & 1));
-                    float pr = fa_exp2(fa_alibi(s[n][e], slope, d) - l2[r]);
+                    float x = fa_alibi(s[n][e], slope, d);
+                    if (BIAS && p.bias_dtype)
+                        x += fa_bias(p, brow[r], key);
+                    float pr = fa_exp2(x - l2[r]);
                     if (mask && hidden(key, r))
                         pr = 0.f;
                     s[n][e] = pr * dp[n][e]; // dS

@@ -31,13 +31,15 @@
 // Two barriers per tile. Causal or windowed: only tiles with visible pairs are visited, and only
 // warps whose part of S crosses the diagonal, a window's edge (or the end of the keys) mask. A
 // softcap caps S in step 2 (fa_softcap_tanh) and multiplies dS by 1 - tanh^2; ALiBi adds its term
-// to the (capped) log2-unit S there, in a branch of its own (dS unchanged). Non-causal blocks
-// start at different query tiles (rotated by the block index) so that their dQ atomics spread over
-// the accumulator instead of hitting the same rows at the same time. BM = 128 at head dim 64
-// doubles the dK/dV (and dQ) work per S/dP tile and halves the barriers per FLOP; S/dP per warp are
-// then 32 x 64 (each A fragment feeds 8 mma, not 4), 255 registers, 162 KiB of shared memory. Head
-// dim 256 with 64 keys: K, V 64 KiB, Q and dO 2 x 2 x 32 KiB (BM = 64: 209 KiB, sm_90) or 2 x 2 x
-// 16 KiB (BM = 32: 137 KiB, sm_80).
+// to the (capped) log2-unit S there, in a branch of its own (dS unchanged); an additive bias (the
+// BIAS instantiations) is S's initial value, in raw units (fa_fwd_mma's; not with a softcap: the
+// planner sends those calls to other kernels). Non-causal blocks start at different query tiles
+// (rotated by the block index) so that their dQ atomics spread over the accumulator instead of
+// hitting the same rows at the same time. BM = 128 at head dim 64 doubles the dK/dV (and dQ) work
+// per S/dP tile and halves the barriers per FLOP; S/dP per warp are then 32 x 64 (each A fragment
+// feeds 8 mma, not 4), 255 registers, 162 KiB of shared memory. Head dim 256 with 64 keys: K, V 64
+// KiB, Q and dO 2 x 2 x 32 KiB (BM = 64: 209 KiB, sm_90) or 2 x 2 x 16 KiB (BM = 32: 137 KiB,
+// sm_80).
 //
 // mma.sync m16n8k16 fragments (g = lane / 4, t = lane % 4), as every comment below uses them:
 //   A (16 x 16, row-major): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..],
@@ -178,7 +180,7 @@ __host__ __device__ constexpr int fa_bwd4_log2(int n)
 // BM: query rows per tile (FA_BWD4_QTILE, FA_BWD4_QTILE_WIDE at head dim 64,
 // FA_BWD4_QTILE_D256 or FA_BWD4_QTILE_D256_NARROW at 256); BN: keys per block (FA_BWD4_KEYS, or
 // FA_BWD4_KEYS_D256 at 256).
-template <typename T, int D, int BM, int BN>
+template <typename T, int D, int BM, int BN, bool BIAS>
 __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
 {
     constexpr int CH = D / 8, PCH = BN / 8;
@@ -279,6 +281,27 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
 #pragma unroll
                     for (int e = 0; e < 4; e++)
                         s[mt][n][e] = dp[mt][n][e] = 0.f;
+            if (BIAS &&
+                p.bias_dtype) { // S from the bias in raw units (fa_fwd_mma), keys as in step 2
+                const float to_raw = 1.f / p.scale;
+                const int kt = j0 + wn + t2, keys = p.seq_k - kt;
+                fa_bias_tiles(p, [&](auto dt) {
+#pragma unroll
+                    for (int mt = 0; mt < MS; mt++)
+#pragma unroll
+                        for (int r = 0; r < 2; r++) {
+                            const void *row =
+                                fa_bias_ptr(p, b, i0 + wm + 16 * mt + g + 8 * r, hq, kt);
+#pragma unroll
+                            for (int n = 0; n < KW / 8; n++)
+#pragma unroll
+                                for (int c = 0; c < 2; c++)
+                                    if (8 * n + c < keys)
+                                        s[mt][n][2 * r + c] = fa_bias_at<decltype(dt)::value>(
+                                            p, row, 8 * n + c, to_raw);
+                        }
+                });
+            }
             fa_bwd4_abt<T, MS, KW / 8, D / 16, CH, CH>(s, qb, wm, sK, wn, lane);
             fa_bwd4_abt<T, MS, KW / 8, D / 16, CH, CH>(dp, gb, wm, sV, wn, lane);
 

@@ -13,8 +13,9 @@
 //   1. S^T = K_c Q^T and dP^T = V_c dO^T (m64n64k16, both operands from shared memory),
 //   2. P^T = exp2(S^T scale_log2 - LSE log2e) (0 where masked), dS^T = P^T (dP^T - Delta),
 //      (with a softcap: S^T capped by fa_softcap_tanh, dS^T times 1 - tanh^2; tanh is kept in
-//      S^T's registers until dP^T is in; with ALiBi, P^T is made then too, its term, fa_alibi,
-//      added to the (capped) log2-unit S^T) kept in registers as the A operands (rounded to T) of
+//      S^T's registers until dP^T is in; with ALiBi or (head dim 64) a bias, P^T is made then
+//      too, ALiBi's term, fa_alibi, and the bias, fa_bias, added to the (capped) log2-unit S^T)
+//      kept in registers as the A operands (rounded to T) of
 //   3. dV += P^T dO and dK += dS^T Q (m64nDk16, B = dO, Q transposed from shared memory),
 //   4. dS^T also goes to a shared tile (two buffers), and after one barrier of the two
 //      consumers, dQ = dS K (A = dS^T transposed, B = K transposed, 128 keys deep; consumer c
@@ -23,6 +24,8 @@
 // Every shared tile is stored as 64-column blocks of 128-byte rows ([D / 64][rows][64]), the
 // 16-byte chunk c of row r at chunk c ^ (r & 7), block bases on 1 KiB: wgmma's 128-byte
 // swizzle, which also keeps the 4-byte stores of dS^T free of bank conflicts.
+// An additive bias only at head dim 64: at 128 its 32 global loads a tile spill (60 bytes, however
+// they are ordered), so the planner sends such calls to backward v4 and the kernel reads none.
 // Compile-time variants, all on by default (measured together on the H200; fa_cuda_abi.h):
 // FA_BWD_WGMMA_PINGPONG, FA_BWD_WGMMA_DQ_V4, FA_BWD_WGMMA_EARLY_S, FA_BWD_WGMMA_LD_EARLY.
 #pragma once
@@ -163,6 +166,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     for (int i = 0; i < D / 2; i++)
         dk[i] = dv[i] = 0.f;
 
+    constexpr bool BIAS = D == 64; // (see the top)
     // FA_BWD_WGMMA_LD_EARLY, except at D = 128 with both PINGPONG and DQ_V4, where ptxas spills
     // (4 bytes)
     constexpr bool LDE =
@@ -262,7 +266,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
 #pragma unroll
             for (int i = 0; i < 32; i++)
                 st[i] = fa_softcap_tanh(st[i], p.softcap_k);
-        } else if (!p.has_alibi) { // (with ALiBi: P^T once dP^T is in, as with a softcap)
+        } else if (!p.has_alibi && !(BIAS && p.bias_dtype)) { // (else once dP^T is in, as capped)
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 const float2 l = LDE ? lv[j] : *(const float2 *)(l2 + 8 * j);
@@ -293,11 +297,12 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         }
         fa_wgmma_wait<0>();
         fa_wgmma_hold(dp);
-        // P^T from st (CAP: tanh, else raw) with ALiBi's term where ALIBI (element 4 j + 2 r +
-        // e's distance d0 + 8 (j - r) + e), masked; dS^T = P^T (dP^T - Delta) (CAP: times
+        // P^T from st (CAP: tanh, else raw) with, where TERMS, ALiBi's term (element 4 j + 2 r +
+        // e's distance d0 + 8 (j - r) + e; slope 0 without ALiBi) and the bias of query i0 + 8 j
+        // + 2 t + e and key kw + 16 w + g + 8 r, masked; dS^T = P^T (dP^T - Delta) (CAP: times
         // 1 - tanh^2)
-        auto late = [&](auto CAP, auto ALIBI) {
-            constexpr bool capped = decltype(CAP)::value, alibi = decltype(ALIBI)::value;
+        auto late = [&](auto CAP, auto TERMS) {
+            constexpr bool capped = decltype(CAP)::value, alibi = decltype(TERMS)::value;
             int lo[2] = {0, 0}, hi[2] = {BM, BM};
             if (mask) {
                 seen_by(0, lo[0], hi[0]);
@@ -322,6 +327,11 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
                         const float dd = d0 + (float)(8 * (j - r));
                         x0 = fa_alibi(x0, slope, dd);
                         x1 = fa_alibi(x1, slope, dd + 1.f);
+                        if (BIAS && p.bias_dtype) {
+                            const int qi = i0 + 8 * j + 2 * t, key = kw + 16 * w + g + 8 * r;
+                            x0 += fa_bias(p, fa_bias_row(p, b, qi, hq), key);
+                            x1 += fa_bias(p, fa_bias_row(p, b, qi + 1, hq), key);
+                        }
                     }
                     float p0 = fa_exp2(x0 - l.x);
                     float p1 = fa_exp2(x1 - l.y);
@@ -339,11 +349,12 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         };
         using Y = std::true_type;
         using N = std::false_type;
-        if (cap && p.has_alibi)
+        const bool terms = p.has_alibi || (BIAS && p.bias_dtype);
+        if (cap && terms)
             late(Y{}, Y{});
         else if (cap)
             late(Y{}, N{});
-        else if (p.has_alibi)
+        else if (terms)
             late(N{}, Y{});
         else {
 #pragma unroll

@@ -43,6 +43,16 @@ typedef struct fa_cuda_params {
      * forward: its sequence's own length - seq_q); fa_alibi_slope in fa_mask.cuh. */
     fa_cuda_tensor alibi;
     int has_alibi;
+    /* An additive bias (bias_dtype: FA_CUDA_BIAS_F32, _F16 or _BF16; 0, and bias zero, without
+     * one): element (b, i, h, j) of query i, head hq and key j at bias.ptr[b * stride_b + i *
+     * stride_s + hq * stride_h + j] (a stride 0 where broadcast), added times log2(e), the
+     * kernels' units, after the softcap and ALiBi; -inf hides the key (fa_bias in fa_mask.cuh).
+     * Read by the general kernels, the wgmma forward and the wgmma backward at head dim 64, and
+     * the mma.sync kernels' twins (the catalogue's *_BIAS rows), which but dQ's take it as S's
+     * initial value in raw units (bias / scale), so not with a softcap; the planner routes no
+     * other call with one. */
+    fa_cuda_tensor bias;
+    int bias_dtype;
     /* Read by the split-key forward alone. Where has_seqlens_k, batch entry b has the int32
      * seqlens_k.ptr[b * stride_b] keys (clamped into [0, seq_k]) and its causal mask aligns on
      * that length. Where page_size > 0, a paged cache: K and V hold num_pages pages (their
@@ -64,6 +74,11 @@ typedef struct fa_cuda_params {
     fa_cuda_tensor cu_seqlens_q, cu_seqlens_k;
     int varlen;
 } fa_cuda_params;
+
+/* fa_cuda_params.bias_dtype: fa_dtype's values (the host asserts them). */
+#define FA_CUDA_BIAS_F32 1
+#define FA_CUDA_BIAS_F16 2
+#define FA_CUDA_BIAS_BF16 3
 
 /* Tiles of the tensor-core forward (shaders/cuda/fa_forward_mma.cuh), one kernel per head dim
  * 32, 64, 96, 128 and 256 (smaller head dims padded up to the next). The host sizes its dynamic

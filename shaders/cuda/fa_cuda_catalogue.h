@@ -18,7 +18,8 @@
  *   FWD_WGMMA     Hopper forward (wgmma, sm_90a only)
  *   FWD_MMA_VARLEN, FWD_WGMMA_VARLEN, BWD_V4_VARLEN, BWD_WGMMA_VARLEN  the same kernels over
  *                 a packed variable-length batch in one launch (fa_cuda_params.varlen), the
- *                 wgmma ones at head dims 64 and 128; of the mma.sync ones (at 255 registers
+ *                 wgmma ones at head dims 64 and 128 (the backward at 64: at 128 it spilled 36
+ *                 bytes once the bias's code was in); of the mma.sync ones (at 255 registers
  *                 already) only those that bind a block to its sequence without spilling: the
  *                 forward's f16 64 and 128 and bf16 64, v4's 64 with 64-row query tiles (bf16
  *                 128 spilled 36 bytes, v4's 128 and its 128-row tiles at 64 28 and 8). BWD_DELTA
@@ -35,7 +36,10 @@
  *                 elements a lane
  *   FWD_SPLIT_MMA split-key forward for decoding on tensor cores (mma.sync; f16, bf16), head
  *                 dims up to D
- *   FWD_MERGE     merges the split-key forward's chunks into O and LSE */
+ *   FWD_MERGE     merges the split-key forward's chunks into O and LSE
+ *   FWD_MMA_BIAS, BWD_V4_BIAS, BWD_DKDV_MMA_BIAS, BWD_DQ_MMA_BIAS  the mma.sync kernels again, for
+ *                 calls with an additive bias (fa_cuda_params.bias): the others, at 255 registers,
+ *                 spilled with its code in them */
 #ifndef FA_CUDA_CATALOGUE_H
 #define FA_CUDA_CATALOGUE_H
 
@@ -144,7 +148,63 @@
     X(FWD_SPLIT_MMA_BF16_D256, fa_fwd_split_mma_bf16_d256, FWD_SPLIT_MMA, BF16, 256, 0, 0)         \
     X(FWD_MERGE_F32, fa_fwd_merge_f32, FWD_MERGE, F32, 256, 0, 0)                                  \
     X(FWD_MERGE_F16, fa_fwd_merge_f16, FWD_MERGE, F16, 256, 0, 0)                                  \
-    X(FWD_MERGE_BF16, fa_fwd_merge_bf16, FWD_MERGE, BF16, 256, 0, 0)
+    X(FWD_MERGE_BF16, fa_fwd_merge_bf16, FWD_MERGE, BF16, 256, 0, 0)                               \
+    X(FWD_MMA_BIAS_F16_D32, fa_fwd_mma_bias_f16_d32, FWD_MMA_BIAS, F16, 32, FA_FWD_MMA_BQ, 0)      \
+    X(FWD_MMA_BIAS_F16_D64, fa_fwd_mma_bias_f16_d64, FWD_MMA_BIAS, F16, 64, FA_FWD_MMA_BQ, 0)      \
+    X(FWD_MMA_BIAS_F16_D96, fa_fwd_mma_bias_f16_d96, FWD_MMA_BIAS, F16, 96, FA_FWD_MMA_BQ, 0)      \
+    X(FWD_MMA_BIAS_F16_D128, fa_fwd_mma_bias_f16_d128, FWD_MMA_BIAS, F16, 128, FA_FWD_MMA_BQ, 0)   \
+    X(FWD_MMA_BIAS_F16_D256, fa_fwd_mma_bias_f16_d256, FWD_MMA_BIAS, F16, 256, FA_FWD_MMA_BQ_D256, \
+      0)                                                                                           \
+    X(FWD_MMA_BIAS_Q128_F16_D256, fa_fwd_mma_bias_q128_f16_d256, FWD_MMA_BIAS, F16, 256,           \
+      FA_FWD_MMA_BQ_D256_WIDE, 0)                                                                  \
+    X(FWD_MMA_BIAS_BF16_D32, fa_fwd_mma_bias_bf16_d32, FWD_MMA_BIAS, BF16, 32, FA_FWD_MMA_BQ, 0)   \
+    X(FWD_MMA_BIAS_BF16_D64, fa_fwd_mma_bias_bf16_d64, FWD_MMA_BIAS, BF16, 64, FA_FWD_MMA_BQ, 0)   \
+    X(FWD_MMA_BIAS_BF16_D96, fa_fwd_mma_bias_bf16_d96, FWD_MMA_BIAS, BF16, 96, FA_FWD_MMA_BQ, 0)   \
+    X(FWD_MMA_BIAS_BF16_D128, fa_fwd_mma_bias_bf16_d128, FWD_MMA_BIAS, BF16, 128, FA_FWD_MMA_BQ,   \
+      0)                                                                                           \
+    X(FWD_MMA_BIAS_BF16_D256, fa_fwd_mma_bias_bf16_d256, FWD_MMA_BIAS, BF16, 256,                  \
+      FA_FWD_MMA_BQ_D256, 0)                                                                       \
+    X(FWD_MMA_BIAS_Q128_BF16_D256, fa_fwd_mma_bias_q128_bf16_d256, FWD_MMA_BIAS, BF16, 256,        \
+      FA_FWD_MMA_BQ_D256_WIDE, 0)                                                                  \
+    X(BWD_V4_BIAS_F16_D32, fa_bwd_v4_bias_f16_d32, BWD_V4_BIAS, F16, 32, FA_BWD4_QTILE,            \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_BIAS_F16_D64, fa_bwd_v4_bias_f16_d64, BWD_V4_BIAS, F16, 64, FA_BWD4_QTILE,            \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_BIAS_Q128_F16_D64, fa_bwd_v4_bias_q128_f16_d64, BWD_V4_BIAS, F16, 64,                 \
+      FA_BWD4_QTILE_WIDE, FA_BWD4_KEYS)                                                            \
+    X(BWD_V4_BIAS_F16_D96, fa_bwd_v4_bias_f16_d96, BWD_V4_BIAS, F16, 96, FA_BWD4_QTILE,            \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_BIAS_F16_D128, fa_bwd_v4_bias_f16_d128, BWD_V4_BIAS, F16, 128, FA_BWD4_QTILE,         \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_BIAS_F16_D256, fa_bwd_v4_bias_f16_d256, BWD_V4_BIAS, F16, 256, FA_BWD4_QTILE_D256,    \
+      FA_BWD4_KEYS_D256)                                                                           \
+    X(BWD_V4_BIAS_Q32_F16_D256, fa_bwd_v4_bias_q32_f16_d256, BWD_V4_BIAS, F16, 256,                \
+      FA_BWD4_QTILE_D256_NARROW, FA_BWD4_KEYS_D256)                                                \
+    X(BWD_V4_BIAS_BF16_D32, fa_bwd_v4_bias_bf16_d32, BWD_V4_BIAS, BF16, 32, FA_BWD4_QTILE,         \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_BIAS_BF16_D64, fa_bwd_v4_bias_bf16_d64, BWD_V4_BIAS, BF16, 64, FA_BWD4_QTILE,         \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_BIAS_Q128_BF16_D64, fa_bwd_v4_bias_q128_bf16_d64, BWD_V4_BIAS, BF16, 64,              \
+      FA_BWD4_QTILE_WIDE, FA_BWD4_KEYS)                                                            \
+    X(BWD_V4_BIAS_BF16_D96, fa_bwd_v4_bias_bf16_d96, BWD_V4_BIAS, BF16, 96, FA_BWD4_QTILE,         \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_BIAS_BF16_D128, fa_bwd_v4_bias_bf16_d128, BWD_V4_BIAS, BF16, 128, FA_BWD4_QTILE,      \
+      FA_BWD4_KEYS)                                                                                \
+    X(BWD_V4_BIAS_BF16_D256, fa_bwd_v4_bias_bf16_d256, BWD_V4_BIAS, BF16, 256, FA_BWD4_QTILE_D256, \
+      FA_BWD4_KEYS_D256)                                                                           \
+    X(BWD_V4_BIAS_Q32_BF16_D256, fa_bwd_v4_bias_q32_bf16_d256, BWD_V4_BIAS, BF16, 256,             \
+      FA_BWD4_QTILE_D256_NARROW, FA_BWD4_KEYS_D256)                                                \
+    X(BWD_DKDV_MMA_BIAS_F16_D64, fa_bwd_dkdv_mma_bias_f16_d64, BWD_DKDV_MMA_BIAS, F16, 64, 0, 0)   \
+    X(BWD_DKDV_MMA_BIAS_F16_D128, fa_bwd_dkdv_mma_bias_f16_d128, BWD_DKDV_MMA_BIAS, F16, 128, 0,   \
+      0)                                                                                           \
+    X(BWD_DKDV_MMA_BIAS_BF16_D64, fa_bwd_dkdv_mma_bias_bf16_d64, BWD_DKDV_MMA_BIAS, BF16, 64, 0,   \
+      0)                                                                                           \
+    X(BWD_DKDV_MMA_BIAS_BF16_D128, fa_bwd_dkdv_mma_bias_bf16_d128, BWD_DKDV_MMA_BIAS, BF16, 128,   \
+      0, 0)                                                                                        \
+    X(BWD_DQ_MMA_BIAS_F16_D64, fa_bwd_dq_mma_bias_f16_d64, BWD_DQ_MMA_BIAS, F16, 64, 0, 0)         \
+    X(BWD_DQ_MMA_BIAS_F16_D128, fa_bwd_dq_mma_bias_f16_d128, BWD_DQ_MMA_BIAS, F16, 128, 0, 0)      \
+    X(BWD_DQ_MMA_BIAS_BF16_D64, fa_bwd_dq_mma_bias_bf16_d64, BWD_DQ_MMA_BIAS, BF16, 64, 0, 0)      \
+    X(BWD_DQ_MMA_BIAS_BF16_D128, fa_bwd_dq_mma_bias_bf16_d128, BWD_DQ_MMA_BIAS, BF16, 128, 0, 0)
 
 /* Compiled for sm_90a alone (wgmma, setmaxnreg), into a second fatbin the host loads on compute
  * capability 9.0: fa_kernels_sm90.cu. */
@@ -163,8 +223,6 @@
     X(BWD_WGMMA_BF16_D64, fa_bwd_wgmma_bf16_d64, BWD_WGMMA, BF16, 64, 0, 0)                        \
     X(BWD_WGMMA_BF16_D128, fa_bwd_wgmma_bf16_d128, BWD_WGMMA, BF16, 128, 0, 0)                     \
     X(BWD_WGMMA_VARLEN_F16_D64, fa_bwd_wgmma_varlen_f16_d64, BWD_WGMMA_VARLEN, F16, 64, 0, 0)      \
-    X(BWD_WGMMA_VARLEN_F16_D128, fa_bwd_wgmma_varlen_f16_d128, BWD_WGMMA_VARLEN, F16, 128, 0, 0)   \
-    X(BWD_WGMMA_VARLEN_BF16_D64, fa_bwd_wgmma_varlen_bf16_d64, BWD_WGMMA_VARLEN, BF16, 64, 0, 0)   \
-    X(BWD_WGMMA_VARLEN_BF16_D128, fa_bwd_wgmma_varlen_bf16_d128, BWD_WGMMA_VARLEN, BF16, 128, 0, 0)
+    X(BWD_WGMMA_VARLEN_BF16_D64, fa_bwd_wgmma_varlen_bf16_d64, BWD_WGMMA_VARLEN, BF16, 64, 0, 0)
 
 #endif

@@ -21,7 +21,9 @@
 // window's left bound blocks start at the tile of their first visible key, and the tiles its
 // edge crosses are masked too. A softcap replaces S by its capped scores in log2 units
 // (fa_softcap_tanh) before the mask, and ALiBi by its log2-unit scores plus the term of each
-// element's distance (fa_alibi), each behind a uniform branch.
+// element's distance (fa_alibi), each behind a uniform branch; an additive bias (fa_bias), in the
+// BIAS instantiations only (at 255 registers the others spilled with its code), is the initial
+// value of S's accumulators, in raw units (not with a softcap).
 #pragma once
 
 #include "fa_mask.cuh"
@@ -33,7 +35,7 @@
 // dim 128 (at 256 they would take 64 registers beside O's 128, so re-read there). MT = 2: BQ / 32
 // warps of 32 rows, Q fragments re-read from shared memory, every K/V fragment feeding two mma
 // (half the shared-memory traffic per FLOP). BQ: query rows per block.
-template <typename T, int D, int MT, int BQ>
+template <typename T, int D, int MT, int BQ, bool BIAS>
 __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
 {
     constexpr int BK = FA_FWD_MMA_BK(D), NT = BQ / (16 * MT) * 32;
@@ -173,11 +175,40 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
         // S = Q K^T, one k16 step at a time: the step's Q fragments (MT x4 ldmatrix) are read
         // once and meet every K fragment pair of the step (one x4 ldmatrix per two n-tiles).
         float s[MT][BK / 8][4];
+        const int k0 = it * BK;
+        const bool cap = p.softcap != 0.f;
+        // A bias: S starts as the bias in raw units, bias log2(e) / scale_log2 (-inf stays -inf,
+        // or +inf for a negative scale), scaled with the product below: its loads land in S's own
+        // registers (loaded after the product, they took 64 more and spilled). Never with a
+        // softcap, which comes before the bias: the planner sends those calls to other kernels.
+        if (BIAS && p.bias_dtype) {
+            const float to_raw = 1.f / p.scale; // log2(e) / scale_log2
+            const int keys = p.seq_k - k0 - t2; // 8 n + c < keys: a key (else masked below)
+            const int tid_o = fa_tid_opaque();  // (not hoisted: see there)
+            const int brow = q0 + (tid_o >> 5) * WR + ((tid_o & 31) >> 2); // row_lo
+            fa_bias_tiles(p, [&](auto dt) {
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
+                for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int n = 0; n < BK / 8; n++)
-                s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
+                    for (int r = 0; r < 2; r++) {
+                        const void *row = fa_bias_ptr(p, b, brow + 16 * mt + 8 * r, h, k0 + t2);
+#pragma unroll
+                        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                            for (int c = 0; c < 2; c++)
+                                s[mt][n][2 * r + c] =
+                                    8 * n + c < keys
+                                        ? fa_bias_at<decltype(dt)::value>(p, row, 8 * n + c, to_raw)
+                                        : 0.f;
+                    }
+            });
+        } else {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++)
+                    s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
+        }
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
             unsigned a[MT][4];
@@ -206,14 +237,12 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
             }
         }
 
-        const int k0 = it * BK;
         const bool mask = it >= nfull || it < nlead;
         // Scores in log2 units: exp2(s * scale_log2 - m) is one FFMA and one MUFU per element.
         // The running max is taken of s * scale_log2, via the max (or, for a negative scale,
-        // the min) of the raw scores; masked scores become -inf once scaled. A softcap or ALiBi
-        // makes S the (capped, biased) scores in log2 units, which then take c = 1.
-        const bool cap = p.softcap != 0.f;
-        const float c = cap || p.has_alibi ? 1.f : p.scale_log2;
+        // the min) of the raw scores; masked scores become -inf once scaled. A softcap, ALiBi or
+        // a bias makes S the (capped, biased) scores in log2 units, which then take c = 1.
+        const float c = cap || p.has_alibi || (BIAS && p.bias_dtype) ? 1.f : p.scale_log2;
         const float masked = c > 0.f ? -INFINITY : INFINITY;
         if (cap) {
 #pragma unroll
@@ -224,9 +253,9 @@ __device__ __forceinline__ void fa_fwd_mma(const fa_cuda_params &p)
                     for (int e = 0; e < 4; e++)
                         s[mt][n][e] = p.softcap_log2 * fa_softcap_tanh(s[mt][n][e], p.softcap_k);
         }
-        // ALiBi: element (mt, n, 2 r + c) is row row_lo + 16 mt + 8 r's score for key k0 + t2 +
-        // 8 n + c
-        if (p.has_alibi) {
+        // ALiBi (slope 0 without it; a bias is in S already): element (mt, n, 2 r + c) is row
+        // row_lo + 16 mt + 8 r's score for key k0 + t2 + 8 n + c
+        if (p.has_alibi || (BIAS && p.bias_dtype)) {
             const float sc = cap ? 1.f : p.scale_log2;
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)

@@ -16,8 +16,9 @@
 // A block visits the key tiles from the one of the first key its first row sees (a window's left
 // bound) to the one of the last key its last row sees; tiles that a window's edge, the causal
 // diagonal or the end of the keys cross are masked (decided per block, see below). A softcap
-// replaces S by its capped scores in log2 units (fa_softcap_tanh) before the mask, and ALiBi by
-// its log2-unit scores plus the term of each element's distance (fa_alibi).
+// replaces S by its capped scores in log2 units (fa_softcap_tanh) before the mask, and ALiBi or an
+// additive bias by its log2-unit scores plus the term of each element's distance (fa_alibi) and
+// its bias (fa_bias).
 // Tiles are stored as 64-column blocks of 128-byte rows in the 128-byte swizzle that wgmma's
 // descriptors name (fa_wgmma.cuh); zero-filled past the end of the keys, of the queries and of
 // the head dim.
@@ -134,9 +135,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     const int full = max(lead, min(max(nfull - t0, 0), ntiles));
     const int row_lo = r0 + 16 * wq + (lane >> 2); // this thread's rows: row_lo, row_lo + 8
     const int t2 = (lane & 3) * 2;
-    // a softcap or ALiBi makes S the (capped, biased) scores in log2 units, which then take c = 1
+    // a softcap, ALiBi or a bias makes S the (capped, biased) scores in log2 units, which then
+    // take c = 1
     const bool cap = p.softcap != 0.f;
-    const float c = cap || p.has_alibi ? 1.f : p.scale_log2;
+    const float c = cap || p.has_alibi || p.bias_dtype ? 1.f : p.scale_log2;
     const float slope = fa_alibi_slope(p, b, h);
     const float masked = c > 0.f ? -INFINITY : INFINITY;
     constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
@@ -179,18 +181,23 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             for (int i = 0; i < BK / 2; i++)
                 sc[i] = p.softcap_log2 * fa_softcap_tanh(sc[i], p.softcap_k);
         }
-        if (p.has_alibi) {
+        if (p.has_alibi || p.bias_dtype) { // (slope 0 without ALiBi)
             const float s_c = cap ? 1.f : p.scale_log2;
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 // row row_lo + 8 r's distance from key k0 + t2; sc[4 n + 2 r + e] is key + 8 n + e
                 const float d = (float)(row_lo + 8 * r + (p.seq_k - p.seq_q) - k0 - t2);
+                const long long brow = fa_bias_row(p, b, row_lo + 8 * r, h);
 #pragma unroll
                 for (int n = 0; n < BK / 8; n++)
 #pragma unroll
-                    for (int e = 0; e < 2; e++)
-                        sc[4 * n + 2 * r + e] =
+                    for (int e = 0; e < 2; e++) {
+                        float x =
                             fa_alibi(sc[4 * n + 2 * r + e] * s_c, slope, d - (float)(8 * n + e));
+                        if (p.bias_dtype)
+                            x += fa_bias(p, brow, k0 + t2 + 8 * n + e);
+                        sc[4 * n + 2 * r + e] = x;
+                    }
             }
         }
         if constexpr (mask) { // per row: the visible keys [beg, end) relative to key k0 + t2

@@ -11,7 +11,8 @@
 // no score matrix touches global memory; the backward recomputes P from the LSE. They take every
 // mask (causal, a sliding window: fa_cuda_abi.h), the softcap, whose scores are
 // c log2(e) tanh(s / c) in log2 units, and whose dS gains the factor 1 - tanh^2 in the backward,
-// and ALiBi, added to the (capped) log2-unit scores; dS is unchanged by it (a constant).
+// and ALiBi and the additive bias, added to the (capped) log2-unit scores; dS is unchanged by
+// them (constants).
 #pragma once
 
 #include "fa_mask.cuh"
@@ -80,6 +81,7 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
     const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
     const float slope = fa_alibi_slope(p, b, h);
     const int diag = i + (p.seq_k - p.seq_q); // ALiBi's distance to key j: diag - j
+    const long long brow = fa_bias_row(p, b, i, h);
     const int kend = fa_key_end(p, row0, FA_GEN_ROWS);
     float m = -INFINITY, l = 0.f;
     for (int k0 = fa_key_begin(p, row0); k0 < kend; k0 += FA_GEN_TILE) {
@@ -100,6 +102,8 @@ __device__ __forceinline__ void fa_gen_forward(const fa_cuda_params &p)
             const int kj = k0 + j;
             if (p.has_alibi)
                 acc = fa_alibi(acc, slope, (float)(diag - kj));
+            if (p.bias_dtype)
+                acc += fa_bias(p, brow, kj);
             sc[j] = (kj >= lo && kj <= hi) ? acc : -INFINITY;
             mx = fmaxf(mx, sc[j]);
         }
@@ -188,6 +192,7 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
     const float cap_k = 2.f / p.softcap; // the softcap's k on log2-unit scores (fa_softcap_tanh)
     const float slope = fa_alibi_slope(p, b, h);
     const int diag = i + (p.seq_k - p.seq_q); // ALiBi's distance to key j: diag - j
+    const long long brow = fa_bias_row(p, b, i, h);
     const int kend = fa_key_end(p, row0, FA_GEN_ROWS);
     for (int k0 = fa_key_begin(p, row0); k0 < kend; k0 += FA_GEN_TILE) {
         __syncthreads();
@@ -212,10 +217,14 @@ __device__ __forceinline__ void fa_gen_bwd_dq(const fa_cuda_params &p)
                 float sc = p.softcap_log2 * t;
                 if (p.has_alibi)
                     sc = fa_alibi(sc, slope, (float)(diag - kj));
+                if (p.bias_dtype)
+                    sc += fa_bias(p, brow, kj);
                 ds = (seen ? fa_exp2(sc - lse2) : 0.f) * (dp - delta) * (1.f - t * t);
             } else {
                 if (p.has_alibi)
                     sd = fa_alibi(sd, slope, (float)(diag - kj));
+                if (p.bias_dtype)
+                    sd += fa_bias(p, brow, kj);
                 ds = (seen ? fa_exp2(sd - lse2) : 0.f) * (dp - delta);
             }
 #pragma unroll
@@ -301,11 +310,15 @@ __device__ __forceinline__ void fa_gen_bwd_dkdv(const fa_cuda_params &p)
                     float sc = p.softcap_log2 * t;
                     if (p.has_alibi)
                         sc = fa_alibi(sc, slope, (float)(d0 + jj));
+                    if (p.bias_dtype)
+                        sc += fa_bias(p, fa_bias_row(p, b, qi, hq), j);
                     pj = valid ? fa_exp2(sc - lse2) : 0.f;
                     ds = pj * (dp - sD[jj]) * (1.f - t * t);
                 } else {
                     if (p.has_alibi)
                         sd = fa_alibi(sd, slope, (float)(d0 + jj));
+                    if (p.bias_dtype)
+                        sd += fa_bias(p, fa_bias_row(p, b, qi, hq), j);
                     pj = valid ? fa_exp2(sd - lse2) : 0.f;
                     ds = pj * (dp - sD[jj]);
                 }

@@ -22,7 +22,15 @@
     extern "C" __global__ void __launch_bounds__(FA_FWD_MMA_THREADS(D, BQ), 1)                     \
         name(fa_cuda_params p)                                                                     \
     {                                                                                              \
-        fa_fwd_mma<T, D, FA_FWD_MMA_MT(D), BQ>(p);                                                 \
+        fa_fwd_mma<T, D, FA_FWD_MMA_MT(D), BQ, false>(p);                                          \
+    }
+// The mma.sync kernels again for calls with an additive bias (its code would cost the others
+// registers: they sit at 255, and it spilled them).
+#define FA_INSTANTIATE_FWD_MMA_BIAS(name, T, D, BQ, P2)                                            \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_MMA_THREADS(D, BQ), 1)                     \
+        name(fa_cuda_params p)                                                                     \
+    {                                                                                              \
+        fa_fwd_mma<T, D, FA_FWD_MMA_MT(D), BQ, true>(p);                                           \
     }
 // The same body over a packed batch, each block bound to its sequence (fa_varlen.cuh).
 #define FA_INSTANTIATE_FWD_MMA_VARLEN(name, T, D, BQ, P2)                                          \
@@ -30,7 +38,7 @@
         name(fa_cuda_params p)                                                                     \
     {                                                                                              \
         if (fa_varlen_bind<T>(p, FA_VARLEN_QUERY_TILES, BQ))                                       \
-            fa_fwd_mma<T, D, FA_FWD_MMA_MT(D), BQ>(p);                                             \
+            fa_fwd_mma<T, D, FA_FWD_MMA_MT(D), BQ, false>(p);                                      \
     }
 // The CUDA-core kernels take D / 8 dims per thread.
 #define FA_INSTANTIATE_GEN_(name, fn, T, D)                                                        \
@@ -60,16 +68,23 @@
         fn<__VA_ARGS__>(p);                                                                        \
     }
 #define FA_INSTANTIATE_BWD_V4(name, T, D, QTILE, KEYS)                                             \
-    FA_INSTANTIATE_MMA_(name, fa_bwd_v4, T, D, QTILE, KEYS)
+    FA_INSTANTIATE_MMA_(name, fa_bwd_v4, T, D, QTILE, KEYS, false)
 #define FA_INSTANTIATE_BWD_V4_VARLEN(name, T, D, QTILE, KEYS)                                      \
     extern "C" __global__ void __launch_bounds__(FA_BWD_THREADS, 1) name(fa_cuda_params p)         \
     {                                                                                              \
         if (fa_varlen_bind<T>(p, FA_VARLEN_KEY_TILES, KEYS))                                       \
-            fa_bwd_v4<T, D, QTILE, KEYS>(p);                                                       \
+            fa_bwd_v4<T, D, QTILE, KEYS, false>(p);                                                \
     }
 #define FA_INSTANTIATE_BWD_DKDV_MMA(name, T, D, P1, P2)                                            \
-    FA_INSTANTIATE_MMA_(name, fa_bwd_dkdv_mma, T, D)
-#define FA_INSTANTIATE_BWD_DQ_MMA(name, T, D, P1, P2) FA_INSTANTIATE_MMA_(name, fa_bwd_dq_mma, T, D)
+    FA_INSTANTIATE_MMA_(name, fa_bwd_dkdv_mma, T, D, false)
+#define FA_INSTANTIATE_BWD_DQ_MMA(name, T, D, P1, P2)                                              \
+    FA_INSTANTIATE_MMA_(name, fa_bwd_dq_mma, T, D, false)
+#define FA_INSTANTIATE_BWD_V4_BIAS(name, T, D, QTILE, KEYS)                                        \
+    FA_INSTANTIATE_MMA_(name, fa_bwd_v4, T, D, QTILE, KEYS, true)
+#define FA_INSTANTIATE_BWD_DKDV_MMA_BIAS(name, T, D, P1, P2)                                       \
+    FA_INSTANTIATE_MMA_(name, fa_bwd_dkdv_mma, T, D, true)
+#define FA_INSTANTIATE_BWD_DQ_MMA_BIAS(name, T, D, P1, P2)                                         \
+    FA_INSTANTIATE_MMA_(name, fa_bwd_dq_mma, T, D, true)
 
 #define FA_INSTANTIATE_FWD_SPLIT(name, T, D, P1, P2)                                               \
     extern "C" __global__ void __launch_bounds__(FA_DEC_THREADS) name(fa_cuda_params p)            \

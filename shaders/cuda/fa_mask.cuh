@@ -4,11 +4,13 @@
 // a window's right bound) and j >= i + left_offset (where has_left: a window's left bound). So a
 // block of query rows runs from the first key its first row sees to the last key its last row sees,
 // and a block of keys from the first query that sees its first key to the last query that sees its
-// last key. Also the softcap's tanh, ALiBi's term and the forwards' rescale slack of the online
-// softmax.
+// last key. Also the softcap's tanh, ALiBi's term, the additive bias and the forwards' rescale
+// slack of the online softmax.
 #pragma once
 
 #include "fa_common.cuh"
+
+#include <type_traits>
 
 // How far (log2 units) a row's running max m may lag the true max before O and l are rescaled.
 // 0: rescale whenever some row of the warp gets a new max (the textbook online softmax; a tile
@@ -75,6 +77,65 @@ __device__ __forceinline__ float fa_alibi_slope(const fa_cuda_params &p, int b, 
 __device__ __forceinline__ float fa_alibi(float s, float slope, float d)
 {
     return fmaf(slope, fabsf(d), s);
+}
+
+// The additive bias in the kernels' log2 units: log2(e) bias(b, i, hq, j) (fa_cuda_abi.h) of the
+// row at = fa_bias_row(p, b, i, hq) and key j, in the bias's own dtype; -inf stays -inf and hides
+// the key. Read only where p.bias_dtype. A row past seq_q or a key past seq_k reads the last one
+// (in bounds, so a tile's edge needs no branch); the kernels mask such keys and drop such rows.
+__device__ __forceinline__ long long fa_bias_row(const fa_cuda_params &p, int b, int i, int hq)
+{
+    return fa_at(p.bias, b, min(i, p.seq_q - 1), hq);
+}
+
+__device__ __forceinline__ float fa_bias(const fa_cuda_params &p, long long at, int j)
+{
+    at += min(j, p.seq_k - 1);
+    if (p.bias_dtype == FA_CUDA_BIAS_F32)
+        return FA_LOG2E * __ldg((const float *)p.bias.ptr + at);
+    const unsigned short x = __ldg((const unsigned short *)p.bias.ptr + at);
+    return FA_LOG2E * (p.bias_dtype == FA_CUDA_BIAS_F16 ? __half2float(__ushort_as_half(x))
+                                                        : __uint_as_float((unsigned)x << 16));
+}
+
+// threadIdx.x, read so that nothing derived from it is hoisted out of a kernel's loop (as
+// fa_bwd4_tid): the bias's row addresses, hoisted, stayed in registers or spilled for every call.
+__device__ __forceinline__ int fa_tid_opaque()
+{
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
+}
+
+// For the tensor-core kernels, whose registers are scarce: fa_bias_tiles(p, f) calls f with
+// DT = FA_CUDA_BIAS_F32 or _F16 (f16 and bf16) as a compile-time constant, one copy of f's loop
+// per element size, and fa_bias_at<DT>(p, row, j, k) is k bias(row, j), element j of a row
+// pointer from fa_bias_ptr (one load at an immediate offset when j is a constant of an unrolled
+// loop; the caller keeps j within the keys).
+__device__ __forceinline__ const void *fa_bias_ptr(const fa_cuda_params &p, int b, int i, int hq,
+                                                   int j)
+{
+    const long long at = fa_bias_row(p, b, i, hq) + j;
+    return (const char *)p.bias.ptr + at * (p.bias_dtype == FA_CUDA_BIAS_F32 ? 4 : 2);
+}
+
+template <int DT>
+__device__ __forceinline__ float fa_bias_at(const fa_cuda_params &p, const void *row, int j,
+                                            float k)
+{
+    if constexpr (DT == FA_CUDA_BIAS_F32)
+        return k * __ldg((const float *)row + j);
+    const unsigned short x = __ldg((const unsigned short *)row + j);
+    return k * (p.bias_dtype == FA_CUDA_BIAS_F16 ? __half2float(__ushort_as_half(x))
+                                                 : __uint_as_float((unsigned)x << 16));
+}
+
+template <typename F> __device__ __forceinline__ void fa_bias_tiles(const fa_cuda_params &p, F &&f)
+{
+    if (p.bias_dtype == FA_CUDA_BIAS_F32)
+        f(std::integral_constant<int, FA_CUDA_BIAS_F32>{});
+    else
+        f(std::integral_constant<int, FA_CUDA_BIAS_F16>{});
 }
 
 // The first query that sees key j (0 when not causal).

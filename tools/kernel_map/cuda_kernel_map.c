@@ -77,6 +77,10 @@ static const char *family_names[] = {
     [FA_CUDA_BWD_V4] = "backward v4: dK, dV, atomic dQ, mma.sync",
     [FA_CUDA_BWD_DKDV_MMA] = "deterministic backward: dK, dV, mma.sync",
     [FA_CUDA_BWD_DQ_MMA] = "deterministic backward: dQ, mma.sync",
+    [FA_CUDA_FWD_MMA_BIAS] = "forward, mma.sync, with a bias",
+    [FA_CUDA_BWD_V4_BIAS] = "backward v4, with a bias",
+    [FA_CUDA_BWD_DKDV_MMA_BIAS] = "deterministic backward: dK, dV, with a bias",
+    [FA_CUDA_BWD_DQ_MMA_BIAS] = "deterministic backward: dQ, with a bias",
     [FA_CUDA_BWD_DQ_CONVERT] = "backward: dQ from the f32 accumulator",
     [FA_CUDA_BWD_WGMMA] = "backward: dK, dV, atomic dQ, wgmma (sm_90a)",
     [FA_CUDA_FWD_SPLIT] = "forward, split keys (decoding), CUDA cores",
@@ -181,5 +185,16 @@ int main(void)
            "them would, the CUDA-core split-key forward (f32, FA_CUDA_DECODE=cores) excepted,\n"
            "which takes none of them: such a decoding call takes the ordinary forward, and with\n"
            "seqlens_k or block_table is ERROR_UNSUPPORTED.\n");
+    printf("\nAn additive bias takes the kernels the same call without it would, but never the\n"
+           "split-key forward (neither of its kernels reads one): a decoding call with a bias\n"
+           "takes the ordinary forward, and with seqlens_k or block_table is\n"
+           "ERROR_UNSUPPORTED; the wgmma backward reads one at head dim 64 only (at 128 the\n"
+           "loads would spill): a backward with a bias at head dims 72-128 on sm_90 takes\n"
+           "`fa_bwd_v4_bias_*_d96` or `fa_bwd_v4_bias_*_d128`, as without sm_90a. The mma.sync\n"
+           "kernels serve a bias as twins of their own (`fa_fwd_mma_bias_*`, `fa_bwd_v4_bias_*`,\n"
+           "`fa_bwd_dkdv_mma_bias_*`, `fa_bwd_dq_mma_bias_*`: in the others its code cost\n"
+           "registers they do not have), which take it as the initial value of S, before a\n"
+           "softcap would apply, so a call with both takes the wgmma kernels where those\n"
+           "serve it, else the CUDA-core ones.\n");
     return 0;
 }
