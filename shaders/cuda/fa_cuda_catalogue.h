@@ -18,12 +18,11 @@
  *   FWD_WGMMA     Hopper forward (wgmma, sm_90a only)
  *   FWD_MMA_VARLEN, FWD_WGMMA_VARLEN, BWD_V4_VARLEN, BWD_WGMMA_VARLEN  the same kernels over
  *                 a packed variable-length batch in one launch (fa_cuda_params.varlen), the
- *                 wgmma ones at head dims 64 and 128 (the backward at 64: at 128 it spilled 36
- *                 bytes once the bias's code was in); of the mma.sync ones (at 255 registers
- *                 already) only those that bind a block to its sequence without spilling: the
- *                 forward's f16 64 and 128 and bf16 64, v4's 64 with 64-row query tiles (bf16
- *                 128 spilled 36 bytes, v4's 128 and its 128-row tiles at 64 28 and 8). BWD_DELTA
- *                 and BWD_DQ_CONVERT take both kinds of call.
+ *                 wgmma ones at head dims 64 and 128 (the backward's at 128 spills 36 bytes
+ *                 since the bias's code is in: docs/PERF.md); of the mma.sync ones (at 255
+ * registers already) only those that bind a block to its sequence without spilling: the forward's
+ * f16 64 and 128 and bf16 64, v4's 64 with 64-row query tiles (bf16 128 spilled 36 bytes, v4's 128
+ * and its 128-row tiles at 64 28 and 8). BWD_DELTA and BWD_DQ_CONVERT take both kinds of call.
  *   FWD_GEN       CUDA-core forward, any dtype and alignment, head dims up to D
  *   BWD_DELTA     Delta = rowsum(dO * O)
  *   BWD_DKDV_GEN  CUDA-core dK, dV;  BWD_DQ_GEN  CUDA-core dQ
@@ -223,6 +222,8 @@
     X(BWD_WGMMA_BF16_D64, fa_bwd_wgmma_bf16_d64, BWD_WGMMA, BF16, 64, 0, 0)                        \
     X(BWD_WGMMA_BF16_D128, fa_bwd_wgmma_bf16_d128, BWD_WGMMA, BF16, 128, 0, 0)                     \
     X(BWD_WGMMA_VARLEN_F16_D64, fa_bwd_wgmma_varlen_f16_d64, BWD_WGMMA_VARLEN, F16, 64, 0, 0)      \
-    X(BWD_WGMMA_VARLEN_BF16_D64, fa_bwd_wgmma_varlen_bf16_d64, BWD_WGMMA_VARLEN, BF16, 64, 0, 0)
+    X(BWD_WGMMA_VARLEN_BF16_D64, fa_bwd_wgmma_varlen_bf16_d64, BWD_WGMMA_VARLEN, BF16, 64, 0, 0)   \
+    X(BWD_WGMMA_VARLEN_F16_D128, fa_bwd_wgmma_varlen_f16_d128, BWD_WGMMA_VARLEN, F16, 128, 0, 0)   \
+    X(BWD_WGMMA_VARLEN_BF16_D128, fa_bwd_wgmma_varlen_bf16_d128, BWD_WGMMA_VARLEN, BF16, 128, 0, 0)
 
 #endif
