@@ -45,6 +45,10 @@ done
 WINEPREFIX=$(mktemp -d "${TMPDIR:-/tmp}/flashattn-wine.XXXXXX")
 export WINEPREFIX WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 trap '"$wineserver" -k 2>/dev/null || true; rm -rf "$WINEPREFIX"' EXIT
+# One wineserver for every step, kept until the trap: by default it exits a few seconds after its
+# last program, and a program started while it is going away fails ("recvmsg: Connection reset
+# by peer").
+"$wineserver" -p
 devices=$("$wine" "$out/flashattn.exe" devices)
 printf '%s\n' "$devices"
 # Every backend of the Linux build must be in the Windows build too.

@@ -115,19 +115,21 @@ void main()
                     const uint i = tt * BNN + j;
                     float slope;
                     float x = fa_score(s[i][e], pc.score_mul, pc.cap_log2, slope);
-                    bool hidden = false;
-                    if (ALIBI || edge) {
-                        // The query whose diagonal is this key, and the element's query,
-                        // tile-relative.
+                    // ALiBi and the mask need the query whose diagonal is this key (first) and
+                    // the element's query c, tile-relative. The mask comes after the
+                    // exponential, as in the plain kernel: with the variants off this is its code.
+                    if (ALIBI) {
                         const uint v = uint(ix[e]);
-                        const int first =
-                            int(n0 + r0 + tt * CM_M + v / CM_N) - diag - int(m0);
-                        const int c = int(j * CM_N + v % CM_N);
-                        if (ALIBI)
-                            x += fa_alibi(slope2, first, c);
-                        hidden = edge && !fa_sees(first, c, left, right);
+                        const int first = int(n0 + r0 + tt * CM_M + v / CM_N) - diag - int(m0);
+                        x += fa_alibi(slope2, first, int(j * CM_N + v % CM_N));
                     }
-                    const float p = hidden || lm[e] == NEG_INF ? 0.0 : exp2(x - lm[e]);
+                    float p = lm[e] == NEG_INF ? 0.0 : exp2(x - lm[e]);
+                    if (edge) {
+                        const uint v = uint(ix[e]);
+                        const int first = int(n0 + r0 + tt * CM_M + v / CM_N) - diag - int(m0);
+                        if (!fa_sees(first, int(j * CM_N + v % CM_N), left, right))
+                            p = 0.0;
+                    }
                     s[i][e] = p;
                     dp[i][e] = p * (dp[i][e] - dm[e]);
                     if (SOFTCAP)

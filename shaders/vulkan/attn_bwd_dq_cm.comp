@@ -114,16 +114,21 @@ void main()
                     const uint i = t * BNN + j;
                     float slope;
                     float x = fa_score(s[i][e], pc.score_mul, pc.cap_log2, slope);
-                    bool hidden = false;
-                    if (ALIBI || edge) {
-                        // the element's key and its row's diagonal, tile-relative
+                    // ALiBi and the mask need the element's key c and its row's diagonal lim,
+                    // tile-relative. The mask comes after the exponential, as in the plain
+                    // kernel: with the variants off this is its code.
+                    if (ALIBI) {
                         const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
                         const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
-                        if (ALIBI)
-                            x += fa_alibi(slope2, int(c), lim);
-                        hidden = edge && (c >= keys || !fa_sees(int(c), lim, left, right));
+                        x += fa_alibi(slope2, int(c), lim);
                     }
-                    const float p = hidden || LM_(e) == NEG_INF ? 0.0 : exp2(x - LM_(e));
+                    float p = LM_(e) == NEG_INF ? 0.0 : exp2(x - LM_(e));
+                    if (edge) {
+                        const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
+                        const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
+                        if (c >= keys || !fa_sees(int(c), lim, left, right))
+                            p = 0.0;
+                    }
                     s[i][e] = p * (dp[i][e] - DM_(e));
                     if (SOFTCAP)
                         s[i][e] *= slope;

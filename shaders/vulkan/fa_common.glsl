@@ -230,13 +230,16 @@ float fa_bias_value(uint word, uint e)
 // A raw score q.k in log2 units: q.k mul (mul: scale log2(e)), or with SOFTCAP
 // cap_log2 tanh(q.k mul) (mul: scale / softcap); slope is the softcap's 1 - tanh^2 (the
 // backward's dS takes it), 1 without.
+// One exit: an early return, inlined into an unrolled loop, leaves a construct around each call
+// that the driver does not always fold away with SOFTCAP off.
 float fa_score(float raw, float mul, float cap_log2, out float slope)
 {
-    if (!SOFTCAP) {
-        slope = 1.0;
-        return raw * mul;
+    float x = raw * mul;
+    slope = 1.0;
+    if (SOFTCAP) {
+        const float t = fa_tanh(x);
+        slope = 1.0 - t * t;
+        x = cap_log2 * t;
     }
-    const float t = fa_tanh(raw * mul);
-    slope = 1.0 - t * t;
-    return cap_log2 * t;
+    return x;
 }
