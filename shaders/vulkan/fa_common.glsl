@@ -230,8 +230,8 @@ float fa_bias_value(uint word, uint e)
 // A raw score q.k in log2 units: q.k mul (mul: scale log2(e)), or with SOFTCAP
 // cap_log2 tanh(q.k mul) (mul: scale / softcap); slope is the softcap's 1 - tanh^2 (the
 // backward's dS takes it), 1 without.
-// One exit: an early return, inlined into an unrolled loop, leaves a construct around each call
-// that the driver does not always fold away with SOFTCAP off.
+// One exit: spirv-opt (run before the driver specializes) wraps each inlined early return in a
+// construct of its own, around every score of an unrolled loop.
 float fa_score(float raw, float mul, float cap_log2, out float slope)
 {
     float x = raw * mul;
