@@ -391,9 +391,9 @@ typedef struct fa_window {
  *   ERROR_OUT_OF_BOUNDS, a negative bound ERROR_INVALID_ARGUMENT); only with cu_seqlens (else
  *   ERROR_INVALID_ARGUMENT). Not with seqlens_k, block_table, k_new or bias
  *   (ERROR_UNSUPPORTED). Forward and backward, on every backend: CUDA's tensor-core forward
- *   takes the whole batch in one launch (README says which head dims); everywhere else the
- *   runtime runs each sequence as a call of its own over its rows (queued one after another,
- *   so one launch or a few per sequence).
+ *   and atomic backward take the whole batch in one launch (README says which head dims);
+ *   everywhere else the runtime runs each sequence as a call of its own over its rows (queued
+ *   one after another, so one launch or a few per sequence).
  *   A backend that does not implement window, softcap, ALiBi or the bias for a call returns
  *   ERROR_UNSUPPORTED with the reason (README's support table says which take them where). */
 typedef struct fa_attention_desc {

@@ -21,7 +21,7 @@
     extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS, 1)                          \
         name(const __grid_constant__ fa_cuda_params p)                                             \
     {                                                                                              \
-        fa_cuda_params s = p; /* registers: 288 TF/s at N=512 D=128, fa_varlen_enter 268 */       \
+        fa_cuda_params s = p; /* registers: 288 TF/s at N=512 D=128, fa_varlen_enter 268 */        \
         if (fa_varlen_bind<T>(s, FA_VARLEN_QUERY_TILES, FA_FWD_WGMMA_BQ))                          \
             fa_fwd_wgmma<T, D, FA_FWD_WGMMA_BK(D)>(s);                                             \
     }

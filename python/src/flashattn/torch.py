@@ -233,7 +233,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=0, max_se
     cu_seqlens[b + 1] - 1); max_seqlen_q/k 0 or bounds on the lengths. Every option applies per
     sequence (causal and window aligned bottom-right on that sequence; alibi_slopes (Hq,) or
     (B, Hq)). Returns out (total_q, Hq, D), and with return_lse the LSE (Hq, total_q). Every
-    backend takes it, one call per sequence (the library's runtime loops over them)."""
+    backend takes it: CUDA's tensor-core kernels the whole batch in one launch (README says which
+    head dims), elsewhere one call per sequence (the library's runtime loops over them)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.dim() != 3:
             raise ValueError(f"flashattn: {name} is packed (total, heads, dim), not {t.dim()}-D")
