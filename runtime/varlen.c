@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* A packed variable-length batch (fa_varlen.h): as one call where the backend takes it so
- * (varlen_takes: CUDA's forward), else one backend call per sequence, their kernels queued one
- * after another on the context's queue (so the call stays asynchronous, at the cost of one
- * launch or a few per sequence). */
+ * (varlen_takes: CUDA's tensor-core kernels), else one backend call per sequence, their kernels
+ * queued one after another on the context's queue (so the call stays asynchronous, at the cost
+ * of one launch or a few per sequence). */
 #include "fa_varlen.h"
 
 #include <stdlib.h>

@@ -30,6 +30,18 @@ static fa_cuda_caps caps_of(int major, int minor, int smem, bool sm90a)
 #define SM89 caps_of(8, 9, 101376, false)
 #define SM90 caps_of(9, 0, 232448, true)
 
+/* Each architecture the build has kernels for, and Hopper without the sm_90a ones. */
+enum { EVERY_ARCH = 5 };
+static void every_arch(arch out[EVERY_ARCH])
+{
+    const arch all[EVERY_ARCH] = {{"sm_80", SM80},
+                                  {"sm_86", SM86},
+                                  {"sm_89", SM89},
+                                  {"sm_90", SM90},
+                                  {"sm_90 without sm_90a", caps_of(9, 0, 232448, false)}};
+    memcpy(out, all, sizeof all);
+}
+
 static fa_cuda_problem problem(fa_dtype dtype, int64_t head_dim, bool deterministic)
 {
     return (fa_cuda_problem){.dtype = dtype,
@@ -292,11 +304,8 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
 
 Test(cuda_plan, every_architecture_dtype_and_head_dim_gets_a_valid_plan)
 {
-    const arch archs[] = {{"sm_80", SM80},
-                          {"sm_86", SM86},
-                          {"sm_89", SM89},
-                          {"sm_90", SM90},
-                          {"sm_90 without sm_90a", caps_of(9, 0, 232448, false)}};
+    arch archs[EVERY_ARCH];
+    every_arch(archs);
     const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
     /* the head dims the runtime admits: multiples of 8 from 8 to 256 */
     const int64_t dims[] = {8,   16,  24,  32,  40,  48,  64,  72,  80,  96,
@@ -996,11 +1005,8 @@ Test(cuda_plan, varlen_backward_choices)
  * give way to the general ones. */
 Test(cuda_plan, bias_never_takes_the_split_kernels)
 {
-    const arch archs[] = {{"sm_80", SM80},
-                          {"sm_86", SM86},
-                          {"sm_89", SM89},
-                          {"sm_90", SM90},
-                          {"sm_90 without sm_90a", caps_of(9, 0, 232448, false)}};
+    arch archs[EVERY_ARCH];
+    every_arch(archs);
     const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
     const int64_t dims[] = {8, 32, 64, 96, 128, 200, 256};
     /* queries, query heads, KV heads, keys: decoding shapes (the split-key forward's without a

@@ -243,14 +243,12 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
             find(pb->varlen ? FA_CUDA_FWD_WGMMA_VARLEN : FA_CUDA_FWD_WGMMA, pb->dtype, wg_d, 0),
             blocks(pb->seq_q, FA_FWD_WGMMA_BQ), pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS,
             wg_smem, "launching the Hopper (wgmma) forward");
-    else if (fast && pb->varlen && row_exists(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq))
-        add(plan, find(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq), blocks(pb->seq_q, bq),
-            pb->heads_q, pb->batch, FA_FWD_MMA_THREADS(d, bq), smem,
-            "launching the tensor-core forward");
-    else if (pb->varlen)
+    else if (pb->varlen && !(fast && row_exists(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq)))
         return;
     else if (fast && sync_ok)
-        add(plan, find(with_bias(FA_CUDA_FWD_MMA, pb->bias), pb->dtype, d, bq),
+        add(plan,
+            find(pb->varlen ? FA_CUDA_FWD_MMA_VARLEN : with_bias(FA_CUDA_FWD_MMA, pb->bias),
+                 pb->dtype, d, bq),
             blocks(pb->seq_q, bq), pb->heads_q, pb->batch, FA_FWD_MMA_THREADS(d, bq), smem,
             "launching the tensor-core forward");
     else

@@ -66,11 +66,12 @@ typedef struct fa_cuda_params {
      * outside [0, seq_k] or a block_table entry outside [0, num_pages) (it clamps them and reads
      * on): the host reports it at the next synchronize (0: none kept). */
     unsigned long long index_error;
-    /* A packed variable-length batch, read by the forward's *_VARLEN kernels alone: where
-     * varlen, block z is sequence z, holding rows cu_seqlens_q.ptr[z * stride_b] up to the next
-     * entry of q, o and lse, and likewise of k and v by cu_seqlens_k (int32 prefix sums, clamped
-     * into [0, seq_q] and [0, seq_k], the packed totals); fa_varlen_bind (fa_varlen.cuh) turns
-     * the parameters into those of the sequence alone. */
+    /* A packed variable-length batch, read by the *_VARLEN kernels, Delta and the dQ conversion
+     * alone: where varlen, block z is sequence z, holding rows cu_seqlens_q.ptr[z * stride_b] up
+     * to the next entry of q, o and lse (d_o, d_q), and likewise of k and v (d_k, d_v) by
+     * cu_seqlens_k (int32 prefix sums, clamped into [0, seq_q] and [0, seq_k], the packed
+     * totals); fa_varlen_bind (fa_varlen.cuh) turns the parameters into those of the sequence
+     * alone. */
     fa_cuda_tensor cu_seqlens_q, cu_seqlens_k;
     int varlen;
 } fa_cuda_params;
