@@ -89,9 +89,7 @@ static bool matrix_plan(const fa_context *ctx, fa_vk_matrix_kernel kernel,
                         const fa_attention_call *call, fa_vk_matrix_plan *plan)
 {
     const fa_vk_state *st = ctx->backend_state;
-    /* the matrix shaders take a window, a softcap and ALiBi, but no bias: the scalar ones serve
-     * that */
-    if (!st->matrix || !st->storage16 || call->dtype != FA_DTYPE_F16 || call->has_bias)
+    if (!st->matrix || !st->storage16 || call->dtype != FA_DTYPE_F16)
         return false;
     char why[160];
     const char *tiles =
@@ -147,7 +145,7 @@ static uint64_t workspace_floats(const fa_attention_call *call, bool backward)
            (call->has_bias ? 4 : 0);
 }
 
-/* Records what the scalar shaders read of ALiBi and the bias from the workspace (their push
+/* Records what the shaders read of ALiBi and the bias from the workspace (their push
  * constants have no room for these views), from float `at` on: the call's slopes, packed
  * (batch, query head) whatever their strides (a slope per head repeated for each batch entry),
  * then the bias's offset and batch, query and head strides as 32-bit words; and a barrier before
@@ -489,7 +487,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
                                       .gqa = (uint32_t)(Hq / Hkv),
                                       .window = call->window,
                                       .softcap = call->softcap > 0.0f,
-                                      .alibi = call->has_alibi};
+                                      .alibi = call->has_alibi,
+                                      .bias = spec.bias};
         matrix_spec(&plan_dkdv, &spec);
         matrix_spec(&plan_dq, &spec_dq);
         rows_k = plan_dkdv.rows;
@@ -573,7 +572,7 @@ const fa_backend_iface fa_vulkan_backend_iface = {
     .window = true,   /* on the scalar and matrix shaders: the decoding path leaves them */
     .softcap = true,  /* likewise */
     .alibi = true,    /* likewise */
-    .bias = true,     /* on the scalar shaders only */
+    .bias = true,     /* likewise */
     .probe = fa_vk_probe,
     .device_info = fa_vk_device_info,
     .context_init = fa_vk_context_init,

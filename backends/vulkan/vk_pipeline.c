@@ -79,7 +79,7 @@ static bool is_matrix_kernel(fa_vk_kernel kernel)
 /* Storage-buffer bindings of each kernel, numbered 0..n-1 (see shaders/vulkan/). */
 uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel)
 {
-    static const uint32_t n[FA_VK_KERNEL_COUNT] = {8, 4, 8, 7, 7, 7, 6, 1, 8, 3, 8};
+    static const uint32_t n[FA_VK_KERNEL_COUNT] = {8, 4, 8, 7, 8, 8, 7, 1, 8, 3, 8};
     return n[kernel];
 }
 
@@ -407,12 +407,13 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     if (is_matrix_kernel(kernel))
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u M=%u N=%u K=%u SG=%u NSG=%u "
-               "TM=%u BN=%u layout=%u.%u.%u.%u a=0x%x window=%u softcap=%u alibi=%u%s, %s module",
+               "TM=%u BN=%u layout=%u.%u.%u.%u a=0x%x window=%u softcap=%u alibi=%u bias=%u%s, %s "
+               "module",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
                spec->cm_m, spec->cm_n, spec->cm_k, spec->cm_sg, spec->cm_nsg, spec->cm_tm,
                spec->cm_bn, spec->cm_layout.elements, spec->cm_layout.slot_shift,
                spec->cm_layout.slot_bits, spec->cm_layout.lane_xor, spec->cm_layout.a_from_c,
-               spec->window, spec->softcap, spec->alibi,
+               spec->window, spec->softcap, spec->alibi, spec->bias,
                require_size ? " (subgroup size required)" : "", cat >= 0 ? "catalogue" : "generic");
     else if (decode)
         fa_log(ctx, FA_LOG_DEBUG,

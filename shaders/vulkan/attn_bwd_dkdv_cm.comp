@@ -4,6 +4,7 @@
 // fa_backward_cm.glsl). Causal and a sliding window (WINDOW): query tiles that see none of the
 // workgroup's keys are skipped.
 #extension GL_GOOGLE_include_directive : require
+#define BWD_BIAS_BINDING 7
 #include "fa_backward_cm.glsl"
 
 TENSOR8(6, g1_buf) // dV
@@ -76,6 +77,8 @@ void main()
         const uint m0 = m_begin + t % tiles * BN;
         const float slope2 =
             ALIBI ? ws[2u * pc.delta_off + b * heads_q + hk * GQA + t / tiles] * LOG2E : 0.0;
+        const uvec2 bias =
+            bwd_bias_at(gl_NumWorkGroups.z * heads_q, b, hk * GQA + t / tiles, m0, n0);
         barrier(); // every subgroup is done with the previous tiles
         TILE_PUT(kt, next_q)
         TILE_PUT(vt, next_g)
@@ -103,7 +106,7 @@ void main()
             (right >= 0 && int(n0 + r0 + RM) - 1 - diag - right > int(m0)) ||
             (left >= 0 && int(m0 + BN) - 1 > int(n0 + r0) - diag + left);
         MAT_C ix = MAT_C(0.0);
-        if (ALIBI || edge)
+        if (ALIBI || BIAS != 0u || edge)
             CM_IDX_LOAD(ix, cm_idx);
         [[unroll]] for (uint j = 0; j < BNN; j++) {
             MAT_C lm;
@@ -111,7 +114,7 @@ void main()
             coopMatLoad(lm, lse_c, j * CM_N, BN, ROW_MAJOR);
             coopMatLoad(dm, dl_c, j * CM_N, BN, ROW_MAJOR);
             [[unroll]] for (uint tt = 0; tt < TM; tt++)
-                for (uint e = 0; e < lm.length(); e++) {
+                FOR_EACH_ELEMENT(e, lm) {
                     const uint i = tt * BNN + j;
                     float slope;
                     float x = fa_score(s[i][e], pc.score_mul, pc.cap_log2, slope);
@@ -122,6 +125,11 @@ void main()
                         const uint v = uint(ix[e]);
                         const int first = int(n0 + r0 + tt * CM_M + v / CM_N) - diag - int(m0);
                         x += fa_alibi(slope2, first, int(j * CM_N + v % CM_N));
+                    }
+                    if (BIAS != 0u) { // the element's query c and key r, tile-relative
+                        const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
+                        const uint r = r0 + tt * CM_M + v / CM_N;
+                        x += bwd_bias(bias, c, r, m0 + c < pc.seq_q && r < keys);
                     }
                     float p = lm[e] == NEG_INF ? 0.0 : exp2(x - lm[e]);
                     if (edge) {

@@ -5,6 +5,7 @@
 // its rows' LSE2 and Delta in registers; otherwise they come as matrices of repeated columns
 // from shared memory.
 #extension GL_GOOGLE_include_directive : require
+#define BWD_BIAS_BINDING 6
 #include "fa_backward_cm.glsl"
 
 #ifndef FA_CM_LAYOUT_E
@@ -22,6 +23,7 @@ void main()
     const int diag = int(pc.seq_k) - int(pc.seq_q); // query i's diagonal is key i + diag
     const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     const float slope2 = ALIBI ? ws[2u * pc.delta_off + b * heads_q + h] * LOG2E : 0.0;
+    const uvec2 bias = bwd_bias_at(gl_NumWorkGroups.z * heads_q, b, h, q0, 0u);
     const float NEG_INF = neg_inf();
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
@@ -90,10 +92,10 @@ void main()
 
         // P = exp2(S' - LSE2) where visible, dS = P (dP - Delta) S'_S, in place in s, where S' is
         // S scale log2e (fa_score: with SOFTCAP softcapped, S'_S its 1 - tanh^2, else 1) plus
-        // ALiBi's bias.
+        // ALiBi's and the additive bias.
         const bool edge = cm_step_masked(keys, n0, int(q0 + r0) + diag, RM, left, right);
         MAT_C ix = MAT_C(0.0);
-        if (ALIBI || edge)
+        if (ALIBI || BIAS != 0u || edge)
             CM_IDX_LOAD(ix, cm_idx);
         [[unroll]] for (uint t = 0; t < TM; t++) {
 #ifdef FA_CM_LAYOUT_E
@@ -109,7 +111,7 @@ void main()
 #define LM_(e_) lm[e_]
 #define DM_(e_) dm[e_]
             [[unroll]] for (uint j = 0; j < BNN; j++)
-                for (uint e = 0; e < lm.length(); e++) {
+                FOR_EACH_ELEMENT(e, lm) {
 #endif
                     const uint i = t * BNN + j;
                     float slope;
@@ -121,6 +123,11 @@ void main()
                         const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
                         const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
                         x += fa_alibi(slope2, int(c), lim);
+                    }
+                    if (BIAS != 0u) {
+                        const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
+                        const uint r = r0 + t * CM_M + v / CM_N;
+                        x += bwd_bias(bias, r, n0 + c, r < rows && c < keys);
                     }
                     float p = LM_(e) == NEG_INF ? 0.0 : exp2(x - LM_(e));
                     if (edge) {

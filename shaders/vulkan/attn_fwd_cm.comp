@@ -11,7 +11,8 @@
 // P -> f16 scratch; O += P V. The row sums stay partial per lane until the end. Causal and a
 // sliding window (WINDOW): key tiles that no row of the query tile sees are never visited;
 // SOFTCAP: each score becomes softcap tanh(s / softcap) (fa_score); ALIBI: the head's bias is
-// added (fa_alibi; the slope from the workspace, one per workgroup).
+// added (the slope from the workspace, one per workgroup); BIAS: the additive bias's element is
+// added to each score (fa_bias_value; its view from the workspace).
 //
 // The row work runs in one of two forms (fa_matrix.glsl):
 // - FA_CM_LAYOUT_* set (a catalogue module compiled for the layout the host probed): on the
@@ -85,6 +86,10 @@ layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
 // ALIBI: the slopes, packed (batch, query head), in the workspace (vk_attention.c)
 layout(set = 0, binding = 6, std430) readonly buffer variant_block { float variant_buf[]; };
+// BIAS: the bias as 32-bit words (fa_bias_value), element (b, i, h, j) at offset + b sb + i ss +
+// h sh + j, its view in the workspace after the slopes (vk_attention.c)
+layout(set = 0, binding = 7, std430) readonly buffer bias_block { uint bias_words[]; };
+float bias_log2(uint e) { return fa_bias_value(bias_words[fa_bias_word(e)], e) * LOG2E; }
 
 FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
 
@@ -116,6 +121,18 @@ void main()
     const uint q_tiles = (pc.seq_q + BM - 1u) / BM;
     const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     const float slope2 = ALIBI ? variant_buf[b * gl_NumWorkGroups.y + h] * LOG2E : 0.0;
+    // BIAS: element (b, 0, h, 0) of the bias, and its query stride
+    uint bias_bh = 0u, bias_ss = 0u;
+    if (BIAS != 0u) {
+        const uint at = ALIBI ? gl_NumWorkGroups.z * gl_NumWorkGroups.y : 0u;
+        bias_ss = floatBitsToUint(variant_buf[at + 2u]);
+        bias_bh = floatBitsToUint(variant_buf[at]) + b * floatBitsToUint(variant_buf[at + 1u]) +
+                  h * floatBitsToUint(variant_buf[at + 3u]);
+    }
+// The bias of the tile's row r_ and key c_ (both tile-relative) in log2 units, read only inside
+// the tile's rows and keys (0 elsewhere).
+#define BIAS_AT(r_, c_)                                                                        \
+    ((r_) < rows && (c_) < keys ? bias_log2(bias_bh + (q0 + (r_)) * bias_ss + n0 + (c_)) : 0.0)
 
     // The workgroup takes the query tiles gl_WorkGroupID.x + i gl_NumWorkGroups.x of its head
     // (the host launches fewer workgroups than tiles where there are many: vk_attention.c). The
@@ -193,23 +210,50 @@ void main()
                 [[unroll]] for (uint i = 0; i < TM * BNN; i++)
                     s[i] = s[i] * pc.scale_log2;
             }
-            // ALiBi's distances, and masks only where the tile has keys past the end or crosses a
-            // row's bounds.
+            // ALiBi's distances, the bias, and masks only where the tile has keys past the end or
+            // crosses a row's bounds.
             const bool edge = cm_step_masked(keys, n0, int(q0 + r0) + diag, RM, left, right);
-            if (ALIBI || edge) {
+            if (ALIBI || BIAS != 0u || edge) {
                 MAT_C ix;
                 CM_IDX_LOAD(ix, cm_idx);
-                [[unroll]] for (uint t = 0; t < TM; t++)
-                    [[unroll]] for (uint j = 0; j < BNN; j++)
-                        [[unroll]] for (uint e = 0; e < CE; e++) {
-                            const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
-                            // the row's diagonal, tile-relative
-                            const int lim = int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
-                            if (ALIBI)
-                                s[t * BNN + j][e] += fa_alibi(slope2, int(c), lim);
-                            if (edge && (c >= keys || !fa_sees(int(c), lim, left, right)))
-                                s[t * BNN + j][e] = NEG_INF;
+                if (ALIBI) {
+                    // The bias -slope2 |row's diagonal - key| as the block's distance (uniform)
+                    // plus each element's row - column, in floats (exact integers): two
+                    // operations a score where integer indices took six.
+                    float rc[CE];
+                    [[unroll]] for (uint e = 0; e < CE; e++) {
+                        const float r = floor((ix[e] + 0.5) * (1.0 / float(CM_N)));
+                        rc[e] = r * float(CM_N + 1u) - ix[e];
+                    }
+                    [[unroll]] for (uint t = 0; t < TM; t++)
+                        [[unroll]] for (uint j = 0; j < BNN; j++) {
+                            const float d = float(int(q0 + r0 + t * CM_M) + diag -
+                                                  int(n0 + j * CM_N));
+                            [[unroll]] for (uint e = 0; e < CE; e++)
+                                s[t * BNN + j][e] -= slope2 * abs(d + rc[e]);
                         }
+                }
+                if (BIAS != 0u) {
+                    [[unroll]] for (uint t = 0; t < TM; t++)
+                        [[unroll]] for (uint j = 0; j < BNN; j++)
+                            [[unroll]] for (uint e = 0; e < CE; e++) {
+                                const uint v = uint(ix[e]);
+                                s[t * BNN + j][e] += BIAS_AT(r0 + t * CM_M + v / CM_N,
+                                                             j * CM_N + v % CM_N);
+                            }
+                }
+                if (edge) {
+                    [[unroll]] for (uint t = 0; t < TM; t++)
+                        [[unroll]] for (uint j = 0; j < BNN; j++)
+                            [[unroll]] for (uint e = 0; e < CE; e++) {
+                                const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
+                                // the row's diagonal, tile-relative
+                                const int lim =
+                                    int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
+                                if (c >= keys || !fa_sees(int(c), lim, left, right))
+                                    s[t * BNN + j][e] = NEG_INF;
+                            }
+                }
             }
             float alpha[TM * NSLOT];
             [[unroll]] for (uint t = 0; t < TM; t++) {
@@ -270,6 +314,8 @@ void main()
                     if (ALIBI)
                         x[p] += vec2(fa_alibi(slope2, int(c), lim),
                                      fa_alibi(slope2, int(c) + 1, lim));
+                    if (BIAS != 0u)
+                        x[p] += vec2(BIAS_AT(r0 + r, c), BIAS_AT(r0 + r, c + 1u));
                     if (c >= keys || !fa_sees(int(c), lim, left, right))
                         x[p].x = NEG_INF;
                     if (c + 1u >= keys || !fa_sees(int(c) + 1, lim, left, right))

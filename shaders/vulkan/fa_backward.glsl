@@ -214,29 +214,7 @@ float bwd_slope(uint e) { return SOFTCAP ? sd[e] : 1.0; }
 // the workspace after LSE2 and Delta, times log2(e); 0 without.
 float bwd_alibi_slope(uint bh) { return ALIBI ? ws[2u * pc.delta_off + bh] * LOG2E : 0.0; }
 
-// BIAS: the additive bias as 32-bit words (fa_bias_value; binding BWD_BIAS_BINDING, which the
-// pass defines), element
-// (b, i, h, j) at offset + b sb + i ss + h sh + j, the view written into the workspace after the
-// slopes (bh_count of them where ALIBI). bwd_bias_at: element (b, m0, h, n0) and the query stride.
-layout(set = 0, binding = BWD_BIAS_BINDING, std430) readonly buffer bias_block {
-    uint bias_words[];
-};
-uvec2 bwd_bias_at(uint bh_count, uint b, uint h, uint m0, uint n0)
-{
-    if (BIAS == 0u)
-        return uvec2(0u);
-    const uint at = 2u * pc.delta_off + (ALIBI ? bh_count : 0u);
-    const uint ss = floatBitsToUint(ws[at + 2u]);
-    return uvec2(floatBitsToUint(ws[at]) + b * floatBitsToUint(ws[at + 1u]) +
-                     h * floatBitsToUint(ws[at + 3u]) + m0 * ss + n0,
-                 ss);
-}
-// The bias of query row r and key c of the tile (only read inside the tile), times log2(e).
-float bwd_bias(uvec2 at, uint r, uint c, bool inside)
-{
-    const uint e = at.x + r * at.y + c;
-    return BIAS != 0u && inside ? fa_bias_value(bias_words[fa_bias_word(e)], e) * LOG2E : 0.0;
-}
+#include "fa_bwd_bias.glsl"
 
 // ACC[(4 i + e) TN + j] += W[i].e * Y[j]: one step of a product whose invocation rows come in
 // groups of 4 (W) and whose columns are vec4 groups of the head dim (Y).

@@ -15,12 +15,13 @@
 //     form is known, else as matrices of repeated columns); dS becomes an A matrix as above;
 //     dQ += dS K. Q and dO stay in registers as A matrices.
 // The variants as in the scalar passes (fa_backward.glsl): SOFTCAP softcaps S and multiplies dS by
-// 1 - tanh^2, ALIBI adds the bias (the slopes after LSE2 and Delta in the workspace), and causal
-// and WINDOW skip the tiles no row or key of the other tile sees.
+// 1 - tanh^2, ALIBI adds the bias (the slopes after LSE2 and Delta in the workspace), BIAS the
+// additive bias's elements (fa_bwd_bias.glsl), and causal and WINDOW skip the tiles no row or key
+// of the other tile sees.
 // No row reductions: every step works on the accumulators' own elements (fa_matrix.glsl), with
-// the index matrix where a mask crosses the tile or the end of the keys does, or for ALiBi. The
-// columns' tensors (Q and dO, or K and V) are BN x D f16 tiles in shared memory. dK and dQ are
-// scaled once at the end.
+// the index matrix where a mask crosses the tile or the end of the keys does, or for ALiBi and the
+// bias. The columns' tensors (Q and dO, or K and V) are BN x D f16 tiles in shared memory. dK and
+// dQ are scaled once at the end.
 #extension GL_GOOGLE_include_directive : require
 #include "fa_matrix.glsl"
 
@@ -32,6 +33,7 @@ layout(set = 0, binding = 4, std430) readonly buffer ws_block { float ws[]; }; /
 TENSOR8(5, g0_buf) // dK, or dQ
 
 FA_BWD_PARAMS
+#include "fa_bwd_bias.glsl"
 
 shared uvec4 kt[BN * LDT]; // Q (dK/dV) or K (dQ); also stages the register operands
 shared uvec4 vt[BN * LDT]; // dO (dK/dV) or V (dQ)

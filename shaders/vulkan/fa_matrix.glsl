@@ -107,6 +107,19 @@ float group_sum(float x)
     }
 #endif
 
+// FOR_EACH_ELEMENT(e_, m_): a loop over a lane's elements of accumulator m_, unrolled in SPIR-V
+// where the module knows their count (the probed layout's, or the A matrices' where those hold the
+// accumulator's elements), else to the driver's length(). A loop the driver leaves rolled indexes
+// the matrices dynamically, which puts them in local memory: on the H200, dK/dV's rolled loop
+// held the backward with ALiBi or a softcap at 0.36-0.40x of its plain speed (docs/PERF.md).
+#if defined(FA_CM_LAYOUT_E)
+#define FOR_EACH_ELEMENT(e_, m_) [[unroll]] for (uint e_ = 0; e_ < CE; e_++)
+#elif defined(FA_CM_A_FROM_C)
+#define FOR_EACH_ELEMENT(e_, m_) [[unroll]] for (uint e_ = 0; e_ < FA_CM_A_ELEMENTS; e_++)
+#else
+#define FOR_EACH_ELEMENT(e_, m_) for (uint e_ = 0; e_ < m_.length(); e_++)
+#endif
+
 // Lengths of the matrix arrays: operands over the head dim, accumulators over it, a step's
 // scores.
 #define LEN_AD (TM * DK)
