@@ -203,9 +203,10 @@ void main()
             MAT_C s[LEN_CS];
             PRODUCT_T(s, qa, kt) // S = Q K^T
             if (SOFTCAP) {
+                float unused;
                 [[unroll]] for (uint i = 0; i < TM * BNN; i++)
                     [[unroll]] for (uint e = 0; e < CE; e++)
-                        s[i][e] = pc.cap_log2 * fa_tanh(s[i][e] * pc.score_mul);
+                        s[i][e] = fa_score(s[i][e], pc.score_mul, pc.cap_log2, unused);
             } else {
                 [[unroll]] for (uint i = 0; i < TM * BNN; i++)
                     s[i] = s[i] * pc.scale_log2;
@@ -306,9 +307,10 @@ void main()
                 [[unroll]] for (uint p = 0; p < PPL; p++) {
                     const uint c = 2u * (lane % LPR + LPR * p);
                     x[p] = vec2(sc[s_off + r * LDS + c], sc[s_off + r * LDS + c + 1u]);
+                    float unused;
                     if (SOFTCAP)
-                        x[p] = pc.cap_log2 * vec2(fa_tanh(x[p].x * pc.score_mul),
-                                                  fa_tanh(x[p].y * pc.score_mul));
+                        x[p] = vec2(fa_score(x[p].x, pc.score_mul, pc.cap_log2, unused),
+                                    fa_score(x[p].y, pc.score_mul, pc.cap_log2, unused));
                     else
                         x[p] *= pc.scale_log2;
                     if (ALIBI)

@@ -196,17 +196,6 @@ uint fa_keys_end(int qd_max, int right, uint seq_k)
     return right < 0 ? seq_k : uint(clamp(qd_max + right + 1, 0, int(seq_k)));
 }
 
-// tanh as (1 - e) / (1 + e) with e = 2^(-2 log2(e) |x|) in (0, 1], the sign of x put back: the
-// divisor stays in [1, 2] for any input, the absolute error is near 1e-7 (the softcap, the only
-// user, scales it by the cap; relative accuracy near 0 is not needed), NaN stays NaN. No branch
-// and no polynomial: it runs for every score.
-float fa_tanh(float x)
-{
-    const float e = exp2(-2.8853900817779268 * abs(x));
-    const float t = (1.0 - e) / (1.0 + e);
-    return uintBitsToFloat(floatBitsToUint(t) | (floatBitsToUint(x) & 0x80000000u));
-}
-
 // ALiBi: the bias -slope2 |qd - j| of key j for the query whose diagonal is key qd (slope2 the
 // head's slope times log2(e)); 0 where ALIBI is off.
 float fa_alibi(float slope2, int j, int qd) { return ALIBI ? -slope2 * float(abs(qd - j)) : 0.0; }
@@ -225,7 +214,9 @@ float fa_bias_value(uint word, uint e)
 
 // A raw score q.k in log2 units: q.k mul (mul: scale log2(e)), or with SOFTCAP
 // cap_log2 tanh(q.k mul) (mul: scale / softcap); slope is the softcap's 1 - tanh^2 (the
-// backward's dS takes it), 1 without.
+// backward's dS takes it), 1 without. tanh(x) = 1 - 2 r with r = 1 / (1 + 2^(2 log2(e) x)): no
+// branch and no sign to restore, r saturates to 0 or 1 (the power reaching infinity or 0), NaN
+// stays NaN; the absolute error is near 1e-7 (times the cap), relative accuracy near 0 not needed.
 // One exit: spirv-opt (run before the driver specializes) wraps each inlined early return in a
 // construct of its own, around every score of an unrolled loop.
 float fa_score(float raw, float mul, float cap_log2, out float slope)
@@ -233,9 +224,9 @@ float fa_score(float raw, float mul, float cap_log2, out float slope)
     float x = raw * mul;
     slope = 1.0;
     if (SOFTCAP) {
-        const float t = fa_tanh(x);
-        slope = 1.0 - t * t;
-        x = cap_log2 * t;
+        const float r = 1.0 / (1.0 + exp2(2.8853900817779268 * x));
+        slope = 4.0 * r * (1.0 - r);
+        x = fma(-2.0 * cap_log2, r, cap_log2);
     }
     return x;
 }
