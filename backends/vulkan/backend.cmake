@@ -71,7 +71,7 @@ else()
         COMMAND ${FA_SPIRV_VAL} --target-env vulkan1.1 ${spv}
         DEPENDS ${fa_vk_shader_dir}/${kernel}.comp ${fa_vk_shader_dir}/fa_common.glsl
                 ${fa_vk_shader_dir}/fa_params.glsl ${fa_vk_shader_dir}/fa_backward.glsl
-                ${fa_vk_shader_dir}/fa_bwd_bias.glsl
+                ${fa_vk_shader_dir}/fa_bias.glsl
                 ${fa_vk_shader_dir}/fa_spec_ids.h
         COMMENT "Compiling and validating ${kernel} (${variant}) to SPIR-V"
         VERBATIM)

@@ -7,7 +7,7 @@
 // Q and dO through the stage for dV += P^T dO and dK += dS^T Q. dK is scaled once at the end.
 // The tiling and the shared memory are described in fa_backward.glsl.
 #extension GL_GOOGLE_include_directive : require
-#define BWD_BIAS_BINDING 7
+#define FA_BIAS_BINDING 7
 #include "fa_backward.glsl"
 
 TENSOR4(6, g1_buf) // dV
@@ -54,7 +54,7 @@ void main()
         const uint gb = pc.do_off + b * pc.do_sb + h * pc.do_sh + m0 * pc.do_ss;
         const int lim = int(m0) + diag - int(n0);
         const float slope2 = bwd_alibi_slope(b * heads_q + h);
-        const uvec2 bias_at = bwd_bias_at(gl_NumWorkGroups.z * heads_q, b, h, m0, n0);
+        const uvec2 bias_at = fa_bias_at(gl_NumWorkGroups.z * heads_q, b, h, m0, n0);
         // the previous tile read these before the barriers of its dV/dK rounds
         bwd_row_stats((b * heads_q + h) * pc.seq_q + m0, rows);
 
@@ -65,7 +65,7 @@ void main()
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
                 const float x = bwd_score(i * S_TN + j) + fa_alibi(slope2, int(c) - int(r), lim) +
-                                bwd_bias(bias_at, r, c, r < rows && c < keys);
+                                fa_bias(bias_at, r, c, r < rows && c < keys);
                 const float p = bwd_visible(r, c, rows, keys, lim, l2) ? exp2(x - l2) : 0.0;
                 ps[r * LDK + c / 4u][c % 4u] = p;
             }

@@ -4,7 +4,7 @@
 // fa_backward_cm.glsl). Causal and a sliding window (WINDOW): query tiles that see none of the
 // workgroup's keys are skipped.
 #extension GL_GOOGLE_include_directive : require
-#define BWD_BIAS_BINDING 7
+#define FA_BIAS_BINDING 7
 #include "fa_backward_cm.glsl"
 
 TENSOR8(6, g1_buf) // dV
@@ -78,7 +78,7 @@ void main()
         const float slope2 =
             ALIBI ? ws[2u * pc.delta_off + b * heads_q + hk * GQA + t / tiles] * LOG2E : 0.0;
         const uvec2 bias =
-            bwd_bias_at(gl_NumWorkGroups.z * heads_q, b, hk * GQA + t / tiles, m0, n0);
+            fa_bias_at(gl_NumWorkGroups.z * heads_q, b, hk * GQA + t / tiles, m0, n0);
         barrier(); // every subgroup is done with the previous tiles
         TILE_PUT(kt, next_q)
         TILE_PUT(vt, next_g)
@@ -129,7 +129,7 @@ void main()
                     if (BIAS != 0u) { // the element's query c and key r, tile-relative
                         const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
                         const uint r = r0 + tt * CM_M + v / CM_N;
-                        x += bwd_bias(bias, c, r, m0 + c < pc.seq_q && r < keys);
+                        x += fa_bias(bias, c, r, m0 + c < pc.seq_q && r < keys);
                     }
                     float p = lm[e] == NEG_INF ? 0.0 : exp2(x - lm[e]);
                     if (edge) {

@@ -6,7 +6,7 @@
 // of RQ keys of K through the stage for dQ += dS K. dQ is scaled once at the end. The tiling and
 // the shared memory are described in fa_backward.glsl.
 #extension GL_GOOGLE_include_directive : require
-#define BWD_BIAS_BINDING 6
+#define FA_BIAS_BINDING 6
 #include "fa_backward.glsl"
 
 shared vec4 ds[BN * LDQ]; // P, then dS over it
@@ -40,7 +40,7 @@ void main()
         const uint kb = pc.k_off + b * pc.k_sb + hk * pc.k_sh + n0 * pc.k_ss;
         const uint vb = pc.v_off + b * pc.v_sb + hk * pc.v_sh + n0 * pc.v_ss;
         const int lim = int(m0) + diag - int(n0);
-        const uvec2 bias_at = bwd_bias_at(gl_NumWorkGroups.z * gl_NumWorkGroups.y, b, h, m0, n0);
+        const uvec2 bias_at = fa_bias_at(gl_NumWorkGroups.z * gl_NumWorkGroups.y, b, h, m0, n0);
         bwd_dot(SRC_Q, qb, rows, SRC_K, kb, keys, s);
         [[unroll]] for (uint i = 0; i < S_TM; i++) {
             const uint r = s.y + SY * i;
@@ -48,7 +48,7 @@ void main()
             [[unroll]] for (uint j = 0; j < S_TN; j++) {
                 const uint c = s.x + SX * j;
                 const float x = bwd_score(i * S_TN + j) + fa_alibi(slope2, int(c) - int(r), lim) +
-                                bwd_bias(bias_at, r, c, r < rows && c < keys);
+                                fa_bias(bias_at, r, c, r < rows && c < keys);
                 ds[c * LDQ + r / 4u][r % 4u] =
                     bwd_visible(r, c, rows, keys, lim, l2) ? exp2(x - l2) : 0.0;
             }

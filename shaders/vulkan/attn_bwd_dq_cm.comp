@@ -5,7 +5,7 @@
 // its rows' LSE2 and Delta in registers; otherwise they come as matrices of repeated columns
 // from shared memory.
 #extension GL_GOOGLE_include_directive : require
-#define BWD_BIAS_BINDING 6
+#define FA_BIAS_BINDING 6
 #include "fa_backward_cm.glsl"
 
 #ifndef FA_CM_LAYOUT_E
@@ -23,7 +23,7 @@ void main()
     const int diag = int(pc.seq_k) - int(pc.seq_q); // query i's diagonal is key i + diag
     const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     const float slope2 = ALIBI ? ws[2u * pc.delta_off + b * heads_q + h] * LOG2E : 0.0;
-    const uvec2 bias = bwd_bias_at(gl_NumWorkGroups.z * heads_q, b, h, q0, 0u);
+    const uvec2 bias = fa_bias_at(gl_NumWorkGroups.z * heads_q, b, h, q0, 0u);
     const float NEG_INF = neg_inf();
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
@@ -127,7 +127,7 @@ void main()
                     if (BIAS != 0u) {
                         const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
                         const uint r = r0 + t * CM_M + v / CM_N;
-                        x += bwd_bias(bias, r, n0 + c, r < rows && c < keys);
+                        x += fa_bias(bias, r, n0 + c, r < rows && c < keys);
                     }
                     float p = LM_(e) == NEG_INF ? 0.0 : exp2(x - LM_(e));
                     if (edge) {

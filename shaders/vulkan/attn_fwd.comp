@@ -71,9 +71,9 @@ FA_SEQLENS_BINDING
 // ALIBI and BIAS: the workspace, holding the slopes, packed (batch, query head), and after them
 // the bias's offset and strides (batch, query, head; as uint bits), written before the dispatch
 layout(set = 0, binding = 6, std430) readonly buffer variant_block { float variant_buf[]; };
-// BIAS: the additive bias, as 32-bit words (fa_bias_value), element (b, i, h, j) at
-// offset + b sb + i ss + h sh + j
-layout(set = 0, binding = 7, std430) readonly buffer bias_block { uint bias_words[]; };
+#define FA_BIAS_BINDING 7
+#define FA_BIAS_VIEW(i_) variant_buf[i_]
+#include "fa_bias.glsl"
 
 FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
 
@@ -374,14 +374,7 @@ void main()
     const uint n_begin = fa_keys_begin(int(q0) + diag, left);
     const uint n_end = fa_keys_end(int(q0 + rows) - 1 + diag, right, seq_k);
     const float slope2 = ALIBI ? variant_buf[b * gl_NumWorkGroups.y + h] * LOG2E : 0.0;
-    // BIAS: element (b, q0, h, 0) of the bias, and its query stride
-    uint bias_row = 0u, bias_ss = 0u;
-    if (BIAS != 0u) {
-        const uint at = ALIBI ? gl_NumWorkGroups.z * gl_NumWorkGroups.y : 0u;
-        bias_ss = floatBitsToUint(variant_buf[at + 2u]);
-        bias_row = floatBitsToUint(variant_buf[at]) + b * floatBitsToUint(variant_buf[at + 1u]) +
-                   h * floatBitsToUint(variant_buf[at + 3u]) + q0 * bias_ss;
-    }
+    const uvec2 bias_at = fa_bias_at(gl_NumWorkGroups.z * gl_NumWorkGroups.y, b, h, q0, 0u);
 
     sx = lid % S_TX;
     sr = (lid / S_TX) * S_TM;
@@ -438,10 +431,7 @@ void main()
                 float slope;
                 float x = fa_score(s[i * S_TN + j], pc.score_mul, pc.cap_log2, slope) +
                           fa_alibi(slope2, int(n0 + c), int(q0 + sr + i) + diag);
-                if (BIAS != 0u && c < keys && sr + i < rows) {
-                    const uint e = bias_row + (sr + i) * bias_ss + n0 + c;
-                    x += fa_bias_value(bias_words[fa_bias_word(e)], e) * LOG2E;
-                }
+                x += fa_bias(bias_at, sr + i, n0 + c, c < keys && sr + i < rows);
                 s[i * S_TN + j] = visible ? x : NEG_INF;
                 mx = max(mx, s[i * S_TN + j]);
             }

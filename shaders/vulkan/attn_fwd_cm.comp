@@ -86,10 +86,9 @@ layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
 // ALIBI: the slopes, packed (batch, query head), in the workspace (vk_attention.c)
 layout(set = 0, binding = 6, std430) readonly buffer variant_block { float variant_buf[]; };
-// BIAS: the bias as 32-bit words (fa_bias_value), element (b, i, h, j) at offset + b sb + i ss +
-// h sh + j, its view in the workspace after the slopes (vk_attention.c)
-layout(set = 0, binding = 7, std430) readonly buffer bias_block { uint bias_words[]; };
-float bias_log2(uint e) { return fa_bias_value(bias_words[fa_bias_word(e)], e) * LOG2E; }
+#define FA_BIAS_BINDING 7
+#define FA_BIAS_VIEW(i_) variant_buf[i_]
+#include "fa_bias.glsl"
 
 FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
 
@@ -121,18 +120,10 @@ void main()
     const uint q_tiles = (pc.seq_q + BM - 1u) / BM;
     const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     const float slope2 = ALIBI ? variant_buf[b * gl_NumWorkGroups.y + h] * LOG2E : 0.0;
-    // BIAS: element (b, 0, h, 0) of the bias, and its query stride
-    uint bias_bh = 0u, bias_ss = 0u;
-    if (BIAS != 0u) {
-        const uint at = ALIBI ? gl_NumWorkGroups.z * gl_NumWorkGroups.y : 0u;
-        bias_ss = floatBitsToUint(variant_buf[at + 2u]);
-        bias_bh = floatBitsToUint(variant_buf[at]) + b * floatBitsToUint(variant_buf[at + 1u]) +
-                  h * floatBitsToUint(variant_buf[at + 3u]);
-    }
-// The bias of the tile's row r_ and key c_ (both tile-relative) in log2 units, read only inside
-// the tile's rows and keys (0 elsewhere).
-#define BIAS_AT(r_, c_)                                                                        \
-    ((r_) < rows && (c_) < keys ? bias_log2(bias_bh + (q0 + (r_)) * bias_ss + n0 + (c_)) : 0.0)
+    const uvec2 bias_at = fa_bias_at(gl_NumWorkGroups.z * gl_NumWorkGroups.y, b, h, 0u, 0u);
+// The bias of the tile's row r_ and key c_ (both tile-relative), read only inside the tile's rows
+// and keys.
+#define BIAS_AT(r_, c_) fa_bias(bias_at, q0 + (r_), n0 + (c_), (r_) < rows && (c_) < keys)
 
     // The workgroup takes the query tiles gl_WorkGroupID.x + i gl_NumWorkGroups.x of its head
     // (the host launches fewer workgroups than tiles where there are many: vk_attention.c). The

@@ -214,7 +214,9 @@ float bwd_slope(uint e) { return SOFTCAP ? sd[e] : 1.0; }
 // the workspace after LSE2 and Delta, times log2(e); 0 without.
 float bwd_alibi_slope(uint bh) { return ALIBI ? ws[2u * pc.delta_off + bh] * LOG2E : 0.0; }
 
-#include "fa_bwd_bias.glsl"
+// BIAS (the pass defines FA_BIAS_BINDING): its view after LSE2, Delta and the slopes.
+#define FA_BIAS_VIEW(i_) ws[2u * pc.delta_off + (i_)]
+#include "fa_bias.glsl"
 
 // ACC[(4 i + e) TN + j] += W[i].e * Y[j]: one step of a product whose invocation rows come in
 // groups of 4 (W) and whose columns are vec4 groups of the head dim (Y).

@@ -16,7 +16,7 @@
 //     dQ += dS K. Q and dO stay in registers as A matrices.
 // The variants as in the scalar passes (fa_backward.glsl): SOFTCAP softcaps S and multiplies dS by
 // 1 - tanh^2, ALIBI adds the bias (the slopes after LSE2 and Delta in the workspace), BIAS the
-// additive bias's elements (fa_bwd_bias.glsl), and causal and WINDOW skip the tiles no row or key
+// additive bias's elements (fa_bias.glsl), and causal and WINDOW skip the tiles no row or key
 // of the other tile sees.
 // No row reductions: every step works on the accumulators' own elements (fa_matrix.glsl), with
 // the index matrix where a mask crosses the tile or the end of the keys does, or for ALiBi and the
@@ -33,7 +33,9 @@ layout(set = 0, binding = 4, std430) readonly buffer ws_block { float ws[]; }; /
 TENSOR8(5, g0_buf) // dK, or dQ
 
 FA_BWD_PARAMS
-#include "fa_bwd_bias.glsl"
+// BIAS (the pass defines FA_BIAS_BINDING): its view after LSE2, Delta and the slopes.
+#define FA_BIAS_VIEW(i_) ws[2u * pc.delta_off + (i_)]
+#include "fa_bias.glsl"
 
 shared uvec4 kt[BN * LDT]; // Q (dK/dV) or K (dQ); also stages the register operands
 shared uvec4 vt[BN * LDT]; // dO (dK/dV) or V (dQ)
