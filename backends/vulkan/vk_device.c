@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* A context's device: the VkDevice with its own volk function table and compute queue, the one
- * command buffer and fence through which every call is submitted, and the pipeline cache kept
- * on disk between runs. */
+/* A context's device: the VkDevice with its own volk function table and compute queue, the ring
+ * of command buffers and fences through which calls are submitted (FA_VK_FRAMES in flight), and
+ * the pipeline cache kept on disk between runs. */
 #include "fa_cache.h"
 #include "fa_platform.h"
 #include "vk_coopmat_compat.h"
@@ -145,19 +145,17 @@ static fa_status create_submission_objects(fa_context *ctx, fa_vk_state *st)
     VkResult r = st->vk.vkCreateCommandPool(st->device, &pool, NULL, &st->pool);
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkCreateCommandPool");
+    VkCommandBuffer cmds[FA_VK_FRAMES];
     const VkCommandBufferAllocateInfo alloc = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
         .commandPool = st->pool,
         .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
+        .commandBufferCount = FA_VK_FRAMES,
     };
-    r = st->vk.vkAllocateCommandBuffers(st->device, &alloc, &st->cmd);
+    r = st->vk.vkAllocateCommandBuffers(st->device, &alloc, cmds);
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkAllocateCommandBuffers");
     const VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    r = st->vk.vkCreateFence(st->device, &fence, NULL, &st->fence);
-    if (r != VK_SUCCESS)
-        return fa_vk_fail(ctx, r, "vkCreateFence");
     const VkDescriptorPoolSize size = {
         .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
         .descriptorCount = SETS_PER_SUBMISSION * BINDINGS_PER_SET,
@@ -168,9 +166,16 @@ static fa_status create_submission_objects(fa_context *ctx, fa_vk_state *st)
         .poolSizeCount = 1,
         .pPoolSizes = &size,
     };
-    r = st->vk.vkCreateDescriptorPool(st->device, &dpool, NULL, &st->descriptors);
-    if (r != VK_SUCCESS)
-        return fa_vk_fail(ctx, r, "vkCreateDescriptorPool");
+    for (unsigned i = 0; i < FA_VK_FRAMES; i++) {
+        fa_vk_frame *f = &st->frames[i];
+        f->cmd = cmds[i];
+        r = st->vk.vkCreateFence(st->device, &fence, NULL, &f->fence);
+        if (r != VK_SUCCESS)
+            return fa_vk_fail(ctx, r, "vkCreateFence");
+        r = st->vk.vkCreateDescriptorPool(st->device, &dpool, NULL, &f->descriptors);
+        if (r != VK_SUCCESS)
+            return fa_vk_fail(ctx, r, "vkCreateDescriptorPool");
+    }
     return FA_OK;
 }
 
@@ -236,10 +241,12 @@ void fa_vk_context_release(fa_context *ctx)
         fa_vk_buffer_destroy(st, &st->workspace);
         if (st->cache)
             st->vk.vkDestroyPipelineCache(st->device, st->cache, NULL);
-        if (st->descriptors)
-            st->vk.vkDestroyDescriptorPool(st->device, st->descriptors, NULL);
-        if (st->fence)
-            st->vk.vkDestroyFence(st->device, st->fence, NULL);
+        for (unsigned i = 0; i < FA_VK_FRAMES; i++) {
+            if (st->frames[i].descriptors)
+                st->vk.vkDestroyDescriptorPool(st->device, st->frames[i].descriptors, NULL);
+            if (st->frames[i].fence)
+                st->vk.vkDestroyFence(st->device, st->frames[i].fence, NULL);
+        }
         if (st->pool)
             st->vk.vkDestroyCommandPool(st->device, st->pool, NULL);
         if (!st->adopted)
@@ -252,22 +259,38 @@ void fa_vk_context_release(fa_context *ctx)
 
 /* ---- submission --------------------------------------------------------------------------- */
 
+/* Waits for slot f's submission, if any. */
+static fa_status wait_frame(fa_context *ctx, fa_vk_frame *f)
+{
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    if (!f->pending)
+        return FA_OK;
+    VkResult r = st->vk.vkWaitForFences(st->device, 1, &f->fence, VK_TRUE, UINT64_MAX);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkWaitForFences");
+    f->pending = false;
+    r = st->vk.vkResetFences(st->device, 1, &f->fence);
+    return r == VK_SUCCESS ? FA_OK : fa_vk_fail(ctx, r, "vkResetFences");
+}
+
 fa_status fa_vk_wait(fa_context *ctx)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    if (st->pending) {
-        VkResult r = st->vk.vkWaitForFences(st->device, 1, &st->fence, VK_TRUE, UINT64_MAX);
-        if (r != VK_SUCCESS)
-            return fa_vk_fail(ctx, r, "vkWaitForFences");
-        st->pending = false;
-        r = st->vk.vkResetFences(st->device, 1, &st->fence);
-        if (r != VK_SUCCESS)
-            return fa_vk_fail(ctx, r, "vkResetFences");
-        r = st->vk.vkResetDescriptorPool(st->device, st->descriptors, 0);
-        if (r != VK_SUCCESS)
-            return fa_vk_fail(ctx, r, "vkResetDescriptorPool");
+    /* Oldest first: the ring's order is submission order. */
+    for (unsigned i = 1; i <= FA_VK_FRAMES; i++) {
+        fa_status s = wait_frame(ctx, &st->frames[(st->frame + i) % FA_VK_FRAMES]);
+        if (s != FA_OK)
+            return s;
     }
     return fa_vk_check_validation(ctx);
+}
+
+bool fa_vk_busy(const fa_vk_state *st)
+{
+    for (unsigned i = 0; i < FA_VK_FRAMES; i++)
+        if (st->frames[i].pending)
+            return true;
+    return false;
 }
 
 fa_status fa_vk_synchronize(fa_context *ctx)
@@ -305,14 +328,25 @@ static void queue_barrier(fa_vk_state *st)
 fa_status fa_vk_begin(fa_context *ctx)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    fa_status s = fa_vk_wait(ctx);
+    const unsigned next = (st->frame + 1) % FA_VK_FRAMES;
+    fa_vk_frame *f = &st->frames[next];
+    fa_status s = wait_frame(ctx, f);
+    if (s == FA_OK)
+        s = fa_vk_check_validation(ctx);
     if (s != FA_OK)
         return s;
+    /* Also after a recording that was never submitted (fa_vk_finish on an error). */
+    VkResult r = st->vk.vkResetDescriptorPool(st->device, f->descriptors, 0);
+    if (r != VK_SUCCESS)
+        return fa_vk_fail(ctx, r, "vkResetDescriptorPool");
+    st->frame = next;
+    st->cmd = f->cmd;
+    st->descriptors = f->descriptors;
     const VkCommandBufferBeginInfo begin = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
     };
-    VkResult r = st->vk.vkBeginCommandBuffer(st->cmd, &begin);
+    r = st->vk.vkBeginCommandBuffer(st->cmd, &begin);
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkBeginCommandBuffer");
     st->recording = true;
@@ -350,10 +384,11 @@ fa_status fa_vk_submit(fa_context *ctx, bool wait)
         .commandBufferCount = 1,
         .pCommandBuffers = &st->cmd,
     };
-    r = st->vk.vkQueueSubmit(st->queue, 1, &submit, st->fence);
+    fa_vk_frame *f = &st->frames[st->frame];
+    r = st->vk.vkQueueSubmit(st->queue, 1, &submit, f->fence);
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkQueueSubmit");
-    st->pending = true;
+    f->pending = true;
     return wait ? fa_vk_wait(ctx) : fa_vk_check_validation(ctx);
 }
 

@@ -118,9 +118,23 @@ typedef struct fa_vk_pipeline {
     VkPipeline pipeline;
 } fa_vk_pipeline;
 
-/* Per context: one VkDevice, its function table, one compute queue, one command buffer with a
- * fence (at most one submission in flight), a descriptor pool reset after each wait, the
- * pipelines built so far and the pipeline cache. */
+/* Submissions a context keeps in flight: a call records while the GPU still runs the ones
+ * before it, so the GPU does not idle for the host between calls; the call FA_VK_FRAMES later
+ * waits for the first. */
+enum { FA_VK_FRAMES = 4 };
+
+/* One submission slot: its command buffer, the fence it signals and the descriptor pool its
+ * sets come from (reset when the slot is reused). */
+typedef struct fa_vk_frame {
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkDescriptorPool descriptors;
+    bool pending; /* submitted, its fence not yet waited for */
+} fa_vk_frame;
+
+/* Per context: one VkDevice, its function table, one compute queue, a ring of submission slots
+ * (cmd and descriptors name the slot being recorded), the pipelines built so far and the
+ * pipeline cache. */
 typedef struct fa_vk_state {
     const fa_vk_physical *phys;
     VkDevice device;
@@ -128,11 +142,11 @@ typedef struct fa_vk_state {
     VkQueue queue;
     uint32_t queue_family;
     VkCommandPool pool;
+    fa_vk_frame frames[FA_VK_FRAMES];
+    unsigned frame; /* the slot recorded last */
     VkCommandBuffer cmd;
-    VkFence fence;
-    bool pending; /* a submission may still run */
-    bool recording;
     VkDescriptorPool descriptors;
+    bool recording;
     bool adopted;   /* the device is the application's (flashattn/vulkan.h): never destroyed here */
     bool storage16; /* 16-bit storage enabled (FA_VULKAN_NO_16BIT_STORAGE=1 turns it off) */
     bool pipeline_stats; /* FA_VULKAN_PIPELINE_STATS=1: each new pipeline's statistics logged */
@@ -247,12 +261,15 @@ fa_status fa_vk_context_adopt(fa_context *ctx, const void *app, int *index);
 fa_status fa_vk_buffer_wrap(fa_context *ctx, uint64_t native, size_t offset, size_t size,
                             void **handle);
 void fa_vk_context_release(fa_context *ctx);
-/* Waits for the submission in flight, if any, and makes its descriptor sets reusable. */
+/* Waits for every submission in flight. */
 fa_status fa_vk_wait(fa_context *ctx);
+/* Whether a submission may still run. */
+bool fa_vk_busy(const fa_vk_state *st);
 fa_status fa_vk_synchronize(fa_context *ctx);
-/* Begins the command buffer (after fa_vk_wait), with a barrier against earlier submissions. */
+/* Begins the next slot's command buffer (after waiting for that slot's last submission), with a
+ * barrier against earlier submissions. */
 fa_status fa_vk_begin(fa_context *ctx);
-/* Ends and submits it; waits for it when `wait`. */
+/* Ends and submits it; waits for every submission when `wait`. */
 fa_status fa_vk_submit(fa_context *ctx, bool wait);
 /* fa_vk_submit where s is FA_OK; else ends a recording in progress unsubmitted and returns s. */
 fa_status fa_vk_finish(fa_context *ctx, fa_status s, bool wait);

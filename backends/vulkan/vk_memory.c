@@ -107,7 +107,7 @@ void fa_vk_buffer_free(fa_context *ctx, void *handle)
     fa_vk_state *st = fa_vk_state_of(ctx);
     if (!handle)
         return;
-    if (st->pending && !ctx->lost)
+    if (fa_vk_busy(st) && !ctx->lost)
         fa_vk_wait(ctx);
     fa_vk_buffer_destroy(st, handle);
     free(handle);
