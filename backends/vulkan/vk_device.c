@@ -202,6 +202,11 @@ fa_status fa_vk_context_init(fa_context *ctx, int index)
 fa_status fa_vk_context_open(fa_context *ctx)
 {
     fa_vk_state *st = ctx->backend_state;
+    /* FA_VULKAN_WAIT_SPIN_US=n (tuning): poll a submission's fence for up to n microseconds
+     * before sleeping on it, against a sleeping wait's wake-up time. */
+    const char *spin = fa_knob_value(ctx, FA_KNOB_VULKAN_WAIT_SPIN_US);
+    const double spin_us = spin ? strtod(spin, NULL) : 0.0;
+    st->wait_spin_s = spin_us > 0 && spin_us <= 1e6 ? spin_us * 1e-6 : 0.0;
     fa_status s = create_submission_objects(ctx, st);
     if (s == FA_OK)
         s = fa_vk_check_validation(ctx);
@@ -265,7 +270,15 @@ static fa_status wait_frame(fa_context *ctx, fa_vk_frame *f)
     fa_vk_state *st = fa_vk_state_of(ctx);
     if (!f->pending)
         return FA_OK;
-    VkResult r = st->vk.vkWaitForFences(st->device, 1, &f->fence, VK_TRUE, UINT64_MAX);
+    VkResult r = VK_NOT_READY;
+    if (st->wait_spin_s > 0) {
+        const double until = fa_clock_seconds() + st->wait_spin_s;
+        do
+            r = st->vk.vkGetFenceStatus(st->device, f->fence);
+        while (r == VK_NOT_READY && fa_clock_seconds() < until);
+    }
+    if (r == VK_NOT_READY)
+        r = st->vk.vkWaitForFences(st->device, 1, &f->fence, VK_TRUE, UINT64_MAX);
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkWaitForFences");
     f->pending = false;

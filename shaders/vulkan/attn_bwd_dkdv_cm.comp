@@ -83,6 +83,7 @@ void main()
             ALIBI ? ws[2u * pc.delta_off + b * heads_q + hk * GQA + t / tiles] * LOG2E : 0.0;
         const uvec2 bias =
             fa_bias_at(gl_NumWorkGroups.z * heads_q, b, hk * GQA + t / tiles, m0, n0);
+        const bool bias_blocks = fa_bias_blocks(bias);
         barrier(); // every subgroup is done with the previous tiles
         TILE_PUT(kt, next_q)
         TILE_PUT(vt, next_g)
@@ -117,7 +118,18 @@ void main()
             MAT_C dm; // one declarator per line (glslang 13)
             coopMatLoad(lm, lse_c, j * CM_N, BN, ROW_MAJOR);
             coopMatLoad(dm, dl_c, j * CM_N, BN, ROW_MAJOR);
-            [[unroll]] for (uint tt = 0; tt < TM; tt++)
+            [[unroll]] for (uint tt = 0; tt < TM; tt++) {
+                // The bias of this block (keys as rows, queries as columns) as a matrix where it
+                // lies inside the keys and queries.
+                bool whole = false;
+                MAT_C bm;
+                if (BIAS != 0u) {
+                    whole = bias_blocks && r0 + (tt + 1u) * CM_M <= keys &&
+                            m0 + (j + 1u) * CM_N <= pc.seq_q;
+                    if (whole)
+                        FA_BIAS_BLOCK(bm, bias.x + j * CM_N * bias.y + r0 + tt * CM_M, bias.y,
+                                      COL_MAJOR)
+                }
                 FOR_EACH_ELEMENT(e, lm) {
                     const uint i = tt * BNN + j;
                     float slope;
@@ -131,9 +143,13 @@ void main()
                         x += fa_alibi(slope2, first, int(j * CM_N + v % CM_N));
                     }
                     if (BIAS != 0u) { // the element's query c and key r, tile-relative
-                        const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
-                        const uint r = r0 + tt * CM_M + v / CM_N;
-                        x += fa_bias(bias, c, r, m0 + c < pc.seq_q && r < keys);
+                        if (whole) {
+                            x = fma(bm[e], LOG2E, x);
+                        } else {
+                            const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
+                            const uint r = r0 + tt * CM_M + v / CM_N;
+                            x += fa_bias(bias, c, r, m0 + c < pc.seq_q && r < keys);
+                        }
                     }
                     float p = lm[e] == NEG_INF ? 0.0 : exp2(x - lm[e]);
                     if (edge) {
@@ -147,6 +163,7 @@ void main()
                     if (SOFTCAP)
                         dp[i][e] *= slope;
                 }
+            }
         }
 #ifdef FA_CM_A_FROM_C
         PRODUCT_ACC_REG(dv, s, vt)  // dV += P^T dO

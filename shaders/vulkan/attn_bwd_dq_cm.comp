@@ -24,6 +24,7 @@ void main()
     const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     const float slope2 = ALIBI ? ws[2u * pc.delta_off + b * heads_q + h] * LOG2E : 0.0;
     const uvec2 bias = fa_bias_at(gl_NumWorkGroups.z * heads_q, b, h, q0, 0u);
+    const bool bias_blocks = fa_bias_blocks(bias);
     const float NEG_INF = neg_inf();
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
     const uint v_base = pc.v_off + b * pc.v_sb + hk * pc.v_sh;
@@ -94,6 +95,16 @@ void main()
         // S scale log2e (fa_score: with SOFTCAP softcapped, S'_S its 1 - tanh^2, else 1) plus
         // ALiBi's and the additive bias.
         const bool edge = cm_step_masked(keys, n0, int(q0 + r0) + diag, RM, left, right);
+// The bias of block (t_, j_) as a matrix (bm) where it lies inside the rows and keys (whole).
+#define BIAS_BLOCK_OF(t_, j_)                                                                  \
+    bool whole = false;                                                                        \
+    MAT_C bm;                                                                                  \
+    if (BIAS != 0u) {                                                                          \
+        whole = bias_blocks && r0 + ((t_) + 1u) * CM_M <= rows && ((j_) + 1u) * CM_N <= keys;  \
+        if (whole)                                                                             \
+            FA_BIAS_BLOCK(bm, bias.x + (r0 + (t_) * CM_M) * bias.y + n0 + (j_) * CM_N, bias.y, \
+                          ROW_MAJOR)                                                           \
+    }
         MAT_C ix = MAT_C(0.0);
         if (ALIBI || BIAS != 0u || edge)
             CM_IDX_LOAD(ix, cm_idx);
@@ -101,7 +112,8 @@ void main()
 #ifdef FA_CM_LAYOUT_E
 #define LM_(e_) lse_s[t * NSLOT + slot_of(e_)]
 #define DM_(e_) dl_s[t * NSLOT + slot_of(e_)]
-            [[unroll]] for (uint j = 0; j < BNN; j++)
+            [[unroll]] for (uint j = 0; j < BNN; j++) {
+                BIAS_BLOCK_OF(t, j)
                 [[unroll]] for (uint e = 0; e < CE; e++) {
 #else
             MAT_C lm;
@@ -110,7 +122,8 @@ void main()
             coopMatLoad(dm, dl_r, f_off + t * CM_M * CM_N, CM_N, ROW_MAJOR);
 #define LM_(e_) lm[e_]
 #define DM_(e_) dm[e_]
-            [[unroll]] for (uint j = 0; j < BNN; j++)
+            [[unroll]] for (uint j = 0; j < BNN; j++) {
+                BIAS_BLOCK_OF(t, j)
                 FOR_EACH_ELEMENT(e, lm) {
 #endif
                     const uint i = t * BNN + j;
@@ -125,9 +138,13 @@ void main()
                         x += fa_alibi(slope2, int(c), lim);
                     }
                     if (BIAS != 0u) {
-                        const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
-                        const uint r = r0 + t * CM_M + v / CM_N;
-                        x += fa_bias(bias, r, n0 + c, r < rows && c < keys);
+                        if (whole) {
+                            x = fma(bm[e], LOG2E, x);
+                        } else {
+                            const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
+                            const uint r = r0 + t * CM_M + v / CM_N;
+                            x += fa_bias(bias, r, n0 + c, r < rows && c < keys);
+                        }
                     }
                     float p = LM_(e) == NEG_INF ? 0.0 : exp2(x - LM_(e));
                     if (edge) {
@@ -140,6 +157,7 @@ void main()
                     if (SOFTCAP)
                         s[i][e] *= slope;
                 }
+            }
 #undef LM_
 #undef DM_
         }

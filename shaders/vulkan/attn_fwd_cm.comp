@@ -121,6 +121,7 @@ void main()
     const int left = fa_left(pc.win_left), right = fa_right(pc.win_right);
     const float slope2 = ALIBI ? variant_buf[b * gl_NumWorkGroups.y + h] * LOG2E : 0.0;
     const uvec2 bias_at = fa_bias_at(gl_NumWorkGroups.z * gl_NumWorkGroups.y, b, h, 0u, 0u);
+    const bool bias_blocks = fa_bias_blocks(bias_at);
 // The bias of the tile's row r_ and key c_ (both tile-relative), read only inside the tile's rows
 // and keys.
 #define BIAS_AT(r_, c_) fa_bias(bias_at, q0 + (r_), n0 + (c_), (r_) < rows && (c_) < keys)
@@ -227,12 +228,25 @@ void main()
                 }
                 if (BIAS != 0u) {
                     [[unroll]] for (uint t = 0; t < TM; t++)
-                        [[unroll]] for (uint j = 0; j < BNN; j++)
-                            [[unroll]] for (uint e = 0; e < CE; e++) {
-                                const uint v = uint(ix[e]);
-                                s[t * BNN + j][e] += BIAS_AT(r0 + t * CM_M + v / CM_N,
-                                                             j * CM_N + v % CM_N);
+                        [[unroll]] for (uint j = 0; j < BNN; j++) {
+                            const uint i = t * BNN + j;
+                            if (bias_blocks && r0 + (t + 1u) * CM_M <= rows &&
+                                (j + 1u) * CM_N <= keys) {
+                                MAT_C bm;
+                                FA_BIAS_BLOCK(bm,
+                                              bias_at.x + (q0 + r0 + t * CM_M) * bias_at.y + n0 +
+                                                  j * CM_N,
+                                              bias_at.y, ROW_MAJOR)
+                                [[unroll]] for (uint e = 0; e < CE; e++)
+                                    s[i][e] = fma(bm[e], LOG2E, s[i][e]);
+                            } else {
+                                [[unroll]] for (uint e = 0; e < CE; e++) {
+                                    const uint v = uint(ix[e]);
+                                    s[i][e] += BIAS_AT(r0 + t * CM_M + v / CM_N,
+                                                       j * CM_N + v % CM_N);
+                                }
                             }
+                        }
                 }
                 if (edge) {
                     [[unroll]] for (uint t = 0; t < TM; t++)

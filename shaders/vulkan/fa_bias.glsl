@@ -27,3 +27,30 @@ float fa_bias(uvec2 at, uint r, uint c, bool inside)
     const uint e = at.x + r * at.y + c;
     return BIAS != 0u && inside ? fa_bias_value(bias_words[fa_bias_word(e)], e) * LOG2E : 0.0;
 }
+
+#ifdef MAT_C
+// The matrix shaders' whole blocks: where an f32 or f16 bias's view has its offset and query
+// stride in multiples of 16 bytes (coopMatLoad's alignment) and a nonzero query stride, a block of
+// the accumulator's shape whose rows and keys are all inside comes in one coopMatLoad (the key
+// stride is 1) instead of a read per element; bf16, unaligned views and the tiles' edges read per
+// element. fa_bias_blocks(at) takes fa_bias_at's result.
+bool fa_bias_blocks(uvec2 at)
+{
+    const uint unit = BIAS == 1u ? 4u : 8u; // elements in 16 bytes
+    return (BIAS == 1u || BIAS == 2u) && at.y != 0u && ((at.x | at.y) & (unit - 1u)) == 0u;
+}
+// m_ (MAT_C) = the block whose first element is e_ (an element index), stride_ elements between
+// its rows (ROW_MAJOR) or columns (COL_MAJOR), in the bias's units (the caller multiplies each
+// element by log2(e): spirv-opt v2023.5 crashes folding on a sum of two matrices);
+// only where fa_bias_blocks.
+#define FA_BIAS_BLOCK(m_, e_, stride_, layout_)                                                \
+    {                                                                                          \
+        if (BIAS == 1u) {                                                                      \
+            coopMatLoad(m_, bias_words, (e_), (stride_), layout_);                             \
+        } else {                                                                               \
+            MAT_H h_;                                                                          \
+            coopMatLoad(h_, bias_words, (e_) >> 1u, (stride_) >> 1u, layout_);                 \
+            m_ = MAT_C(h_);                                                                    \
+        }                                                                                      \
+    }
+#endif

@@ -859,6 +859,23 @@ static const variant_spec variants[] = {
      false,
      1,
      2},
+    /* f16 biases whose key count is a multiple of 8, so that the Vulkan matrix shaders read
+     * whole blocks of them (fa_bias.glsl), the edges per element: packed, and a mask with a row
+     * without keys, causal; forward and backward. */
+    {{FA_DTYPE_F16, 2, 192, 256, 8, 2, 64, 0, false, false, false, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     0,
+     1},
+    {{FA_DTYPE_F16, 2, 192, 256, 8, 2, 64, 0, true, true, false, NULL, 0},
+     {false, 0, 0},
+     0,
+     0,
+     false,
+     0,
+     3},
 };
 
 int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
