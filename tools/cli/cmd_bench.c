@@ -50,7 +50,8 @@ static const char usage[] =
     "  --decode         the decoding grid instead: one query token, batch 1, 16 and 64, cache\n"
     "                   length 4k, 32k and 128k, 32 query heads on 8 KV heads and 8 on 8, head\n"
     "                   dim 64 and 128, forward only, in GB/s of K and V read (rows whose K\n"
-    "                   and V would take over half the device's memory are skipped); on the\n"
+    "                   and V would take over half the device's memory, or K alone more than\n"
+    "                   its largest buffer, are skipped); on the\n"
     "                   CPU backend the memory read rate is measured first, and each row shows\n"
     "                   its fraction of it\n"
     "  --splits N       fa_attention_desc.num_splits for every row (0: the backend chooses)\n"
@@ -408,6 +409,13 @@ static int run_decode_grid(fa_context *ctx, const bench_options *o, fa_dtype dty
                     if (dev.memory_bytes && cli_attn_kv_bytes(&shape) > 0.5 * dev.memory_bytes) {
                         printf("%11s  skipped: K and V take %.1f GB\n", "-",
                                cli_attn_kv_bytes(&shape) * 1e-9);
+                        continue;
+                    }
+                    if (dev.max_buffer_bytes &&
+                        0.5 * cli_attn_kv_bytes(&shape) > (double)dev.max_buffer_bytes) {
+                        printf("%11s  skipped: K takes %.1f GB, over the device's largest "
+                               "buffer\n",
+                               "-", 0.5 * cli_attn_kv_bytes(&shape) * 1e-9);
                         continue;
                     }
                     fflush(stdout);
