@@ -13,6 +13,18 @@ shared float lse_r[NSG * RM * CM_N]; // LSE2 and Delta of each subgroup's rows, 
 shared float dl_r[NSG * RM * CM_N];
 #endif
 
+// In the step's element loops: the bias of block (t_, j_) as a matrix (bm) where it lies inside
+// the rows and keys (whole).
+#define BIAS_BLOCK_OF(t_, j_)                                                                  \
+    bool whole = false;                                                                        \
+    MAT_C bm;                                                                                  \
+    if (BIAS != 0u) {                                                                          \
+        whole = bias_blocks && r0 + ((t_) + 1u) * CM_M <= rows && ((j_) + 1u) * CM_N <= keys;  \
+        if (whole)                                                                             \
+            FA_BIAS_BLOCK(bm, bias.x + (r0 + (t_) * CM_M) * bias.y + n0 + (j_) * CM_N, bias.y, \
+                          ROW_MAJOR)                                                           \
+    }
+
 void main()
 {
     const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
@@ -95,16 +107,6 @@ void main()
         // S scale log2e (fa_score: with SOFTCAP softcapped, S'_S its 1 - tanh^2, else 1) plus
         // ALiBi's and the additive bias.
         const bool edge = cm_step_masked(keys, n0, int(q0 + r0) + diag, RM, left, right);
-// The bias of block (t_, j_) as a matrix (bm) where it lies inside the rows and keys (whole).
-#define BIAS_BLOCK_OF(t_, j_)                                                                  \
-    bool whole = false;                                                                        \
-    MAT_C bm;                                                                                  \
-    if (BIAS != 0u) {                                                                          \
-        whole = bias_blocks && r0 + ((t_) + 1u) * CM_M <= rows && ((j_) + 1u) * CM_N <= keys;  \
-        if (whole)                                                                             \
-            FA_BIAS_BLOCK(bm, bias.x + (r0 + (t_) * CM_M) * bias.y + n0 + (j_) * CM_N, bias.y, \
-                          ROW_MAJOR)                                                           \
-    }
         MAT_C ix = MAT_C(0.0);
         if (ALIBI || BIAS != 0u || edge)
             CM_IDX_LOAD(ix, cm_idx);
