@@ -30,6 +30,7 @@
     X(VULKAN_PIPELINE_STATS)                                                                       \
     X(VULKAN_SPV_DIR)                                                                              \
     X(VULKAN_WAIT_SPIN_US)                                                                         \
+    X(VULKAN_IN_FLIGHT)                                                                            \
     X(VULKAN_FWD_TILES)                                                                            \
     X(VULKAN_BWD_TILES)                                                                            \
     X(VULKAN_FWD_VARIANT)                                                                          \

@@ -207,6 +207,11 @@ fa_status fa_vk_context_open(fa_context *ctx)
     const char *spin = fa_knob_value(ctx, FA_KNOB_VULKAN_WAIT_SPIN_US);
     const double spin_us = spin ? strtod(spin, NULL) : 0.0;
     st->wait_spin_s = spin_us > 0 && spin_us <= 1e6 ? spin_us * 1e-6 : 0.0;
+    /* FA_VULKAN_IN_FLIGHT=n (tuning): at most n submissions in flight (1 to FA_VK_FRAMES; 1 waits
+     * for each call before recording the next, as versions before the ring did). */
+    const char *flight = fa_knob_value(ctx, FA_KNOB_VULKAN_IN_FLIGHT);
+    const long n = flight ? strtol(flight, NULL, 10) : 0;
+    st->in_flight = n >= 1 && n <= FA_VK_FRAMES ? (unsigned)n : FA_VK_FRAMES;
     fa_status s = create_submission_objects(ctx, st);
     if (s == FA_OK)
         s = fa_vk_check_validation(ctx);
@@ -290,8 +295,8 @@ fa_status fa_vk_wait(fa_context *ctx)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
     /* Oldest first: the ring's order is submission order. */
-    for (unsigned i = 1; i <= FA_VK_FRAMES; i++) {
-        fa_status s = wait_frame(ctx, &st->frames[(st->frame + i) % FA_VK_FRAMES]);
+    for (unsigned i = 1; i <= st->in_flight; i++) {
+        fa_status s = wait_frame(ctx, &st->frames[(st->frame + i) % st->in_flight]);
         if (s != FA_OK)
             return s;
     }
@@ -341,7 +346,7 @@ static void queue_barrier(fa_vk_state *st)
 fa_status fa_vk_begin(fa_context *ctx)
 {
     fa_vk_state *st = fa_vk_state_of(ctx);
-    const unsigned next = (st->frame + 1) % FA_VK_FRAMES;
+    const unsigned next = (st->frame + 1) % st->in_flight;
     fa_vk_frame *f = &st->frames[next];
     fa_status s = wait_frame(ctx, f);
     if (s == FA_OK)

@@ -143,7 +143,8 @@ typedef struct fa_vk_state {
     uint32_t queue_family;
     VkCommandPool pool;
     fa_vk_frame frames[FA_VK_FRAMES];
-    unsigned frame; /* the slot recorded last */
+    unsigned frame;     /* the slot recorded last */
+    unsigned in_flight; /* slots in use: FA_VK_FRAMES, or FA_VULKAN_IN_FLIGHT (1 to it) */
     VkCommandBuffer cmd;
     VkDescriptorPool descriptors;
     bool recording;
