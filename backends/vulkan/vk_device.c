@@ -276,16 +276,19 @@ static fa_status wait_frame(fa_context *ctx, fa_vk_frame *f)
     if (!f->pending)
         return FA_OK;
     VkResult r = VK_NOT_READY;
+    const char *call = "vkGetFenceStatus";
     if (st->wait_spin_s > 0) {
         const double until = fa_clock_seconds() + st->wait_spin_s;
         do
             r = st->vk.vkGetFenceStatus(st->device, f->fence);
         while (r == VK_NOT_READY && fa_clock_seconds() < until);
     }
-    if (r == VK_NOT_READY)
+    if (r == VK_NOT_READY) {
+        call = "vkWaitForFences";
         r = st->vk.vkWaitForFences(st->device, 1, &f->fence, VK_TRUE, UINT64_MAX);
+    }
     if (r != VK_SUCCESS)
-        return fa_vk_fail(ctx, r, "vkWaitForFences");
+        return fa_vk_fail(ctx, r, call);
     f->pending = false;
     r = st->vk.vkResetFences(st->device, 1, &f->fence);
     return r == VK_SUCCESS ? FA_OK : fa_vk_fail(ctx, r, "vkResetFences");
