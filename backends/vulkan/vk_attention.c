@@ -314,7 +314,7 @@ fa_vk_variant_push fa_vk_variant_push_of(const fa_attention_call *call)
 {
     const bool cap = call->softcap > 0.0f;
     return (fa_vk_variant_push){
-        cap ? call->scale / call->softcap : call->scale * FA_VK_LOG2E,
+        cap ? call->scale / call->softcap * (2.0f * FA_VK_LOG2E) : call->scale * FA_VK_LOG2E,
         cap ? call->softcap * FA_VK_LOG2E : 0.0f,
         (int32_t)fa_call_left(call),
         (int32_t)fa_call_right(call),

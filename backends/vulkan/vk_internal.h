@@ -215,8 +215,8 @@ fa_vk_fwd_push fa_vk_fwd_push_of(const fa_attention_call *call);
 
 /* The push constants the scalar forward (after fa_vk_fwd_push) and the backward passes end with
  * (FA_VARIANT_MEMBERS in shaders/vulkan/fa_params.glsl): the raw score's multiplier (scale
- * log2 e, or with a softcap scale / softcap), softcap log2 e, and the window's bounds with causal
- * folded in (-1: none). */
+ * log2 e, or with a softcap 2 log2 e scale / softcap), softcap log2 e, and the window's bounds
+ * with causal folded in (-1: none). */
 typedef struct fa_vk_variant_push {
     float score_mul, cap_log2;
     int32_t win_left, win_right;

@@ -135,11 +135,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     const int full = max(lead, min(max(nfull - t0, 0), ntiles));
     const int row_lo = r0 + 16 * wq + (lane >> 2); // this thread's rows: row_lo, row_lo + 8
     const int t2 = (lane & 3) * 2;
-    // a softcap, ALiBi or a bias makes S the (capped, biased) scores in log2 units, which then
-    // take c = 1
+    // c takes S to log2 units in the exponent's multiply. A softcap or a bias (or ALiBi where c
+    // would be 0) makes S the (capped, biased) scores in log2 units, with c = 1; ALiBi alone
+    // leaves S as q.k (c = scale log2 e) and adds its term divided by c: one FFMA a score.
     const bool cap = p.softcap != 0.f;
-    const float c = cap || p.has_alibi || p.bias_dtype ? 1.f : p.scale_log2;
-    const float slope = fa_alibi_slope(p, b, h);
+    const bool logs = cap || p.bias_dtype || (p.has_alibi && p.scale_log2 == 0.f);
+    const float c = logs ? 1.f : p.scale_log2;
+    const float slope = fa_alibi_slope(p, b, h) / c;
     const float masked = c > 0.f ? -INFINITY : INFINITY;
     constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
 
@@ -181,24 +183,33 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             for (int i = 0; i < BK / 2; i++)
                 sc[i] = p.softcap_log2 * fa_softcap_tanh(sc[i], p.softcap_k);
         }
-        if (p.has_alibi || p.bias_dtype) { // (slope 0 without ALiBi)
-            const float s_c = cap ? 1.f : p.scale_log2;
+        // row row_lo + 8 r's distance from key k0 + t2 is d(r); sc[4 n + 2 r + e] is key + 8 n + e
+        auto d = [&](int r) { return (float)(row_lo + 8 * r + (p.seq_k - p.seq_q) - k0 - t2); };
+        if (logs && (p.has_alibi || p.bias_dtype)) {    // (slope 0 without ALiBi)
+            const float s_c = cap ? 1.f : p.scale_log2; // to log2 units where not capped
 #pragma unroll
             for (int r = 0; r < 2; r++) {
-                // row row_lo + 8 r's distance from key k0 + t2; sc[4 n + 2 r + e] is key + 8 n + e
-                const float d = (float)(row_lo + 8 * r + (p.seq_k - p.seq_q) - k0 - t2);
                 const long long brow = fa_bias_row(p, b, row_lo + 8 * r, h);
 #pragma unroll
                 for (int n = 0; n < BK / 8; n++)
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
                         float x =
-                            fa_alibi(sc[4 * n + 2 * r + e] * s_c, slope, d - (float)(8 * n + e));
+                            fa_alibi(sc[4 * n + 2 * r + e] * s_c, slope, d(r) - (float)(8 * n + e));
                         if (p.bias_dtype)
                             x += fa_bias(p, brow, k0 + t2 + 8 * n + e);
                         sc[4 * n + 2 * r + e] = x;
                     }
             }
+        } else if (p.has_alibi) {
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++)
+                        sc[4 * n + 2 * r + e] =
+                            fa_alibi(sc[4 * n + 2 * r + e], slope, d(r) - (float)(8 * n + e));
         }
         if constexpr (mask) { // per row: the visible keys [beg, end) relative to key k0 + t2
 #pragma unroll

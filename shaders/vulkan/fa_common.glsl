@@ -213,8 +213,9 @@ float fa_bias_value(uint word, uint e)
 }
 
 // A raw score q.k in log2 units: q.k mul (mul: scale log2(e)), or with SOFTCAP
-// cap_log2 tanh(q.k mul) (mul: scale / softcap); slope is the softcap's 1 - tanh^2 (the
-// backward's dS takes it), 1 without. tanh(x) = 1 - 2 r with r = 1 / (1 + 2^(2 log2(e) x)): no
+// cap_log2 tanh(x), x = q.k scale / softcap (mul: 2 log2(e) scale / softcap, so that the power
+// below costs no multiply of its own); slope is the softcap's 1 - tanh^2 (the backward's dS
+// takes it), 1 without. tanh(x) = 1 - 2 r with r = 1 / (1 + 2^(2 log2(e) x)): no
 // branch and no sign to restore, r saturates to 0 or 1 (the power reaching infinity or 0), NaN
 // stays NaN; the absolute error is near 1e-7 (times the cap), relative accuracy near 0 not needed.
 // One exit: spirv-opt (run before the driver specializes) wraps each inlined early return in a
@@ -224,7 +225,7 @@ float fa_score(float raw, float mul, float cap_log2, out float slope)
     float x = raw * mul;
     slope = 1.0;
     if (SOFTCAP) {
-        const float r = 1.0 / (1.0 + exp2(2.8853900817779268 * x));
+        const float r = 1.0 / (1.0 + exp2(x));
         slope = 4.0 * r * (1.0 - r);
         x = fma(-2.0 * cap_log2, r, cap_log2);
     }

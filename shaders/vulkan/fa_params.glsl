@@ -30,8 +30,8 @@
 
 // The members the forwards (after FA_FWD_PARAMS's) and the backward passes end with
 // (backends/vulkan/vk_attention.c, fa_vk_variant_push): the multiplier of the raw score q.k,
-// scale log2(e) or with SOFTCAP scale / softcap, then softcap log2(e); the window's bounds
-// (WINDOW), causal folded in, -1 for none (fa_attention_call.window).
+// scale log2(e) or with SOFTCAP 2 log2(e) scale / softcap, then softcap log2(e); the window's
+// bounds (WINDOW), causal folded in, -1 for none (fa_attention_call.window).
 #define FA_VARIANT_MEMBERS                                                                     \
     float score_mul;                                                                           \
     float cap_log2;                                                                            \
