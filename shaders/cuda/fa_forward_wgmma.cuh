@@ -190,6 +190,11 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 const long long brow = fa_bias_row(p, b, row_lo + 8 * r, h);
+                if (p.bias_dtype) // the next tile's row, a line a lane (128 keys of f32; two
+                    // tiles ahead measured slower)
+                    fa_bias_prefetch(p, brow,
+                                     k0 + BK +
+                                         (t2 >> 1) * (p.bias_dtype == FA_CUDA_BIAS_F32 ? 32 : 64));
 #pragma unroll
                 for (int n = 0; n < BK / 8; n++)
 #pragma unroll

@@ -107,6 +107,16 @@ __device__ __forceinline__ int fa_tid_opaque()
     return t;
 }
 
+// Asks L2 for the 128 bytes of the bias's row `at` (fa_bias_row) from key j on (clamped to the
+// last key, so never outside the tensor): a tiled kernel asks for its next tile's bias while it
+// reads this one's, so that those reads wait on L2 rather than on memory.
+__device__ __forceinline__ void fa_bias_prefetch(const fa_cuda_params &p, long long at, int j)
+{
+    at += min(j, p.seq_k - 1);
+    const char *x = (const char *)p.bias.ptr + at * (p.bias_dtype == FA_CUDA_BIAS_F32 ? 4 : 2);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(x));
+}
+
 // For the tensor-core kernels, whose registers are scarce: fa_bias_tiles(p, f) calls f with
 // DT = FA_CUDA_BIAS_F32 or _F16 (f16 and bf16) as a compile-time constant, one copy of f's loop
 // per element size, and fa_bias_at<DT>(p, row, j, k) is k bias(row, j), element j of a row
