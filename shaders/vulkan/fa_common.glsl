@@ -213,9 +213,9 @@ float fa_bias_value(uint word, uint e)
 }
 
 // A raw score q.k in log2 units: q.k mul (mul: scale log2(e)), or with SOFTCAP
-// cap_log2 tanh(x), x = q.k scale / softcap (mul: 2 log2(e) scale / softcap, so that the power
-// below costs no multiply of its own); slope is the softcap's 1 - tanh^2 (the backward's dS
-// takes it), 1 without. tanh(x) = 1 - 2 r with r = 1 / (1 + 2^(2 log2(e) x)): no
+// cap_log2 tanh(x), x = q.k scale / softcap (mul: 2 log2(e) scale / softcap, so that q.k mul is
+// the power's exponent below with no multiply of its own); slope is the softcap's 1 - tanh^2 (the
+// backward's dS takes it), 1 without. tanh(x) = 1 - 2 r with r = 1 / (1 + 2^(2 log2(e) x)): no
 // branch and no sign to restore, r saturates to 0 or 1 (the power reaching infinity or 0), NaN
 // stays NaN; the absolute error is near 1e-7 (times the cap), relative accuracy near 0 not needed.
 // One exit: spirv-opt (run before the driver specializes) wraps each inlined early return in a
