@@ -591,6 +591,11 @@ def plot(path, rows, names):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="seqlen 512 and 2k only")
+    ap.add_argument("--seqlen", type=int, action="append",
+                    help="only this seqlen of the grid (repeatable)")
+    ap.add_argument("--head-dim", type=int, action="append",
+                    help=f"head dims of the grid (repeatable; default {HEAD_DIMS}; the grid's "
+                    "batch and heads keep 16k tokens and 2048 channels, e.g. 256 at 8k: B=2 H=8)")
     ap.add_argument("--dtype", choices=["f16", "bf16", "both"], default="both")
     ap.add_argument("--sdpa", default="flash,cudnn",
                     help="comma-separated SDPA kernels of flash,cudnn,efficient,math "
@@ -629,7 +634,8 @@ def main():
     # stream" and use one of its own, unordered with PyTorch's work and its events.
     stream = torch.cuda.Stream()
     dtypes = ["f16", "bf16"] if args.dtype == "both" else [args.dtype]
-    seqlens = QUICK_SEQLENS if args.quick else ALL_SEQLENS
+    seqlens = args.seqlen or (QUICK_SEQLENS if args.quick else ALL_SEQLENS)
+    head_dims = args.head_dim or HEAD_DIMS
     rows, failed = [], False
     with torch.cuda.stream(stream), fa.Context(lib, "cuda", device=args.device,
                                                cuda_stream=stream.cuda_stream,
@@ -659,7 +665,7 @@ def main():
                                "decode": rows}, f, indent=1)
             return 1 if failed else 0
         print(header(names))
-        points = [(dt, c, d, s) for dt in dtypes for c in (False, True) for d in HEAD_DIMS
+        points = [(dt, c, d, s) for dt in dtypes for c in (False, True) for d in head_dims
                   for s in seqlens]
         for i, (dt, causal, D, S) in enumerate(points, 1):
             print(f"[{i}/{len(points)}] {dt} seqlen {S} D {D}{' causal' if causal else ''}",

@@ -353,22 +353,25 @@ static fa_cuda_kernel fwd_kernel(fa_cuda_caps caps, fa_dtype dtype, int64_t d)
 
 Test(cuda_plan, forward_choices)
 {
-    /* Hopper: wgmma at head dims 33-128 (96 padded to 128), mma.sync at 32 and 256 */
+    /* Hopper: wgmma at head dims 33-256 (96 padded to 128, 129-255 to 256), mma.sync at 32 */
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_WGMMA_F16_D128);
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_BF16, 96), FA_CUDA_K_FWD_WGMMA_BF16_D128);
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 40), FA_CUDA_K_FWD_WGMMA_F16_D64);
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 32), FA_CUDA_K_FWD_MMA_F16_D32);
-    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_F16_D256);
+    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_WGMMA_F16_D256);
+    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_BF16, 136), FA_CUDA_K_FWD_WGMMA_BF16_D256);
     /* without the sm_90a image: mma.sync */
     fa_cuda_caps no_wgmma = SM90;
     no_wgmma.wgmma_fwd = false;
     cr_expect_eq(fwd_kernel(no_wgmma, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_MMA_F16_D128);
     cr_expect_eq(fwd_kernel(no_wgmma, FA_DTYPE_F16, 96), FA_CUDA_K_FWD_MMA_F16_D96);
     /* head dim 256: 128-row blocks where a 64-row one would be alone on an SM (sm_80), 64-row
-     * ones where two fit (sm_90) or the 128-row one does not (sm_86); the knob overrides */
+     * ones where two fit (sm_90 without wgmma) or the 128-row one does not (sm_86); the knob
+     * overrides */
     cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_Q128_F16_D256);
     cr_expect_eq(fwd_kernel(SM86, FA_DTYPE_BF16, 200), FA_CUDA_K_FWD_MMA_BF16_D256);
-    fa_cuda_caps wide = SM90;
+    cr_expect_eq(fwd_kernel(no_wgmma, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_F16_D256);
+    fa_cuda_caps wide = no_wgmma;
     wide.fwd_qtile_d256 = FA_FWD_MMA_BQ_D256_WIDE;
     cr_expect_eq(fwd_kernel(wide, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_Q128_F16_D256);
     fa_cuda_caps narrow = SM80;

@@ -229,20 +229,22 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
     const unsigned smem = FA_FWD_MMA_SMEM(d, bq); /* Q, K and V x2 */
     const bool fast = !caps->force_general && pb->dtype != FA_DTYPE_F32 && pb->head_dim <= 256 &&
                       (int)smem <= caps->smem_optin && pb->aligned;
-    /* compute capability 9.0: the wgmma forward at head dims 33-128, 65-96 padded to 128 (more
-     * TF/s than the mma.sync kernel for 96 even with a quarter of its products on zeros) */
-    const uint32_t wg_d = d > 64 ? 128 : 64;
-    const unsigned wg_smem = wg_d == 128 ? FA_FWD_WGMMA_SMEM(128) : FA_FWD_WGMMA_SMEM(64);
+    /* compute capability 9.0: the wgmma forward at head dims 33-256, 65-96 padded to 128 (more
+     * TF/s than the mma.sync kernel for 96 even with a quarter of its products on zeros), 129-256
+     * to 256 */
+    const uint32_t wg_d = d > 128 ? 256 : d > 64 ? 128 : 64;
+    const unsigned wg_smem = FA_FWD_WGMMA_SMEM(wg_d);
+    const fa_cuda_family wg_family = pb->varlen ? FA_CUDA_FWD_WGMMA_VARLEN : FA_CUDA_FWD_WGMMA;
     /* a softcap with a bias: not the mma.sync kernel, which takes the bias as the initial value
      * of S's accumulators, before the cap (fa_forward_mma.cuh) */
     const bool sync_ok = !(pb->softcap && pb->bias);
     /* a packed batch (never with a bias: the runtime refuses it): the same kernels' *_VARLEN
      * rows where the catalogue has one, else nothing */
-    if (fast && caps->wgmma_fwd && d >= 64 && d <= 128 && (int)wg_smem <= caps->smem_optin)
-        add(plan,
-            find(pb->varlen ? FA_CUDA_FWD_WGMMA_VARLEN : FA_CUDA_FWD_WGMMA, pb->dtype, wg_d, 0),
-            blocks(pb->seq_q, FA_FWD_WGMMA_BQ), pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS,
-            wg_smem, "launching the Hopper (wgmma) forward");
+    if (fast && caps->wgmma_fwd && d >= 64 && row_exists(wg_family, pb->dtype, wg_d, 0) &&
+        (int)wg_smem <= caps->smem_optin)
+        add(plan, find(wg_family, pb->dtype, wg_d, 0), blocks(pb->seq_q, FA_FWD_WGMMA_BQ),
+            pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS, wg_smem,
+            "launching the Hopper (wgmma) forward");
     else if (pb->varlen && !(fast && row_exists(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq)))
         return;
     else if (fast && sync_ok)

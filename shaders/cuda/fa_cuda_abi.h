@@ -254,7 +254,13 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_BK_D128
 #define FA_FWD_WGMMA_BK_D128 128
 #endif
-#define FA_FWD_WGMMA_BK(d) ((d) > 64 ? FA_FWD_WGMMA_BK_D128 : FA_FWD_WGMMA_BK_D64)
+#ifndef FA_FWD_WGMMA_BK_D256
+#define FA_FWD_WGMMA_BK_D256 64
+#endif
+#define FA_FWD_WGMMA_BK(d)                                                                         \
+    ((d) > 128 ? FA_FWD_WGMMA_BK_D256 : (d) > 64 ? FA_FWD_WGMMA_BK_D128 : FA_FWD_WGMMA_BK_D64)
+/* head dim 256: Q (64 KiB) and two stages of K and V (32 KiB each) fill 197 of 227 KiB */
+#define FA_FWD_WGMMA_STAGES_D(d) ((d) > 128 ? 2 : FA_FWD_WGMMA_STAGES)
 #ifndef FA_FWD_WGMMA_LOAD_REGS
 #define FA_FWD_WGMMA_LOAD_REGS 40
 #endif
@@ -262,7 +268,7 @@ typedef struct fa_cuda_params {
 #define FA_FWD_WGMMA_MATH_REGS 232
 #endif
 #define FA_FWD_WGMMA_SMEM(d)                                                                       \
-    (FA_FWD_WGMMA_BQ * (d)*2 + 2 * FA_FWD_WGMMA_STAGES * FA_FWD_WGMMA_BK(d) * (d)*2 +              \
-     8 * (1 + 2 * FA_FWD_WGMMA_STAGES) + 1024)
+    (FA_FWD_WGMMA_BQ * (d)*2 + 2 * FA_FWD_WGMMA_STAGES_D(d) * FA_FWD_WGMMA_BK(d) * (d)*2 +         \
+     8 * (1 + 2 * FA_FWD_WGMMA_STAGES_D(d)) + 1024)
 
 #endif

@@ -212,6 +212,8 @@
     X(FWD_WGMMA_F16_D128, fa_fwd_wgmma_f16_d128, FWD_WGMMA, F16, 128, 0, 0)                        \
     X(FWD_WGMMA_BF16_D64, fa_fwd_wgmma_bf16_d64, FWD_WGMMA, BF16, 64, 0, 0)                        \
     X(FWD_WGMMA_BF16_D128, fa_fwd_wgmma_bf16_d128, FWD_WGMMA, BF16, 128, 0, 0)                     \
+    X(FWD_WGMMA_F16_D256, fa_fwd_wgmma_f16_d256, FWD_WGMMA, F16, 256, 0, 0)                        \
+    X(FWD_WGMMA_BF16_D256, fa_fwd_wgmma_bf16_d256, FWD_WGMMA, BF16, 256, 0, 0)                     \
     X(FWD_WGMMA_VARLEN_F16_D64, fa_fwd_wgmma_varlen_f16_d64, FWD_WGMMA_VARLEN, F16, 64, 0, 0)      \
     X(FWD_WGMMA_VARLEN_F16_D128, fa_fwd_wgmma_varlen_f16_d128, FWD_WGMMA_VARLEN, F16, 128, 0, 0)   \
     X(FWD_WGMMA_VARLEN_BF16_D64, fa_fwd_wgmma_varlen_bf16_d64, FWD_WGMMA_VARLEN, BF16, 64, 0, 0)   \

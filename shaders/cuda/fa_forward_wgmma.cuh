@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The Hopper forward (sm_90a): the same exact online softmax as fa_forward_mma.cuh, with both
-// products on warpgroup MMA (wgmma) instead of mma.sync, for f16 and bf16 at head dim 64 or 128
-// (smaller head dims padded up with zeros).
+// products on warpgroup MMA (wgmma) instead of mma.sync, for f16 and bf16 at head dim 64, 128 or
+// 256 (smaller head dims padded up with zeros; at 256, tiles of 64 keys and two stages).
 //
 // A block of three warpgroups owns BQ = 128 query rows of one (batch, head). Warpgroup 0 only
 // loads: Q once, then K and V tiles of BK keys by cp.async into a ring of FA_FWD_WGMMA_STAGES
@@ -29,15 +29,16 @@
 
 // Rows [r0, r0 + ROWS) of a (rows x head_dim) view into a tile of ROWS rows: 64-column blocks of
 // ROWS 128-byte rows, swizzled; zeros past row n or column head_dim. Called by the 128 threads of
-// the loading warpgroup (t = 0..127): thread t copies chunk t % CH of every (128 / CH)-th row,
-// a multiple of 8 rows apart, so its swizzled chunk is the same in each and one pointer and one
-// address step through them (few registers: the loader keeps FA_FWD_WGMMA_LOAD_REGS).
+// the loading warpgroup (t = 0..127): thread t copies chunk t % CH of every (128 / CH)-th row.
+// Rows a multiple of 8 apart have the same swizzled chunk, so one pointer and one address step
+// through them (few registers: the loader keeps FA_FWD_WGMMA_LOAD_REGS); at head dim 256 they
+// are 4 apart, and every other row's chunk has its bit 2 flipped.
 template <int D, int ROWS, typename T>
 __device__ __forceinline__ void fa_fwdw_load(unsigned dst, const T *src, long long stride, int r0,
                                              int n, int head_dim, int t)
 {
     constexpr int CH = D / 8, STEP = 128 / CH;
-    static_assert(STEP % 8 == 0 && ROWS % STEP == 0, "rows a multiple of 8 apart");
+    static_assert((STEP % 8 == 0 || STEP == 4) && ROWS % STEP == 0, "rows 4 or 8k apart");
     const int row = t / CH, ch = t % CH;
     dst += (unsigned)((ch >> 3) * ROWS * 128 + row * 128 + (((ch & 7) ^ (row & 7)) << 4));
     const bool col_ok = ch * 8 < head_dim;
@@ -45,7 +46,8 @@ __device__ __forceinline__ void fa_fwdw_load(unsigned dst, const T *src, long lo
 #pragma unroll 2
     for (int i = 0; i < ROWS / STEP; i++) {
         const bool ok = col_ok && r0 + row + i * STEP < n;
-        fa_cp_async16(dst + i * STEP * 128, ok ? g : src, ok);
+        const unsigned flip = STEP == 4 ? (unsigned)(i & 1) << 6 : 0u;
+        fa_cp_async16((dst + i * STEP * 128) ^ flip, ok ? g : src, ok);
         g += STEP * stride;
     }
 }
@@ -53,15 +55,15 @@ __device__ __forceinline__ void fa_fwdw_load(unsigned dst, const T *src, long lo
 template <typename T, int D, int BK>
 __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 {
-    constexpr int BQ = FA_FWD_WGMMA_BQ, ST = FA_FWD_WGMMA_STAGES, CH = D / 8;
+    constexpr int BQ = FA_FWD_WGMMA_BQ, ST = FA_FWD_WGMMA_STAGES_D(D), CH = D / 8;
     constexpr unsigned Q_BYTES = BQ * D * 2, TILE_BYTES = BK * D * 2;
+    constexpr int OH = D > 128 ? 2 : 1; // O += P V in OH products of D / OH columns
     static_assert(FA_FWD_WGMMA_THREADS == 384, "a loading and two computing warpgroups");
     // setmaxnreg.inc waits for registers the loader gave back: both must fit the 168 a thread
     // that __launch_bounds__(384, 1) allots the block
     static_assert(128 * FA_FWD_WGMMA_LOAD_REGS + 256 * FA_FWD_WGMMA_MATH_REGS <= 384 * 168,
                   "loading and computing registers within the block's");
-    static_assert(Q_BYTES + 2 * FA_FWD_WGMMA_STAGES * TILE_BYTES + 8 * (1 + 2 * ST) + 1024 <=
-                      FA_FWD_WGMMA_SMEM(D),
+    static_assert(Q_BYTES + 2 * ST * TILE_BYTES + 8 * (1 + 2 * ST) + 1024 <= FA_FWD_WGMMA_SMEM(D),
                   "the host's shared memory size");
     // wgmma's swizzle needs 1 KiB-aligned tiles; dynamic shared memory is only promised 16 bytes
     extern __shared__ __align__(1024) unsigned char fa_fwdw_raw[];
@@ -167,12 +169,17 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     auto issue_pv = [&](int it, auto lo_c) {
         const unsigned v_at = sV + (it % ST) * TILE_BYTES;
 #pragma unroll
-        for (int k2 = 0; k2 < BK / 16; k2++) {
-            const unsigned long long vd = fa_wgmma_desc(v_at + k2 * 2048, BK * 128, 1024);
-            fa_wgmma_rs<T, D>(o, ph[k2], vd);
-            if constexpr (decltype(lo_c)::value)
-                fa_wgmma_rs<T, D>(o, pl[k2 % (BF16 ? BK / 16 : 1)], vd);
-        }
+        for (int k2 = 0; k2 < BK / 16; k2++)
+#pragma unroll
+            for (int h = 0; h < OH; h++) { // head dim 256: two products of 128 columns
+                float(&oh)[D / 2 / OH] =
+                    *reinterpret_cast<float(*)[D / 2 / OH]>(&o[h * D / 2 / OH]);
+                const unsigned long long vd =
+                    fa_wgmma_desc(v_at + k2 * 2048 + h * 2 * BK * 128, BK * 128, 1024);
+                fa_wgmma_rs<T, D / OH>(oh, ph[k2], vd);
+                if constexpr (decltype(lo_c)::value)
+                    fa_wgmma_rs<T, D / OH>(oh, pl[k2 % (BF16 ? BK / 16 : 1)], vd);
+            }
     };
     // Mask, online softmax and P of tile `it` from sc (O is not in flight here).
     auto softmax = [&](int it, auto mask_c) {
