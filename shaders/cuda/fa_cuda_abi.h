@@ -239,7 +239,7 @@ typedef struct fa_cuda_params {
  * loading, two computing 64 query rows each with wgmma; K/V tiles of BK keys in a ring of
  * STAGES buffers; the loader keeps LOAD_REGS registers a thread and gives the rest to the two
  * computing warpgroups (MATH_REGS; 128 LOAD + 256 MATH <= 64 Ki). Shared memory: Q, the ring,
- * 1 + 2 STAGES mbarriers, and 1 KiB to align the base. */
+ * 1 + 4 STAGES mbarriers, and 1 KiB to align the base. */
 #define FA_FWD_WGMMA_BQ 128
 #define FA_FWD_WGMMA_THREADS 384
 #ifndef FA_FWD_WGMMA_STAGES
@@ -269,6 +269,6 @@ typedef struct fa_cuda_params {
 #endif
 #define FA_FWD_WGMMA_SMEM(d)                                                                       \
     (FA_FWD_WGMMA_BQ * (d)*2 + 2 * FA_FWD_WGMMA_STAGES_D(d) * FA_FWD_WGMMA_BK(d) * (d)*2 +         \
-     8 * (1 + 2 * FA_FWD_WGMMA_STAGES_D(d)) + 1024)
+     8 * (1 + 4 * FA_FWD_WGMMA_STAGES_D(d)) + 1024)
 
 #endif

@@ -5,8 +5,8 @@
 //
 // A block of three warpgroups owns BQ = 128 query rows of one (batch, head). Warpgroup 0 only
 // loads: Q once, then K and V tiles of BK keys by cp.async into a ring of FA_FWD_WGMMA_STAGES
-// shared buffers, each guarded by a "full" and an "empty" mbarrier, and it gives most of its
-// registers to the other two (setmaxnreg). Warpgroups 1 and 2 own 64 query rows each. S = Q K^T
+// shared buffers, K and V each guarded by a "full" and an "empty" mbarrier, and it gives most of
+// its registers to the other two (setmaxnreg). Warpgroups 1 and 2 own 64 query rows each. S = Q K^T
 // is one chain of wgmma with both operands in shared memory (64 x BK accumulators in registers);
 // P stays in registers as the A operand of O += P V, V read transposed from shared memory. Step n
 // issues S of tile n together with O += P V of tile n - 1, then runs tile n's mask and online
@@ -63,15 +63,17 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     // that __launch_bounds__(384, 1) allots the block
     static_assert(128 * FA_FWD_WGMMA_LOAD_REGS + 256 * FA_FWD_WGMMA_MATH_REGS <= 384 * 168,
                   "loading and computing registers within the block's");
-    static_assert(Q_BYTES + 2 * ST * TILE_BYTES + 8 * (1 + 2 * ST) + 1024 <= FA_FWD_WGMMA_SMEM(D),
+    static_assert(Q_BYTES + 2 * ST * TILE_BYTES + 8 * (1 + 4 * ST) + 1024 <= FA_FWD_WGMMA_SMEM(D),
                   "the host's shared memory size");
     // wgmma's swizzle needs 1 KiB-aligned tiles; dynamic shared memory is only promised 16 bytes
     extern __shared__ __align__(1024) unsigned char fa_fwdw_raw[];
     const unsigned raw = fa_smem_addr(fa_fwdw_raw), sQ = (raw + 1023) & ~1023u;
     unsigned char *const fa_fwdw_smem = fa_fwdw_raw + (sQ - raw);
     const unsigned sK = sQ + Q_BYTES, sV = sK + ST * TILE_BYTES; // stage s at + s TILE_BYTES
-    const unsigned bar_q = sV + ST * TILE_BYTES;                 // then full[ST], empty[ST]
-    const unsigned bar_full = bar_q + 8, bar_empty = bar_full + 8 * ST;
+    // mbarriers: Q; then per stage K full, V full, K empty, V empty (stage s at + 8 s)
+    const unsigned bar_q = sV + ST * TILE_BYTES, bar_full_k = bar_q + 8;
+    const unsigned bar_full_v = bar_full_k + 8 * ST, bar_empty_k = bar_full_v + 8 * ST;
+    const unsigned bar_empty_v = bar_empty_k + 8 * ST;
 
     const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
     const int qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
@@ -83,8 +85,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     if (tid == 0) {
         fa_mbar_init(bar_q, 128);
         for (int s = 0; s < ST; s++) {
-            fa_mbar_init(bar_full + 8 * s, 128);
-            fa_mbar_init(bar_empty + 8 * s, 256);
+            fa_mbar_init(bar_full_k + 8 * s, 128);
+            fa_mbar_init(bar_full_v + 8 * s, 128);
+            fa_mbar_init(bar_empty_k + 8 * s, 256);
+            fa_mbar_init(bar_empty_v + 8 * s, 256);
         }
     }
     __syncthreads();
@@ -101,18 +105,32 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         fa_cp_async_wait<0>();
         fa_fence_proxy_async();
         fa_mbar_arrive(bar_q);
-        for (int it = 0; it < ntiles; it++) {
+        // K of tile it is needed by step it's S and free once that S is done; V only by step
+        // it + 1's P V. So iteration it copies K(it) once S(it - ST) is done and V(it) once P V
+        // of tile it - ST is, and K(it) and V(it - 1) are released together: copies that one
+        // buffer for both would start a step later (a whole step's slack with two stages).
+        for (int it = 0; it <= ntiles; it++) {
             const int s = it % ST, use = it / ST;
-            if (use > 0)
-                fa_mbar_wait(bar_empty + 8 * s, (use - 1) & 1);
-            fa_fwdw_load<D, BK>(sK + s * TILE_BYTES, Kg, p.k.stride_s, (t0 + it) * BK, p.seq_k,
-                                p.head_dim, wt);
-            fa_fwdw_load<D, BK>(sV + s * TILE_BYTES, Vg, p.v.stride_s, (t0 + it) * BK, p.seq_k,
-                                p.head_dim, wt);
-            fa_cp_async_commit();
+            if (it < ntiles) {
+                if (use > 0)
+                    fa_mbar_wait(bar_empty_k + 8 * s, (use - 1) & 1);
+                fa_fwdw_load<D, BK>(sK + s * TILE_BYTES, Kg, p.k.stride_s, (t0 + it) * BK, p.seq_k,
+                                    p.head_dim, wt);
+                fa_cp_async_commit();
+            }
             fa_cp_async_wait<0>();
             fa_fence_proxy_async();
-            fa_mbar_arrive(bar_full + 8 * s);
+            if (it < ntiles)
+                fa_mbar_arrive(bar_full_k + 8 * s);
+            if (it > 0)
+                fa_mbar_arrive(bar_full_v + 8 * ((it - 1) % ST));
+            if (it < ntiles) {
+                if (use > 0)
+                    fa_mbar_wait(bar_empty_v + 8 * s, (use - 1) & 1);
+                fa_fwdw_load<D, BK>(sV + s * TILE_BYTES, Vg, p.v.stride_s, (t0 + it) * BK, p.seq_k,
+                                    p.head_dim, wt);
+                fa_cp_async_commit();
+            }
         }
         return;
     }
@@ -321,9 +339,11 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 fa_named_arrive(3 + (1 - cw), 256);
     };
     // Step `it`: S of tile it and O += P V of tile it - 1 in one turn, then (while the other
-    // warpgroup's turn runs) tile it - 1's buffers go back to the loader and tile it's softmax.
+    // warpgroup's turn runs) K of tile it and V of tile it - 1 go back to the loader and tile
+    // it's softmax runs.
     auto step = [&](int it, auto lo_c, auto mask_c) {
-        fa_mbar_wait(bar_full + 8 * (it % ST), (it / ST) & 1);
+        fa_mbar_wait(bar_full_k + 8 * (it % ST), (it / ST) & 1);
+        fa_mbar_wait(bar_full_v + 8 * ((it - 1) % ST), ((it - 1) / ST) & 1);
         fa_wgmma_hold(o);
         fa_wgmma_hold_u(ph);
         fa_wgmma_hold_u(pl);
@@ -336,7 +356,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         fa_wgmma_wait<0>();
         fa_wgmma_hold(sc);
         fa_wgmma_hold(o);
-        fa_mbar_arrive(bar_empty + 8 * ((it - 1) % ST));
+        fa_mbar_arrive(bar_empty_k + 8 * (it % ST));
+        fa_mbar_arrive(bar_empty_v + 8 * ((it - 1) % ST));
         softmax(it, mask_c);
     };
 
@@ -344,7 +365,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     if (ntiles > 0) {
         if (FA_FWD_WGMMA_PINGPONG && cw == 1)
             fa_named_arrive(3, 256);
-        fa_mbar_wait(bar_full, 0);
+        fa_mbar_wait(bar_full_k, 0);
         turn_begin();
         fa_wgmma_fence();
         issue_s(0);
@@ -352,6 +373,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         turn_end(false);
         fa_wgmma_wait<0>();
         fa_wgmma_hold(sc);
+        fa_mbar_arrive(bar_empty_k);
         if (lead == 0 && full > 0)
             softmax(0, std::false_type{});
         else
@@ -378,6 +400,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 #pragma unroll
             for (int k2 = 0; k2 < (BF16 ? BK / 16 : 1); k2++)
                 pl[k2][0] = pl[k2][1] = pl[k2][2] = pl[k2][3] = 0u;
+        fa_mbar_wait(bar_full_v + 8 * ((ntiles - 1) % ST), ((ntiles - 1) / ST) & 1);
         fa_wgmma_hold(o);
         fa_wgmma_hold_u(ph);
         fa_wgmma_hold_u(pl);
@@ -388,7 +411,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         turn_end(true);
         fa_wgmma_wait<0>();
         fa_wgmma_hold(o);
-        fa_mbar_arrive(bar_empty + 8 * ((ntiles - 1) % ST));
+        fa_mbar_arrive(bar_empty_v + 8 * ((ntiles - 1) % ST));
     }
 
     // O / l through this warpgroup's rows of the Q tile (its own wgmma no longer read them),
