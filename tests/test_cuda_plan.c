@@ -258,6 +258,17 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
                   k->name, k->d, (long long)pb->head_dim);
         if (is_split(k->family) || k->family == FA_CUDA_FWD_MERGE)
             continue; /* check_split */
+        if (k->family == FA_CUDA_FWD_WGMMA && FA_FWD_WGMMA_PERSISTENT(k->d) && !pb->causal) {
+            /* persistent: every (query tile, head, batch entry), at most a block per SM */
+            const int64_t items =
+                (pb->seq_q + FA_FWD_WGMMA_BQ - 1) / FA_FWD_WGMMA_BQ * pb->heads_q * pb->batch;
+            const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+            cr_expect(l->grid[0] == (unsigned)(items < sms ? items : sms) && l->grid[1] == 1 &&
+                          l->grid[2] == 1,
+                      "%s: %s grid %u x %u x %u for %lld items", where, k->name, l->grid[0],
+                      l->grid[1], l->grid[2], (long long)items);
+            continue;
+        }
         cr_expect_eq(l->grid[2], (unsigned)pb->batch, "%s: %s", where, k->name);
         cr_expect(l->grid[1] == (unsigned)pb->heads_q || l->grid[1] == (unsigned)pb->heads_kv,
                   "%s: %s", where, k->name);
@@ -317,13 +328,14 @@ Test(cuda_plan, every_architecture_dtype_and_head_dim_gets_a_valid_plan)
         for (size_t t = 0; t < 3; t++)
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
                 for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++)
-                    for (int flags = 0; flags < 64; flags++) {
+                    for (int flags = 0; flags < 128; flags++) {
                         fa_cuda_problem pb = problem(dtypes[t], dims[d], flags & 1);
                         pb.aligned = !(flags & 2);
                         pb.window = flags & 4;
                         pb.softcap = flags & 8;
                         pb.alibi = flags & 16;
                         pb.bias = flags & 32;
+                        pb.causal = flags & 64;
                         pb.seq_q = seqs[s][0];
                         pb.seq_k = seqs[s][1];
                         char where[160];
@@ -360,6 +372,24 @@ Test(cuda_plan, forward_choices)
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 32), FA_CUDA_K_FWD_MMA_F16_D32);
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_WGMMA_F16_D256);
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_BF16, 136), FA_CUDA_K_FWD_WGMMA_BF16_D256);
+    /* head dims up to 128: persistent (a block per SM) unless causal; 256: a block per item */
+    fa_cuda_caps h200 = SM90;
+    h200.sm_count = 132;
+    fa_cuda_problem many = problem(FA_DTYPE_F16, 128, false); /* 8 tiles x 8 heads x 2 */
+    fa_cuda_plan plan_many;
+    fa_cuda_plan_forward(&h200, &many, &plan_many);
+    cr_expect(plan_many.launches[0].grid[0] == 128 && plan_many.launches[0].grid[1] == 1);
+    many.batch = 3;
+    fa_cuda_plan_forward(&h200, &many, &plan_many);
+    cr_expect(plan_many.launches[0].grid[0] == 132 && plan_many.launches[0].grid[2] == 1);
+    many.causal = true;
+    fa_cuda_plan_forward(&h200, &many, &plan_many);
+    cr_expect(plan_many.launches[0].grid[0] == 8 && plan_many.launches[0].grid[1] == 8 &&
+              plan_many.launches[0].grid[2] == 3);
+    many.causal = false;
+    many.head_dim = 256;
+    fa_cuda_plan_forward(&h200, &many, &plan_many);
+    cr_expect(plan_many.launches[0].grid[0] == 8 && plan_many.launches[0].grid[2] == 3);
     /* without the sm_90a image: mma.sync */
     fa_cuda_caps no_wgmma = SM90;
     no_wgmma.wgmma_fwd = false;

@@ -186,6 +186,7 @@ static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_p
         .alibi = call->has_alibi,
         .varlen = varlen,
         .bias = call->has_bias,
+        .causal = p->causal != 0,
     };
 }
 

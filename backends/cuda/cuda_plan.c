@@ -241,11 +241,17 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
     /* a packed batch (never with a bias: the runtime refuses it): the same kernels' *_VARLEN
      * rows where the catalogue has one, else nothing */
     if (fast && caps->wgmma_fwd && d >= 64 && row_exists(wg_family, pb->dtype, wg_d, 0) &&
-        (int)wg_smem <= caps->smem_optin)
-        add(plan, find(wg_family, pb->dtype, wg_d, 0), blocks(pb->seq_q, FA_FWD_WGMMA_BQ),
-            pb->heads_q, pb->batch, FA_FWD_WGMMA_THREADS, wg_smem,
-            "launching the Hopper (wgmma) forward");
-    else if (pb->varlen && !(fast && row_exists(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq)))
+        (int)wg_smem <= caps->smem_optin) {
+        const unsigned tiles = blocks(pb->seq_q, FA_FWD_WGMMA_BQ);
+        if (!pb->varlen && !pb->causal && FA_FWD_WGMMA_PERSISTENT(wg_d)) { /* a block an SM */
+            const int64_t items = (int64_t)tiles * pb->heads_q * pb->batch;
+            const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+            add(plan, find(wg_family, pb->dtype, wg_d, 0), (unsigned)(items < sms ? items : sms), 1,
+                1, FA_FWD_WGMMA_THREADS, wg_smem, "launching the Hopper (wgmma) forward");
+        } else
+            add(plan, find(wg_family, pb->dtype, wg_d, 0), tiles, pb->heads_q, pb->batch,
+                FA_FWD_WGMMA_THREADS, wg_smem, "launching the Hopper (wgmma) forward");
+    } else if (pb->varlen && !(fast && row_exists(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq)))
         return;
     else if (fast && sync_ok)
         add(plan,

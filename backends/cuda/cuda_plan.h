@@ -96,6 +96,9 @@ typedef struct fa_cuda_problem {
      * conversion) */
     bool varlen;
     bool bias; /* an additive bias (fa_attention_call.has_bias): not the split-key forwards */
+    /* a right bound on the keys (causal, or a window's right edge): fa_cuda_params.causal, whose
+     * blocks the wgmma forward runs one query tile each, never persistent */
+    bool causal;
 } fa_cuda_problem;
 
 typedef struct fa_cuda_launch {

@@ -239,7 +239,7 @@ typedef struct fa_cuda_params {
  * loading, two computing 64 query rows each with wgmma; K/V tiles of BK keys in a ring of
  * STAGES buffers; the loader keeps LOAD_REGS registers a thread and gives the rest to the two
  * computing warpgroups (MATH_REGS; 128 LOAD + 256 MATH <= 64 Ki). Shared memory: Q, the ring,
- * 1 + 4 STAGES mbarriers, and 1 KiB to align the base. */
+ * 4 + 4 STAGES mbarriers, and 1 KiB to align the base. */
 #define FA_FWD_WGMMA_BQ 128
 #define FA_FWD_WGMMA_THREADS 384
 #ifndef FA_FWD_WGMMA_STAGES
@@ -259,8 +259,14 @@ typedef struct fa_cuda_params {
 #endif
 #define FA_FWD_WGMMA_BK(d)                                                                         \
     ((d) > 128 ? FA_FWD_WGMMA_BK_D256 : (d) > 64 ? FA_FWD_WGMMA_BK_D128 : FA_FWD_WGMMA_BK_D64)
-/* head dim 256: Q (64 KiB) and two stages of K and V (32 KiB each) fill 197 of 227 KiB */
-#define FA_FWD_WGMMA_STAGES_D(d) ((d) > 128 ? 2 : FA_FWD_WGMMA_STAGES)
+/* Persistent (head dims up to 128, neither causal nor over packed batches): a grid of at most
+ * one block per multiprocessor, each block taking work items (query tile, head, batch entry)
+ * blockIdx.x, + gridDim.x, ..., with two Q buffers so that the next item's Q and first key tiles
+ * land while this one finishes; other calls get a block per item. Stages: three at head dim 64; two
+ * at 128 (two Q buffers of 32 KiB and two stages of K and V of 32 KiB each: 192 KiB) and at 256
+ * (one Q buffer of 64 KiB, K and V of 32 KiB: 197 of 227 KiB). */
+#define FA_FWD_WGMMA_PERSISTENT(d) ((d) <= 128)
+#define FA_FWD_WGMMA_STAGES_D(d) ((d) > 64 ? 2 : FA_FWD_WGMMA_STAGES)
 #ifndef FA_FWD_WGMMA_LOAD_REGS
 #define FA_FWD_WGMMA_LOAD_REGS 40
 #endif
@@ -268,7 +274,8 @@ typedef struct fa_cuda_params {
 #define FA_FWD_WGMMA_MATH_REGS 232
 #endif
 #define FA_FWD_WGMMA_SMEM(d)                                                                       \
-    (FA_FWD_WGMMA_BQ * (d)*2 + 2 * FA_FWD_WGMMA_STAGES_D(d) * FA_FWD_WGMMA_BK(d) * (d)*2 +         \
-     8 * (1 + 4 * FA_FWD_WGMMA_STAGES_D(d)) + 1024)
+    ((FA_FWD_WGMMA_PERSISTENT(d) ? 2 : 1) * FA_FWD_WGMMA_BQ * (d)*2 +                              \
+     2 * FA_FWD_WGMMA_STAGES_D(d) * FA_FWD_WGMMA_BK(d) * (d)*2 +                                   \
+     8 * (4 + 4 * FA_FWD_WGMMA_STAGES_D(d)) + 1024)
 
 #endif

@@ -52,10 +52,12 @@ __device__ __forceinline__ void fa_fwdw_load(unsigned dst, const T *src, long lo
     }
 }
 
-template <typename T, int D, int BK>
+template <typename T, int D, int BK, bool PERSIST>
 __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 {
     constexpr int BQ = FA_FWD_WGMMA_BQ, ST = FA_FWD_WGMMA_STAGES_D(D), CH = D / 8;
+    constexpr int NQ = PERSIST ? 2 : 1; // Q buffers: the next item's Q lands during this one
+    static_assert(!PERSIST || FA_FWD_WGMMA_PERSISTENT(D), "the host's grid");
     constexpr unsigned Q_BYTES = BQ * D * 2, TILE_BYTES = BK * D * 2;
     constexpr int OH = D > 128 ? 2 : 1; // O += P V in OH products of D / OH columns
     static_assert(FA_FWD_WGMMA_THREADS == 384, "a loading and two computing warpgroups");
@@ -63,27 +65,53 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     // that __launch_bounds__(384, 1) allots the block
     static_assert(128 * FA_FWD_WGMMA_LOAD_REGS + 256 * FA_FWD_WGMMA_MATH_REGS <= 384 * 168,
                   "loading and computing registers within the block's");
-    static_assert(Q_BYTES + 2 * ST * TILE_BYTES + 8 * (1 + 4 * ST) + 1024 <= FA_FWD_WGMMA_SMEM(D),
+    static_assert(NQ * Q_BYTES + 2 * ST * TILE_BYTES + 8 * (4 + 4 * ST) + 1024 <=
+                      FA_FWD_WGMMA_SMEM(D),
                   "the host's shared memory size");
     // wgmma's swizzle needs 1 KiB-aligned tiles; dynamic shared memory is only promised 16 bytes
     extern __shared__ __align__(1024) unsigned char fa_fwdw_raw[];
     const unsigned raw = fa_smem_addr(fa_fwdw_raw), sQ = (raw + 1023) & ~1023u;
     unsigned char *const fa_fwdw_smem = fa_fwdw_raw + (sQ - raw);
-    const unsigned sK = sQ + Q_BYTES, sV = sK + ST * TILE_BYTES; // stage s at + s TILE_BYTES
-    // mbarriers: Q; then per stage K full, V full, K empty, V empty (stage s at + 8 s)
-    const unsigned bar_q = sV + ST * TILE_BYTES, bar_full_k = bar_q + 8;
+    const unsigned sK = sQ + NQ * Q_BYTES, sV = sK + ST * TILE_BYTES; // stage s at + s TILE_BYTES
+    // mbarriers: Q full and Q empty (two each), then per stage K full, V full, K empty, V empty
+    // (stage s at + 8 s)
+    const unsigned bar_q = sV + ST * TILE_BYTES, bar_q_empty = bar_q + 16;
+    const unsigned bar_full_k = bar_q + 32;
     const unsigned bar_full_v = bar_full_k + 8 * ST, bar_empty_k = bar_full_v + 8 * ST;
     const unsigned bar_empty_v = bar_empty_k + 8 * ST;
 
     const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
-    const int qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
-    const int q0 = qt * BQ, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
-    const int kend = fa_key_end(p, q0, BQ);
-    const int t0 = fa_key_begin(p, q0) / BK; // the first key tile; the ring counts from it
-    const int ntiles = max(0, (kend + BK - 1) / BK - t0);
+    // Work items (query tile, head, batch entry): the grid's one, or where persistent (PERSIST
+    // and not causal: causal blocks of one item each, heaviest first, measured faster than
+    // heaviest-first items dealt over persistent blocks, 382-392 against 406 TF/s at N=2k) items
+    // blockIdx.x, + gridDim.x, ...: a tile's neighbours in that order are the other query tiles
+    // of its head, whose K and V are then read from L2.
+    const bool persist = PERSIST && !p.causal;
+    const int nqt = (p.seq_q + BQ - 1) / BQ;
+    const int items = persist ? nqt * p.heads_q * p.batch : 1;
+    auto item_of = [&](int k) { return persist ? k * (int)gridDim.x + (int)blockIdx.x : k; };
+    auto work = [&](int item, int &qt, int &h, int &b) {
+        if (!persist) {
+            qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+            h = blockIdx.y;
+            b = blockIdx.z;
+            return;
+        }
+        qt = item % nqt;
+        h = item / nqt % p.heads_q;
+        b = item / nqt / p.heads_q;
+    };
+    // The key tiles of query rows q0..: from t0 (a window's left edge), ntiles of them.
+    auto key_tiles = [&](int q0, int &t0, int &ntiles) {
+        t0 = fa_key_begin(p, q0) / BK;
+        ntiles = max(0, (fa_key_end(p, q0, BQ) + BK - 1) / BK - t0);
+    };
 
     if (tid == 0) {
-        fa_mbar_init(bar_q, 128);
+        for (int i = 0; i < 2; i++) {
+            fa_mbar_init(bar_q + 8 * i, 128);
+            fa_mbar_init(bar_q_empty + 8 * i, 256);
+        }
         for (int s = 0; s < ST; s++) {
             fa_mbar_init(bar_full_k + 8 * s, 128);
             fa_mbar_init(bar_full_v + 8 * s, 128);
@@ -95,363 +123,393 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 
     if (wg == 0) { // the loader
         fa_setmaxnreg_dec<FA_FWD_WGMMA_LOAD_REGS>();
-        const T *Qg = (const T *)p.q.ptr + fa_at(p.q, b, 0, h);
-        const T *Kg = (const T *)p.k.ptr + fa_at(p.k, b, 0, hk);
-        const T *Vg = (const T *)p.v.ptr + fa_at(p.v, b, 0, hk);
-        fa_fwdw_load<D, BQ>(sQ, Qg, p.q.stride_s, q0, p.seq_q, p.head_dim, wt);
-        fa_cp_async_commit();
-        // The copies must have landed, and be ordered before wgmma's async-proxy reads, before
-        // the barrier releases them.
-        fa_cp_async_wait<0>();
-        fa_fence_proxy_async();
-        fa_mbar_arrive(bar_q);
-        // K of tile it is needed by step it's S and free once that S is done; V only by step
-        // it + 1's P V. So iteration it copies K(it) once S(it - ST) is done and V(it) once P V
-        // of tile it - ST is, and K(it) and V(it - 1) are released together: copies that one
-        // buffer for both would start a step later (a whole step's slack with two stages).
-        for (int it = 0; it <= ntiles; it++) {
-            const int s = it % ST, use = it / ST;
-            if (it < ntiles) {
-                if (use > 0)
-                    fa_mbar_wait(bar_empty_k + 8 * s, (use - 1) & 1);
-                fa_fwdw_load<D, BK>(sK + s * TILE_BYTES, Kg, p.k.stride_s, (t0 + it) * BK, p.seq_k,
-                                    p.head_dim, wt);
-                fa_cp_async_commit();
-            }
+        int g = 0; // key tiles of the earlier items: the ring's position
+#pragma unroll 1
+        for (int k = 0, item = 0; (item = item_of(k)) < items; k++) {
+            int qt, h, b, t0, ntiles;
+            work(item, qt, h, b);
+            const int q0 = qt * BQ, hk = h / p.group;
+            key_tiles(q0, t0, ntiles);
+            const T *Qg = (const T *)p.q.ptr + fa_at(p.q, b, 0, h);
+            const T *Kg = (const T *)p.k.ptr + fa_at(p.k, b, 0, hk);
+            const T *Vg = (const T *)p.v.ptr + fa_at(p.v, b, 0, hk);
+            if (k >= NQ) // the item before last has written its O out of this Q buffer
+                fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
+            fa_fwdw_load<D, BQ>(sQ + (k % NQ) * Q_BYTES, Qg, p.q.stride_s, q0, p.seq_q, p.head_dim,
+                                wt);
+            fa_cp_async_commit();
+            // The copies must have landed, and be ordered before wgmma's async-proxy reads, before
+            // the barrier releases them.
             fa_cp_async_wait<0>();
             fa_fence_proxy_async();
-            if (it < ntiles)
-                fa_mbar_arrive(bar_full_k + 8 * s);
-            if (it > 0)
-                fa_mbar_arrive(bar_full_v + 8 * ((it - 1) % ST));
-            if (it < ntiles) {
-                if (use > 0)
-                    fa_mbar_wait(bar_empty_v + 8 * s, (use - 1) & 1);
-                fa_fwdw_load<D, BK>(sV + s * TILE_BYTES, Vg, p.v.stride_s, (t0 + it) * BK, p.seq_k,
-                                    p.head_dim, wt);
-                fa_cp_async_commit();
+            fa_mbar_arrive(bar_q + 8 * (k % NQ));
+            // K of tile it is needed by step it's S and free once that S is done; V only by step
+            // it + 1's P V. So iteration it copies K(it) once S(it - ST) is done and V(it) once P V
+            // of tile it - ST is, and K(it) and V(it - 1) are released together: copies that one
+            // buffer for both would start a step later (a whole step's slack with two stages).
+            for (int it = 0; it <= ntiles; it++) {
+                const int s = (g + it) % ST, use = (g + it) / ST;
+                if (it < ntiles) {
+                    if (use > 0)
+                        fa_mbar_wait(bar_empty_k + 8 * s, (use - 1) & 1);
+                    fa_fwdw_load<D, BK>(sK + s * TILE_BYTES, Kg, p.k.stride_s, (t0 + it) * BK,
+                                        p.seq_k, p.head_dim, wt);
+                    fa_cp_async_commit();
+                }
+                fa_cp_async_wait<0>();
+                fa_fence_proxy_async();
+                if (it < ntiles)
+                    fa_mbar_arrive(bar_full_k + 8 * s);
+                if (it > 0)
+                    fa_mbar_arrive(bar_full_v + 8 * ((g + it - 1) % ST));
+                if (it < ntiles) {
+                    if (use > 0)
+                        fa_mbar_wait(bar_empty_v + 8 * s, (use - 1) & 1);
+                    fa_fwdw_load<D, BK>(sV + s * TILE_BYTES, Vg, p.v.stride_s, (t0 + it) * BK,
+                                        p.seq_k, p.head_dim, wt);
+                    fa_cp_async_commit();
+                }
             }
+            g += ntiles;
         }
         return;
     }
 
     fa_setmaxnreg_inc<FA_FWD_WGMMA_MATH_REGS>();
     const int cw = wg - 1, wq = wt >> 5, lane = tid & 31;
-    const int r0 = q0 + 64 * cw; // this warpgroup's first row
-    // Tiles (counted from t0) before `lead` and from `full` on are masked. Both warpgroups run
-    // every tile of the block and decide everything per block, not per warpgroup: the control
-    // flow around wgmma is then uniform (ptxas serialises wgmma in paths it cannot prove
-    // uniform), and pingpong turns pair up.
-    int nfull = p.seq_k / BK, nlead = 0; // absolute tile indices
-    if (p.causal) {
-        const long long vis = (long long)q0 + p.causal_offset + 1; // keys the block's row 0 sees
-        nfull = (int)min((long long)nfull, max(0LL, vis) / BK);
-    }
-    if (p.has_left) { // the first key the block's last row sees
-        const long long first = (long long)q0 + BQ - 1 + p.left_offset;
-        nlead = (int)((max(0LL, first) + BK - 1) / BK);
-    }
-    const int lead = min(max(nlead - t0, 0), ntiles);
-    const int full = max(lead, min(max(nfull - t0, 0), ntiles));
-    const int row_lo = r0 + 16 * wq + (lane >> 2); // this thread's rows: row_lo, row_lo + 8
-    const int t2 = (lane & 3) * 2;
-    // c takes S to log2 units in the exponent's multiply. A softcap or a bias (or ALiBi where c
-    // would be 0) makes S the (capped, biased) scores in log2 units, with c = 1; ALiBi alone
-    // leaves S as q.k (c = scale log2 e) and adds its term divided by c: one FFMA a score.
-    const bool cap = p.softcap != 0.f;
-    const bool logs = cap || p.bias_dtype || (p.has_alibi && p.scale_log2 == 0.f);
-    const float c = logs ? 1.f : p.scale_log2;
-    const float slope = fa_alibi_slope(p, b, h) / c;
-    const float masked = c > 0.f ? -INFINITY : INFINITY;
-    constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
+    int g = 0; // as the loader's
+#pragma unroll 1
+    for (int k = 0, item = 0; (item = item_of(k)) < items; k++) {
+        int qt, h, b, t0, ntiles;
+        work(item, qt, h, b);
+        const int q0 = qt * BQ;
+        key_tiles(q0, t0, ntiles);
+        const unsigned sQk = sQ + (k % NQ) * Q_BYTES; // this item's Q, then its O on the way out
+        unsigned char *const q_smem = fa_fwdw_smem + (k % NQ) * Q_BYTES;
+        const int r0 = q0 + 64 * cw; // this warpgroup's first row
+        // Tiles (counted from t0) before `lead` and from `full` on are masked. Both warpgroups run
+        // every tile of the block and decide everything per block, not per warpgroup: the control
+        // flow around wgmma is then uniform (ptxas serialises wgmma in paths it cannot prove
+        // uniform), and pingpong turns pair up.
+        int nfull = p.seq_k / BK, nlead = 0; // absolute tile indices
+        if (p.causal) {
+            const long long vis =
+                (long long)q0 + p.causal_offset + 1; // keys the block's row 0 sees
+            nfull = (int)min((long long)nfull, max(0LL, vis) / BK);
+        }
+        if (p.has_left) { // the first key the block's last row sees
+            const long long first = (long long)q0 + BQ - 1 + p.left_offset;
+            nlead = (int)((max(0LL, first) + BK - 1) / BK);
+        }
+        const int lead = min(max(nlead - t0, 0), ntiles);
+        const int full = max(lead, min(max(nfull - t0, 0), ntiles));
+        const int row_lo = r0 + 16 * wq + (lane >> 2); // this thread's rows: row_lo, row_lo + 8
+        const int t2 = (lane & 3) * 2;
+        // c takes S to log2 units in the exponent's multiply. A softcap or a bias (or ALiBi where c
+        // would be 0) makes S the (capped, biased) scores in log2 units, with c = 1; ALiBi alone
+        // leaves S as q.k (c = scale log2 e) and adds its term divided by c: one FFMA a score.
+        const bool cap = p.softcap != 0.f;
+        const bool logs = cap || p.bias_dtype || (p.has_alibi && p.scale_log2 == 0.f);
+        const float c = logs ? 1.f : p.scale_log2;
+        const float slope = fa_alibi_slope(p, b, h) / c;
+        const float masked = c > 0.f ? -INFINITY : INFINITY;
+        constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
 
-    float o[D / 2];
+        float o[D / 2];
 #pragma unroll
-    for (int i = 0; i < D / 2; i++)
-        o[i] = 0.f;
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-    float sc[BK / 2]; // S: sc[4 n + e] = row row_lo + 8 (e >> 1), key 8 n + t2 + (e & 1)
-    // P of the previous tile, rounded to T, as the A fragments of O += P V (keys 16 k2..); for
-    // bf16 on the masked tiles also the remainder P - bf16(P), as in fa_forward_mma.cuh
-    unsigned ph[BK / 16][4], pl[BF16 ? BK / 16 : 1][4];
-    const unsigned q_at = sQ + cw * 64 * 128;
+        for (int i = 0; i < D / 2; i++)
+            o[i] = 0.f;
+        float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+        float sc[BK / 2]; // S: sc[4 n + e] = row row_lo + 8 (e >> 1), key 8 n + t2 + (e & 1)
+        // P of the previous tile, rounded to T, as the A fragments of O += P V (keys 16 k2..); for
+        // bf16 on the masked tiles also the remainder P - bf16(P), as in fa_forward_mma.cuh
+        unsigned ph[BK / 16][4], pl[BF16 ? BK / 16 : 1][4];
+        const unsigned q_at = sQk + cw * 64 * 128;
 
-    auto issue_s = [&](int it) {
-        const unsigned k_at = sK + (it % ST) * TILE_BYTES;
+        auto issue_s = [&](int it) {
+            const unsigned k_at = sK + ((g + it) % ST) * TILE_BYTES;
 #pragma unroll
-        for (int kk = 0; kk < D / 16; kk++)
-            fa_wgmma_ss<T, BK>(
-                sc, fa_wgmma_desc(q_at + (kk >> 2) * BQ * 128 + (kk & 3) * 32, 16, 1024),
-                fa_wgmma_desc(k_at + (kk >> 2) * BK * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
-    };
-    auto issue_pv = [&](int it, auto lo_c) {
-        const unsigned v_at = sV + (it % ST) * TILE_BYTES;
+            for (int kk = 0; kk < D / 16; kk++)
+                fa_wgmma_ss<T, BK>(
+                    sc, fa_wgmma_desc(q_at + (kk >> 2) * BQ * 128 + (kk & 3) * 32, 16, 1024),
+                    fa_wgmma_desc(k_at + (kk >> 2) * BK * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+        };
+        auto issue_pv = [&](int it, auto lo_c) {
+            const unsigned v_at = sV + ((g + it) % ST) * TILE_BYTES;
 #pragma unroll
-        for (int k2 = 0; k2 < BK / 16; k2++)
+            for (int k2 = 0; k2 < BK / 16; k2++)
 #pragma unroll
-            for (int h = 0; h < OH; h++) { // head dim 256: two products of 128 columns
-                float(&oh)[D / 2 / OH] =
-                    *reinterpret_cast<float(*)[D / 2 / OH]>(&o[h * D / 2 / OH]);
-                const unsigned long long vd =
-                    fa_wgmma_desc(v_at + k2 * 2048 + h * 2 * BK * 128, BK * 128, 1024);
-                fa_wgmma_rs<T, D / OH>(oh, ph[k2], vd);
-                if constexpr (decltype(lo_c)::value)
-                    fa_wgmma_rs<T, D / OH>(oh, pl[k2 % (BF16 ? BK / 16 : 1)], vd);
-            }
-    };
-    // Mask, online softmax and P of tile `it` from sc (O is not in flight here).
-    auto softmax = [&](int it, auto mask_c) {
-        constexpr bool mask = decltype(mask_c)::value;
-        const int k0 = (t0 + it) * BK;
-        if (cap) {
-#pragma unroll
-            for (int i = 0; i < BK / 2; i++)
-                sc[i] = p.softcap_log2 * fa_softcap_tanh(sc[i], p.softcap_k);
-        }
-        // row row_lo + 8 r's distance from key k0 + t2 is d(r); sc[4 n + 2 r + e] is key + 8 n + e
-        auto d = [&](int r) { return (float)(row_lo + 8 * r + (p.seq_k - p.seq_q) - k0 - t2); };
-        if (logs && (p.has_alibi || p.bias_dtype)) {    // (slope 0 without ALiBi)
-            const float s_c = cap ? 1.f : p.scale_log2; // to log2 units where not capped
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const long long brow = fa_bias_row(p, b, row_lo + 8 * r, h);
-                if (p.bias_dtype) // the next tile's row, a line a lane (128 keys of f32; two
-                    // tiles ahead measured slower)
-                    fa_bias_prefetch(p, brow,
-                                     k0 + BK +
-                                         (t2 >> 1) * (p.bias_dtype == FA_CUDA_BIAS_F32 ? 32 : 64));
-#pragma unroll
-                for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        float x =
-                            fa_alibi(sc[4 * n + 2 * r + e] * s_c, slope, d(r) - (float)(8 * n + e));
-                        if (p.bias_dtype)
-                            x += fa_bias(p, brow, k0 + t2 + 8 * n + e);
-                        sc[4 * n + 2 * r + e] = x;
-                    }
-            }
-        } else if (p.has_alibi) {
-#pragma unroll
-            for (int r = 0; r < 2; r++)
-#pragma unroll
-                for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++)
-                        sc[4 * n + 2 * r + e] =
-                            fa_alibi(sc[4 * n + 2 * r + e], slope, d(r) - (float)(8 * n + e));
-        }
-        if constexpr (mask) { // per row: the visible keys [beg, end) relative to key k0 + t2
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int row = row_lo + 8 * r, kt = k0 + t2;
-                const int end = (p.causal ? min(p.seq_k, row + p.causal_offset + 1) : p.seq_k) - kt;
-                const int beg = p.has_left ? row + p.left_offset - kt : 0;
-#pragma unroll
-                for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++)
-                        if (n * 8 + e >= end || n * 8 + e < beg)
-                            sc[4 * n + 2 * r + e] = masked;
-            }
-        }
-        float tm[2];
-        bool grow = false;
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            float mx = sc[2 * r];
-            if (c > 0.f) {
-#pragma unroll
-                for (int n = 0; n < BK / 8; n++)
-                    mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            } else {
-#pragma unroll
-                for (int n = 0; n < BK / 8; n++)
-                    mx = fminf(mx, fminf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
-                mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            }
-            tm[r] = mx * c;
-            grow |= tm[r] > m[r] + FA_FWD_RESCALE_SLACK;
-        }
-        // the lagging max of fa_forward_mma.cuh (FA_FWD_RESCALE_SLACK)
-        if (__any_sync(0xffffffffu, grow)) {
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const float m_new = fmaxf(m[r], tm[r]);
-                const float alpha = fa_exp2(m[r] - (m_new == -INFINITY ? 0.f : m_new));
-                m[r] = m_new;
-                l[r] *= alpha;
-#pragma unroll
-                for (int n = 0; n < D / 8; n++) {
-                    o[4 * n + 2 * r] *= alpha;
-                    o[4 * n + 2 * r + 1] *= alpha;
-                }
-            }
-        }
-        float m_use[2], sum[2] = {0.f, 0.f};
-#pragma unroll
-        for (int r = 0; r < 2; r++)
-            m_use[r] = m[r] == -INFINITY ? 0.f : m[r];
-        auto make_p = [&](auto fused_c) {
-            constexpr bool fused = decltype(fused_c)::value;
-            auto arg = [&](float s, int r) {
-                return fused ? fmaf(s, c, -m_use[r]) : __fmul_rn(s, c) - m_use[r];
-            };
-#pragma unroll
-            for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    const float p0 = fa_exp2(arg(sc[4 * n + 2 * r], r));
-                    const float p1 = fa_exp2(arg(sc[4 * n + 2 * r + 1], r));
-                    sum[r] += p0 + p1;
-                    const unsigned hi = fa_pack2<T>(p0, p1);
-                    ph[n / 2][(n & 1) * 2 + r] = hi;
-                    if constexpr (BF16 && mask)
-                        pl[n / 2][(n & 1) * 2 + r] = fa_pack2<T>(
-                            p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+                for (int h = 0; h < OH; h++) { // head dim 256: two products of 128 columns
+                    float(&oh)[D / 2 / OH] =
+                        *reinterpret_cast<float(*)[D / 2 / OH]>(&o[h * D / 2 / OH]);
+                    const unsigned long long vd =
+                        fa_wgmma_desc(v_at + k2 * 2048 + h * 2 * BK * 128, BK * 128, 1024);
+                    fa_wgmma_rs<T, D / OH>(oh, ph[k2], vd);
+                    if constexpr (decltype(lo_c)::value)
+                        fa_wgmma_rs<T, D / OH>(oh, pl[k2 % (BF16 ? BK / 16 : 1)], vd);
                 }
         };
-        // One FFMA a score where the warp's row maxima are below 64 (log2 units): the residual of
-        // RN(s c) that fma(s, c, -m) leaves in the largest score's exponent is then below 2^-19,
-        // far under P's rounding to T. Larger maxima take RN(s c) - m, so that the largest
-        // score's P is exactly 1 (the eleventh session's numerics, docs/PERF.md).
-        if (__all_sync(0xffffffffu, fabsf(m_use[0]) < 64.f && fabsf(m_use[1]) < 64.f))
-            make_p(std::true_type{});
-        else
-            make_p(std::false_type{});
-        l[0] += sum[0];
-        l[1] += sum[1];
-    };
-    // Pingpong (FA_FWD_WGMMA_PINGPONG): the two warpgroups take turns to issue their wgmma, so
-    // that one's softmax (exp2 on the SFU) runs while the other's products hold the tensor
-    // cores. Each turn waits for the other warpgroup's arrive; warpgroup 1 gives the first turn
-    // and skips its last arrive, so every arrive meets a wait.
-    auto turn_begin = [&]() {
-        if constexpr (FA_FWD_WGMMA_PINGPONG)
-            fa_named_barrier(3 + cw, 256);
-    };
-    auto turn_end = [&](bool last) {
-        if constexpr (FA_FWD_WGMMA_PINGPONG)
-            if (!(last && cw == 1))
-                fa_named_arrive(3 + (1 - cw), 256);
-    };
-    // Step `it`: S of tile it and O += P V of tile it - 1 in one turn, then (while the other
-    // warpgroup's turn runs) K of tile it and V of tile it - 1 go back to the loader and tile
-    // it's softmax runs.
-    auto step = [&](int it, auto lo_c, auto mask_c) {
-        fa_mbar_wait(bar_full_k + 8 * (it % ST), (it / ST) & 1);
-        fa_mbar_wait(bar_full_v + 8 * ((it - 1) % ST), ((it - 1) / ST) & 1);
-        fa_wgmma_hold(o);
-        fa_wgmma_hold_u(ph);
-        fa_wgmma_hold_u(pl);
-        turn_begin();
-        fa_wgmma_fence();
-        issue_s(it);
-        issue_pv(it - 1, lo_c);
-        fa_wgmma_commit();
-        turn_end(false);
-        fa_wgmma_wait<0>();
-        fa_wgmma_hold(sc);
-        fa_wgmma_hold(o);
-        fa_mbar_arrive(bar_empty_k + 8 * (it % ST));
-        fa_mbar_arrive(bar_empty_v + 8 * ((it - 1) % ST));
-        softmax(it, mask_c);
-    };
+        // Mask, online softmax and P of tile `it` from sc (O is not in flight here).
+        auto softmax = [&](int it, auto mask_c) {
+            constexpr bool mask = decltype(mask_c)::value;
+            const int k0 = (t0 + it) * BK;
+            if (cap) {
+#pragma unroll
+                for (int i = 0; i < BK / 2; i++)
+                    sc[i] = p.softcap_log2 * fa_softcap_tanh(sc[i], p.softcap_k);
+            }
+            // row row_lo + 8 r's distance from key k0 + t2 is d(r); sc[4 n + 2 r + e] is key + 8 n
+            // + e
+            auto d = [&](int r) { return (float)(row_lo + 8 * r + (p.seq_k - p.seq_q) - k0 - t2); };
+            if (logs && (p.has_alibi || p.bias_dtype)) {    // (slope 0 without ALiBi)
+                const float s_c = cap ? 1.f : p.scale_log2; // to log2 units where not capped
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const long long brow = fa_bias_row(p, b, row_lo + 8 * r, h);
+                    if (p.bias_dtype) // the next tile's row, a line a lane (128 keys of f32; two
+                        // tiles ahead measured slower)
+                        fa_bias_prefetch(
+                            p, brow,
+                            k0 + BK + (t2 >> 1) * (p.bias_dtype == FA_CUDA_BIAS_F32 ? 32 : 64));
+#pragma unroll
+                    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            float x = fa_alibi(sc[4 * n + 2 * r + e] * s_c, slope,
+                                               d(r) - (float)(8 * n + e));
+                            if (p.bias_dtype)
+                                x += fa_bias(p, brow, k0 + t2 + 8 * n + e);
+                            sc[4 * n + 2 * r + e] = x;
+                        }
+                }
+            } else if (p.has_alibi) {
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+#pragma unroll
+                    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            sc[4 * n + 2 * r + e] =
+                                fa_alibi(sc[4 * n + 2 * r + e], slope, d(r) - (float)(8 * n + e));
+            }
+            if constexpr (mask) { // per row: the visible keys [beg, end) relative to key k0 + t2
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int row = row_lo + 8 * r, kt = k0 + t2;
+                    const int end =
+                        (p.causal ? min(p.seq_k, row + p.causal_offset + 1) : p.seq_k) - kt;
+                    const int beg = p.has_left ? row + p.left_offset - kt : 0;
+#pragma unroll
+                    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            if (n * 8 + e >= end || n * 8 + e < beg)
+                                sc[4 * n + 2 * r + e] = masked;
+                }
+            }
+            float tm[2];
+            bool grow = false;
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                float mx = sc[2 * r];
+                if (c > 0.f) {
+#pragma unroll
+                    for (int n = 0; n < BK / 8; n++)
+                        mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                } else {
+#pragma unroll
+                    for (int n = 0; n < BK / 8; n++)
+                        mx = fminf(mx, fminf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
+                    mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                }
+                tm[r] = mx * c;
+                grow |= tm[r] > m[r] + FA_FWD_RESCALE_SLACK;
+            }
+            // the lagging max of fa_forward_mma.cuh (FA_FWD_RESCALE_SLACK)
+            if (__any_sync(0xffffffffu, grow)) {
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const float m_new = fmaxf(m[r], tm[r]);
+                    const float alpha = fa_exp2(m[r] - (m_new == -INFINITY ? 0.f : m_new));
+                    m[r] = m_new;
+                    l[r] *= alpha;
+#pragma unroll
+                    for (int n = 0; n < D / 8; n++) {
+                        o[4 * n + 2 * r] *= alpha;
+                        o[4 * n + 2 * r + 1] *= alpha;
+                    }
+                }
+            }
+            float m_use[2], sum[2] = {0.f, 0.f};
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+                m_use[r] = m[r] == -INFINITY ? 0.f : m[r];
+            auto make_p = [&](auto fused_c) {
+                constexpr bool fused = decltype(fused_c)::value;
+                auto arg = [&](float s, int r) {
+                    return fused ? fmaf(s, c, -m_use[r]) : __fmul_rn(s, c) - m_use[r];
+                };
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        const float p0 = fa_exp2(arg(sc[4 * n + 2 * r], r));
+                        const float p1 = fa_exp2(arg(sc[4 * n + 2 * r + 1], r));
+                        sum[r] += p0 + p1;
+                        const unsigned hi = fa_pack2<T>(p0, p1);
+                        ph[n / 2][(n & 1) * 2 + r] = hi;
+                        if constexpr (BF16 && mask)
+                            pl[n / 2][(n & 1) * 2 + r] =
+                                fa_pack2<T>(p0 - __uint_as_float(hi << 16),
+                                            p1 - __uint_as_float(hi & 0xffff0000u));
+                    }
+            };
+            // One FFMA a score where the warp's row maxima are below 64 (log2 units): the residual
+            // of RN(s c) that fma(s, c, -m) leaves in the largest score's exponent is then below
+            // 2^-19, far under P's rounding to T. Larger maxima take RN(s c) - m, so that the
+            // largest score's P is exactly 1 (the eleventh session's numerics, docs/PERF.md).
+            if (__all_sync(0xffffffffu, fabsf(m_use[0]) < 64.f && fabsf(m_use[1]) < 64.f))
+                make_p(std::true_type{});
+            else
+                make_p(std::false_type{});
+            l[0] += sum[0];
+            l[1] += sum[1];
+        };
+        // Pingpong (FA_FWD_WGMMA_PINGPONG): the two warpgroups take turns to issue their wgmma, so
+        // that one's softmax (exp2 on the SFU) runs while the other's products hold the tensor
+        // cores. Each turn waits for the other warpgroup's arrive; warpgroup 1 gives the first turn
+        // and skips its last arrive, so every arrive meets a wait.
+        auto turn_begin = [&]() {
+            if constexpr (FA_FWD_WGMMA_PINGPONG)
+                fa_named_barrier(3 + cw, 256);
+        };
+        auto turn_end = [&](bool last) {
+            if constexpr (FA_FWD_WGMMA_PINGPONG)
+                if (!(last && cw == 1))
+                    fa_named_arrive(3 + (1 - cw), 256);
+        };
+        // Step `it`: S of tile it and O += P V of tile it - 1 in one turn, then (while the other
+        // warpgroup's turn runs) K of tile it and V of tile it - 1 go back to the loader and tile
+        // it's softmax runs.
+        auto step = [&](int it, auto lo_c, auto mask_c) {
+            fa_mbar_wait(bar_full_k + 8 * ((g + it) % ST), ((g + it) / ST) & 1);
+            fa_mbar_wait(bar_full_v + 8 * ((g + it - 1) % ST), ((g + it - 1) / ST) & 1);
+            fa_wgmma_hold(o);
+            fa_wgmma_hold_u(ph);
+            fa_wgmma_hold_u(pl);
+            turn_begin();
+            fa_wgmma_fence();
+            issue_s(it);
+            issue_pv(it - 1, lo_c);
+            fa_wgmma_commit();
+            turn_end(false);
+            fa_wgmma_wait<0>();
+            fa_wgmma_hold(sc);
+            fa_wgmma_hold(o);
+            fa_mbar_arrive(bar_empty_k + 8 * ((g + it) % ST));
+            fa_mbar_arrive(bar_empty_v + 8 * ((g + it - 1) % ST));
+            softmax(it, mask_c);
+        };
 
-    fa_mbar_wait(bar_q, 0);
-    if (ntiles > 0) {
-        if (FA_FWD_WGMMA_PINGPONG && cw == 1)
-            fa_named_arrive(3, 256);
-        fa_mbar_wait(bar_full_k, 0);
-        turn_begin();
-        fa_wgmma_fence();
-        issue_s(0);
-        fa_wgmma_commit();
-        turn_end(false);
-        fa_wgmma_wait<0>();
-        fa_wgmma_hold(sc);
-        fa_mbar_arrive(bar_empty_k);
-        if (lead == 0 && full > 0)
-            softmax(0, std::false_type{});
-        else
-            softmax(0, std::true_type{});
-        using F = std::false_type;
-        using M = std::true_type;
-        using Lo = std::integral_constant<bool, BF16>; // the previous tile was masked
-        // step(it, the previous tile masked, this one masked): masked [0, lead), unmasked
-        // [lead, full), masked [full, ntiles)
-        int it = 1;
-        for (; it < lead; it++)
-            step(it, Lo{}, M{});
-        if (it < full && lead > 0) // it == lead
-            step(it++, Lo{}, F{});
-        for (; it < full; it++)
-            step(it, F{}, F{});
-        if (it < ntiles && it == full && full > lead)
-            step(it++, F{}, M{});
-        for (; it < ntiles; it++)
-            step(it, Lo{}, M{});
-        // The last tile's O += P V. For bf16 with the remainder, which is 0 if that tile is not
-        // masked: two wgmma paths chosen at run time would make ptxas serialise every wgmma.
-        if (BF16 && ntiles - 1 >= lead && ntiles - 1 < full)
+        fa_mbar_wait(bar_q + 8 * (k % NQ), (k / NQ) & 1);
+        if (ntiles > 0) {
+            if (FA_FWD_WGMMA_PINGPONG && cw == 1)
+                fa_named_arrive(3, 256);
+            fa_mbar_wait(bar_full_k + 8 * (g % ST), (g / ST) & 1);
+            turn_begin();
+            fa_wgmma_fence();
+            issue_s(0);
+            fa_wgmma_commit();
+            turn_end(false);
+            fa_wgmma_wait<0>();
+            fa_wgmma_hold(sc);
+            fa_mbar_arrive(bar_empty_k + 8 * (g % ST));
+            if (lead == 0 && full > 0)
+                softmax(0, std::false_type{});
+            else
+                softmax(0, std::true_type{});
+            using F = std::false_type;
+            using M = std::true_type;
+            using Lo = std::integral_constant<bool, BF16>; // the previous tile was masked
+            // step(it, the previous tile masked, this one masked): masked [0, lead), unmasked
+            // [lead, full), masked [full, ntiles)
+            int it = 1;
+            for (; it < lead; it++)
+                step(it, Lo{}, M{});
+            if (it < full && lead > 0) // it == lead
+                step(it++, Lo{}, F{});
+            for (; it < full; it++)
+                step(it, F{}, F{});
+            if (it < ntiles && it == full && full > lead)
+                step(it++, F{}, M{});
+            for (; it < ntiles; it++)
+                step(it, Lo{}, M{});
+            // The last tile's O += P V. For bf16 with the remainder, which is 0 if that tile is not
+            // masked: two wgmma paths chosen at run time would make ptxas serialise every wgmma.
+            if (BF16 && ntiles - 1 >= lead && ntiles - 1 < full)
 #pragma unroll
-            for (int k2 = 0; k2 < (BF16 ? BK / 16 : 1); k2++)
-                pl[k2][0] = pl[k2][1] = pl[k2][2] = pl[k2][3] = 0u;
-        fa_mbar_wait(bar_full_v + 8 * ((ntiles - 1) % ST), ((ntiles - 1) / ST) & 1);
-        fa_wgmma_hold(o);
-        fa_wgmma_hold_u(ph);
-        fa_wgmma_hold_u(pl);
-        turn_begin();
-        fa_wgmma_fence();
-        issue_pv(ntiles - 1, Lo{});
-        fa_wgmma_commit();
-        turn_end(true);
-        fa_wgmma_wait<0>();
-        fa_wgmma_hold(o);
-        fa_mbar_arrive(bar_empty_v + 8 * ((ntiles - 1) % ST));
-    }
+                for (int k2 = 0; k2 < (BF16 ? BK / 16 : 1); k2++)
+                    pl[k2][0] = pl[k2][1] = pl[k2][2] = pl[k2][3] = 0u;
+            fa_mbar_wait(bar_full_v + 8 * ((g + ntiles - 1) % ST), ((g + ntiles - 1) / ST) & 1);
+            fa_wgmma_hold(o);
+            fa_wgmma_hold_u(ph);
+            fa_wgmma_hold_u(pl);
+            turn_begin();
+            fa_wgmma_fence();
+            issue_pv(ntiles - 1, Lo{});
+            fa_wgmma_commit();
+            turn_end(true);
+            fa_wgmma_wait<0>();
+            fa_wgmma_hold(o);
+            fa_mbar_arrive(bar_empty_v + 8 * ((g + ntiles - 1) % ST));
+        }
+        g += ntiles;
 
-    // O / l through this warpgroup's rows of the Q tile (its own wgmma no longer read them),
-    // then 16-byte stores.
-    T *Og = (T *)p.o.ptr + fa_at(p.o, b, 0, h);
-    float *L = (float *)p.lse.ptr + fa_at(p.lse, b, 0, h);
-    float inv[2];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-        inv[r] = l[r] != 0.f ? 1.f / l[r] : 0.f;
-    }
-    const int srow = 64 * cw + 16 * wq + (lane >> 2);
-#pragma unroll
-    for (int n = 0; n < D / 8; n++)
+        // O / l through this warpgroup's rows of the Q tile (its own wgmma no longer read them),
+        // then 16-byte stores.
+        T *Og = (T *)p.o.ptr + fa_at(p.o, b, 0, h);
+        float *L = (float *)p.lse.ptr + fa_at(p.lse, b, 0, h);
+        float inv[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const int row = srow + 8 * r;
-            const unsigned off =
-                (unsigned)((n >> 3) * BQ * 128 + row * 128 + (((n & 7) ^ (row & 7)) << 4) + t2 * 2);
-            *(unsigned *)(fa_fwdw_smem + off) =
-                fa_pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
+            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+            inv[r] = l[r] != 0.f ? 1.f / l[r] : 0.f;
         }
-    if (p.has_lse && (lane & 3) == 0) {
+        const int srow = 64 * cw + 16 * wq + (lane >> 2);
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int gr = row_lo + r * 8;
-            if (gr < p.seq_q)
-                L[gr * p.lse.stride_s] = l[r] != 0.f ? (m[r] + log2f(l[r])) * FA_LN2 : -INFINITY;
+        for (int n = 0; n < D / 8; n++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int row = srow + 8 * r;
+                const unsigned off = (unsigned)((n >> 3) * BQ * 128 + row * 128 +
+                                                (((n & 7) ^ (row & 7)) << 4) + t2 * 2);
+                *(unsigned *)(q_smem + off) =
+                    fa_pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
+            }
+        if (p.has_lse && (lane & 3) == 0) {
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int gr = row_lo + r * 8;
+                if (gr < p.seq_q)
+                    L[gr * p.lse.stride_s] =
+                        l[r] != 0.f ? (m[r] + log2f(l[r])) * FA_LN2 : -INFINITY;
+            }
         }
-    }
-    fa_named_barrier(1 + cw, 128);
+        fa_named_barrier(1 + cw, 128);
 #pragma unroll
-    for (int i = 0; i < 64 * CH / 128; i++) {
-        const int cidx = wt + i * 128, row = cidx / CH, ch = cidx % CH, gr = r0 + row;
-        const int srw = 64 * cw + row;
-        if (gr < p.seq_q && ch * 8 < p.head_dim)
-            *(uint4 *)(Og + gr * p.o.stride_s + ch * 8) =
-                *(const uint4 *)(fa_fwdw_smem + (ch >> 3) * BQ * 128 + srw * 128 +
-                                 (((ch & 7) ^ (srw & 7)) << 4));
+        for (int i = 0; i < 64 * CH / 128; i++) {
+            const int cidx = wt + i * 128, row = cidx / CH, ch = cidx % CH, gr = r0 + row;
+            const int srw = 64 * cw + row;
+            if (gr < p.seq_q && ch * 8 < p.head_dim)
+                *(uint4 *)(Og + gr * p.o.stride_s + ch * 8) =
+                    *(const uint4 *)(q_smem + (ch >> 3) * BQ * 128 + srw * 128 +
+                                     (((ch & 7) ^ (srw & 7)) << 4));
+        }
+        if constexpr (PERSIST) // this warpgroup's rows of the Q buffer are read: it may refill
+            fa_mbar_arrive(bar_q_empty + 8 * (k % NQ));
     }
 }
