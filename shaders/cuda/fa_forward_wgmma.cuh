@@ -3,25 +3,25 @@
 // products on warpgroup MMA (wgmma) instead of mma.sync, for f16 and bf16 at head dim 64, 128 or
 // 256 (smaller head dims padded up with zeros; at 256, tiles of 64 keys and two stages).
 //
-// A block of three warpgroups owns BQ = 128 query rows of one (batch, head). Warpgroup 0 only
-// loads: Q once, then K and V tiles of BK keys by cp.async into a ring of FA_FWD_WGMMA_STAGES
-// shared buffers, K and V each guarded by a "full" and an "empty" mbarrier, and it gives most of
-// its registers to the other two (setmaxnreg). Warpgroups 1 and 2 own 64 query rows each. S = Q K^T
-// is one chain of wgmma with both operands in shared memory (64 x BK accumulators in registers);
-// P stays in registers as the A operand of O += P V, V read transposed from shared memory. Step n
-// issues S of tile n together with O += P V of tile n - 1, then runs tile n's mask and online
-// softmax, so the tensor cores get the next batch as soon as the last one ends; the two
-// warpgroups take turns to issue (pingpong), so that one's exp2 runs while the other's products
-// hold the tensor cores.
-// A block visits the key tiles from the one of the first key its first row sees (a window's left
-// bound) to the one of the last key its last row sees; tiles that a window's edge, the causal
-// diagonal or the end of the keys cross are masked (decided per block, see below). A softcap
-// replaces S by its capped scores in log2 units (fa_softcap_tanh) before the mask, and ALiBi or an
-// additive bias by its log2-unit scores plus the term of each element's distance (fa_alibi) and
-// its bias (fa_bias).
-// Tiles are stored as 64-column blocks of 128-byte rows in the 128-byte swizzle that wgmma's
-// descriptors name (fa_wgmma.cuh); zero-filled past the end of the keys, of the queries and of
-// the head dim.
+// A block of three warpgroups owns BQ = 128 query rows of one (batch, head) at a time: one such
+// work item, or where persistent (FA_FWD_WGMMA_PERSISTENT: non-causal calls at head dims up to
+// 128) one item after another, the next one's Q loaded into a second buffer. Warpgroup 0 only
+// loads: an item's Q, then its K and V tiles of BK keys by cp.async into a ring of
+// FA_FWD_WGMMA_STAGES_D(D) shared buffers, K and V each guarded by a "full" and an "empty"
+// mbarrier, and it gives most of its registers to the other two (setmaxnreg). Warpgroups 1 and 2
+// own 64 query rows each. S = Q K^T is one chain of wgmma with both operands in shared memory (64 x
+// BK accumulators in registers); P stays in registers as the A operand of O += P V, V read
+// transposed from shared memory. Step n issues S of tile n together with O += P V of tile n - 1,
+// then runs tile n's mask and online softmax, so the tensor cores get the next batch as soon as the
+// last one ends; the two warpgroups take turns to issue (pingpong), so that one's exp2 runs while
+// the other's products hold the tensor cores. A block visits the key tiles from the one of the
+// first key its first row sees (a window's left bound) to the one of the last key its last row
+// sees; tiles that a window's edge, the causal diagonal or the end of the keys cross are masked
+// (decided per block, see below). A softcap replaces S by its capped scores in log2 units
+// (fa_softcap_tanh) before the mask, and ALiBi or an additive bias by its log2-unit scores plus the
+// term of each element's distance (fa_alibi) and its bias (fa_bias). Tiles are stored as 64-column
+// blocks of 128-byte rows in the 128-byte swizzle that wgmma's descriptors name (fa_wgmma.cuh);
+// zero-filled past the end of the keys, of the queries and of the head dim.
 #pragma once
 
 #include "fa_mask.cuh"
