@@ -169,36 +169,6 @@ __device__ __forceinline__ void fa_wgmma_ss_n32(float (&d)[16], unsigned long lo
                      : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
 }
 
-#define FA_WG_ACC40                                                                                \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "  \
-    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "   \
-    "%38, %39}"
-#define FA_WG_OPS40(d)                                                                             \
-    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),            \
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), \
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
-
-template <typename T, int TA, int TB>
-__device__ __forceinline__ void fa_wgmma_ss_n80(float (&d)[40], unsigned long long a,
-                                                unsigned long long b, int accumulate)
-{
-    if constexpr (std::is_same<T, __half>::value)
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16 " FA_WG_ACC40
-                     ", %40, %41, p, 1, 1, %43, %44;\n}\n"
-                     : FA_WG_OPS40(d)
-                     : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
-    else
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 " FA_WG_ACC40
-                     ", %40, %41, p, 1, 1, %43, %44;\n}\n"
-                     : FA_WG_OPS40(d)
-                     : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
-}
-
 template <typename T, int TA, int TB>
 __device__ __forceinline__ void fa_wgmma_ss_n64(float (&d)[32], unsigned long long a,
                                                 unsigned long long b, int accumulate)
@@ -311,11 +281,9 @@ template <typename T, int N, int TA = 0, int TB = 0>
 __device__ __forceinline__ void fa_wgmma_ss(float (&d)[N / 2], unsigned long long a,
                                             unsigned long long b, int accumulate)
 {
-    static_assert(N == 32 || N == 64 || N == 80 || N == 128, "wgmma shapes wrapped here");
+    static_assert(N == 32 || N == 64 || N == 128, "wgmma shapes wrapped here");
     if constexpr (N == 32)
         fa_wgmma_ss_n32<T, TA, TB>(d, a, b, accumulate);
-    else if constexpr (N == 80)
-        fa_wgmma_ss_n80<T, TA, TB>(d, a, b, accumulate);
     else if constexpr (N == 64)
         fa_wgmma_ss_n64<T, TA, TB>(d, a, b, accumulate);
     else
