@@ -14,14 +14,18 @@
 // transposed from shared memory. Step n issues S of tile n together with O += P V of tile n - 1,
 // then runs tile n's mask and online softmax, so the tensor cores get the next batch as soon as the
 // last one ends; the two warpgroups take turns to issue (pingpong), so that one's exp2 runs while
-// the other's products hold the tensor cores. A block visits the key tiles from the one of the
-// first key its first row sees (a window's left bound) to the one of the last key its last row
-// sees; tiles that a window's edge, the causal diagonal or the end of the keys cross are masked
-// (decided per block, see below). A softcap replaces S by its capped scores in log2 units
-// (fa_softcap_tanh) before the mask, and ALiBi or an additive bias by its log2-unit scores plus the
-// term of each element's distance (fa_alibi) and its bias (fa_bias). Tiles are stored as 64-column
-// blocks of 128-byte rows in the 128-byte swizzle that wgmma's descriptors name (fa_wgmma.cuh);
-// zero-filled past the end of the keys, of the queries and of the head dim.
+// the other's products hold the tensor cores.
+//
+// A block visits the key tiles from the one of the first key its first row sees (a window's left
+// bound) to the one of the last key its last row sees; tiles that a window's edge, the causal
+// diagonal or the end of the keys cross are masked (decided per block, see below). A softcap
+// replaces S by its capped scores in log2 units (fa_softcap_tanh) before the mask, and ALiBi or an
+// additive bias by its log2-unit scores plus the term of each element's distance (fa_alibi) and
+// its bias (fa_bias).
+//
+// Tiles are stored as 64-column blocks of 128-byte rows in the 128-byte swizzle that wgmma's
+// descriptors name (fa_wgmma.cuh); zero-filled past the end of the keys, of the queries and of
+// the head dim.
 #pragma once
 
 #include "fa_mask.cuh"
