@@ -242,15 +242,15 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
      * rows where the catalogue has one, else nothing */
     if (fast && caps->wgmma_fwd && d >= 64 && row_exists(wg_family, pb->dtype, wg_d, 0) &&
         (int)wg_smem <= caps->smem_optin) {
-        const unsigned tiles = blocks(pb->seq_q, FA_FWD_WGMMA_BQ);
+        unsigned gx = blocks(pb->seq_q, FA_FWD_WGMMA_BQ); /* a block a (query tile, head, batch) */
+        int64_t gy = pb->heads_q, gz = pb->batch;
         if (!pb->varlen && !pb->causal && FA_FWD_WGMMA_PERSISTENT(wg_d)) { /* a block an SM */
-            const int64_t items = (int64_t)tiles * pb->heads_q * pb->batch;
+            const int64_t items = (int64_t)gx * gy * gz;
             const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
-            add(plan, find(wg_family, pb->dtype, wg_d, 0), (unsigned)(items < sms ? items : sms), 1,
-                1, FA_FWD_WGMMA_THREADS, wg_smem, "launching the Hopper (wgmma) forward");
-        } else
-            add(plan, find(wg_family, pb->dtype, wg_d, 0), tiles, pb->heads_q, pb->batch,
-                FA_FWD_WGMMA_THREADS, wg_smem, "launching the Hopper (wgmma) forward");
+            gx = (unsigned)(items < sms ? items : sms), gy = gz = 1;
+        }
+        add(plan, find(wg_family, pb->dtype, wg_d, 0), gx, gy, gz, FA_FWD_WGMMA_THREADS, wg_smem,
+            "launching the Hopper (wgmma) forward");
     } else if (pb->varlen && !(fast && row_exists(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq)))
         return;
     else if (fast && sync_ok)

@@ -197,8 +197,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // uniform), and pingpong turns pair up.
         int nfull = p.seq_k / BK, nlead = 0; // absolute tile indices
         if (p.causal) {
-            const long long vis =
-                (long long)q0 + p.causal_offset + 1; // keys the block's row 0 sees
+            // keys the block's row 0 sees
+            const long long vis = (long long)q0 + p.causal_offset + 1;
             nfull = (int)min((long long)nfull, max(0LL, vis) / BK);
         }
         if (p.has_left) { // the first key the block's last row sees
@@ -262,8 +262,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 for (int i = 0; i < BK / 2; i++)
                     sc[i] = p.softcap_log2 * fa_softcap_tanh(sc[i], p.softcap_k);
             }
-            // row row_lo + 8 r's distance from key k0 + t2 is d(r); sc[4 n + 2 r + e] is key + 8 n
-            // + e
+            // row row_lo + 8 r's distance from key k0 + t2 is d(r); sc[4 n + 2 r + e] is that
+            // key + 8 n + e
             auto d = [&](int r) { return (float)(row_lo + 8 * r + (p.seq_k - p.seq_q) - k0 - t2); };
             if (logs && (p.has_alibi || p.bias_dtype)) {    // (slope 0 without ALiBi)
                 const float s_c = cap ? 1.f : p.scale_log2; // to log2 units where not capped
