@@ -22,7 +22,8 @@ FlashAttention's benchmark does.
 The grid is FlashAttention's benchmark: 16k tokens (batch = 16384 / seqlen), hidden 2048
 (heads = 2048 / head dim), seqlen 512..16k, head dim 64 and 128, causal off and on, forward and
 backward, f16 and bf16; then the target row (forward, B=1 H=16 N=4096 D=128 f32), for which
-SDPA's 'efficient' and 'math' kernels are shown (its flash and cuDNN kernels have no f32).
+SDPA's 'efficient' and 'math' kernels are shown (its flash and cuDNN kernels have no f32);
+--f32 runs only f32 forward rows (that one, head dims 64 and 256, causal, 16k, N=512).
 FLOPs: 4*B*H*N*N*D per forward, half when causal, 2.5x for backward. The ratios are
 flashattn TF/s over SDPA's (above 1: flashattn is faster).
 
@@ -610,6 +611,8 @@ def main():
     ap.add_argument("--json", help="write the rows as JSON")
     ap.add_argument("--png", help="write a TF/s plot (needs matplotlib)")
     ap.add_argument("--csv", help="write the rows as CSV")
+    ap.add_argument("--f32", action="store_true",
+                    help="f32 forward rows only: the target row, head dims 64 and 256, causal, 16k")
     ap.add_argument("--decode", action="store_true",
                     help="the decoding rows instead (one query token, GQA 32:8, D=128, f16)")
     ap.add_argument("--page-size", type=int, default=0,
@@ -663,6 +666,23 @@ def main():
                     json.dump({"flashattn": fa.version(lib), "torch": torch.__version__,
                                "device": gpu, "sdpa": names, "failed": failed,
                                "decode": rows}, f, indent=1)
+            return 1 if failed else 0
+        if args.f32:
+            points = [(1, 16, 4096, 128, False), (1, 32, 4096, 64, False),
+                      (1, 8, 4096, 256, False), (1, 16, 4096, 128, True),
+                      (1, 16, 16384, 128, False), (8, 16, 512, 128, False)]
+            print(header(TARGET_SDPA))
+            for B, H, S, D, causal in points:
+                for row in run_point(ctx, args, "f32", B, H, S, D, causal, False, TARGET_SDPA,
+                                     check):
+                    rows.append(finish_row(row))
+                    print_row(row, TARGET_SDPA)
+                    failed |= row_failed(row)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump({"flashattn": fa.version(lib), "torch": torch.__version__,
+                               "device": gpu, "sdpa": TARGET_SDPA, "failed": failed,
+                               "f32": rows}, f, indent=1)
             return 1 if failed else 0
         print(header(names))
         points = [(dt, c, d, s) for dt in dtypes for c in (False, True) for d in head_dims

@@ -19,6 +19,7 @@
     X(CUDA_FWD_QTILE_D256)                                                                         \
     X(CUDA_BWD_D256)                                                                               \
     X(CUDA_DECODE)                                                                                 \
+    X(CUDA_F32)                                                                                    \
     X(CUDA_DECODE_WARPS)                                                                           \
     X(VULKAN_DECODE)                                                                               \
     X(VULKAN_MATRIX)                                                                               \

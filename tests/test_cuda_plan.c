@@ -137,6 +137,9 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
     case FA_CUDA_FWD_WGMMA_VARLEN:
         *rows = FA_FWD_WGMMA_BQ;
         break;
+    case FA_CUDA_FWD_TF32:
+        *rows = FA_FWD_TF32_BQ;
+        break;
     case FA_CUDA_FWD_GEN:
     case FA_CUDA_BWD_DELTA:
     case FA_CUDA_BWD_DQ_GEN:
@@ -235,7 +238,12 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
         if (is_sm90a(l->kernel))
             cr_expect(backward ? caps->wgmma_bwd : caps->wgmma_fwd, "%s: %s without sm_90a", where,
                       k->name);
-        if (!is_general(k->family)) {
+        if (k->family == FA_CUDA_FWD_TF32) {
+            cr_expect(pb->aligned && pb->dtype == FA_DTYPE_F32 && !caps->force_general &&
+                          !caps->f32_cores && !pb->bias && !backward,
+                      "%s: %s for an unaligned, forced-general, biased or f16/bf16 call", where,
+                      k->name);
+        } else if (!is_general(k->family)) {
             cr_expect(pb->aligned && pb->dtype != FA_DTYPE_F32 && !caps->force_general,
                       "%s: tensor-core %s for an f32, unaligned or forced-general call", where,
                       k->name);
@@ -407,19 +415,40 @@ Test(cuda_plan, forward_choices)
     fa_cuda_caps narrow = SM80;
     narrow.fwd_qtile_d256 = FA_FWD_MMA_BQ_D256;
     cr_expect_eq(fwd_kernel(narrow, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_F16_D256);
-    /* f32, unaligned views and FA_CUDA_KERNELS=general: the CUDA-core kernels */
-    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_GEN_F32_16);
-    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 65), FA_CUDA_K_FWD_GEN_F32_16);
-    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 64), FA_CUDA_K_FWD_GEN_F32_8);
-    fa_cuda_problem pb = problem(FA_DTYPE_F16, 128, false);
+    /* f32: 3xTF32 on tensor cores at head dims up to 256 (64, 128, 256; 256 not where its
+     * 130 KiB do not fit, sm_86/89), unless FA_CUDA_F32=cores, the view is unaligned or the call
+     * has a bias */
+    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_TF32_F32_D128);
+    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 72), FA_CUDA_K_FWD_TF32_F32_D128);
+    cr_expect_eq(fwd_kernel(SM86, FA_DTYPE_F32, 8), FA_CUDA_K_FWD_TF32_F32_D64);
+    cr_expect_eq(fwd_kernel(SM89, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_TF32_F32_D128);
+    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 136), FA_CUDA_K_FWD_TF32_F32_D256);
+    cr_expect_eq(fwd_kernel(SM86, FA_DTYPE_F32, 256), FA_CUDA_K_FWD_GEN_F32_32);
+    fa_cuda_caps cores = SM90;
+    cores.f32_cores = true;
+    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_GEN_F32_16);
+    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F32, 64), FA_CUDA_K_FWD_GEN_F32_8);
+    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_WGMMA_F16_D128);
+    fa_cuda_problem pb = problem(FA_DTYPE_F32, 64, false);
+    fa_cuda_caps sm80 = SM80;
+    fa_cuda_plan plan;
+    pb.bias = true;
+    fa_cuda_plan_forward(&sm80, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_GEN_F32_8);
+    pb.bias = false;
+    pb.aligned = false;
+    fa_cuda_plan_forward(&sm80, &pb, &plan);
+    cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_GEN_F32_8);
+    /* unaligned views and FA_CUDA_KERNELS=general: the CUDA-core kernels */
+    pb = problem(FA_DTYPE_F16, 128, false);
     pb.aligned = false;
     fa_cuda_caps sm90 = SM90;
-    fa_cuda_plan plan;
     fa_cuda_plan_forward(&sm90, &pb, &plan);
     cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_GEN_F16_16);
     fa_cuda_caps general = SM90;
     general.force_general = true;
     cr_expect_eq(fwd_kernel(general, FA_DTYPE_BF16, 256), FA_CUDA_K_FWD_GEN_BF16_32);
+    cr_expect_eq(fwd_kernel(general, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_GEN_F32_16);
 }
 
 static fa_cuda_plan decode_plan(fa_cuda_caps caps, int64_t batch, int64_t seq_q, int64_t seq_k,
@@ -812,9 +841,9 @@ Test(cuda_plan, window_and_softcap_choices)
     cr_expect_eq(variant_kernel(SM86, FA_DTYPE_F16, 128, true, false, true, false, &second),
                  FA_CUDA_K_BWD_DKDV_GEN_F16_16);
     cr_expect_eq(second, FA_CUDA_K_BWD_DQ_GEN_F16_16);
-    /* f32: the general kernels */
+    /* f32: the 3xTF32 forward, the general backward */
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F32, 128, false, false, true, true, NULL),
-                 FA_CUDA_K_FWD_GEN_F32_16);
+                 FA_CUDA_K_FWD_TF32_F32_D128);
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F32, 64, true, false, true, true, NULL),
                  FA_CUDA_K_BWD_DKDV_GEN_F32_8);
 }
@@ -1075,8 +1104,11 @@ Test(cuda_plan, bias_never_takes_the_split_kernels)
                         fa_cuda_plan_forward(&caps, &pb, &plan);
                         check_plan(where, &caps, &pb, &plan, false);
                         cr_expect_eq(plan.count, 1, "%s", where);
+                        /* with a softcap the mma.sync kernels, in f32 the 3xTF32 one, leave
+                         * a bias to the CUDA-core kernel */
+                        const fa_cuda_family of = family_of(&ordinary.launches[0]);
                         const bool general =
-                            pb.softcap && is_mma_sync(family_of(&ordinary.launches[0]));
+                            (pb.softcap && is_mma_sync(of)) || of == FA_CUDA_FWD_TF32;
                         if (general)
                             cr_expect_eq(family_of(&plan.launches[0]), FA_CUDA_FWD_GEN, "%s",
                                          where);

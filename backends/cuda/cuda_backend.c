@@ -284,6 +284,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     caps->fwd_qtile_d256 = fq == FA_FWD_MMA_BQ_D256 || fq == FA_FWD_MMA_BQ_D256_WIDE ? fq : 0;
     const char *bwd_d256 = fa_knob_value(ctx, FA_KNOB_CUDA_BWD_D256);
     caps->bwd_d256 = !bwd_d256 || strcmp(bwd_d256, "0") != 0;
+    const char *f32 = fa_knob_value(ctx, FA_KNOB_CUDA_F32);
+    caps->f32_cores = f32 && strcmp(f32, "cores") == 0;
     const char *decode = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE);
     caps->decode_cores = decode && strcmp(decode, "cores") == 0;
     const char *decode_warps = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE_WARPS);
@@ -320,7 +322,7 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     fa_cuda_leave(ctx);
     if (status != FA_OK)
         goto fail;
-    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s%s%s", info->name,
+    fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s%s%s%s", info->name,
            caps->cc_major, caps->cc_minor, info->compute_units,
            caps->wgmma_fwd && caps->wgmma_bwd ? ", Hopper (wgmma) forward and backward"
            : caps->wgmma_fwd                  ? ", Hopper (wgmma) forward"
@@ -333,7 +335,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
            : caps->fwd_qtile_d256 ? ", forward with 64-row query blocks at head dim 256"
                                   : "",
            caps->bwd_d256 ? "" : ", general backward at head dims 129-256 (FA_CUDA_BWD_D256=0)",
-           caps->decode_cores ? ", decoding on CUDA cores (FA_CUDA_DECODE=cores)" : "");
+           caps->decode_cores ? ", decoding on CUDA cores (FA_CUDA_DECODE=cores)" : "",
+           caps->f32_cores ? ", the f32 forward on CUDA cores (FA_CUDA_F32=cores)" : "");
     return FA_OK;
 fail:
     release_state(st);

@@ -3,7 +3,8 @@
  * tensor-core kernels where their shared memory fits the device: the forward up to head dim 256
  * (kernels for 32, 64, 96, 128 and 256; on compute capability 9.0 the wgmma kernels for 64 and
  * 128 serve head dims 33-128), the backward up to 256 (v4 for 32, 64, 96, 128 and 256, the
- * deterministic kernels for 64 and 128); everything else (f32, unaligned views, the
+ * deterministic kernels for 64 and 128); the f32 forward the 3xTF32 tensor-core kernels (64, 128
+ * and 256) unless FA_CUDA_F32=cores; everything else (the f32 backward, unaligned views, the
  * deterministic backward above 128) the general CUDA-core kernels.
  *
  * The backward runs Delta = rowsum(dO * O), then dK/dV per key block and dQ per query block,
@@ -238,6 +239,12 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
     /* a softcap with a bias: not the mma.sync kernel, which takes the bias as the initial value
      * of S's accumulators, before the cap (fa_forward_mma.cuh) */
     const bool sync_ok = !(pb->softcap && pb->bias);
+    /* f32 on tensor cores (3xTF32) unless FA_CUDA_F32=cores: 16-byte aligned rows, no bias (the
+     * CUDA-core kernel takes it), where the shared memory fits (head dim 256 not on sm_86/89) */
+    const uint32_t tf32_d = gen_dim(pb->head_dim);
+    const bool tf32 = !caps->force_general && !caps->f32_cores && pb->dtype == FA_DTYPE_F32 &&
+                      pb->aligned && pb->head_dim <= 256 && !pb->bias &&
+                      (int)FA_FWD_TF32_SMEM(tf32_d) <= caps->smem_optin;
     /* a packed batch (never with a bias: the runtime refuses it): the same kernels' *_VARLEN
      * rows where the catalogue has one, else nothing */
     if (fast && caps->wgmma_fwd && d >= 64 && row_exists(wg_family, pb->dtype, wg_d, 0) &&
@@ -253,6 +260,10 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
             "launching the Hopper (wgmma) forward");
     } else if (pb->varlen && !(fast && row_exists(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq)))
         return;
+    else if (tf32)
+        add(plan, find(FA_CUDA_FWD_TF32, FA_DTYPE_F32, tf32_d, 0),
+            blocks(pb->seq_q, FA_FWD_TF32_BQ), pb->heads_q, pb->batch, FA_FWD_TF32_THREADS,
+            FA_FWD_TF32_SMEM(tf32_d), "launching the f32 tensor-core (3xTF32) forward");
     else if (fast && sync_ok)
         add(plan,
             find(pb->varlen ? FA_CUDA_FWD_MMA_VARLEN : with_bias(FA_CUDA_FWD_MMA, pb->bias),

@@ -144,6 +144,27 @@ typedef struct fa_cuda_params {
     (16 * (d)*2 + (warps)*FA_DEC_MMA_STAGES * 2 * FA_DEC_MMA_KEYS * (d)*2 +                        \
      2 * FA_DEC_MMA_MAX_WARPS * 16 * 4)
 
+/* The f32 forward on tensor cores (3xTF32, shaders/cuda/fa_forward_tf32.cuh), one kernel per head
+ * dim 64, 128 and 256: 64 query rows per block (4 warps of 16), K and V in tiles of BK keys, two
+ * buffers deep, every shared row padded by 16 bytes: (BQ + 4 BK) (d + 4) 4 bytes, 52 KiB at head
+ * dim 64 (four blocks an SM on sm_90), 99 KiB at 128 (two), 130 KiB at 256 (one). Overridable
+ * through FA_CUDA_DEFINES as the others. */
+#define FA_FWD_TF32_BQ 64
+#define FA_FWD_TF32_THREADS 128
+#ifndef FA_FWD_TF32_BK_D64
+#define FA_FWD_TF32_BK_D64 32
+#endif
+#ifndef FA_FWD_TF32_BK_D128
+#define FA_FWD_TF32_BK_D128 32
+#endif
+#ifndef FA_FWD_TF32_BK_D256
+#define FA_FWD_TF32_BK_D256 16
+#endif
+#define FA_FWD_TF32_BK(d)                                                                          \
+    ((d) > 128 ? FA_FWD_TF32_BK_D256 : (d) > 64 ? FA_FWD_TF32_BK_D128 : FA_FWD_TF32_BK_D64)
+#define FA_FWD_TF32_BLOCKS(d) ((d) > 128 ? 1 : (d) > 64 ? 2 : 4) /* an SM holds (registers) */
+#define FA_FWD_TF32_SMEM(d) ((FA_FWD_TF32_BQ + 4 * FA_FWD_TF32_BK(d)) * ((d) + 4) * 4)
+
 /* The general (CUDA-core) kernels of shaders/cuda/fa_general.cuh: threads per block, query rows
  * per block, keys per shared tile. */
 #define FA_GEN_THREADS 256

@@ -23,6 +23,7 @@
  * registers already) only those that bind a block to its sequence without spilling: the forward's
  * f16 64 and 128 and bf16 64, v4's 64 with 64-row query tiles (bf16 128 spilled 36 bytes, v4's 128
  * and its 128-row tiles at 64 28 and 8). BWD_DELTA and BWD_DQ_CONVERT take both kinds of call.
+ *   FWD_TF32      f32 forward on tensor cores, each product as three TF32 products
  *   FWD_GEN       CUDA-core forward, any dtype and alignment, head dims up to D
  *   BWD_DELTA     Delta = rowsum(dO * O)
  *   BWD_DKDV_GEN  CUDA-core dK, dV;  BWD_DQ_GEN  CUDA-core dQ
@@ -66,6 +67,9 @@
       FA_FWD_MMA_BQ, 0)                                                                            \
     X(FWD_MMA_VARLEN_BF16_D64, fa_fwd_mma_varlen_bf16_d64, FWD_MMA_VARLEN, BF16, 64,               \
       FA_FWD_MMA_BQ, 0)                                                                            \
+    X(FWD_TF32_F32_D64, fa_fwd_tf32_f32_d64, FWD_TF32, F32, 64, 0, 0)                              \
+    X(FWD_TF32_F32_D128, fa_fwd_tf32_f32_d128, FWD_TF32, F32, 128, 0, 0)                           \
+    X(FWD_TF32_F32_D256, fa_fwd_tf32_f32_d256, FWD_TF32, F32, 256, 0, 0)                           \
     X(FWD_GEN_F32_8, fa_fwd_gen_f32_8, FWD_GEN, F32, 64, 0, 0)                                     \
     X(FWD_GEN_F32_16, fa_fwd_gen_f32_16, FWD_GEN, F32, 128, 0, 0)                                  \
     X(FWD_GEN_F32_32, fa_fwd_gen_f32_32, FWD_GEN, F32, 256, 0, 0)                                  \

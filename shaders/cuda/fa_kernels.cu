@@ -8,6 +8,7 @@
 #include "fa_decode.cuh"
 #include "fa_decode_mma.cuh"
 #include "fa_forward_mma.cuh"
+#include "fa_forward_tf32.cuh"
 #include "fa_general.cuh"
 #include "fa_varlen.cuh"
 
@@ -39,6 +40,12 @@
     {                                                                                              \
         if (fa_varlen_bind<T>(p, FA_VARLEN_QUERY_TILES, BQ))                                       \
             fa_fwd_mma<T, D, FA_FWD_MMA_MT(D), BQ, false>(p);                                      \
+    }
+#define FA_INSTANTIATE_FWD_TF32(name, T, D, P1, P2)                                                \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_TF32_THREADS, FA_FWD_TF32_BLOCKS(D))       \
+        name(fa_cuda_params p)                                                                     \
+    {                                                                                              \
+        fa_fwd_tf32<D>(p);                                                                         \
     }
 // The CUDA-core kernels take D / 8 dims per thread.
 #define FA_INSTANTIATE_GEN_(name, fn, T, D)                                                        \

@@ -71,6 +71,7 @@ static const char *family_names[] = {
     [FA_CUDA_FWD_MMA] = "forward, mma.sync",
     [FA_CUDA_FWD_WGMMA] = "forward, wgmma (sm_90a)",
     [FA_CUDA_FWD_GEN] = "forward, CUDA cores",
+    [FA_CUDA_FWD_TF32] = "forward, f32 as 3xTF32 on tensor cores (mma.sync)",
     [FA_CUDA_BWD_DELTA] = "backward: Delta = rowsum(dO O)",
     [FA_CUDA_BWD_DKDV_GEN] = "backward: dK, dV, CUDA cores",
     [FA_CUDA_BWD_DQ_GEN] = "backward: dQ, CUDA cores",
@@ -149,13 +150,14 @@ int main(void)
         "`cuda_kernel_map_current` fails when it is stale.\n\n"
         "Columns: compute capability and the shared memory a block may opt in to (and, for the\n"
         "decoding table, the multiprocessors: 108, 84, 132, 132). The tables show\n"
-        "f16 with 16-byte aligned rows; bf16 takes the same kernels in bf16. f32 inputs, "
-        "unaligned\n"
-        "views and `FA_CUDA_KERNELS=general` take the CUDA-core kernels (`fa_*_gen_*`). Every\n"
+        "f16 with 16-byte aligned rows; bf16 takes the same kernels in bf16; the f32 forward\n"
+        "has its own table. The f32 backward, unaligned views and `FA_CUDA_KERNELS=general` take\n"
+        "the CUDA-core kernels (`fa_*_gen_*`). Every\n"
         "backward starts with `fa_bwd_delta_<dtype>` (left out below). Knobs (`FA_CUDA_*`, "
         "README)\n"
         "change some choices; the defaults are shown.\n");
     table("Forward", cols, 4, FA_DTYPE_F16, false, false);
+    table("Forward, f32", cols, 4, FA_DTYPE_F32, false, false);
     decode_table(cols, 4);
     table("Backward", cols, 4, FA_DTYPE_F16, true, false);
     table("Backward, deterministic", cols, 4, FA_DTYPE_F16, true, true);
