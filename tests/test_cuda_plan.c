@@ -240,7 +240,7 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
                       k->name);
         if (k->family == FA_CUDA_FWD_TF32) {
             cr_expect(pb->aligned && pb->dtype == FA_DTYPE_F32 && !caps->force_general &&
-                          !caps->f32_cores && !pb->bias && !backward,
+                          caps->f32_tf32 && !pb->bias && !backward,
                       "%s: %s for an unaligned, forced-general, biased or f16/bf16 call", where,
                       k->name);
         } else if (!is_general(k->family)) {
@@ -415,22 +415,22 @@ Test(cuda_plan, forward_choices)
     fa_cuda_caps narrow = SM80;
     narrow.fwd_qtile_d256 = FA_FWD_MMA_BQ_D256;
     cr_expect_eq(fwd_kernel(narrow, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_F16_D256);
-    /* f32: 3xTF32 on tensor cores at head dims up to 256 (64, 128, 256; 256 not where its
-     * 130 KiB do not fit, sm_86/89), unless FA_CUDA_F32=cores, the view is unaligned or the call
-     * has a bias */
-    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_TF32_F32_D128);
-    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 72), FA_CUDA_K_FWD_TF32_F32_D128);
-    cr_expect_eq(fwd_kernel(SM86, FA_DTYPE_F32, 8), FA_CUDA_K_FWD_TF32_F32_D64);
-    cr_expect_eq(fwd_kernel(SM89, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_TF32_F32_D128);
-    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 136), FA_CUDA_K_FWD_TF32_F32_D256);
-    cr_expect_eq(fwd_kernel(SM86, FA_DTYPE_F32, 256), FA_CUDA_K_FWD_GEN_F32_32);
-    fa_cuda_caps cores = SM90;
-    cores.f32_cores = true;
-    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_GEN_F32_16);
-    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F32, 64), FA_CUDA_K_FWD_GEN_F32_8);
-    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_WGMMA_F16_D128);
+    /* f32: the CUDA-core kernels; with FA_CUDA_F32=tf32 3xTF32 on tensor cores at head dims up to
+     * 256 (64, 128, 256; 256 not where its 130 KiB do not fit, sm_86/89), unless the view is
+     * unaligned or the call has a bias */
+    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_GEN_F32_16);
+    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 64), FA_CUDA_K_FWD_GEN_F32_8);
+    fa_cuda_caps t90 = SM90, t80 = SM80, t86 = SM86, t89 = SM89;
+    t90.f32_tf32 = t80.f32_tf32 = t86.f32_tf32 = t89.f32_tf32 = true;
+    cr_expect_eq(fwd_kernel(t90, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_TF32_F32_D128);
+    cr_expect_eq(fwd_kernel(t80, FA_DTYPE_F32, 72), FA_CUDA_K_FWD_TF32_F32_D128);
+    cr_expect_eq(fwd_kernel(t86, FA_DTYPE_F32, 8), FA_CUDA_K_FWD_TF32_F32_D64);
+    cr_expect_eq(fwd_kernel(t89, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_TF32_F32_D128);
+    cr_expect_eq(fwd_kernel(t80, FA_DTYPE_F32, 136), FA_CUDA_K_FWD_TF32_F32_D256);
+    cr_expect_eq(fwd_kernel(t86, FA_DTYPE_F32, 256), FA_CUDA_K_FWD_GEN_F32_32);
+    cr_expect_eq(fwd_kernel(t90, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_WGMMA_F16_D128);
     fa_cuda_problem pb = problem(FA_DTYPE_F32, 64, false);
-    fa_cuda_caps sm80 = SM80;
+    fa_cuda_caps sm80 = t80;
     fa_cuda_plan plan;
     pb.bias = true;
     fa_cuda_plan_forward(&sm80, &pb, &plan);
@@ -448,6 +448,7 @@ Test(cuda_plan, forward_choices)
     fa_cuda_caps general = SM90;
     general.force_general = true;
     cr_expect_eq(fwd_kernel(general, FA_DTYPE_BF16, 256), FA_CUDA_K_FWD_GEN_BF16_32);
+    general.f32_tf32 = true;
     cr_expect_eq(fwd_kernel(general, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_GEN_F32_16);
 }
 
@@ -841,9 +842,9 @@ Test(cuda_plan, window_and_softcap_choices)
     cr_expect_eq(variant_kernel(SM86, FA_DTYPE_F16, 128, true, false, true, false, &second),
                  FA_CUDA_K_BWD_DKDV_GEN_F16_16);
     cr_expect_eq(second, FA_CUDA_K_BWD_DQ_GEN_F16_16);
-    /* f32: the 3xTF32 forward, the general backward */
+    /* f32: the general kernels (the 3xTF32 forward is opt-in) */
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F32, 128, false, false, true, true, NULL),
-                 FA_CUDA_K_FWD_TF32_F32_D128);
+                 FA_CUDA_K_FWD_GEN_F32_16);
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F32, 64, true, false, true, true, NULL),
                  FA_CUDA_K_BWD_DKDV_GEN_F32_8);
 }
@@ -1246,6 +1247,16 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
+                    /* FA_CUDA_F32=tf32 keeps the 3xTF32 forward */
+                    fa_cuda_caps tf32 = archs[a];
+                    tf32.f32_tf32 = true;
+                    pb.seq_q = 1000;
+                    pb.num_splits = 0;
+                    fa_cuda_plan_forward(&tf32, &pb, &plan);
+                    for (unsigned i = 0; i < plan.count; i++)
+                        chosen[plan.launches[i].kernel] = true;
+                    pb.seq_q = 1;
+                    pb.num_splits = 4;
                     /* FA_CUDA_DECODE=cores keeps the CUDA-core split kernels of f16 and bf16 */
                     fa_cuda_caps cores = archs[a];
                     cores.decode_cores = true;

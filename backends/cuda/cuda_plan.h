@@ -73,7 +73,7 @@ typedef struct fa_cuda_caps {
     bool bwd_d256;      /* backward v4 at head dims 129-256 (else the general kernels) */
     int decode_warps;   /* FA_CUDA_DECODE_WARPS: the tensor-core split-key forward's warps per
                          * block (0: the planner's choice) */
-    bool f32_cores;     /* FA_CUDA_F32=cores: the f32 forward on CUDA cores, not 3xTF32 */
+    bool f32_tf32;      /* FA_CUDA_F32=tf32: the f32 forward on tensor cores (3xTF32) */
     bool decode_cores;  /* FA_CUDA_DECODE=cores: the split-key forward on CUDA cores (fa_decode.cuh)
                          * for f16/bf16 too, not the tensor-core one (fa_decode_mma.cuh) */
 } fa_cuda_caps;

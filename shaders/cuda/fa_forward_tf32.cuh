@@ -8,9 +8,11 @@
 // of its size where an f32 product is rounded to 2^-24. The sums are f32 (the tensor cores'
 // accumulation, the cross terms in accumulators of their own), the softmax f32 on CUDA cores.
 // PyTorch's memory-efficient kernel does the same with f32 inputs. The conformance rule for
-// f32 (twice the error of a plain f32 attention, README) is the CUDA-core kernel's, which
-// FA_CUDA_F32=cores brings back. O takes every product in the tensor cores' accumulation, which
-// truncates: its error grows with the key count (docs/PERF.md, twenty-third session).
+// f32 is twice the error of a plain f32 attention (README). O takes every product in the tensor
+// cores' accumulation, which truncates: its error grows with the key count and passes that rule
+// on the forward's conformance cases but not on four of the backward's (their O, at 2k keys, and
+// logits of 1e4), so the planner takes this kernel only with FA_CUDA_F32=tf32 (docs/PERF.md,
+// twenty-third session).
 //
 // Tiling: one block owns BQ = 64 query rows of one (batch, head), 4 warps of 16 rows; K and V
 // stream through shared memory in tiles of FA_FWD_TF32_BK(D) keys, two buffers deep (cp.async
