@@ -430,14 +430,13 @@ Test(cuda_plan, forward_choices)
     cr_expect_eq(fwd_kernel(t86, FA_DTYPE_F32, 256), FA_CUDA_K_FWD_GEN_F32_32);
     cr_expect_eq(fwd_kernel(t90, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_WGMMA_F16_D128);
     fa_cuda_problem pb = problem(FA_DTYPE_F32, 64, false);
-    fa_cuda_caps sm80 = t80;
     fa_cuda_plan plan;
     pb.bias = true;
-    fa_cuda_plan_forward(&sm80, &pb, &plan);
+    fa_cuda_plan_forward(&t80, &pb, &plan);
     cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_GEN_F32_8);
     pb.bias = false;
     pb.aligned = false;
-    fa_cuda_plan_forward(&sm80, &pb, &plan);
+    fa_cuda_plan_forward(&t80, &pb, &plan);
     cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_GEN_F32_8);
     /* unaligned views and FA_CUDA_KERNELS=general: the CUDA-core kernels */
     pb = problem(FA_DTYPE_F16, 128, false);
