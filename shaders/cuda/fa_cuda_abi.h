@@ -162,7 +162,7 @@ typedef struct fa_cuda_params {
 #endif
 #define FA_FWD_TF32_BK(d)                                                                          \
     ((d) > 128 ? FA_FWD_TF32_BK_D256 : (d) > 64 ? FA_FWD_TF32_BK_D128 : FA_FWD_TF32_BK_D64)
-#define FA_FWD_TF32_BLOCKS(d) ((d) > 128 ? 1 : (d) > 64 ? 2 : 4) /* an SM holds (registers) */
+#define FA_FWD_TF32_BLOCKS(d) ((d) > 128 ? 1 : (d) > 64 ? 2 : 3) /* an SM holds (registers) */
 #define FA_FWD_TF32_SMEM(d) ((FA_FWD_TF32_BQ + 4 * FA_FWD_TF32_BK(d)) * ((d) + 4) * 4)
 
 /* The general (CUDA-core) kernels of shaders/cuda/fa_general.cuh: threads per block, query rows

@@ -8,11 +8,11 @@
 // of its size where an f32 product is rounded to 2^-24. The sums are f32 (the tensor cores'
 // accumulation, the cross terms in accumulators of their own), the softmax f32 on CUDA cores.
 // PyTorch's memory-efficient kernel does the same with f32 inputs. The conformance rule for
-// f32 is twice the error of a plain f32 attention (README). O takes every product in the tensor
-// cores' accumulation, which truncates: its error grows with the key count and passes that rule
-// on the forward's conformance cases but not on four of the backward's (their O, at 2k keys, and
-// logits of 1e4), so the planner takes this kernel only with FA_CUDA_F32=tf32 (docs/PERF.md,
-// twenty-third session).
+// f32 is twice the error of a plain f32 attention (README). The tensor cores' accumulation
+// truncates, so nothing large is summed in it: S's main products reach S by an f32 add per 8
+// dims, and each tile's P V is summed apart, then added to O (up to head dim 128; at 256 O sums
+// in place, its error grows with the key count, and the planner takes it only with
+// FA_CUDA_F32=tf32). Measured, O's error is then below a plain f32 attention's (docs/PERF.md).
 //
 // Tiling: one block owns BQ = 64 query rows of one (batch, head), 4 warps of 16 rows; K and V
 // stream through shared memory in tiles of FA_FWD_TF32_BK(D) keys, two buffers deep (cp.async
@@ -114,6 +114,19 @@ __device__ __forceinline__ void fa_tf32_split4(const float (&x)[4], unsigned (&h
 // Head dim 256 takes the careful split on every tile: with both forms in one kernel it spilled.
 #ifndef FA_TF32_ALWAYS_SAFE
 #define FA_TF32_ALWAYS_SAFE(d) ((d) > 128)
+#endif
+
+// Whether S's main products (hi hi) reach S's accumulators by an f32 add per 8 dims, rounded to
+// nearest, rather than through the tensor cores' accumulation, which truncates: at scores of
+// 1e4 the truncations of a step each moved S by about 2^-23 of 1e4 (docs/PERF.md).
+#ifndef FA_TF32_S_STEP_SUM
+#define FA_TF32_S_STEP_SUM 1
+#endif
+
+// The head dims up to which each tile's P V is summed apart from O (below; at 256 that form
+// spills).
+#ifndef FA_TF32_TILE_SUM_MAX
+#define FA_TF32_TILE_SUM_MAX 128
 #endif
 
 template <int D> __device__ __forceinline__ void fa_fwd_tf32(const fa_cuda_params &p)
@@ -227,7 +240,7 @@ template <int D> __device__ __forceinline__ void fa_fwd_tf32(const fa_cuda_param
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 s[n][e] = sx[n][e] = 0.f;
-#pragma unroll
+#pragma unroll 4 // (unrolled whole, the step sums below spilled)
         for (int kk = 0; kk < D / 8; kk++) {
             unsigned qr[4], qh[4], ql[4];
             fa_ldmatrix_x4(q_lane + kk * 32, qr[0], qr[1], qr[2], qr[3]);
@@ -248,7 +261,15 @@ template <int D> __device__ __forceinline__ void fa_fwd_tf32(const fa_cuda_param
             for (int n = 0; n < BK / 8; n++) {
                 fa_mma1688_tf32(sx[n], ql, kh[n][0], kh[n][1]);
                 fa_mma1688_tf32(sx[n], qh, kl[n][0], kl[n][1]);
-                fa_mma1688_tf32(s[n], qh, kh[n][0], kh[n][1]);
+                if (FA_TF32_S_STEP_SUM) {
+                    float hh[4] = {0.f, 0.f, 0.f, 0.f};
+                    fa_mma1688_tf32(hh, qh, kh[n][0], kh[n][1]);
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        s[n][e] += hh[e];
+                } else {
+                    fa_mma1688_tf32(s[n], qh, kh[n][0], kh[n][1]);
+                }
             }
         }
 #pragma unroll
@@ -353,7 +374,34 @@ template <int D> __device__ __forceinline__ void fa_fwd_tf32(const fa_cuda_param
             any_p |= sum != 0.f;
         }
         // Skipped where P is zero for every row of the warp (a causal tile past its diagonal).
-        if (__any_sync(0xffffffffu, any_p)) {
+        if (__any_sync(0xffffffffu, any_p) && D <= FA_TF32_TILE_SUM_MAX) {
+            // The tile's P V summed apart, per 8 columns, then added to O in f32: the tensor
+            // cores' truncating accumulation then sees a tile's sum, not O itself, and O's
+            // error no longer grows with the key count.
+            unsigned ph[BK / 8][4], pl[BK / 8][4];
+#pragma unroll
+            for (int j = 0; j < BK / 8; j++) {
+                const float pa[4] = {s[j][0], s[j][2], s[j][1], s[j][3]};
+                fa_tf32_split4<SAFE>(pa, ph[j], pl[j]);
+            }
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                float pv[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+                for (int j = 0; j < BK / 8; j++) {
+                    const unsigned char *vj = vb + j * 8 * RB + n * 32;
+                    unsigned vh0, vl0, vh1, vl1;
+                    fa_tf32_split<SAFE>(*(const float *)vj, vh0, vl0);
+                    fa_tf32_split<SAFE>(*(const float *)(vj + RB), vh1, vl1);
+                    fa_mma1688_tf32(pv, pl[j], vh0, vh1);
+                    fa_mma1688_tf32(pv, ph[j], vl0, vl1);
+                    fa_mma1688_tf32(pv, ph[j], vh0, vh1);
+                }
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    o[n][e] += pv[e];
+            }
+        } else if (__any_sync(0xffffffffu, any_p)) {
 #pragma unroll
             for (int j = 0; j < BK / 8; j++) {
                 const float pa[4] = {s[j][0], s[j][2], s[j][1], s[j][3]};

@@ -150,16 +150,17 @@ int main(void)
         "`cuda_kernel_map_current` fails when it is stale.\n\n"
         "Columns: compute capability and the shared memory a block may opt in to (and, for the\n"
         "decoding table, the multiprocessors: 108, 84, 132, 132). The tables show\n"
-        "f16 with 16-byte aligned rows; bf16 takes the same kernels in bf16. f32 inputs (the\n"
-        "forward's opt-in 3xTF32 kernels have their own table), unaligned views and\n"
+        "f16 with 16-byte aligned rows; bf16 takes the same kernels in bf16. f32 inputs (but the\n"
+        "forward's 3xTF32 kernels: their own table), unaligned views and\n"
         "`FA_CUDA_KERNELS=general` take the CUDA-core kernels (`fa_*_gen_*`). Every\n"
         "backward starts with `fa_bwd_delta_<dtype>` (left out below). Knobs (`FA_CUDA_*`, "
         "README)\n"
         "change some choices; the defaults are shown.\n");
     table("Forward", cols, 4, FA_DTYPE_F16, false, false);
+    table("Forward, f32", cols, 4, FA_DTYPE_F32, false, false);
     column tf32[4];
     for (int c = 0; c < 4; c++)
-        tf32[c] = cols[c], tf32[c].caps.f32_tf32 = true;
+        tf32[c] = cols[c], tf32[c].caps.f32_path = FA_CUDA_F32_TF32;
     table("Forward, f32 with FA_CUDA_F32=tf32", tf32, 4, FA_DTYPE_F32, false, false);
     decode_table(cols, 4);
     table("Backward", cols, 4, FA_DTYPE_F16, true, false);
