@@ -41,15 +41,18 @@ __device__ __forceinline__ unsigned fa_tf32(float x)
     return r;
 }
 
-// How x splits (FA_TF32_SPLIT, for measurements): 1 (default) Veltkamp's split on the FMA pipe,
-// hi = c - (c - x) with c = 8193 x, which rounds x to 11 significant bits (TF32's), lo = x - hi
-// exact in 13 bits, of which the tensor cores keep 11 (their TF32 operands ignore the low 13
-// bits of each word): x is kept to about 2^-23. 0: hi = cvt.rna.tf32 (integer work on the ALU
-// pipe), lo = x - hi, to about 2^-21. 2: the tensor cores truncate x itself, lo = x - that
-// (one LOP3, one FADD), to about 2^-20. Veltkamp's c overflows past 2^115: the tiles that hold
-// such values (or an infinity, a NaN) take the careful split (fa_needs_care4).
+// How x splits (FA_TF32_SPLIT, for measurements): 3 (default) hi = x rounded to 11 significant
+// bits (TF32's) by adding half of the last kept bit to x's bits and clearing the 13 below (an
+// IADD and a LOP3, a carry into the exponent rounding up to the next power of two), lo = x - hi
+// exact, of which the tensor cores keep 11 bits (their TF32 operands ignore the low 13 bits of
+// each word): x is kept to about 2^-23, with three instructions. 1: Veltkamp's split on the FMA
+// pipe, hi = c - (c - x) with c = 8193 x, the same hi and lo with four. 0: hi = cvt.rna.tf32,
+// lo = x - hi. 2: the tensor cores truncate x itself, lo = x - that (one LOP3, one FADD), to
+// about 2^-20. Values beyond 2^100 (the rounding would carry into an infinity near 2^128,
+// Veltkamp's c overflows past 2^115), infinities and NaNs take the careful split
+// (fa_needs_care4).
 #ifndef FA_TF32_SPLIT
-#define FA_TF32_SPLIT 1
+#define FA_TF32_SPLIT 3
 #endif
 
 // x = hi + lo, both TF32 operands. SAFE (tiles holding an infinity, a NaN or a value beyond
@@ -73,6 +76,9 @@ __device__ __forceinline__ void fa_tf32_split(float x, unsigned &hi, unsigned &l
         const float h = __fsub_rn(c, __fsub_rn(c, x));
         hi = __float_as_uint(h);
         lo = __float_as_uint(__fsub_rn(x, h));
+    } else if (FA_TF32_SPLIT == 3) {
+        hi = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+        lo = __float_as_uint(__fsub_rn(x, __uint_as_float(hi)));
     } else if (FA_TF32_SPLIT == 2) {
         hi = __float_as_uint(x);
         lo = __float_as_uint(__fsub_rn(x, __uint_as_float(hi & 0xffffe000u)));
