@@ -613,8 +613,7 @@ def main():
     ap.add_argument("--csv", help="write the rows as CSV")
     ap.add_argument("--f32", action="store_true",
                     help="f32 forward rows only: the target row, head dims 64 and 256, causal, 16k "
-                    "(FA_CUDA_F32=cores in the environment: the CUDA-core kernel; tf32: 3xTF32 "
-                    "at head dim 256 too)")
+                    "(FA_CUDA_F32=cores in the environment: the CUDA-core kernel instead of 3xTF32)")
     ap.add_argument("--decode", action="store_true",
                     help="the decoding rows instead (one query token, GQA 32:8, D=128, f16)")
     ap.add_argument("--page-size", type=int, default=0,

@@ -240,8 +240,7 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
                       k->name);
         if (k->family == FA_CUDA_FWD_TF32) {
             cr_expect(pb->aligned && pb->dtype == FA_DTYPE_F32 && !caps->force_general &&
-                          caps->f32_path != FA_CUDA_F32_CORES && !pb->bias && !backward &&
-                          (pb->head_dim <= 128 || caps->f32_path == FA_CUDA_F32_TF32),
+                          !caps->f32_cores && !pb->bias && !backward,
                       "%s: %s for an unaligned, forced-general, biased or f16/bf16 call", where,
                       k->name);
         } else if (!is_general(k->family)) {
@@ -416,28 +415,23 @@ Test(cuda_plan, forward_choices)
     fa_cuda_caps narrow = SM80;
     narrow.fwd_qtile_d256 = FA_FWD_MMA_BQ_D256;
     cr_expect_eq(fwd_kernel(narrow, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_MMA_F16_D256);
-    /* f32: 3xTF32 on tensor cores up to head dim 128 (64, 128), the CUDA-core kernels above;
-     * with FA_CUDA_F32=tf32 up to 256 (not where its 130 KiB do not fit, sm_86/89), with
-     * FA_CUDA_F32=cores never; never for an unaligned view or a call with a bias */
-    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_TF32_F32_D128);
-    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 40), FA_CUDA_K_FWD_TF32_F32_D64);
-    cr_expect_eq(fwd_kernel(SM89, FA_DTYPE_F32, 96), FA_CUDA_K_FWD_TF32_F32_D128);
-    cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F32, 136), FA_CUDA_K_FWD_GEN_F32_32);
-    cr_expect_eq(fwd_kernel(SM80, FA_DTYPE_F32, 256), FA_CUDA_K_FWD_GEN_F32_32);
-    fa_cuda_caps cores = SM90;
-    cores.f32_path = FA_CUDA_F32_CORES;
-    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_GEN_F32_16);
-    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F32, 64), FA_CUDA_K_FWD_GEN_F32_8);
-    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_WGMMA_F16_D128);
+    /* f32: 3xTF32 on tensor cores at head dims up to 256 (64, 128, 256; 256 not where its 130 KiB
+     * do not fit, sm_86/89), unless FA_CUDA_F32=cores, the view is unaligned or the call has a
+     * bias */
     fa_cuda_caps t90 = SM90, t80 = SM80, t86 = SM86, t89 = SM89;
-    t90.f32_path = t80.f32_path = t86.f32_path = t89.f32_path = FA_CUDA_F32_TF32;
     cr_expect_eq(fwd_kernel(t90, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_TF32_F32_D128);
     cr_expect_eq(fwd_kernel(t80, FA_DTYPE_F32, 72), FA_CUDA_K_FWD_TF32_F32_D128);
     cr_expect_eq(fwd_kernel(t86, FA_DTYPE_F32, 8), FA_CUDA_K_FWD_TF32_F32_D64);
     cr_expect_eq(fwd_kernel(t89, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_TF32_F32_D128);
     cr_expect_eq(fwd_kernel(t80, FA_DTYPE_F32, 136), FA_CUDA_K_FWD_TF32_F32_D256);
     cr_expect_eq(fwd_kernel(t86, FA_DTYPE_F32, 256), FA_CUDA_K_FWD_GEN_F32_32);
+    cr_expect_eq(fwd_kernel(t90, FA_DTYPE_F32, 256), FA_CUDA_K_FWD_TF32_F32_D256);
     cr_expect_eq(fwd_kernel(t90, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_WGMMA_F16_D128);
+    fa_cuda_caps cores = SM90;
+    cores.f32_cores = true;
+    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_GEN_F32_16);
+    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F32, 256), FA_CUDA_K_FWD_GEN_F32_32);
+    cr_expect_eq(fwd_kernel(cores, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_WGMMA_F16_D128);
     fa_cuda_problem pb = problem(FA_DTYPE_F32, 64, false);
     fa_cuda_plan plan;
     pb.bias = true;
@@ -456,7 +450,6 @@ Test(cuda_plan, forward_choices)
     fa_cuda_caps general = SM90;
     general.force_general = true;
     cr_expect_eq(fwd_kernel(general, FA_DTYPE_BF16, 256), FA_CUDA_K_FWD_GEN_BF16_32);
-    general.f32_path = FA_CUDA_F32_TF32;
     cr_expect_eq(fwd_kernel(general, FA_DTYPE_F32, 128), FA_CUDA_K_FWD_GEN_F32_16);
 }
 
@@ -1255,12 +1248,12 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
-                    /* FA_CUDA_F32=tf32 keeps the 3xTF32 forward at head dim 256 */
-                    fa_cuda_caps tf32 = archs[a];
-                    tf32.f32_path = FA_CUDA_F32_TF32;
+                    /* FA_CUDA_F32=cores keeps the CUDA-core f32 forward */
+                    fa_cuda_caps cores_f32 = archs[a];
+                    cores_f32.f32_cores = true;
                     pb.seq_q = 1000;
                     pb.num_splits = 0;
-                    fa_cuda_plan_forward(&tf32, &pb, &plan);
+                    fa_cuda_plan_forward(&cores_f32, &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
                     pb.seq_q = 1;

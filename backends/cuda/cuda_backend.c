@@ -285,10 +285,7 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     const char *bwd_d256 = fa_knob_value(ctx, FA_KNOB_CUDA_BWD_D256);
     caps->bwd_d256 = !bwd_d256 || strcmp(bwd_d256, "0") != 0;
     const char *f32 = fa_knob_value(ctx, FA_KNOB_CUDA_F32);
-    caps->f32_path = !f32                        ? FA_CUDA_F32_AUTO
-                     : strcmp(f32, "tf32") == 0  ? FA_CUDA_F32_TF32
-                     : strcmp(f32, "cores") == 0 ? FA_CUDA_F32_CORES
-                                                 : FA_CUDA_F32_AUTO;
+    caps->f32_cores = f32 && strcmp(f32, "cores") == 0;
     const char *decode = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE);
     caps->decode_cores = decode && strcmp(decode, "cores") == 0;
     const char *decode_warps = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE_WARPS);
@@ -339,11 +336,7 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
                                   : "",
            caps->bwd_d256 ? "" : ", general backward at head dims 129-256 (FA_CUDA_BWD_D256=0)",
            caps->decode_cores ? ", decoding on CUDA cores (FA_CUDA_DECODE=cores)" : "",
-           caps->f32_path == FA_CUDA_F32_TF32
-               ? ", the f32 forward as 3xTF32 on tensor cores up to head dim 256 (FA_CUDA_F32=tf32)"
-           : caps->f32_path == FA_CUDA_F32_CORES
-               ? ", the f32 forward on CUDA cores (FA_CUDA_F32=cores)"
-               : "");
+           caps->f32_cores ? ", the f32 forward on CUDA cores (FA_CUDA_F32=cores)" : "");
     return FA_OK;
 fail:
     release_state(st);

@@ -3,9 +3,9 @@
  * tensor-core kernels where their shared memory fits the device: the forward up to head dim 256
  * (kernels for 32, 64, 96, 128 and 256; on compute capability 9.0 the wgmma kernels for 64 and
  * 128 serve head dims 33-128), the backward up to 256 (v4 for 32, 64, 96, 128 and 256, the
- * deterministic kernels for 64 and 128); the f32 forward up to head dim 128 the 3xTF32
- * tensor-core kernels (64 and 128; with FA_CUDA_F32=tf32 also 256); everything else (the f32
- * backward, unaligned views, the deterministic backward above 128) the general CUDA-core kernels.
+ * deterministic kernels for 64 and 128); the f32 forward the 3xTF32 tensor-core kernels (64, 128
+ * and 256); everything else (the f32 backward, unaligned views, the deterministic backward above
+ * 128) the general CUDA-core kernels.
  *
  * The backward runs Delta = rowsum(dO * O), then dK/dV per key block and dQ per query block,
  * each recomputing P from the LSE. Unless the call asks for determinism, the tensor-core
@@ -239,13 +239,11 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
     /* a softcap with a bias: not the mma.sync kernel, which takes the bias as the initial value
      * of S's accumulators, before the cap (fa_forward_mma.cuh) */
     const bool sync_ok = !(pb->softcap && pb->bias);
-    /* f32 on tensor cores (3xTF32) up to head dim 128, to 256 with FA_CUDA_F32=tf32
-     * (fa_cuda_f32_path): 16-byte aligned rows, no bias (the CUDA-core kernel takes it), where the
-     * shared memory fits (head dim 256 not on sm_86/89) */
+    /* f32 on tensor cores (3xTF32) unless FA_CUDA_F32=cores: 16-byte aligned rows, no bias (the
+     * CUDA-core kernel takes it), where the shared memory fits (head dim 256 not on sm_86/89) */
     const uint32_t tf32_d = gen_dim(pb->head_dim);
-    const bool tf32 = !caps->force_general && caps->f32_path != FA_CUDA_F32_CORES &&
-                      pb->dtype == FA_DTYPE_F32 && pb->aligned && !pb->bias &&
-                      pb->head_dim <= (caps->f32_path == FA_CUDA_F32_TF32 ? 256 : 128) &&
+    const bool tf32 = !caps->force_general && !caps->f32_cores && pb->dtype == FA_DTYPE_F32 &&
+                      pb->aligned && pb->head_dim <= 256 && !pb->bias &&
                       (int)FA_FWD_TF32_SMEM(tf32_d) <= caps->smem_optin;
     /* a packed batch (never with a bias: the runtime refuses it): the same kernels' *_VARLEN
      * rows where the catalogue has one, else nothing */

@@ -59,12 +59,6 @@ typedef struct fa_cuda_kernel_info {
 
 extern const fa_cuda_kernel_info fa_cuda_kernels[FA_CUDA_K_COUNT];
 
-/* The f32 forward (FA_CUDA_F32): by default on tensor cores as three TF32 products (3xTF32,
- * fa_forward_tf32.cuh) at head dims up to 128, where each tile's P V is summed apart from O;
- * "tf32" also at 129-256, whose O sums in place and drifts with the key count (docs/PERF.md);
- * "cores" on the CUDA-core kernel (fa_general.cuh) at every head dim. */
-typedef enum { FA_CUDA_F32_AUTO = 0, FA_CUDA_F32_TF32, FA_CUDA_F32_CORES } fa_cuda_f32_path;
-
 /* What the planner needs to know of the device and of the tuning knobs (FA_CUDA_* environment
  * variables, read once per context by cuda_backend.c). */
 typedef struct fa_cuda_caps {
@@ -79,9 +73,10 @@ typedef struct fa_cuda_caps {
     bool bwd_d256;      /* backward v4 at head dims 129-256 (else the general kernels) */
     int decode_warps;   /* FA_CUDA_DECODE_WARPS: the tensor-core split-key forward's warps per
                          * block (0: the planner's choice) */
-    fa_cuda_f32_path f32_path; /* FA_CUDA_F32: which kernels serve the f32 forward */
-    bool decode_cores; /* FA_CUDA_DECODE=cores: the split-key forward on CUDA cores (fa_decode.cuh)
-                        * for f16/bf16 too, not the tensor-core one (fa_decode_mma.cuh) */
+    bool f32_cores;     /* FA_CUDA_F32=cores: the f32 forward on the CUDA-core kernel, not 3xTF32
+                         * on tensor cores (fa_forward_tf32.cuh) */
+    bool decode_cores;  /* FA_CUDA_DECODE=cores: the split-key forward on CUDA cores (fa_decode.cuh)
+                         * for f16/bf16 too, not the tensor-core one (fa_decode_mma.cuh) */
 } fa_cuda_caps;
 
 /* The call as the planner sees it (validated by the runtime: head_dim a multiple of 8 from 8 to

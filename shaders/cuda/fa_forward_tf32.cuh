@@ -5,14 +5,13 @@
 // Precision. An f32 x splits into hi, x rounded to TF32's 11 significant bits, and lo = x - hi
 // (fa_tf32_split); a b = hi_a hi_b + hi_a lo_b + lo_a hi_b leaves out lo_a lo_b (2^-22 of |a b|
 // at most) and what the tensor cores drop of lo (2^-23): each product is good to about 2^-21
-// of its size where an f32 product is rounded to 2^-24. The sums are f32 (the tensor cores'
-// accumulation, the cross terms in accumulators of their own), the softmax f32 on CUDA cores.
-// PyTorch's memory-efficient kernel does the same with f32 inputs. The conformance rule for
-// f32 is twice the error of a plain f32 attention (README). The tensor cores' accumulation
-// truncates, so nothing large is summed in it: S's main products reach S by an f32 add per 8
-// dims, and each tile's P V is summed apart, then added to O (up to head dim 128; at 256 O sums
-// in place, its error grows with the key count, and the planner takes it only with
-// FA_CUDA_F32=tf32). Measured, O's error is then below a plain f32 attention's (docs/PERF.md).
+// of its size where an f32 product is rounded to 2^-24. The sums are f32, the softmax f32 on
+// CUDA cores. PyTorch's memory-efficient kernel does the same with f32 inputs. The conformance
+// rule for f32 is twice the error of a plain f32 attention (README). The tensor cores'
+// accumulation truncates, so nothing large is summed in it: S's main products reach S by an f32
+// add per 8 dims (the cross terms, 2^-11 of S, have an accumulator of their own), and each
+// tile's P V is summed apart, then added to O. Measured, O's error is then below a plain f32
+// attention's (docs/PERF.md, twenty-fourth session).
 //
 // Tiling: one block owns BQ = 64 query rows of one (batch, head), 4 warps of 16 rows; K and V
 // stream through shared memory in tiles of FA_FWD_TF32_BK(D) keys, two buffers deep (cp.async
@@ -117,11 +116,6 @@ __device__ __forceinline__ void fa_tf32_split4(const float (&x)[4], unsigned (&h
         fa_tf32_split<SAFE>(x[i], hi[i], lo[i]);
 }
 
-// Head dim 256 takes the careful split on every tile: with both forms in one kernel it spilled.
-#ifndef FA_TF32_ALWAYS_SAFE
-#define FA_TF32_ALWAYS_SAFE(d) ((d) > 128)
-#endif
-
 // Whether S's main products (hi hi) reach S's accumulators by an f32 add per 8 dims, rounded to
 // nearest, rather than through the tensor cores' accumulation, which truncates: at scores of
 // 1e4 the truncations of a step each moved S by about 2^-23 of 1e4 (docs/PERF.md).
@@ -129,10 +123,12 @@ __device__ __forceinline__ void fa_tf32_split4(const float (&x)[4], unsigned (&h
 #define FA_TF32_S_STEP_SUM 1
 #endif
 
-// The head dims up to which each tile's P V is summed apart from O (below; at 256 that form
-// spills).
+// The head dims up to which each tile's P V is summed apart from O (all, by default; above it O
+// takes the products in place, a few percent faster, its error growing with the key count: for
+// measurements). Its branch, although not taken by default, is kept in the code: ptxas then
+// allocates head dim 256's registers without spilling, and without it spilled 804 bytes.
 #ifndef FA_TF32_TILE_SUM_MAX
-#define FA_TF32_TILE_SUM_MAX 128
+#define FA_TF32_TILE_SUM_MAX 256
 #endif
 
 template <int D> __device__ __forceinline__ void fa_fwd_tf32(const fa_cuda_params &p)
@@ -407,7 +403,7 @@ template <int D> __device__ __forceinline__ void fa_fwd_tf32(const fa_cuda_param
                 for (int e = 0; e < 4; e++)
                     o[n][e] += pv[e];
             }
-        } else if (__any_sync(0xffffffffu, any_p)) {
+        } else if (__any_sync(0xffffffffu, any_p)) { // O summed in place
 #pragma unroll
             for (int j = 0; j < BK / 8; j++) {
                 const float pa[4] = {s[j][0], s[j][2], s[j][1], s[j][3]};
@@ -437,7 +433,7 @@ template <int D> __device__ __forceinline__ void fa_fwd_tf32(const fa_cuda_param
             fa_cp_async_wait<0>();
         }
         // the barrier after the tile's copies, which also tells whether any of them is not finite
-        if (__syncthreads_or(kv_needs_care(buf)) || q_bad || FA_TF32_ALWAYS_SAFE(D))
+        if (__syncthreads_or(kv_needs_care(buf)) || q_bad)
             tile(it, buf, std::true_type{});
         else
             tile(it, buf, std::false_type{});

@@ -158,10 +158,6 @@ int main(void)
         "change some choices; the defaults are shown.\n");
     table("Forward", cols, 4, FA_DTYPE_F16, false, false);
     table("Forward, f32", cols, 4, FA_DTYPE_F32, false, false);
-    column tf32[4];
-    for (int c = 0; c < 4; c++)
-        tf32[c] = cols[c], tf32[c].caps.f32_path = FA_CUDA_F32_TF32;
-    table("Forward, f32 with FA_CUDA_F32=tf32", tf32, 4, FA_DTYPE_F32, false, false);
     decode_table(cols, 4);
     table("Backward", cols, 4, FA_DTYPE_F16, true, false);
     table("Backward, deterministic", cols, 4, FA_DTYPE_F16, true, true);
