@@ -147,7 +147,7 @@ typedef struct fa_cuda_params {
 /* The f32 forward on tensor cores (3xTF32, shaders/cuda/fa_forward_tf32.cuh), one kernel per head
  * dim 64, 128 and 256: 64 query rows per block (4 warps of 16), K and V in tiles of BK keys, two
  * buffers deep, every shared row padded by 16 bytes: (BQ + 4 BK) (d + 4) 4 bytes, 52 KiB at head
- * dim 64 (four blocks an SM on sm_90), 99 KiB at 128 (two), 130 KiB at 256 (one). Overridable
+ * dim 64 (three blocks an SM: registers), 99 KiB at 128 (two), 130 KiB at 256 (one). Overridable
  * through FA_CUDA_DEFINES as the others. */
 #define FA_FWD_TF32_BQ 64
 #define FA_FWD_TF32_THREADS 128
