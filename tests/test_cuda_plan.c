@@ -426,6 +426,13 @@ Test(cuda_plan, forward_choices)
     cr_expect_eq(fwd_kernel(t80, FA_DTYPE_F32, 136), FA_CUDA_K_FWD_TF32_F32_D256);
     cr_expect_eq(fwd_kernel(t86, FA_DTYPE_F32, 256), FA_CUDA_K_FWD_GEN_F32_32);
     cr_expect_eq(fwd_kernel(t90, FA_DTYPE_F32, 256), FA_CUDA_K_FWD_TF32_F32_D256);
+    /* head dim 256: one K/V buffer on sm_90 (two blocks of 98 KiB an SM), two on sm_80 */
+    fa_cuda_problem f32_d256 = problem(FA_DTYPE_F32, 256, false);
+    fa_cuda_plan plan_d256;
+    fa_cuda_plan_forward(&t90, &f32_d256, &plan_d256);
+    cr_expect_eq(plan_d256.launches[0].smem, (64 + 2 * 16) * 260 * 4);
+    fa_cuda_plan_forward(&t80, &f32_d256, &plan_d256);
+    cr_expect_eq(plan_d256.launches[0].smem, (64 + 4 * 16) * 260 * 4);
     cr_expect_eq(fwd_kernel(t90, FA_DTYPE_F16, 128), FA_CUDA_K_FWD_WGMMA_F16_D128);
     fa_cuda_caps cores = SM90;
     cores.f32_cores = true;

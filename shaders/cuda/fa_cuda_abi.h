@@ -146,9 +146,9 @@ typedef struct fa_cuda_params {
 
 /* The f32 forward on tensor cores (3xTF32, shaders/cuda/fa_forward_tf32.cuh), one kernel per head
  * dim 64, 128 and 256: 64 query rows per block (4 warps of 16), K and V in tiles of BK keys, two
- * buffers deep, every shared row padded by 16 bytes: (BQ + 4 BK) (d + 4) 4 bytes, 52 KiB at head
- * dim 64 (three blocks an SM: registers), 99 KiB at 128 (two), 130 KiB at 256 (one). Overridable
- * through FA_CUDA_DEFINES as the others. */
+ * buffers deep (below), every shared row padded by 16 bytes: (BQ + 4 BK) (d + 4) 4 bytes, 52 KiB at
+ * head dim 64 (three blocks an SM: registers), 99 KiB at 128 (two), 130 KiB at 256 (one; 98 KiB and
+ * two on sm_90). Overridable through FA_CUDA_DEFINES as the others. */
 #define FA_FWD_TF32_BQ 64
 #define FA_FWD_TF32_THREADS 128
 #ifndef FA_FWD_TF32_BK_D64
@@ -162,8 +162,19 @@ typedef struct fa_cuda_params {
 #endif
 #define FA_FWD_TF32_BK(d)                                                                          \
     ((d) > 128 ? FA_FWD_TF32_BK_D256 : (d) > 64 ? FA_FWD_TF32_BK_D128 : FA_FWD_TF32_BK_D64)
-#define FA_FWD_TF32_BLOCKS(d) ((d) > 128 ? 1 : (d) > 64 ? 2 : 3) /* an SM holds (registers) */
-#define FA_FWD_TF32_SMEM(d) ((FA_FWD_TF32_BQ + 4 * FA_FWD_TF32_BK(d)) * ((d) + 4) * 4)
+/* K and V buffers: one at head dim 256 on sm_90 and newer (sm90), so that two blocks of 98 KiB
+ * fit an SM, each covering the other's copies; two elsewhere (there a bound of two blocks made
+ * sm_80's ptxas spill, and one block holds the SM). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define FA_FWD_TF32_SM90 1
+#else
+#define FA_FWD_TF32_SM90 0
+#endif
+#define FA_FWD_TF32_KV_BUFS(d, sm90) ((d) > 128 && (sm90) ? 1 : 2)
+#define FA_FWD_TF32_BLOCKS(d) /* an SM holds */                                                    \
+    ((d) > 128 ? FA_FWD_TF32_KV_BUFS(d, FA_FWD_TF32_SM90) == 1 ? 2 : 1 : (d) > 64 ? 2 : 3)
+#define FA_FWD_TF32_SMEM(d, sm90)                                                                  \
+    ((FA_FWD_TF32_BQ + 2 * FA_FWD_TF32_KV_BUFS(d, sm90) * FA_FWD_TF32_BK(d)) * ((d) + 4) * 4)
 
 /* The general (CUDA-core) kernels of shaders/cuda/fa_general.cuh: threads per block, query rows
  * per block, keys per shared tile. */

@@ -137,13 +137,14 @@ template <int D> __device__ __forceinline__ void fa_fwd_tf32(const fa_cuda_param
     constexpr int CH = D / 4;          // 16-byte chunks per row
     constexpr int RB = (D + 4) * 4;    // bytes per shared row (16 bytes of padding)
     constexpr unsigned TILE = BK * RB; // one K or V tile
+    constexpr int BUFS = FA_FWD_TF32_KV_BUFS(D, FA_FWD_TF32_SM90);
     extern __shared__ __align__(16) unsigned char fa_tf32_smem[];
     const unsigned sQ = fa_smem_addr(fa_tf32_smem);
     const unsigned sK = sQ + BQ * RB;
-    const unsigned sV = sK + 2 * TILE;
+    const unsigned sV = sK + BUFS * TILE;
     unsigned char *const q_smem = fa_tf32_smem;
     unsigned char *const k_smem = fa_tf32_smem + BQ * RB;
-    unsigned char *const v_smem = k_smem + 2 * TILE;
+    unsigned char *const v_smem = k_smem + BUFS * TILE;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
@@ -197,7 +198,7 @@ template <int D> __device__ __forceinline__ void fa_fwd_tf32(const fa_cuda_param
         return bad;
     };
     if (t0 < ntiles)
-        load_kv(t0, t0 & 1);
+        load_kv(t0, BUFS == 1 ? 0 : t0 & 1);
     fa_cp_async_commit();
     fa_cp_async_wait<0>();
     bool q_bad = false;
@@ -424,8 +425,14 @@ template <int D> __device__ __forceinline__ void fa_fwd_tf32(const fa_cuda_param
     };
 
     for (int it = t0; it < ntiles; it++) {
-        const int buf = it & 1;
-        if (it + 1 < ntiles) {
+        const int buf = BUFS == 1 ? 0 : it & 1;
+        if (BUFS == 1) { // the tile's copies, after the previous tile's last barrier
+            if (it > t0) {
+                load_kv(it, 0);
+                fa_cp_async_commit();
+                fa_cp_async_wait<0>();
+            }
+        } else if (it + 1 < ntiles) {
             load_kv(it + 1, buf ^ 1);
             fa_cp_async_commit();
             fa_cp_async_wait<1>();
