@@ -15,7 +15,8 @@
 //
 // Tiling: one block owns BQ = 64 query rows of one (batch, head), 4 warps of 16 rows; K and V
 // stream through shared memory in tiles of FA_FWD_TF32_BK(D) keys, two buffers deep (cp.async
-// fetches tile n + 1 while tile n is computed). Tiles are f32, rows padded by 16 bytes (so
+// fetches tile n + 1 while tile n is computed; at head dim 256 on sm_90 one, so that two blocks
+// fit an SM: FA_FWD_TF32_KV_BUFS). Tiles are f32, rows padded by 16 bytes (so
 // ldmatrix's 8 rows and the V reads below meet no bank conflict). ldmatrix of b16 pairs hands
 // out 32-bit elements too: lane (g, t) = (lane / 4, lane % 4) gets element t of row g of each
 // 8 x 4 matrix, which is the m16n8k8 TF32 layout of Q (A) and K (B) fragments. P needs no
