@@ -242,9 +242,10 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
     /* f32 on tensor cores (3xTF32) unless FA_CUDA_F32=cores: 16-byte aligned rows, no bias (the
      * CUDA-core kernel takes it), where the shared memory fits (head dim 256 not on sm_86/89) */
     const uint32_t tf32_d = gen_dim(pb->head_dim);
+    const unsigned tf32_smem = FA_FWD_TF32_SMEM(tf32_d, caps->cc_major >= 9);
     const bool tf32 = !caps->force_general && !caps->f32_cores && pb->dtype == FA_DTYPE_F32 &&
                       pb->aligned && pb->head_dim <= 256 && !pb->bias &&
-                      (int)FA_FWD_TF32_SMEM(tf32_d, caps->cc_major >= 9) <= caps->smem_optin;
+                      (int)tf32_smem <= caps->smem_optin;
     /* a packed batch (never with a bias: the runtime refuses it): the same kernels' *_VARLEN
      * rows where the catalogue has one, else nothing */
     if (fast && caps->wgmma_fwd && d >= 64 && row_exists(wg_family, pb->dtype, wg_d, 0) &&
@@ -263,8 +264,7 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
     else if (tf32)
         add(plan, find(FA_CUDA_FWD_TF32, FA_DTYPE_F32, tf32_d, 0),
             blocks(pb->seq_q, FA_FWD_TF32_BQ), pb->heads_q, pb->batch, FA_FWD_TF32_THREADS,
-            FA_FWD_TF32_SMEM(tf32_d, caps->cc_major >= 9),
-            "launching the f32 tensor-core (3xTF32) forward");
+            tf32_smem, "launching the f32 tensor-core (3xTF32) forward");
     else if (fast && sync_ok)
         add(plan,
             find(pb->varlen ? FA_CUDA_FWD_MMA_VARLEN : with_bias(FA_CUDA_FWD_MMA, pb->bias),

@@ -172,7 +172,7 @@ typedef struct fa_cuda_params {
 #endif
 #define FA_FWD_TF32_KV_BUFS(d, sm90) ((d) > 128 && (sm90) ? 1 : 2)
 #define FA_FWD_TF32_BLOCKS(d) /* an SM holds */                                                    \
-    ((d) > 128 ? FA_FWD_TF32_KV_BUFS(d, FA_FWD_TF32_SM90) == 1 ? 2 : 1 : (d) > 64 ? 2 : 3)
+    ((d) > 128 ? (FA_FWD_TF32_SM90 ? 2 : 1) : (d) > 64 ? 2 : 3)
 #define FA_FWD_TF32_SMEM(d, sm90)                                                                  \
     ((FA_FWD_TF32_BQ + 2 * FA_FWD_TF32_KV_BUFS(d, sm90) * FA_FWD_TF32_BK(d)) * ((d) + 4) * 4)
 
