@@ -8,6 +8,7 @@ Run it on a CUDA machine with PyTorch and a built libflashattn:
     python3 bench/compare_torch.py --json out.json --png out.png
     python3 bench/compare_torch.py --dtype bf16 --sdpa flash --lib build/libflashattn.so
     python3 bench/compare_torch.py --decode                # one-token decoding, GB/s
+    python3 bench/compare_torch.py --decode --trace        # ... and each call's kernels
     python3 bench/compare_torch.py --variants              # window, softcap, ALiBi vs FlexAttention
 
 libflashattn is loaded with ctypes (bench/flashattn_ctypes.py); its CUDA context issues work on
@@ -72,7 +73,7 @@ def flops(batch, heads, seqlen, head_dim, causal, backward):
     return 2.5 * f if backward else f
 
 
-def cuda_time(fn, warmup, repeat, budget_ms=1000.0):
+def cuda_time(fn, warmup, repeat, budget_ms=1000.0, samples=None):
     """(median ms, last result) of fn() timed with CUDA events on the current stream. The timed
     calls are queued back to back, each between its own pair of events, so that the GPU stays
     ahead of the CPU and host-side launch costs (ctypes, autograd) are not what is measured.
@@ -91,7 +92,40 @@ def cuda_time(fn, warmup, repeat, budget_ms=1000.0):
         out = fn()
         end.record()
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events), out
+    times = [s.elapsed_time(e) for s, e in events]
+    if samples is not None:
+        samples.extend(times)
+    return statistics.median(times), out
+
+
+def kernel_trace(fn, calls=20):
+    """What the GPU ran for one call of fn(), from torch.profiler (CUPTI, which also sees
+    flashattn's own launches): a line with each kernel (or memset, copy) and its mean time per
+    call, the calls' mean period when queued back to back, and the idle part of that period."""
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        trace = json.load(open(f.name))
+    work = [e for e in trace.get("traceEvents", [])
+            if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy") and "dur" in e]
+    if not work:
+        return "trace: no GPU activity recorded"
+    by_name = {}
+    for e in work:
+        by_name.setdefault(re.sub(r"\(.*", "", e["name"])[:48], []).append(e["dur"])
+    period = (max(e["ts"] + e["dur"] for e in work) - min(e["ts"] for e in work)) / calls
+    busy = sum(e["dur"] for e in work) / calls
+    parts = [f"{n} x{len(d) / calls:g} {sum(d) / len(d):.1f} us" for n, d in by_name.items()]
+    return (f"trace: period {period:.1f} us, busy {busy:.1f}, idle {period - busy:.1f}; " +
+            "; ".join(parts))
 
 
 def sdpa_kernel(name):
@@ -437,9 +471,14 @@ def run_decode(ctx, args, names):
             else:
                 tk, tv = w.bshd(k), w.bshd(v)
             try:
+                times = []
                 ms = cuda_time(lambda: ctx.forward(desc, tq, tk, tv, to, tlse),
-                               warmup=args.warmup, repeat=args.repeat)[0]
+                               warmup=args.warmup, repeat=args.repeat, samples=times)[0]
                 row["flashattn"] = gbytes / (ms * 1e-3)
+                if args.trace:
+                    row["trace"] = {"flashattn": kernel_trace(
+                        lambda: ctx.forward(desc, tq, tk, tv, to, tlse)) +
+                        "; timed calls " + " ".join(f"{t * 1e3:.1f}" for t in times) + " us"}
             except fa.FaError as e:
                 row["flashattn"], row["error"] = None, str(e)
                 failed = True
@@ -449,6 +488,10 @@ def run_decode(ctx, args, names):
                     lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True),
                     warmup=args.warmup, repeat=args.repeat))
                 row["sdpa"][name] = gbytes / (res[0] * 1e-3) if res else why
+                if res and args.trace:
+                    with sdpa_kernel(name):
+                        row.setdefault("trace", {})[name] = kernel_trace(
+                            lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True))
                 if res and sdpa_out is None:
                     sdpa_out = res[1].detach().transpose(1, 2)
             if row["flashattn"] is not None and sdpa_out is not None:
@@ -483,6 +526,8 @@ def run_decode(ctx, args, names):
         for n in names:
             if not isinstance(row["sdpa"][n], float):
                 print(f"      {n}: {row['sdpa'][n]}")
+        for who, line in row.get("trace", {}).items():
+            print(f"      {who} {line}")
         rows.append(row)
         del q, k, v, o, lse, qt, kt, vt
         torch.cuda.empty_cache()
@@ -622,6 +667,8 @@ def main():
                     help="the variant rows instead (window, softcap, ALiBi against FlexAttention)")
     ap.add_argument("--variant-seqlen", type=int, default=16384,
                     help="with --variants: the sequence length (default 16384)")
+    ap.add_argument("--trace", action="store_true",
+                    help="with --decode: each row's kernels and idle time per call (torch.profiler)")
     ap.add_argument("--splits", type=int, default=0,
                     help="fa_attention_desc.num_splits of the decoding rows (0: flashattn's)")
     args = ap.parse_args()

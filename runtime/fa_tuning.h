@@ -21,6 +21,7 @@
     X(CUDA_DECODE)                                                                                 \
     X(CUDA_F32)                                                                                    \
     X(CUDA_DECODE_WARPS)                                                                           \
+    X(CUDA_DECODE_MERGE)                                                                           \
     X(VULKAN_DECODE)                                                                               \
     X(VULKAN_MATRIX)                                                                               \
     X(VULKAN_MATRIX_LAYOUT)                                                                        \

@@ -177,8 +177,9 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
 }
 
 /* A split-key forward plan: the chunks cover the keys with none empty, one block per KV head
- * and chunk of packed rows (the tensor-core kernel: all of them), the merge (and its workspace)
- * exactly when there are several. */
+ * and chunk of packed rows (the tensor-core kernel: all of them), the workspace exactly when
+ * there are several, and then their merge: in the split kernel where its chunk counts reach
+ * (FA_DEC_DONE_SLOTS groups) and the head dim allows float4 reads, else a launch of its own. */
 static void check_split(const char *where, const fa_cuda_problem *pb, const fa_cuda_plan *plan)
 {
     const int64_t rows = pb->seq_q * (pb->heads_q / pb->heads_kv);
@@ -207,11 +208,19 @@ static void check_split(const char *where, const fa_cuda_problem *pb, const fa_c
     if (plan->splits == 1) {
         cr_expect_eq(plan->count, 1, "%s", where);
         cr_expect_eq(plan->workspace_bytes, 0, "%s", where);
+        cr_expect(!plan->merge_in_split, "%s", where);
         return;
     }
-    cr_expect_eq(plan->count, 2, "%s", where);
-    cr_expect_eq(family_of(&plan->launches[1]), FA_CUDA_FWD_MERGE, "%s", where);
-    cr_expect((size_t)plan->launches[1].grid[0] * FA_DEC_WARPS >= out_rows, "%s", where);
+    const bool in_split =
+        (uint64_t)l->grid[1] * l->grid[2] <= FA_DEC_DONE_SLOTS && pb->head_dim % 4 == 0;
+    cr_expect(!plan->merge_in_split || in_split, "%s", where);
+    if (plan->merge_in_split) {
+        cr_expect_eq(plan->count, 1, "%s", where);
+    } else {
+        cr_expect_eq(plan->count, 2, "%s", where);
+        cr_expect_eq(family_of(&plan->launches[1]), FA_CUDA_FWD_MERGE, "%s", where);
+        cr_expect((size_t)plan->launches[1].grid[0] * FA_DEC_WARPS >= out_rows, "%s", where);
+    }
     const size_t part_rows = (size_t)plan->splits * out_rows;
     cr_expect(plan->part_lse_offset % 256 == 0 &&
                   plan->part_lse_offset >= part_rows * (size_t)pb->head_dim * sizeof(float),
@@ -488,9 +497,21 @@ Test(cuda_plan, decoding_splits_the_keys_to_fill_the_device)
     cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_MMA_F16_D128);
     cr_expect_eq(plan.launches[0].threads, 128);
     cr_expect_eq(plan.launches[0].smem, FA_DEC_MMA_SMEM(128, 4));
-    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_FWD_MERGE_F16);
     cr_expect_eq(plan.splits, 16);
     cr_expect_eq(plan.split_keys, 2048);
+    /* the chunks merged in the split kernel; FA_CUDA_DECODE_MERGE=kernel: by a launch of their own,
+     * as where the groups outnumber the chunk counts */
+    cr_expect(plan.merge_in_split);
+    cr_expect_eq(plan.count, 1);
+    fa_cuda_caps merge_kernel = h200;
+    merge_kernel.decode_merge_kernel = true;
+    plan = decode_plan(merge_kernel, 1, 1, 32768, 0);
+    cr_expect(!plan.merge_in_split);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_FWD_MERGE_F16);
+    plan = decode_plan(h200, FA_DEC_DONE_SLOTS / 8 + 1, 1, 32768, 2);
+    cr_expect(!plan.merge_in_split);
+    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_FWD_MERGE_F16);
+    cr_expect(decode_plan(h200, FA_DEC_DONE_SLOTS / 8, 1, 32768, 2).merge_in_split);
     /* FA_CUDA_DECODE_WARPS=8 */
     fa_cuda_caps wide = h200;
     wide.decode_warps = 8;
@@ -651,7 +672,7 @@ Test(cuda_plan, seqlens_and_paged_choices)
     fa_cuda_plan_forward(&h200, &pb, &plan);
     check_split("seqlens", &pb, &plan);
     cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_MMA_F16_D128);
-    cr_expect_eq(plan.launches[1].kernel, FA_CUDA_K_FWD_MERGE_F16);
+    cr_expect(plan.merge_in_split);
     cr_expect_eq(plan.splits, 4); /* 32 work items: 4 chunks of 1024 keys (128 blocks) */
     pb.paged = true;
     fa_cuda_plan_forward(&h200, &pb, &plan);
@@ -1255,6 +1276,14 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
+                    /* ... over more groups than the split kernel counts chunks for: the merge
+                     * kernel */
+                    const int64_t batch = pb.batch;
+                    pb.batch = FA_DEC_DONE_SLOTS + 1;
+                    fa_cuda_plan_forward(&archs[a], &pb, &plan);
+                    for (unsigned i = 0; i < plan.count; i++)
+                        chosen[plan.launches[i].kernel] = true;
+                    pb.batch = batch;
                     /* FA_CUDA_F32=cores keeps the CUDA-core f32 forward */
                     fa_cuda_caps cores_f32 = archs[a];
                     cores_f32.f32_cores = true;

@@ -323,6 +323,7 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
     if (plan.splits > 1) {
         p.part_o = st->workspace;
         p.part_lse = st->workspace + plan.part_lse_offset;
+        p.split_done = plan.merge_in_split ? st->split_done : 0;
     }
     if (status == FA_OK)
         status = run_plan(ctx, &plan, &p);

@@ -231,6 +231,8 @@ static void release_state(fa_cuda_state *st)
             cu->cuMemFree(st->workspace);
         if (st->index_error)
             cu->cuMemFree(st->index_error);
+        if (st->split_done)
+            cu->cuMemFree(st->split_done);
         if (st->module)
             cu->cuModuleUnload(st->module);
         if (st->module_sm90)
@@ -244,16 +246,20 @@ static void release_state(fa_cuda_state *st)
     free(st);
 }
 
-/* The int the split-key forward marks index values out of range in (fa_cuda_params.index_error),
- * zeroed on the context's stream. */
-static fa_status alloc_index_error(fa_context *ctx, fa_cuda_state *st)
+/* `count` ints of device memory zeroed on the context's stream: the int the split-key forward
+ * marks index values out of range in (fa_cuda_params.index_error), its chunk counts
+ * (split_done). */
+static fa_status alloc_zeroed_ints(fa_context *ctx, fa_cuda_state *st, CUdeviceptr *ptr,
+                                   size_t count, const char *what)
 {
-    CUresult r = st->cu->cuMemAlloc(&st->index_error, sizeof(int));
+    CUresult r = st->cu->cuMemAlloc(ptr, count * sizeof(int));
     if (r != CUDA_SUCCESS) {
-        st->index_error = 0;
-        return fa_cuda_fail(ctx, r, "cuMemAlloc of the index error flag");
+        *ptr = 0;
+        char msg[96];
+        snprintf(msg, sizeof msg, "cuMemAlloc of %s", what);
+        return fa_cuda_fail(ctx, r, msg);
     }
-    r = st->cu->cuMemsetD32Async(st->index_error, 0, 1, st->stream);
+    r = st->cu->cuMemsetD32Async(*ptr, 0, count, st->stream);
     return r == CUDA_SUCCESS ? FA_OK : fa_cuda_fail(ctx, r, "cuMemsetD32Async");
 }
 
@@ -290,6 +296,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     caps->decode_cores = decode && strcmp(decode, "cores") == 0;
     const char *decode_warps = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE_WARPS);
     caps->decode_warps = decode_warps ? atoi(decode_warps) : 0;
+    const char *decode_merge = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE_MERGE);
+    caps->decode_merge_kernel = decode_merge && strcmp(decode_merge, "kernel") == 0;
     ctx->backend_state = st;
 
     fa_status status = FA_OK;
@@ -318,7 +326,10 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
         status = load_kernels(ctx, st);
     }
     if (status == FA_OK)
-        status = alloc_index_error(ctx, st);
+        status = alloc_zeroed_ints(ctx, st, &st->index_error, 1, "the index error flag");
+    if (status == FA_OK)
+        status = alloc_zeroed_ints(ctx, st, &st->split_done, FA_DEC_DONE_SLOTS,
+                                   "the split-key chunk counts");
     fa_cuda_leave(ctx);
     if (status != FA_OK)
         goto fail;

@@ -205,9 +205,15 @@ static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_c
         plan->part_lse_offset =
             (part_rows * (size_t)pb->head_dim * sizeof(float) + 255) / 256 * 256;
         plan->workspace_bytes = plan->part_lse_offset + part_rows * sizeof(float);
-        add(plan, find(FA_CUDA_FWD_MERGE, pb->dtype, 256, 0),
-            blocks((int64_t)out_rows, FA_DEC_WARPS), 1, 1, FA_DEC_THREADS, 0,
-            "launching the split-key merge");
+        /* The split kernel's last block of each group merges it (a launch saved: the merge
+         * kernel took 7-12 us of a 20-140 us call on the H200), where its chunk counts reach. */
+        const fa_cuda_launch *split = &plan->launches[plan->count - 1];
+        plan->merge_in_split = !caps->decode_merge_kernel && pb->head_dim % 4 == 0 &&
+                               (uint64_t)split->grid[1] * split->grid[2] <= FA_DEC_DONE_SLOTS;
+        if (!plan->merge_in_split)
+            add(plan, find(FA_CUDA_FWD_MERGE, pb->dtype, 256, 0),
+                blocks((int64_t)out_rows, FA_DEC_WARPS), 1, 1, FA_DEC_THREADS, 0,
+                "launching the split-key merge");
     }
     return true;
 }

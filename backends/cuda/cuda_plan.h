@@ -77,6 +77,8 @@ typedef struct fa_cuda_caps {
                          * on tensor cores (fa_forward_tf32.cuh) */
     bool decode_cores;  /* FA_CUDA_DECODE=cores: the split-key forward on CUDA cores (fa_decode.cuh)
                          * for f16/bf16 too, not the tensor-core one (fa_decode_mma.cuh) */
+    bool decode_merge_kernel; /* FA_CUDA_DECODE_MERGE=kernel: the chunks merged by a launch of
+                               * their own (fa_decode_merge), never in the split kernel */
 } fa_cuda_caps;
 
 /* The call as the planner sees it (validated by the runtime: head_dim a multiple of 8 from 8 to
@@ -123,6 +125,9 @@ typedef struct fa_cuda_plan {
     size_t workspace_bytes, accum_offset, accum_elems;
     int splits, split_keys; /* the split-key forward: key chunks (0: another forward) */
     size_t part_lse_offset;
+    /* splits > 1: the split kernel merges the chunks itself (fa_cuda_params.split_done: the
+     * host passes its chunk counts), with no merge launch */
+    bool merge_in_split;
 } fa_cuda_plan;
 
 /* A forward with seqlens_k or paged that the split-key forward cannot take gets no launch

@@ -17,6 +17,10 @@ typedef struct fa_cuda_params {
     /* The split-key forward's workspace: each chunk's normalised O, f32 (splits, batch, heads_q,
      * seq_q, head_dim), and LSE, f32 natural log (splits, batch, heads_q, seq_q). */
     unsigned long long part_o, part_lse;
+    /* Where splits > 1, the device address of FA_DEC_DONE_SLOTS ints, zero between calls: the
+     * split kernel's blocks count their chunks done in them, and the last block of each group
+     * merges the chunks (fa_dec_merge_tail); 0: fa_decode_merge runs after it. */
+    unsigned long long split_done;
     int splits;     /* key chunks (1: the split kernel writes O and LSE itself) */
     int split_keys; /* keys per chunk */
     int batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
@@ -128,6 +132,9 @@ typedef struct fa_cuda_params {
 #define FA_DEC_ROWS 4
 #define FA_DEC_MAX_ROWS 16
 #define FA_DEC_MAX_SPLITS 256
+/* fa_cuda_params.split_done's ints: split-key grids of at most this many (KV head x row chunk,
+ * batch) groups merge in the split kernel, larger ones launch fa_decode_merge. */
+#define FA_DEC_DONE_SLOTS 4096
 
 /* The tensor-core split-key forward (shaders/cuda/fa_decode_mma.cuh; f16, bf16; head dims padded
  * to 64, 128 or 256): one block per (key chunk, KV head, batch entry) holds all of the KV head's

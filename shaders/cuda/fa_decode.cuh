@@ -99,15 +99,21 @@ __device__ __forceinline__ int fa_dec_keys(const fa_cuda_params &p, int b)
     return min(max(n, 0), p.seq_k);
 }
 
-// The block-table entry of key n of batch entry b (a paged cache), as stored, one out of range
-// marked: the caller clamps it into [0, num_pages), so that no value reads outside K and V.
+// The block-table entry of key n of batch entry b (a paged cache), as stored: requested steps
+// ahead of its use, and checked there (fa_dec_page), so that no warp waits for it at the request.
 __device__ __forceinline__ int fa_dec_entry(const fa_cuda_params &p, int b, int n)
 {
-    const int e = __ldg((const int *)p.block_table.ptr + (long long)b * p.block_table.stride_b +
-                        (long long)(n / p.page_size) * p.block_table.stride_s);
+    return __ldg((const int *)p.block_table.ptr + (long long)b * p.block_table.stride_b +
+                 (long long)(n / p.page_size) * p.block_table.stride_s);
+}
+
+// The page of table entry e, clamped into [0, num_pages) so that no value reads outside K and V,
+// one out of range marked.
+__device__ __forceinline__ long long fa_dec_page(const fa_cuda_params &p, int e)
+{
     if (e < 0 || e >= p.num_pages)
         fa_dec_index_error(p);
-    return e;
+    return min(max(e, 0), p.num_pages - 1);
 }
 
 // Element d of output row (b, query i, head h) from chunk `split`'s weighted sum `acc` of V, its
@@ -129,6 +135,120 @@ __device__ __forceinline__ void fa_dec_store(const fa_cuda_params &p, int split,
         ((float *)p.part_o)[row * p.head_dim + d] = out;
         if (d == 0)
             ((float *)p.part_lse)[row] = lse;
+    }
+}
+
+// The merge inside the split kernel (p.split_done set; splits > 1), in place of fa_decode_merge's
+// launch, which took 7-12 us of a 20-140 us decoding call on the H200 (docs/PERF.md). Each block
+// counts itself done for its group (blockIdx.y, blockIdx.z: the same packed rows, every chunk)
+// once its chunk's O and LSE are out; the last block of a group merges the group's packed rows
+// [r0, r1) as fa_decode_merge does and zeroes the count for the next call. The other chunks'
+// results are read through L2 (ld.cg), never from a line an earlier call left in this SM's L1.
+// scratch: `cap` floats of shared memory the block is done with (rows' weights; cap is at least
+// FA_DEC_MAX_SPLITS).
+// The host takes this path only where head_dim is a multiple of 4 (float4 reads).
+template <typename T>
+__device__ void fa_dec_merge_tail(const fa_cuda_params &p, int b, int hk, int r0, int r1,
+                                  float *scratch, int cap)
+{
+    // The count's add releases the block's writes (ordered before it by the barrier, as
+    // CUTLASS's semaphore does) and acquires the other blocks' for the last one.
+    __syncthreads();
+    bool last = false;
+    if (threadIdx.x == 0) {
+        int *done = (int *)p.split_done + (long long)blockIdx.z * gridDim.y + blockIdx.y;
+        int n;
+        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n"
+                     : "=r"(n)
+                     : "l"(done)
+                     : "memory");
+        last = n == p.splits - 1;
+        if (last)
+            *done = 0; // every chunk has counted: ready for the next call
+    }
+    if (!__syncthreads_or(last))
+        return;
+    const int W = (int)(blockDim.x >> 5), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int S = p.splits, C4 = p.head_dim / 4;
+    const long long rows = (long long)p.batch * p.heads_q * p.seq_q; // part rows per chunk
+    const float *part_lse = (const float *)p.part_lse;
+    const float4 *part_o = (const float4 *)p.part_o;
+    const int per = cap / S; // rows whose weights fit the scratch at once
+    for (int rb = r0; rb < r1; rb += per) {
+        const int nb = min(per, r1 - rb);
+        // Each row's weights w_s / sum w, w_s = exp(LSE_s - max LSE), and its LSE: the chunks'
+        // LSEs read all at once, then a warp per row.
+#pragma unroll 4
+        for (int x = threadIdx.x; x < nb * S; x += blockDim.x) {
+            const int pr = rb + x / S, h = hk * p.group + pr % p.group;
+            scratch[x] = __ldcg(part_lse + (long long)(x % S) * rows +
+                                ((long long)b * p.heads_q + h) * p.seq_q + pr / p.group);
+        }
+        __syncthreads();
+        for (int r = warp; r < nb; r += W) {
+            float *w = scratch + r * S;
+            float mx = -INFINITY;
+            for (int s = lane; s < S; s += 32)
+                mx = fmaxf(mx, w[s]);
+            mx = fa_warp_max(mx);
+            // mx = -inf: no chunk saw a key (weights 0) or a NaN score (weights NaN)
+            const float m_use = mx == -INFINITY ? 0.f : mx;
+            float sum = 0.f;
+            for (int s = lane; s < S; s += 32) {
+                w[s] = fa_exp2((w[s] - m_use) * FA_LOG2E);
+                sum += w[s];
+            }
+            sum = fa_warp_sum(sum);
+            const float inv = sum != 0.f ? 1.f / sum : 0.f;
+            for (int s = lane; s < S; s += 32)
+                w[s] *= inv;
+            const int pr = rb + r;
+            if (lane == 0 && p.has_lse)
+                ((float *)p.lse.ptr)[fa_at(p.lse, b, pr / p.group, hk * p.group + pr % p.group)] =
+                    sum != 0.f ? mx + logf(sum) : -INFINITY;
+        }
+        __syncthreads();
+        // O, four columns an item and four items a thread at once, so that their loads overlap.
+        constexpr int J = 4;
+        for (int x0 = threadIdx.x; x0 < nb * C4; x0 += J * blockDim.x) {
+            const float4 *src[J];
+            const float *w[J];
+            float4 acc[J];
+#pragma unroll
+            for (int j = 0; j < J; j++) {
+                const int x = min(x0 + j * (int)blockDim.x, nb * C4 - 1), r = x / C4;
+                const int pr = rb + r, h = hk * p.group + pr % p.group;
+                src[j] = part_o + (((long long)b * p.heads_q + h) * p.seq_q + pr / p.group) * C4 +
+                         x % C4;
+                w[j] = scratch + r * S;
+                acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+#pragma unroll 4
+            for (int s = 0; s < S; s++)
+#pragma unroll
+                for (int j = 0; j < J; j++) {
+                    const float4 v = __ldcg(src[j] + s * rows * C4);
+                    const float f = w[j][s];
+                    acc[j].x += f * v.x;
+                    acc[j].y += f * v.y;
+                    acc[j].z += f * v.z;
+                    acc[j].w += f * v.w;
+                }
+#pragma unroll
+            for (int j = 0; j < J; j++) {
+                const int x = x0 + j * (int)blockDim.x;
+                if (x < nb * C4) {
+                    const int r = x / C4, pr = rb + r, i = pr / p.group;
+                    T *o =
+                        (T *)p.o.ptr + fa_at(p.o, b, i, hk * p.group + pr % p.group) + x % C4 * 4;
+                    o[0] = fa_from_float<T>(acc[j].x);
+                    o[1] = fa_from_float<T>(acc[j].y);
+                    o[2] = fa_from_float<T>(acc[j].z);
+                    o[3] = fa_from_float<T>(acc[j].w);
+                }
+            }
+        }
+        __syncthreads(); // the weights read before the next rows' overwrite them
     }
 }
 
@@ -216,7 +336,7 @@ __device__ __forceinline__ void fa_decode_split_keys(const fa_cuda_params &p,
         const int key = n0 + lane, nk = min(32, k1 - n0);
         const T *kr, *vr = vb;
         if constexpr (PAGED) {
-            const long long page = min(max(entry, 0), p.num_pages - 1), row = key % p.page_size;
+            const long long page = fa_dec_page(p, entry), row = key % p.page_size;
             if (key + W * 32 < k1)
                 entry = fa_dec_entry(p, b, key + W * 32);
             kr = kb + page * p.k.stride_b + row * p.k.stride_s;
@@ -348,6 +468,9 @@ __device__ __forceinline__ void fa_decode_split_keys(const fa_cuda_params &p,
         }
         fa_dec_store<T>(p, split, b, pr / p.group, hk * p.group + pr % p.group, d, mx, sum, acc);
     }
+    static_assert(W * R * DMAX >= FA_DEC_MAX_SPLITS, "the merge's scratch holds a row's weights");
+    if (p.split_done)
+        fa_dec_merge_tail<T>(p, b, hk, r0, min(r0 + R, rows), &sm.o[0][0][0], W * R * DMAX);
 }
 
 // The split kernel: the paged body only where the call has a block table, so that the

@@ -112,7 +112,7 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
             if (paged) {
                 const int key = n0 + (lane & 15);
                 if (key < k1) {
-                    const long long page = min(max(entry[0], 0), p.num_pages - 1);
+                    const long long page = fa_dec_page(p, entry[0]);
                     const long long row = key % p.page_size;
                     ko = page * p.k.stride_b + row * p.k.stride_s;
                     vo = page * p.v.stride_b + row * p.v.stride_s;
@@ -310,4 +310,9 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
         }
         fa_dec_store<T>(p, split, b, r / p.group, hk * p.group + r % p.group, d, mx, sum, acc);
     }
+    static_assert(NST * 2 * TILE / 4 >= FA_DEC_MAX_SPLITS,
+                  "the merge's scratch holds a row's weights");
+    if (p.split_done) // the rings as the scratch: every warp's O was read above
+        fa_dec_merge_tail<T>(p, b, hk, 0, rows, (float *)(fa_dec_mma_smem + 16 * CH * 16),
+                             W * NST * 2 * (int)TILE / 4);
 }

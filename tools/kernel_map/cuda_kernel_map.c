@@ -182,7 +182,10 @@ int main(void)
         "(block_table,\n"
         "any page size: K and V rows read through the table, entries clamped into\n"
         "[0, num_pages)); a call with either that it does not serve (more packed rows, unaligned\n"
-        "views, FA_CUDA_KERNELS=general) is ERROR_UNSUPPORTED.\n");
+        "views, FA_CUDA_KERNELS=general) is ERROR_UNSUPPORTED. Several chunks are merged by the\n"
+        "split kernel's last block of each (KV head, batch entry) group; fa_fwd_merge_* runs\n"
+        "only for more than %d groups or with FA_CUDA_DECODE_MERGE=kernel.\n",
+        FA_DEC_DONE_SLOTS);
     printf("\nA sliding window, a logit softcap or ALiBi takes the kernels the same call without\n"
            "them would, the CUDA-core split-key forward (f32, FA_CUDA_DECODE=cores) excepted,\n"
            "which takes none of them: such a decoding call takes the ordinary forward, and with\n"
