@@ -142,14 +142,14 @@ __device__ __forceinline__ void fa_dec_store(const fa_cuda_params &p, int split,
 // launch, which took 7-12 us of a 20-140 us decoding call on the H200 (docs/PERF.md). Each block
 // counts itself done for its group (blockIdx.y, blockIdx.z: the same packed rows, every chunk)
 // once its chunk's O and LSE are out; the last block of a group merges the group's packed rows
-// [r0, r1) as fa_decode_merge does and zeroes the count for the next call. The other chunks'
-// results are read through L2 (ld.cg), never from a line an earlier call left in this SM's L1.
-// scratch: `cap` floats of shared memory the block is done with (rows' weights; cap is at least
-// FA_DEC_MAX_SPLITS).
-// The host takes this path only where head_dim is a multiple of 4 (float4 reads).
+// [r0, r1) as fa_decode_merge does and zeroes the count for the next call. A thread takes four
+// columns of a row and asks for a batch of 16 chunks' LSEs and O at once, folding batches in as
+// the online softmax does. (The merging block still adds about 4 us to the H200's B=1 calls,
+// whatever the batch, 4 to 16: not its round trips; not found yet.) The other chunks' results
+// are read through L2 (ld.cg), never from a line an earlier call left in this SM's L1. The host
+// takes this path only where head_dim is a multiple of 4.
 template <typename T>
-__device__ void fa_dec_merge_tail(const fa_cuda_params &p, int b, int hk, int r0, int r1,
-                                  float *scratch, int cap)
+__device__ void fa_dec_merge_tail(const fa_cuda_params &p, int b, int hk, int r0, int r1)
 {
     // The count's add releases the block's writes (ordered before it by the barrier, as
     // CUTLASS's semaphore does) and acquires the other blocks' for the last one.
@@ -168,87 +168,60 @@ __device__ void fa_dec_merge_tail(const fa_cuda_params &p, int b, int hk, int r0
     }
     if (!__syncthreads_or(last))
         return;
-    const int W = (int)(blockDim.x >> 5), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    constexpr int NB = 16; // chunks a batch (4 and 8 measured the same on the H200)
     const int S = p.splits, C4 = p.head_dim / 4;
     const long long rows = (long long)p.batch * p.heads_q * p.seq_q; // part rows per chunk
-    const float *part_lse = (const float *)p.part_lse;
-    const float4 *part_o = (const float4 *)p.part_o;
-    const int per = cap / S; // rows whose weights fit the scratch at once
-    for (int rb = r0; rb < r1; rb += per) {
-        const int nb = min(per, r1 - rb);
-        // Each row's weights w_s / sum w, w_s = exp(LSE_s - max LSE), and its LSE: the chunks'
-        // LSEs read all at once, then a warp per row.
-#pragma unroll 4
-        for (int x = threadIdx.x; x < nb * S; x += blockDim.x) {
-            const int pr = rb + x / S, h = hk * p.group + pr % p.group;
-            scratch[x] = __ldcg(part_lse + (long long)(x % S) * rows +
-                                ((long long)b * p.heads_q + h) * p.seq_q + pr / p.group);
-        }
-        __syncthreads();
-        for (int r = warp; r < nb; r += W) {
-            float *w = scratch + r * S;
-            float mx = -INFINITY;
-            for (int s = lane; s < S; s += 32)
-                mx = fmaxf(mx, w[s]);
-            mx = fa_warp_max(mx);
-            // mx = -inf: no chunk saw a key (weights 0) or a NaN score (weights NaN)
-            const float m_use = mx == -INFINITY ? 0.f : mx;
-            float sum = 0.f;
-            for (int s = lane; s < S; s += 32) {
-                w[s] = fa_exp2((w[s] - m_use) * FA_LOG2E);
-                sum += w[s];
-            }
-            sum = fa_warp_sum(sum);
-            const float inv = sum != 0.f ? 1.f / sum : 0.f;
-            for (int s = lane; s < S; s += 32)
-                w[s] *= inv;
-            const int pr = rb + r;
-            if (lane == 0 && p.has_lse)
-                ((float *)p.lse.ptr)[fa_at(p.lse, b, pr / p.group, hk * p.group + pr % p.group)] =
-                    sum != 0.f ? mx + logf(sum) : -INFINITY;
-        }
-        __syncthreads();
-        // O, four columns an item and four items a thread at once, so that their loads overlap.
-        constexpr int J = 4;
-        for (int x0 = threadIdx.x; x0 < nb * C4; x0 += J * blockDim.x) {
-            const float4 *src[J];
-            const float *w[J];
-            float4 acc[J];
+    for (int x = threadIdx.x; x < (r1 - r0) * C4; x += blockDim.x) {
+        const int pr = r0 + x / C4, i = pr / p.group, h = hk * p.group + pr % p.group;
+        const long long row = ((long long)b * p.heads_q + h) * p.seq_q + i;
+        const float *lse_s = (const float *)p.part_lse + row;
+        const float4 *o_s = (const float4 *)p.part_o + row * C4 + x % C4;
+        // O = sum_s w_s O_s / sum_s w_s, w_s = exp(LSE_s - max): the maximum so far m, rescaled
+        // batch by batch as the forward's online softmax
+        float m = -INFINITY, l = 0.f;
+        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int s0 = 0; s0 < S; s0 += NB) {
+            float ls[NB];
+            float4 os[NB];
 #pragma unroll
-            for (int j = 0; j < J; j++) {
-                const int x = min(x0 + j * (int)blockDim.x, nb * C4 - 1), r = x / C4;
-                const int pr = rb + r, h = hk * p.group + pr % p.group;
-                src[j] = part_o + (((long long)b * p.heads_q + h) * p.seq_q + pr / p.group) * C4 +
-                         x % C4;
-                w[j] = scratch + r * S;
-                acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int j = 0; j < NB; j++) {
+                const int s = min(s0 + j, S - 1);
+                ls[j] = __ldcg(lse_s + s * rows);
+                os[j] = __ldcg(o_s + s * rows * C4);
             }
-#pragma unroll 4
-            for (int s = 0; s < S; s++)
+            float m_new = m;
 #pragma unroll
-                for (int j = 0; j < J; j++) {
-                    const float4 v = __ldcg(src[j] + s * rows * C4);
-                    const float f = w[j][s];
-                    acc[j].x += f * v.x;
-                    acc[j].y += f * v.y;
-                    acc[j].z += f * v.z;
-                    acc[j].w += f * v.w;
-                }
+            for (int j = 0; j < NB; j++)
+                m_new = fmaxf(m_new, ls[j]);
+            // m_new = -inf: no chunk so far saw a key (weights 0); a NaN LSE gives NaN weights
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;
+            const float scale = fa_exp2((m - m_use) * FA_LOG2E);
+            l *= scale;
+            acc.x *= scale;
+            acc.y *= scale;
+            acc.z *= scale;
+            acc.w *= scale;
 #pragma unroll
-            for (int j = 0; j < J; j++) {
-                const int x = x0 + j * (int)blockDim.x;
-                if (x < nb * C4) {
-                    const int r = x / C4, pr = rb + r, i = pr / p.group;
-                    T *o =
-                        (T *)p.o.ptr + fa_at(p.o, b, i, hk * p.group + pr % p.group) + x % C4 * 4;
-                    o[0] = fa_from_float<T>(acc[j].x);
-                    o[1] = fa_from_float<T>(acc[j].y);
-                    o[2] = fa_from_float<T>(acc[j].z);
-                    o[3] = fa_from_float<T>(acc[j].w);
-                }
+            for (int j = 0; j < NB; j++) {
+                if (s0 + j >= S) // a repeated read past the last chunk
+                    break;
+                const float w = fa_exp2((ls[j] - m_use) * FA_LOG2E);
+                l += w;
+                acc.x += w * os[j].x;
+                acc.y += w * os[j].y;
+                acc.z += w * os[j].z;
+                acc.w += w * os[j].w;
             }
+            m = m_new;
         }
-        __syncthreads(); // the weights read before the next rows' overwrite them
+        const float inv = l != 0.f ? 1.f / l : 0.f;
+        T *o = (T *)p.o.ptr + fa_at(p.o, b, i, h) + x % C4 * 4;
+        o[0] = fa_from_float<T>(acc.x * inv);
+        o[1] = fa_from_float<T>(acc.y * inv);
+        o[2] = fa_from_float<T>(acc.z * inv);
+        o[3] = fa_from_float<T>(acc.w * inv);
+        if (x % C4 == 0 && p.has_lse)
+            ((float *)p.lse.ptr)[fa_at(p.lse, b, i, h)] = l != 0.f ? m + logf(l) : -INFINITY;
     }
 }
 
@@ -468,9 +441,8 @@ __device__ __forceinline__ void fa_decode_split_keys(const fa_cuda_params &p,
         }
         fa_dec_store<T>(p, split, b, pr / p.group, hk * p.group + pr % p.group, d, mx, sum, acc);
     }
-    static_assert(W * R * DMAX >= FA_DEC_MAX_SPLITS, "the merge's scratch holds a row's weights");
     if (p.split_done)
-        fa_dec_merge_tail<T>(p, b, hk, r0, min(r0 + R, rows), &sm.o[0][0][0], W * R * DMAX);
+        fa_dec_merge_tail<T>(p, b, hk, r0, min(r0 + R, rows));
 }
 
 // The split kernel: the paged body only where the call has a block table, so that the

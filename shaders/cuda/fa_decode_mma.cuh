@@ -26,7 +26,12 @@
 #include "fa_mask.cuh"
 #include "fa_mma.cuh"
 
-template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params &p)
+// The kernel's body for one way of finding K and V rows (FA_DEC_CONTIGUOUS, FA_DEC_PAGED_ROWS,
+// FA_DEC_PAGED_STEPS), each compiled apart so that the contiguous copies carry no paged code (a
+// branch on the paging in the copy loop cost the one-block-an-SM rows 3-4 % on the H200).
+enum { FA_DEC_CONTIGUOUS, FA_DEC_PAGED_ROWS, FA_DEC_PAGED_STEPS };
+template <typename T, int D, int PAGING>
+__device__ __forceinline__ void fa_decode_mma_body(const fa_cuda_params &p)
 {
     constexpr int CH = D / 8, KW = FA_DEC_MMA_KEYS, NST = FA_DEC_MMA_STAGES;
     constexpr unsigned TILE = KW * CH * 16; // one stage's K (or V) tile, bytes
@@ -76,6 +81,9 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
         k1 = min(k1, (rows - 1) / p.group + shift + p.causal_offset + 1);
     if (p.has_left && k1 > k0 && shift + p.left_offset > k0) // no row sees the first steps
         k0 += (min(shift + p.left_offset, k1) - k0) / KW * KW;
+    // The warp's steps: every W-th step of 16 keys of the chunk, from its own (W contiguous
+    // runs of steps, one a warp, measured no faster on the H200)
+    const int step0 = warp, stride = W;
     const int nsteps = k1 > k0 + warp * KW ? (k1 - k0 - warp * KW + W * KW - 1) / (W * KW) : 0;
 
     // Copies of step s: chunk l % CH of rows l / CH + i RPI, so that each copy instruction reads
@@ -85,8 +93,8 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
     static_assert(32 % CH == 0 && KW % RPI == 0, "whole rows per copy instruction");
     const int lch = lane % CH, lrow = lane / CH;
     const T *kb = (const T *)p.k.ptr, *vb = (const T *)p.v.ptr;
-    const bool paged = p.page_size > 0;
-    if (paged) {
+    constexpr bool paged = PAGING != FA_DEC_CONTIGUOUS;
+    if constexpr (paged) {
         kb += (long long)hk * p.k.stride_h;
         vb += (long long)hk * p.v.stride_h;
     } else {
@@ -96,21 +104,25 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
     kb += lch * 8;
     vb += lch * 8;
     const bool has_ch = lch * 8 < p.head_dim;
-    // paged: the table entries of key row l % 16 of the next NST steps to issue, requested NST
-    // steps ahead (one step ahead left a table read's latency in front of each block's first
-    // copies, and of every copy where a step is short)
+    // Pages of a multiple of 16 keys: a step lies in one page, whose entry (its first key's)
+    // every lane reads and places its rows from; else lane l reads key row l % 16's.
+    constexpr bool page_steps = PAGING == FA_DEC_PAGED_STEPS;
+    const int lkey = page_steps ? 0 : lane & 15; // the key of the step whose entry the lane reads
+    // paged: the table entries of the next NST steps to issue, requested NST steps ahead (one
+    // step ahead left a table read's latency in front of each block's first copies, and of every
+    // copy where a step is short)
     int entry[NST];
 #pragma unroll
     for (int j = 0; j < NST; j++) {
-        const int key = k0 + (warp + j * W) * KW + (lane & 15);
+        const int key = k0 + (step0 + j * stride) * KW + lkey;
         entry[j] = paged && j < nsteps && key < k1 ? fa_dec_entry(p, b, key) : 0;
     }
     auto issue = [&](int s) {
         if (s < nsteps) {
-            const int n0 = k0 + (warp + s * W) * KW;
-            long long ko = 0, vo = 0; // paged: key row (l % 16)'s offsets
-            if (paged) {
-                const int key = n0 + (lane & 15);
+            const int n0 = k0 + (step0 + s * stride) * KW;
+            long long ko = 0, vo = 0; // paged: key row lkey's offsets
+            if constexpr (paged) {
+                const int key = n0 + lkey;
                 if (key < k1) {
                     const long long page = fa_dec_page(p, entry[0]);
                     const long long row = key % p.page_size;
@@ -120,7 +132,7 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
 #pragma unroll
                 for (int j = 0; j + 1 < NST; j++)
                     entry[j] = entry[j + 1];
-                const int ahead = key + NST * W * KW;
+                const int ahead = key + NST * stride * KW;
                 entry[NST - 1] = s + NST < nsteps && ahead < k1 ? fa_dec_entry(p, b, ahead) : 0;
             }
             const unsigned st = ring + (s % NST) * 2 * TILE;
@@ -128,7 +140,10 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
             for (int i = 0; i < KW / RPI; i++) {
                 const int row = lrow + i * RPI, key = n0 + row;
                 long long kr, vr;
-                if (paged) {
+                if constexpr (page_steps) {
+                    kr = ko + row * p.k.stride_s;
+                    vr = vo + row * p.v.stride_s;
+                } else if constexpr (paged) {
                     kr = __shfl_sync(0xffffffffu, ko, row);
                     vr = __shfl_sync(0xffffffffu, vo, row);
                 } else {
@@ -175,7 +190,7 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
         fa_cp_async_wait<NST - 1>();
         __syncwarp(); // every lane's copies of step s visible to the warp
         const unsigned kst = ring + (s % NST) * 2 * TILE, vst = kst + TILE;
-        const int n0 = k0 + (warp + s * W) * KW;
+        const int n0 = k0 + (step0 + s * stride) * KW;
 
         // S = Q K^T: two n-tiles of 8 keys
         float sc[2][4] = {};
@@ -310,9 +325,16 @@ template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params 
         }
         fa_dec_store<T>(p, split, b, r / p.group, hk * p.group + r % p.group, d, mx, sum, acc);
     }
-    static_assert(NST * 2 * TILE / 4 >= FA_DEC_MAX_SPLITS,
-                  "the merge's scratch holds a row's weights");
-    if (p.split_done) // the rings as the scratch: every warp's O was read above
-        fa_dec_merge_tail<T>(p, b, hk, 0, rows, (float *)(fa_dec_mma_smem + 16 * CH * 16),
-                             W * NST * 2 * (int)TILE / 4);
+    if (p.split_done)
+        fa_dec_merge_tail<T>(p, b, hk, 0, rows);
+}
+
+template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params &p)
+{
+    if (p.page_size <= 0)
+        fa_decode_mma_body<T, D, FA_DEC_CONTIGUOUS>(p);
+    else if (p.page_size % FA_DEC_MMA_KEYS == 0)
+        fa_decode_mma_body<T, D, FA_DEC_PAGED_STEPS>(p);
+    else
+        fa_decode_mma_body<T, D, FA_DEC_PAGED_ROWS>(p);
 }
