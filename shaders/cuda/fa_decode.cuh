@@ -13,7 +13,8 @@
 // - O += P V: lane j holds head-dim elements [EPL j, EPL j + EPL) of every row, V rows read
 //   whole by the warp.
 // The warps' partial results are merged through shared memory; with one chunk the block writes
-// O and LSE, else its chunk's normalised O (f32) and LSE to the workspace for fa_decode_merge.
+// O and LSE, else its chunk's normalised O (f32) and LSE to the workspace, which the last block
+// of its group merges (fa_dec_merge_tail), or fa_decode_merge after it.
 // Per-sequence key counts (seqlens_k) end each sequence's keys, and its causal mask, at its own
 // length: a chunk past it sees no key and writes O = 0, LSE = -inf. A paged cache (block_table)
 // maps key n of entry b to row n % page_size of page table[b][n / page_size], clamped into
@@ -145,9 +146,9 @@ __device__ __forceinline__ void fa_dec_store(const fa_cuda_params &p, int split,
 // [r0, r1) as fa_decode_merge does and zeroes the count for the next call. A thread takes four
 // columns of a row and asks for a batch of 16 chunks' LSEs and O at once, folding batches in as
 // the online softmax does. (The merging block still adds about 4 us to the H200's B=1 calls,
-// whatever the batch, 4 to 16: not its round trips; not found yet.) The other chunks' results
-// are read through L2 (ld.cg), never from a line an earlier call left in this SM's L1. The host
-// takes this path only where head_dim is a multiple of 4.
+// whatever the batch, 4 to 16: most of it waiting for the 32 KB of partial O: docs/PERF.md.)
+// The other chunks' results are read through L2 (ld.cg), never from a line an earlier call left
+// in this SM's L1. The host takes this path only where head_dim is a multiple of 4.
 template <typename T>
 __device__ void fa_dec_merge_tail(const fa_cuda_params &p, int b, int hk, int r0, int r1)
 {

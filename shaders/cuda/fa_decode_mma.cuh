@@ -13,11 +13,12 @@
 // warp takes every W-th step of 16 keys of the chunk through a ring of its own of
 // FA_DEC_MMA_STAGES (K, V) tiles in shared memory filled by cp.async (no block barrier in the
 // loop: the warps run free), each copy instruction reading whole K or V rows; for a paged
-// cache lane l finds the place of key row l % 16 (its table entries loaded 3 steps ahead).
+// cache, pages of a multiple of 16 keys hold whole steps, whose one table entry every lane
+// reads, else lane l finds the place of key row l % 16 (entries requested 3 steps ahead).
 // S = Q K^T and O += P V as in the forward (fa_forward_mma.cuh); the online softmax is the warp's
 // own; the warps' partial results are merged through shared memory at the end, as in
 // fa_decode_split, which also gives the chunk's output convention (O and LSE, or normalised f32 O
-// and LSE for fa_decode_merge).
+// and LSE that the group's last block merges: fa_dec_merge_tail, or fa_decode_merge).
 #pragma once
 
 #include <type_traits>
@@ -83,7 +84,6 @@ __device__ __forceinline__ void fa_decode_mma_body(const fa_cuda_params &p)
         k0 += (min(shift + p.left_offset, k1) - k0) / KW * KW;
     // The warp's steps: every W-th step of 16 keys of the chunk, from its own (W contiguous
     // runs of steps, one a warp, measured no faster on the H200)
-    const int step0 = warp, stride = W;
     const int nsteps = k1 > k0 + warp * KW ? (k1 - k0 - warp * KW + W * KW - 1) / (W * KW) : 0;
 
     // Copies of step s: chunk l % CH of rows l / CH + i RPI, so that each copy instruction reads
@@ -114,12 +114,12 @@ __device__ __forceinline__ void fa_decode_mma_body(const fa_cuda_params &p)
     int entry[NST];
 #pragma unroll
     for (int j = 0; j < NST; j++) {
-        const int key = k0 + (step0 + j * stride) * KW + lkey;
+        const int key = k0 + (warp + j * W) * KW + lkey;
         entry[j] = paged && j < nsteps && key < k1 ? fa_dec_entry(p, b, key) : 0;
     }
     auto issue = [&](int s) {
         if (s < nsteps) {
-            const int n0 = k0 + (step0 + s * stride) * KW;
+            const int n0 = k0 + (warp + s * W) * KW;
             long long ko = 0, vo = 0; // paged: key row lkey's offsets
             if constexpr (paged) {
                 const int key = n0 + lkey;
@@ -132,7 +132,7 @@ __device__ __forceinline__ void fa_decode_mma_body(const fa_cuda_params &p)
 #pragma unroll
                 for (int j = 0; j + 1 < NST; j++)
                     entry[j] = entry[j + 1];
-                const int ahead = key + NST * stride * KW;
+                const int ahead = key + NST * W * KW;
                 entry[NST - 1] = s + NST < nsteps && ahead < k1 ? fa_dec_entry(p, b, ahead) : 0;
             }
             const unsigned st = ring + (s % NST) * 2 * TILE;
@@ -190,7 +190,7 @@ __device__ __forceinline__ void fa_decode_mma_body(const fa_cuda_params &p)
         fa_cp_async_wait<NST - 1>();
         __syncwarp(); // every lane's copies of step s visible to the warp
         const unsigned kst = ring + (s % NST) * 2 * TILE, vst = kst + TILE;
-        const int n0 = k0 + (step0 + s * stride) * KW;
+        const int n0 = k0 + (warp + s * W) * KW;
 
         // S = Q K^T: two n-tiles of 8 keys
         float sc[2][4] = {};
