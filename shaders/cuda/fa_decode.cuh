@@ -145,12 +145,15 @@ __device__ __forceinline__ void fa_dec_store(const fa_cuda_params &p, int split,
 // once its chunk's O and LSE are out; the last block of a group merges the group's packed rows
 // [r0, r1) as fa_decode_merge does and zeroes the count for the next call. A thread takes four
 // columns of a row and asks for a batch of 16 chunks' LSEs and O at once, folding batches in as
-// the online softmax does. (The merging block still adds about 4 us to the H200's B=1 calls,
-// whatever the batch, 4 to 16: most of it waiting for the 32 KB of partial O: docs/PERF.md.)
-// The other chunks' results are read through L2 (ld.cg), never from a line an earlier call left
-// in this SM's L1. The host takes this path only where head_dim is a multiple of 4.
+// the online softmax does. (Most of the merging block's time is spent waiting for the 32 KB of
+// partial O at B=1: docs/PERF.md.) The other chunks' results are read through L2 (ld.cg,
+// cp.async.cg), never from a line an earlier call left in this SM's L1. The host takes this path
+// only where head_dim is a multiple of 4. stage: where given, 16 x blockDim.x float4 of shared
+// memory the block is done with, through which the chunks' O come by cp.async (on the H200 1-4 us
+// sooner than into registers by ld.cg, the CUDA-core kernel's way, which has no such room).
 template <typename T>
-__device__ void fa_dec_merge_tail(const fa_cuda_params &p, int b, int hk, int r0, int r1)
+__device__ void fa_dec_merge_tail(const fa_cuda_params &p, int b, int hk, int r0, int r1,
+                                  float4 *stage = nullptr)
 {
     // The count's add releases the block's writes (ordered before it by the barrier, as
     // CUTLASS's semaphore does) and acquires the other blocks' for the last one.
@@ -184,11 +187,26 @@ __device__ void fa_dec_merge_tail(const fa_cuda_params &p, int b, int hk, int r0
         for (int s0 = 0; s0 < S; s0 += NB) {
             float ls[NB];
             float4 os[NB];
+            if (stage) {
+                float4 *mine = stage + threadIdx.x;
 #pragma unroll
-            for (int j = 0; j < NB; j++) {
-                const int s = min(s0 + j, S - 1);
-                ls[j] = __ldcg(lse_s + s * rows);
-                os[j] = __ldcg(o_s + s * rows * C4);
+                for (int j = 0; j < NB; j++) {
+                    const int s = min(s0 + j, S - 1);
+                    ls[j] = __ldcg(lse_s + s * rows);
+                    fa_cp_async16(fa_smem_addr(mine + j * blockDim.x), o_s + s * rows * C4, true);
+                }
+                fa_cp_async_commit();
+                fa_cp_async_wait<0>(); // the thread reads back its own copies alone
+#pragma unroll
+                for (int j = 0; j < NB; j++)
+                    os[j] = mine[j * blockDim.x];
+            } else {
+#pragma unroll
+                for (int j = 0; j < NB; j++) {
+                    const int s = min(s0 + j, S - 1);
+                    ls[j] = __ldcg(lse_s + s * rows);
+                    os[j] = __ldcg(o_s + s * rows * C4);
+                }
             }
             float m_new = m;
 #pragma unroll

@@ -325,8 +325,9 @@ __device__ __forceinline__ void fa_decode_mma_body(const fa_cuda_params &p)
         }
         fa_dec_store<T>(p, split, b, r / p.group, hk * p.group + r % p.group, d, mx, sum, acc);
     }
-    if (p.split_done)
-        fa_dec_merge_tail<T>(p, b, hk, 0, rows);
+    static_assert(NST * 2 * TILE >= 16 * 32 * 16, "a warp's ring stages the merge's O");
+    if (p.split_done) // the rings as the merge's stage: every warp's O was read above
+        fa_dec_merge_tail<T>(p, b, hk, 0, rows, (float4 *)(fa_dec_mma_smem + 16 * CH * 16));
 }
 
 template <typename T, int D> __device__ void fa_decode_mma(const fa_cuda_params &p)
