@@ -183,7 +183,8 @@ int main(void)
         "any page size: K and V rows read through the table, entries clamped into\n"
         "[0, num_pages)); a call with either that it does not serve (more packed rows, unaligned\n"
         "views, FA_CUDA_KERNELS=general) is ERROR_UNSUPPORTED. Several chunks are merged by the\n"
-        "split kernel's last block of each (KV head, batch entry) group; fa_fwd_merge_* runs\n"
+        "split kernel's last block of each group of chunks (the same rows: KV head, batch entry,\n"
+        "and on CUDA cores the 4-row chunk); fa_fwd_merge_* runs\n"
         "only for more than %d groups or with FA_CUDA_DECODE_MERGE=kernel.\n",
         FA_DEC_DONE_SLOTS);
     printf("\nA sliding window, a logit softcap or ALiBi takes the kernels the same call without\n"
