@@ -123,7 +123,8 @@ def kernel_trace(fn, calls=20):
         torch.cuda.synchronize()
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
-        trace = json.load(open(f.name))
+        with open(f.name) as g:
+            trace = json.load(g)
     work = [e for e in trace.get("traceEvents", [])
             if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy") and "dur" in e]
     if not work:

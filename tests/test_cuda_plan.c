@@ -179,7 +179,7 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
 /* A split-key forward plan: the chunks cover the keys with none empty, one block per KV head
  * and chunk of packed rows (the tensor-core kernel: all of them), the workspace exactly when
  * there are several, and then their merge: in the split kernel where its chunk counts reach
- * (FA_DEC_DONE_SLOTS groups) and the head dim allows float4 reads, else a launch of its own. */
+ * (FA_DEC_DONE_SLOTS groups), else a launch of its own. */
 static void check_split(const char *where, const fa_cuda_problem *pb, const fa_cuda_plan *plan)
 {
     const int64_t rows = pb->seq_q * (pb->heads_q / pb->heads_kv);
@@ -211,8 +211,7 @@ static void check_split(const char *where, const fa_cuda_problem *pb, const fa_c
         cr_expect(!plan->merge_in_split, "%s", where);
         return;
     }
-    const bool in_split =
-        (uint64_t)l->grid[1] * l->grid[2] <= FA_DEC_DONE_SLOTS && pb->head_dim % 4 == 0;
+    const bool in_split = (uint64_t)l->grid[1] * l->grid[2] <= FA_DEC_DONE_SLOTS;
     cr_expect(!plan->merge_in_split || in_split, "%s", where);
     if (plan->merge_in_split) {
         cr_expect_eq(plan->count, 1, "%s", where);

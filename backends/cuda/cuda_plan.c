@@ -208,7 +208,7 @@ static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_c
         /* The split kernel's last block of each group merges it (a launch saved: the merge
          * kernel took 7-12 us of a 20-140 us call on the H200), where its chunk counts reach. */
         const fa_cuda_launch *split = &plan->launches[plan->count - 1];
-        plan->merge_in_split = !caps->decode_merge_kernel && pb->head_dim % 4 == 0 &&
+        plan->merge_in_split = !caps->decode_merge_kernel &&
                                (uint64_t)split->grid[1] * split->grid[2] <= FA_DEC_DONE_SLOTS;
         if (!plan->merge_in_split)
             add(plan, find(FA_CUDA_FWD_MERGE, pb->dtype, 256, 0),

@@ -147,10 +147,11 @@ __device__ __forceinline__ void fa_dec_store(const fa_cuda_params &p, int split,
 // columns of a row and asks for a batch of 16 chunks' LSEs and O at once, folding batches in as
 // the online softmax does. (Most of the merging block's time is spent waiting for the 32 KB of
 // partial O at B=1: docs/PERF.md.) The other chunks' results are read through L2 (ld.cg,
-// cp.async.cg), never from a line an earlier call left in this SM's L1. The host takes this path
-// only where head_dim is a multiple of 4. stage: where given, 16 x blockDim.x float4 of shared
-// memory the block is done with, through which the chunks' O come by cp.async (on the H200 1-4 us
-// sooner than into registers by ld.cg, the CUDA-core kernel's way, which has no such room).
+// cp.async.cg), never from a line an earlier call left in this SM's L1. Rows are read as float4
+// (head_dim is a multiple of 8: the runtime's validation). stage: where given, 16 x blockDim.x
+// float4 of shared memory the block is done with, through which the chunks' O come by cp.async (on
+// the H200 1-4 us sooner than into registers by ld.cg, the CUDA-core kernel's way, which has no
+// such room).
 template <typename T>
 __device__ void fa_dec_merge_tail(const fa_cuda_params &p, int b, int hk, int r0, int r1,
                                   float4 *stage = nullptr)
