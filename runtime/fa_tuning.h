@@ -23,6 +23,7 @@
     X(CUDA_DECODE_WARPS)                                                                           \
     X(CUDA_DECODE_MERGE)                                                                           \
     X(VULKAN_DECODE)                                                                               \
+    X(VULKAN_DECODE_MERGE)                                                                         \
     X(VULKAN_MATRIX)                                                                               \
     X(VULKAN_MATRIX_LAYOUT)                                                                        \
     X(VULKAN_MATRIX_FWD_TILES)                                                                     \
@@ -30,6 +31,7 @@
     X(VULKAN_MATRIX_FWD_PER)                                                                       \
     X(VULKAN_NO_16BIT_STORAGE)                                                                     \
     X(VULKAN_PIPELINE_STATS)                                                                       \
+    X(VULKAN_PROFILE)                                                                              \
     X(VULKAN_SPV_DIR)                                                                              \
     X(VULKAN_WAIT_SPIN_US)                                                                         \
     X(VULKAN_IN_FLIGHT)                                                                            \

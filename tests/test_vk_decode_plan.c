@@ -40,10 +40,15 @@ static void check_fits(const fa_vk_decode_device *dev, const fa_vk_decode_proble
     if (p->split.splits > 1) {
         const uint64_t rows =
             (uint64_t)p->split.splits * (uint64_t)(pb->batch * pb->heads_q * pb->seq_q);
-        cr_assert_geq(p->part_lse_offset, rows * (uint64_t)pb->head_dim);
+        const uint64_t groups = (uint64_t)pb->batch * pb->heads_kv * p->row_groups;
+        cr_assert_eq(p->part_o_offset, FA_VK_DECODE_DONE_SLOTS);
+        cr_assert_eq(p->part_o_offset % 64, 0); /* the chunks' O 256-byte aligned */
+        cr_assert_geq(p->part_lse_offset, p->part_o_offset + rows * (uint64_t)pb->head_dim);
         cr_assert_eq(p->workspace_bytes, 4 * (p->part_lse_offset + rows));
+        cr_assert_eq(p->merge_in_split, groups <= FA_VK_DECODE_DONE_SLOTS);
     } else {
         cr_assert_eq(p->workspace_bytes, 0);
+        cr_assert(!p->merge_in_split);
     }
 }
 
@@ -115,10 +120,11 @@ Test(vk_decode_plan, chunks_follow_the_device_and_the_request)
 {
     fa_vk_decode_plan p;
     char why[160];
-    /* B=1, 8 KV heads, 32k keys on 132 units x 4: 66 chunks wanted, 512 keys each */
+    /* B=1, 8 KV heads, 32k keys on 132 units x 2: 33 chunks wanted, 1,024 keys each */
     fa_vk_decode_problem pb = decode(1, 1, 32768, 32, 8, 128, 2);
     cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
-    cr_expect_eq(p.split.splits, 64);
+    cr_expect_eq(p.split.splits, 32);
+    cr_expect_eq(p.split.keys_per_split, 1024);
     cr_expect_eq(p.rows, 4);
     cr_expect_eq(p.row_groups, 1);
     cr_expect_eq(p.subgroup, 32);
@@ -140,7 +146,7 @@ Test(vk_decode_plan, chunks_follow_the_device_and_the_request)
     cr_expect_eq(p.split.splits, fa_split_choose(8, 32768, FA_VK_DECODE_DEFAULT_UNITS,
                                                  FA_VK_DECODE_GROUPS_PER_UNIT, 0)
                                      .splits);
-    /* many sequences fill the device without chunks (1,024 workgroups against 528) */
+    /* many sequences fill the device without chunks (1,024 workgroups against 264) */
     pb = decode(128, 1, 4096, 32, 8, 128, 2);
     cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
     cr_expect_eq(p.split.splits, 1);
@@ -150,4 +156,12 @@ Test(vk_decode_plan, chunks_follow_the_device_and_the_request)
     cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
     cr_expect_eq(p.split.splits, 7);
     cr_expect_gt(p.workspace_bytes, 0);
+    cr_expect(p.merge_in_split, "1,024 groups have counts");
+    /* more groups than counts: the merge kernel */
+    pb = decode(FA_VK_DECODE_DONE_SLOTS / 8 + 1, 1, 4096, 32, 8, 128, 2);
+    pb.num_splits = 2;
+    cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
+    cr_expect_eq(p.split.splits, 2);
+    cr_expect(!p.merge_in_split);
+    check_fits(&nvidia, &pb, &p);
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* The decoding forward on Vulkan: calls with at most 16 query rows per KV head run
- * shaders/vulkan/attn_decode.comp over chunks of the keys (vk_decode_plan.c chooses), then, where
- * there are several chunks, attn_merge.comp, in one submission. FA_VULKAN_DECODE=0 (a developer
- * knob) leaves every call to the other kernels. */
+ * shaders/vulkan/attn_decode.comp over chunks of the keys (vk_decode_plan.c chooses); several
+ * chunks are merged by the last workgroup of each group in that dispatch, or, where the groups
+ * outnumber the workspace's counts, by attn_merge.comp after it, in the same submission.
+ * Developer knobs: FA_VULKAN_DECODE=0 leaves every call to the other kernels;
+ * FA_VULKAN_DECODE_MERGE=kernel always merges with attn_merge.comp. */
 #include "vk_internal.h"
 
 #include <string.h>
@@ -44,8 +46,12 @@ bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk
         .num_splits = call->num_splits,
     };
     char why[160];
-    if (fa_vk_decode_plan_select(&dev, &pb, plan, why, sizeof why))
+    if (fa_vk_decode_plan_select(&dev, &pb, plan, why, sizeof why)) {
+        const char *merge = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE_MERGE);
+        if (merge && !strcmp(merge, "kernel"))
+            plan->merge_in_split = false;
         return true;
+    }
     if (pb.seq_q * (pb.heads_q / pb.heads_kv) <= FA_VK_DECODE_MAX_ROWS)
         fa_log(ctx, FA_LOG_DEBUG, "vulkan: decoding path not taken: %s", why);
     return false;
@@ -76,16 +82,22 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
                              .causal = call->causal,
                              .gqa = (uint32_t)(Hq / Hkv),
                              .dec_rw = plan->rows,
-                             .dec_sg = plan->subgroup};
+                             .dec_sg = plan->subgroup,
+                             .dec_merge = plan->merge_in_split};
     const fa_vk_spec merge_spec = {.head_dim = (uint32_t)call->head_dim};
     VkPipeline decode, merge = VK_NULL_HANDLE;
     fa_status s = fa_vk_pipeline_get(ctx, plan_kernel(ctx, plan, storage), storage, &spec, &decode);
-    if (s == FA_OK && split)
+    if (s == FA_OK && split && !plan->merge_in_split)
         s = fa_vk_pipeline_get(ctx, FA_VK_MERGE, storage, &merge_spec, &merge);
     if (s == FA_OK)
         s = fa_vk_begin(ctx);
     if (s != FA_OK)
         return s;
+    if (split && st->decode_counts_unset) { /* a new workspace: its counts start at 0 */
+        st->vk.vkCmdFillBuffer(st->cmd, st->decode_workspace.buffer, 0, 4 * FA_VK_DECODE_DONE_SLOTS,
+                               0);
+        fa_vk_barrier(st);
+    }
     struct {
         fa_vk_fwd_push common;
         uint32_t split_keys, bt_off, bt_sb, page_size, num_pages;
@@ -100,7 +112,7 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
     _Static_assert(sizeof push == 128, "the decoding forward's push constants fill 128 bytes");
     const VkBuffer out = fa_vk_handle(&call->o);
     const VkBuffer lse_buf = call->has_lse ? fa_vk_handle(&call->lse) : out;
-    const VkBuffer ws = split ? st->workspace.buffer : out;
+    const VkBuffer ws = split ? st->decode_workspace.buffer : out;
     const VkBuffer buffers[8] = {
         fa_vk_handle(&call->q),
         fa_vk_handle(&call->k),
@@ -113,17 +125,18 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
     };
     s = fa_vk_dispatch(ctx, plan_kernel(ctx, plan, storage), decode, buffers, &push, sizeof push,
                        (uint32_t)plan->split.splits, (uint32_t)Hkv * plan->row_groups, (uint32_t)B);
-    if (s != FA_OK || !split)
+    if (s != FA_OK || !split || plan->merge_in_split)
         return s;
     fa_vk_barrier(st);
     struct {
         fa_vk_push_view o, lse;
-        uint32_t seq_q, heads_q, chunks, ws_lse_off, has_lse;
+        uint32_t seq_q, heads_q, chunks, ws_o_off, ws_lse_off, has_lse;
     } merge_push = {push.common.o,
                     push.common.lse,
                     (uint32_t)Sq,
                     (uint32_t)Hq,
                     (uint32_t)plan->split.splits,
+                    (uint32_t)plan->part_o_offset,
                     (uint32_t)plan->part_lse_offset,
                     call->has_lse};
     const VkBuffer merge_buffers[3] = {ws, out, lse_buf};
@@ -134,8 +147,16 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
 fa_status fa_vk_decode_forward(fa_context *ctx, const fa_attention_call *call,
                                const fa_vk_decode_plan *plan)
 {
-    fa_status s = plan->workspace_bytes ? fa_vk_workspace(ctx, plan->workspace_bytes) : FA_OK;
-    if (s != FA_OK)
-        return s;
-    return fa_vk_finish(ctx, record(ctx, call, plan), false);
+    fa_vk_state *st = fa_vk_state_of(ctx);
+    fa_status s = FA_OK;
+    if (plan->workspace_bytes) {
+        bool fresh = false;
+        s = fa_vk_decode_workspace(ctx, plan->workspace_bytes, &fresh);
+        st->decode_counts_unset |= fresh;
+    }
+    if (s == FA_OK)
+        s = fa_vk_finish(ctx, record(ctx, call, plan), false);
+    if (s == FA_OK && plan->workspace_bytes)
+        st->decode_counts_unset = false;
+    return s;
 }

@@ -63,9 +63,12 @@ bool fa_vk_decode_plan_select(const fa_vk_decode_device *dev, const fa_vk_decode
                         dev->compute_units ? dev->compute_units : FA_VK_DECODE_DEFAULT_UNITS,
                         FA_VK_DECODE_GROUPS_PER_UNIT, pb->num_splits);
     if (plan->split.splits > 1) {
+        const uint64_t groups = (uint64_t)pb->batch * pb->heads_kv * plan->row_groups;
+        plan->merge_in_split = groups <= FA_VK_DECODE_DONE_SLOTS;
         const uint64_t out_rows = (uint64_t)pb->batch * (uint64_t)pb->heads_q * (uint64_t)pb->seq_q;
         const uint64_t part_rows = (uint64_t)plan->split.splits * out_rows;
-        plan->part_lse_offset = (part_rows * d + 63) / 64 * 64;
+        plan->part_o_offset = FA_VK_DECODE_DONE_SLOTS;
+        plan->part_lse_offset = plan->part_o_offset + (part_rows * d + 63) / 64 * 64;
         const uint64_t floats = plan->part_lse_offset + part_rows;
         plan->workspace_bytes = 4 * floats;
         if (floats > UINT32_MAX || plan->workspace_bytes > dev->max_buffer_bytes)

@@ -20,8 +20,15 @@
 /* Compute units assumed where the driver does not say (no VK_NV_shader_sm_builtins nor
  * VK_AMD_shader_core_properties). */
 #define FA_VK_DECODE_DEFAULT_UNITS 16
-/* Workgroups each compute unit is assumed to keep busy (the chunk count aims at one wave). */
-#define FA_VK_DECODE_GROUPS_PER_UNIT 4
+/* Workgroups each compute unit is assumed to keep busy (the chunk count aims at one wave). 2,
+ * not 4: with the merge in the split dispatch, half the chunks ran 8-41 % faster on the H200 at
+ * B=1 Sk=32k and 128k, B=16 and B=64 Sk=4k (docs/PERF.md). */
+#define FA_VK_DECODE_GROUPS_PER_UNIT 2
+/* The decoding workspace begins with this many 32-bit counts, one per group of workgroups that
+ * share their query rows (KV head x row group x batch entry): with several chunks, the group's
+ * last workgroup to finish merges them and resets its count. More groups: attn_merge.comp. A
+ * multiple of 64, so the chunks' O after the counts stays 256-byte aligned. */
+#define FA_VK_DECODE_DONE_SLOTS 4096
 
 typedef struct fa_vk_decode_device {
     uint32_t shared_memory_bytes;        /* maxComputeSharedMemorySize */
@@ -46,7 +53,9 @@ typedef struct fa_vk_decode_plan {
     uint32_t subgroup;        /* the subgroup size the pipeline runs at (SG; required if several) */
     uint32_t shared_bytes;    /* what the decode shader declares */
     fa_split split;           /* over B x KV heads x row_groups items */
-    uint64_t workspace_bytes; /* partial O and LSE where split.splits > 1, else 0 */
+    bool merge_in_split;      /* split.splits > 1 and the groups have counts: no merge kernel */
+    uint64_t workspace_bytes; /* counts, partial O and LSE where split.splits > 1, else 0 */
+    uint64_t part_o_offset;   /* in floats, within the workspace (after the counts) */
     uint64_t part_lse_offset; /* in floats, within the workspace */
 } fa_vk_decode_plan;
 
@@ -58,7 +67,9 @@ uint32_t fa_vk_decode_shared_bytes(uint32_t d, uint32_t rows, uint32_t subgroup)
  * rule: at most FA_VK_DECODE_MAX_ROWS packed rows per KV head (4 or 8 a workgroup), head dim a
  * multiple of 8 up to 256, subgroup arithmetic, one subgroup size of 4 to 64 invocations (the
  * device's only one, else 32 or the nearest it has, required at pipeline creation), shared
- * memory for it; the chunk count from fa_split_choose for the device's compute units. */
+ * memory for it; the chunk count from fa_split_choose for the device's compute units; with
+ * several chunks, the merge inside the split kernel where there are at most
+ * FA_VK_DECODE_DONE_SLOTS groups. */
 bool fa_vk_decode_plan_select(const fa_vk_decode_device *dev, const fa_vk_decode_problem *pb,
                               fa_vk_decode_plan *plan, char *why, size_t why_size);
 

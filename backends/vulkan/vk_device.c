@@ -215,6 +215,8 @@ fa_status fa_vk_context_open(fa_context *ctx)
     fa_status s = create_submission_objects(ctx, st);
     if (s == FA_OK)
         s = fa_vk_check_validation(ctx);
+    if (s == FA_OK)
+        fa_vk_profile_open(ctx, st);
     if (s != FA_OK) {
         fa_vk_context_release(ctx);
         return s;
@@ -244,11 +246,11 @@ void fa_vk_context_release(fa_context *ctx)
         else
             st->vk.vkDeviceWaitIdle(st->device);
         fa_vk_pipeline_cache_save(ctx);
+        fa_vk_profile_release(st);
         fa_vk_pipelines_release(st);
         fa_vk_buffer_destroy(st, &st->staging);
-        if (st->workspace.buffer)
-            fa_workspace_track(ctx, -(int64_t)st->workspace.size);
-        fa_vk_buffer_destroy(st, &st->workspace);
+        fa_vk_workspace_release(ctx, &st->workspace);
+        fa_vk_workspace_release(ctx, &st->decode_workspace);
         if (st->cache)
             st->vk.vkDestroyPipelineCache(st->device, st->cache, NULL);
         for (unsigned i = 0; i < FA_VK_FRAMES; i++) {
@@ -289,6 +291,7 @@ static fa_status wait_frame(fa_context *ctx, fa_vk_frame *f)
     }
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, call);
+    fa_vk_profile_collect(st, (unsigned)(f - st->frames));
     f->pending = false;
     r = st->vk.vkResetFences(st->device, 1, &f->fence);
     return r == VK_SUCCESS ? FA_OK : fa_vk_fail(ctx, r, "vkResetFences");
@@ -316,7 +319,10 @@ bool fa_vk_busy(const fa_vk_state *st)
 
 fa_status fa_vk_synchronize(fa_context *ctx)
 {
-    return fa_vk_wait(ctx);
+    fa_status s = fa_vk_wait(ctx);
+    if (s == FA_OK)
+        fa_vk_profile_report(ctx, fa_vk_state_of(ctx));
+    return s;
 }
 
 void fa_vk_barrier(fa_vk_state *st)
@@ -376,6 +382,7 @@ fa_status fa_vk_begin(fa_context *ctx)
         queue_barrier(st);
     else
         fa_vk_barrier(st);
+    fa_vk_profile_begin(st);
     return FA_OK;
 }
 

@@ -106,9 +106,9 @@ typedef struct fa_vk_spec {
      * accumulator layout its catalogue module was compiled for (zero: none). */
     uint32_t cm_m, cm_n, cm_k, cm_sg, cm_nsg, cm_tm, cm_bn;
     fa_vk_matrix_layout cm_layout;
-    uint32_t dec_rw, dec_sg;         /* the decoding forward's plan (vk_decode_plan.h) */
-    uint32_t window, softcap, alibi; /* the variants (bools; the matrix kernels' too) */
-    uint32_t bias;                   /* and the bias's fa_dtype, 0 for none (scalar passes only) */
+    uint32_t dec_rw, dec_sg, dec_merge; /* the decoding forward's plan (vk_decode_plan.h) */
+    uint32_t window, softcap, alibi;    /* the variants (bools; the matrix kernels' too) */
+    uint32_t bias; /* and the bias's fa_dtype, 0 for none (scalar passes only) */
 } fa_vk_spec;
 
 typedef struct fa_vk_pipeline {
@@ -158,6 +158,9 @@ typedef struct fa_vk_state {
     VkPhysicalDeviceMemoryProperties memory_props;
     fa_vk_buffer staging;
     fa_vk_buffer workspace;
+    /* The decoding path's: its counts (vk_decode_plan.h), then the chunks' O and LSE. */
+    fa_vk_buffer decode_workspace;
+    bool decode_counts_unset; /* a new decoding workspace: its counts not yet zeroed */
     VkPipelineCache cache;
     VkDescriptorSetLayout set_layouts[FA_VK_KERNEL_COUNT];
     VkPipelineLayout layouts[FA_VK_KERNEL_COUNT];
@@ -165,6 +168,7 @@ typedef struct fa_vk_state {
     VkShaderModule *catalogue_modules; /* one per vk_matrix_catalogue.h entry, made on first use */
     fa_vk_pipeline *pipelines;
     size_t pipeline_count, pipeline_capacity;
+    struct fa_vk_profile *profile; /* FA_VULKAN_PROFILE=1 (vk_profile.c); NULL: off */
 } fa_vk_state;
 
 static inline fa_vk_state *fa_vk_state_of(fa_context *ctx)
@@ -291,8 +295,22 @@ fa_status fa_vk_buffer_read(fa_context *ctx, void *handle, size_t offset, void *
 /* fa_backend_iface.copy_regions: one vkCmdCopyBuffer, submitted without waiting. */
 fa_status fa_vk_copy_regions(fa_context *ctx, void *src, void *dst, const fa_copy_region *regions,
                              size_t n);
-/* Grows the context's workspace to at least `size` bytes (waits first; tracked). */
+/* Grows the context's workspace, or the decoding path's (*fresh: a new buffer, its contents
+ * undefined), to at least `size` bytes (waits first; tracked); releases one. */
 fa_status fa_vk_workspace(fa_context *ctx, VkDeviceSize size);
+fa_status fa_vk_decode_workspace(fa_context *ctx, VkDeviceSize size, bool *fresh);
+void fa_vk_workspace_release(fa_context *ctx, fa_vk_buffer *buf);
+
+/* vk_profile.c (FA_VULKAN_PROFILE=1; each does nothing where it is off): the query pool; a
+ * timestamp at the start of the recording and after each dispatch; the slot's timestamps read
+ * once its fence has passed; the summary logged at each synchronize. */
+void fa_vk_profile_open(fa_context *ctx, fa_vk_state *st);
+void fa_vk_profile_release(fa_vk_state *st);
+void fa_vk_profile_begin(fa_vk_state *st);
+void fa_vk_profile_dispatch(fa_vk_state *st, fa_vk_kernel kernel);
+void fa_vk_profile_collect(fa_vk_state *st, unsigned frame);
+void fa_vk_profile_report(fa_context *ctx, fa_vk_state *st);
+const char *fa_vk_kernel_name(fa_vk_kernel kernel);
 
 /* vk_decode.c: whether a forward call takes the decoding path (vk_decode_plan.h), with its
  * plan; and that forward, recorded and submitted. */

@@ -196,20 +196,39 @@ fa_status fa_vk_copy_regions(fa_context *ctx, void *src, void *dst, const fa_cop
     return s == FA_OK ? fa_vk_finish(ctx, FA_OK, false) : s;
 }
 
-fa_status fa_vk_workspace(fa_context *ctx, VkDeviceSize size)
+/* Grows *buf to at least `size` bytes (waits first; tracked); *fresh: it is a new buffer. */
+static fa_status grow(fa_context *ctx, fa_vk_buffer *buf, VkDeviceSize size, bool *fresh)
 {
-    fa_vk_state *st = fa_vk_state_of(ctx);
-    if (st->workspace.buffer && st->workspace.size >= size)
+    *fresh = false;
+    if (buf->buffer && buf->size >= size)
         return FA_OK;
     fa_status s = fa_vk_wait(ctx);
     if (s != FA_OK)
         return s;
-    if (st->workspace.buffer) {
-        fa_workspace_track(ctx, -(int64_t)st->workspace.size);
-        fa_vk_buffer_destroy(st, &st->workspace);
+    fa_vk_workspace_release(ctx, buf);
+    s = fa_vk_buffer_create(ctx, size, false, buf);
+    if (s == FA_OK) {
+        fa_workspace_track(ctx, (int64_t)buf->size);
+        *fresh = true;
     }
-    s = fa_vk_buffer_create(ctx, size, false, &st->workspace);
-    if (s == FA_OK)
-        fa_workspace_track(ctx, (int64_t)st->workspace.size);
     return s;
+}
+
+fa_status fa_vk_workspace(fa_context *ctx, VkDeviceSize size)
+{
+    bool fresh;
+    return grow(ctx, &fa_vk_state_of(ctx)->workspace, size, &fresh);
+}
+
+fa_status fa_vk_decode_workspace(fa_context *ctx, VkDeviceSize size, bool *fresh)
+{
+    return grow(ctx, &fa_vk_state_of(ctx)->decode_workspace, size, fresh);
+}
+
+void fa_vk_workspace_release(fa_context *ctx, fa_vk_buffer *buf)
+{
+    if (!buf->buffer)
+        return;
+    fa_workspace_track(ctx, -(int64_t)buf->size);
+    fa_vk_buffer_destroy(fa_vk_state_of(ctx), buf);
 }

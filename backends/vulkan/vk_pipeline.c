@@ -68,6 +68,11 @@ static const char *const kernel_names[FA_VK_KERNEL_COUNT] = {
     "attn_decode", "attn_merge",       "attn_decode_sg32",
 };
 
+const char *fa_vk_kernel_name(fa_vk_kernel kernel)
+{
+    return (unsigned)kernel < FA_VK_KERNEL_COUNT ? kernel_names[kernel] : "?";
+}
+
 /* The kernels that declare cooperative matrices (f16 in 16-bit storage only, run at the plan's
  * subgroup size). */
 static bool is_matrix_kernel(fa_vk_kernel kernel)
@@ -351,8 +356,9 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         [FA_SPEC_SOFTCAP] = spec->softcap ? 1u : 0u,
         [FA_SPEC_ALIBI] = spec->alibi ? 1u : 0u,
         [FA_SPEC_BIAS] = spec->bias,
+        [FA_SPEC_DEC_MERGE] = spec->dec_merge ? 1u : 0u,
     };
-    _Static_assert(FA_SPEC_COUNT == FA_SPEC_BIAS + 1, "FA_SPEC_COUNT counts every ID");
+    _Static_assert(FA_SPEC_COUNT == FA_SPEC_DEC_MERGE + 1, "FA_SPEC_COUNT counts every ID");
     /* Constant i at offset 4 i; zeros keep the default. The bools (causal, the forward's 16-bit
      * tiles, the backward's alignment) take 4 bytes as well (VkBool32), 0 or 1. */
     VkSpecializationMapEntry entries[sizeof values / sizeof values[0]];
@@ -417,9 +423,10 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
                require_size ? " (subgroup size required)" : "", cat >= 0 ? "catalogue" : "generic");
     else if (decode)
         fa_log(ctx, FA_LOG_DEBUG,
-               "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u rows=%u SG=%u%s",
+               "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u rows=%u SG=%u merge=%s%s",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
-               spec->dec_rw, spec->dec_sg, require_size ? " (subgroup size required)" : "");
+               spec->dec_rw, spec->dec_sg, spec->dec_merge ? "here" : "kernel",
+               require_size ? " (subgroup size required)" : "");
     else if (kernel == FA_VK_FWD)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u S_TX=%u "
@@ -506,6 +513,7 @@ fa_status fa_vk_dispatch(fa_context *ctx, fa_vk_kernel kernel, VkPipeline pipeli
         st->vk.vkCmdPushConstants(st->cmd, st->layouts[kernel], VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                   push_size, push);
     st->vk.vkCmdDispatch(st->cmd, gx, gy, gz);
+    fa_vk_profile_dispatch(st, kernel);
     return FA_OK;
 }
 

@@ -5,7 +5,8 @@
 // slowest: GQA packing, so each K and V row it reads serves all of them) of one batch entry, over
 // one chunk of the keys (gl_WorkGroupID.x; the host chose the chunks and RW:
 // backends/vulkan/vk_decode_plan.c). With one chunk it writes O and the LSE; with several, each
-// writes its normalised O (f32) and LSE to the workspace and attn_merge.comp combines them.
+// writes its normalised O (f32) and LSE to the workspace, and either the last workgroup of the
+// group to finish combines them (MERGE_HERE) or attn_merge.comp does, in a dispatch of its own.
 //
 // Each subgroup walks its own steps of SG keys (the chunk's keys n, n + NT, ... from its first),
 // with no workgroup barrier until the end:
@@ -35,6 +36,10 @@ const uint SG = FA_DEC_FIXED_SG;
 #else
 layout(constant_id = FA_SPEC_DEC_SG) const uint SG = 32; // the subgroup size (the host requires it)
 #endif
+
+// The chunks are merged by the group's last workgroup (a count per (row group, batch entry) in
+// the workspace, which that workgroup resets); else by attn_merge.comp.
+layout(constant_id = FA_SPEC_DEC_MERGE) const bool MERGE_HERE = false;
 
 const uint NT = 128u, NSG = NT / SG;
 // LD_UNIT: the G elements at i_ (i_ % G == 0) as 16 bytes, in one load when v8_ (every offset
@@ -77,8 +82,12 @@ TENSOR4(2, v_buf)
 TENSOR4(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
-layout(set = 0, binding = 6, std430) buffer ws_block { float ws[]; };
-layout(set = 0, binding = 6, std430) buffer ws_vblock { vec4 ws_v[]; };
+// The decoding workspace (vk_decode_plan.h): DONE_SLOTS counts, then the chunks' O, then their
+// LSEs. coherent: the merging workgroup reads what other workgroups wrote during this dispatch.
+const uint DONE_SLOTS = 4096u; // FA_VK_DECODE_DONE_SLOTS
+layout(set = 0, binding = 6, std430) coherent buffer done_block { uint done[]; };
+layout(set = 0, binding = 6, std430) coherent buffer ws_block { float ws[]; };
+layout(set = 0, binding = 6, std430) coherent buffer ws_vblock { vec4 ws_v[]; };
 layout(set = 0, binding = 7, std430) readonly buffer bt_block { int bt_buf[]; };
 
 // split_keys: keys per chunk. A paged cache where page_size > 0: K and V hold num_pages pages
@@ -92,6 +101,17 @@ shared vec4 ps[NT * R4];      // P: lane t's RW values at t * R4
 shared uint vrow[NT];         // paged: lane t's V row offset
 shared float m_sh[NSG * RW];  // the subgroups' row maxima
 shared float l_sh[NSG * RW];  // and row sums
+shared bool last_sh;          // this workgroup merges the chunks
+
+// Writes quad dq of O's packed row pr (batch entry b, KV head hk), and its LSE with the first.
+void store_out(uint b, uint hk, uint pr, uint dq, vec4 out_v, float lse)
+{
+    const bool o4 = ((pc.o_off | pc.o_sb | pc.o_ss | pc.o_sh) & 3u) == 0u;
+    const uint i = pr % pc.seq_q, h = hk * GQA + pr / pc.seq_q;
+    ST4(o_buf, pc.o_off + b * pc.o_sb + h * pc.o_sh + i * pc.o_ss + 4u * dq, out_v, o4)
+    if (dq == 0u && pc.has_lse != 0u)
+        lse_buf[pc.lse_off + b * pc.lse_sb + h * pc.lse_sh + i * pc.lse_ss] = lse;
+}
 
 void main()
 {
@@ -303,9 +323,9 @@ void main()
     const bool split = gl_NumWorkGroups.x > 1u;
     const uint heads_q = gl_NumWorkGroups.y / row_chunks * GQA;
     const uint out_rows = gl_NumWorkGroups.z * heads_q * pc.seq_q;
-    // The chunks' LSEs after their O, at a multiple of 64 floats (vk_decode_plan.c).
-    const uint ws_lse_off = (gl_NumWorkGroups.x * out_rows * D + 63u) / 64u * 64u;
-    const bool o4 = ((pc.o_off | pc.o_sb | pc.o_ss | pc.o_sh) & 3u) == 0u;
+    // The chunks' O (as vec4s from ws_o), then their LSEs at a multiple of 64 floats.
+    const uint ws_o = DONE_SLOTS / 4u;
+    const uint ws_lse_off = DONE_SLOTS + (gl_NumWorkGroups.x * out_rows * D + 63u) / 64u * 64u;
     for (uint e = t; e < RW * DQ; e += NT) {
         const uint r = e / DQ, dq = e - r * DQ, pr = r0 + r;
         if (pr >= packed)
@@ -318,16 +338,84 @@ void main()
                 sum += exp2(m_sh[x * RW + r] - mx) * l_sh[x * RW + r];
         const vec4 out_v = sum != 0.0 ? qs[e] / sum : vec4(0.0); // no visible key: O = 0
         const float lse = sum != 0.0 ? (mx + log2(sum)) * LN2 : NEG_INF;
-        const uint i = pr % pc.seq_q, h = hk * GQA + pr / pc.seq_q;
         if (split) {
+            const uint i = pr % pc.seq_q, h = hk * GQA + pr / pc.seq_q;
             const uint row = chunk * out_rows + (b * heads_q + h) * pc.seq_q + i;
-            ws_v[row * DQ + dq] = out_v;
+            ws_v[ws_o + row * DQ + dq] = out_v;
             if (dq == 0u)
                 ws[ws_lse_off + row] = lse;
         } else {
-            ST4(o_buf, pc.o_off + b * pc.o_sb + h * pc.o_sh + i * pc.o_ss + 4u * dq, out_v, o4)
-            if (dq == 0u && pc.has_lse != 0u)
-                lse_buf[pc.lse_off + b * pc.lse_sb + h * pc.lse_sh + i * pc.lse_ss] = lse;
+            store_out(b, hk, pr, dq, out_v, lse);
         }
+    }
+    if (!split || !MERGE_HERE)
+        return;
+
+    // The merge: every workgroup's partial O and LSE made visible, then one count; the workgroup
+    // that counts the last chunk reads every chunk back and leaves the count at 0 for the next call.
+    memoryBarrierBuffer();
+    barrier();
+    const uint slot = gl_WorkGroupID.z * gl_NumWorkGroups.y + gl_WorkGroupID.y;
+    const uint chunks = gl_NumWorkGroups.x;
+    if (t == 0u)
+        last_sh = atomicAdd(done[slot], 1u) == chunks - 1u;
+    barrier();
+    if (!last_sh)
+        return;
+    memoryBarrierBuffer();
+    if (t == 0u)
+        done[slot] = 0u;
+    // Per row, by subgroup r % NSG: the largest chunk LSE (m_sh[r]) and the sum of the weights
+    // exp(LSE_c - m) (l_sh[r]); chunks without a visible key (LSE = -inf) weigh 0.
+    for (uint r = sg; r < RW; r += NSG) {
+        const uint pr = r0 + r;
+        float mx = NEG_INF, sum = 0.0;
+        if (pr < packed) {
+            const uint row = (b * heads_q + hk * GQA + pr / pc.seq_q) * pc.seq_q + pr % pc.seq_q;
+            for (uint c = lane; c < chunks; c += SG)
+                mx = max(mx, ws[ws_lse_off + c * out_rows + row]);
+            mx = subgroupMax(mx);
+            for (uint c = lane; c < chunks; c += SG) {
+                const float lse = ws[ws_lse_off + c * out_rows + row];
+                sum += lse == NEG_INF ? 0.0 : exp(lse - mx);
+            }
+            sum = subgroupAdd(sum);
+        }
+        if (subgroupElect()) {
+            m_sh[r] = mx;
+            l_sh[r] = sum;
+        }
+    }
+    barrier();
+    // Invocation t sums quads t, t + NT, ... of the rows over every chunk, four chunks' loads
+    // in flight at a time (no register arrays: NVIDIA's compiler would put them in local memory
+    // for the whole shader).
+    for (uint e = t; e < RW * DQ; e += NT) {
+        const uint r = e / DQ, dq = e - r * DQ, pr = r0 + r;
+        if (pr >= packed)
+            continue;
+        const uint row = (b * heads_q + hk * GQA + pr / pc.seq_q) * pc.seq_q + pr % pc.seq_q;
+        const float mx = m_sh[r], sum = l_sh[r];
+        vec4 acc = vec4(0.0);
+        for (uint c = 0u; c < chunks; c += 4u) {
+            const uint c1 = min(c + 1u, chunks - 1u), c2 = min(c + 2u, chunks - 1u);
+            const uint c3 = min(c + 3u, chunks - 1u);
+            const float l0 = ws[ws_lse_off + c * out_rows + row];
+            const float l1 = ws[ws_lse_off + c1 * out_rows + row];
+            const float l2 = ws[ws_lse_off + c2 * out_rows + row];
+            const float l3 = ws[ws_lse_off + c3 * out_rows + row];
+            const vec4 x0 = ws_v[ws_o + (c * out_rows + row) * DQ + dq];
+            const vec4 x1 = ws_v[ws_o + (c1 * out_rows + row) * DQ + dq];
+            const vec4 x2 = ws_v[ws_o + (c2 * out_rows + row) * DQ + dq];
+            const vec4 x3 = ws_v[ws_o + (c3 * out_rows + row) * DQ + dq];
+            // chunks without a visible key (LSE = -inf) and the repeats past the last weigh 0
+            acc += (l0 == NEG_INF ? 0.0 : exp(l0 - mx)) * x0;
+            acc += (c + 1u >= chunks || l1 == NEG_INF ? 0.0 : exp(l1 - mx)) * x1;
+            acc += (c + 2u >= chunks || l2 == NEG_INF ? 0.0 : exp(l2 - mx)) * x2;
+            acc += (c + 3u >= chunks || l3 == NEG_INF ? 0.0 : exp(l3 - mx)) * x3;
+        }
+        // no chunk saw a key: O = 0, LSE = -inf
+        store_out(b, hk, pr, dq, sum != 0.0 ? acc / sum : vec4(0.0),
+                  sum != 0.0 ? mx + log(sum) : NEG_INF);
     }
 }

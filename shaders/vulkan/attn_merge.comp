@@ -22,7 +22,7 @@ layout(set = 0, binding = 2, std430) buffer lse_block { float lse_buf[]; };
 layout(push_constant) uniform Params {
     uint o_off, o_sb, o_ss, o_sh;
     uint lse_off, lse_sb, lse_ss, lse_sh;
-    uint seq_q, heads_q, chunks, ws_lse_off, has_lse;
+    uint seq_q, heads_q, chunks, ws_o_off, ws_lse_off, has_lse; // offsets in floats
 } pc;
 
 shared float w[MAX_CHUNKS];
@@ -69,7 +69,7 @@ void main()
         vec4 acc = vec4(0.0);
         for (uint c = 0u; c < pc.chunks; c++)
             if (w[c] != 0.0)
-                acc += w[c] * ws_v[(c * rows + row) * DQ + dq];
+                acc += w[c] * ws_v[pc.ws_o_off / 4u + (c * rows + row) * DQ + dq];
         ST4(o_buf, pc.o_off + b * pc.o_sb + h * pc.o_sh + i * pc.o_ss + 4u * dq, acc * inv, o4)
     }
     if (t == 0u && pc.has_lse != 0u)

@@ -45,8 +45,9 @@
 #define FA_SPEC_CM_WG 30  /* invocations per workgroup, CM_SG * CM_NSG (local_size_x_id) */
 
 /* The decoding forward (attn_decode.comp). */
-#define FA_SPEC_DEC_RW 31 /* packed query rows per workgroup */
-#define FA_SPEC_DEC_SG 32 /* invocations per subgroup (required at pipeline creation) */
+#define FA_SPEC_DEC_RW 31    /* packed query rows per workgroup */
+#define FA_SPEC_DEC_SG 32    /* invocations per subgroup (required at pipeline creation) */
+#define FA_SPEC_DEC_MERGE 37 /* bool: each group's last workgroup merges the chunks */
 
 /* The variants (fa_common.glsl): a sliding window, logit softcapping (bools; their values are
  * push constants, FA_VARIANT_MEMBERS in fa_params.glsl), ALiBi (a bool; the slopes are copied
@@ -59,6 +60,6 @@
 #define FA_SPEC_ALIBI 35
 #define FA_SPEC_BIAS 36
 
-#define FA_SPEC_COUNT 37
+#define FA_SPEC_COUNT 38
 
 #endif

@@ -63,6 +63,7 @@ static const char usage[] =
     "  --threads N      CPU backend threads (default: OpenMP's)\n"
     "  --seed N         random inputs' seed (default 1)\n"
     "  --json           one JSON object on stdout instead of text\n"
+    "  --log LEVEL      the library's messages up to LEVEL (error, warn, info, debug) on stderr\n"
     "\n"
     "Every timed run ends with fa_context_synchronize. The first call is always timed on its\n"
     "own: it is the first warm-up run. When neither --repeat nor --warmup is given and that\n"
@@ -76,7 +77,7 @@ static const char usage[] =
     "the process's peak resident growth over the first call, measured by the OS.\n";
 
 typedef struct run_options {
-    const char *backend_name, *dtype_name, *window_name, *softcap_name;
+    const char *backend_name, *dtype_name, *window_name, *softcap_name, *log_name;
     fa_window window;
     float softcap;
     int64_t device, batch, heads, kv_heads, seq, seq_q, seq_k, head_dim;
@@ -119,6 +120,7 @@ static int parse_options(int argc, char **argv, run_options *o)
         {"--threads", CLI_OPT_INT, &o->threads, 0, 4096, NULL},
         {"--seed", CLI_OPT_INT, &o->seed, 0, INT64_MAX, NULL},
         {"--json", CLI_OPT_FLAG, &o->json, 0, 0, NULL},
+        {"--log", CLI_OPT_STRING, &o->log_name, 0, 0, NULL},
     };
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
     if (rc != CLI_CONTINUE)
@@ -659,6 +661,9 @@ int fa_cmd_run(int argc, char **argv)
     fa_dtype dtype = FA_DTYPE_INVALID;
     if (o.dtype_name && (rc = cli_parse_dtype("run", usage, o.dtype_name, &dtype)) != CLI_CONTINUE)
         return rc;
+    int log_level;
+    if ((rc = cli_parse_log("run", usage, o.log_name, &log_level)) != CLI_CONTINUE)
+        return rc;
     if (o.device_seen && backend == FA_BACKEND_AUTO)
         return cli_usage_error("run", usage,
                                "--device needs --backend (AUTO takes FA_DEVICE from the "
@@ -668,10 +673,13 @@ int fa_cmd_run(int argc, char **argv)
     /* A named backend without --device: its first GPU (PoCL is often OpenCL's device 0). */
     if (!o.device_seen && backend != FA_BACKEND_AUTO)
         o.device = fa_testkit_default_device(backend);
-    fa_status st = fa_context_create(&(fa_context_desc){.backend = backend,
-                                                        .device = (int)o.device,
-                                                        .cpu = {.threads = (int)o.threads}},
-                                     &ctx);
+    fa_status st =
+        fa_context_create(&(fa_context_desc){.backend = backend,
+                                             .device = (int)o.device,
+                                             .cpu = {.threads = (int)o.threads},
+                                             .log = log_level < 0 ? NULL : cli_log_to_stderr,
+                                             .log_level = (fa_log_level)log_level},
+                          &ctx);
     if (st != FA_OK)
         return cli_fail(NULL, st);
     if (dtype == FA_DTYPE_INVALID)
