@@ -10,7 +10,8 @@
  *    accumulator per row, summed across lanes four rows at a time into S (keys x rows).
  *    Meanwhile the V row of the same key and head is requested, in the same streaming order,
  *    and the K row FA_CPU_DECODE_AHEAD rows on;
- * 2. scale, mask and softmax_cols's online-softmax step, vectorized across the rows;
+ * 2. the online-softmax step, masked and vectorized across the rows, P from the raw scores by
+ *    one FMA each;
  * 3. O = alpha O + P V head by head: per CK_NV-vector slice of the head dim, the head's O
  *    slices in registers while the slice of each of its V rows (in cache by now) is converted
  *    and accumulated.
@@ -121,17 +122,45 @@ CK_NAME(decode_scores)(const int nq, const fa_dtype dt, const fa_cpu_decode_step
     }
 }
 
-/* Pass 2: S scaled (possibly by a negative number), then masked, then softmax_cols. */
+/* Pass 2: the online-softmax step on the raw scores, vectorized across the rows. The maxima are
+ * of the scaled scores x = scale s (the scale may be negative). P = exp2(x - m + e), with e the
+ * product's rounding error (exact, by an FMA): x alone costs up to an ulp of |x| in every P
+ * (1.5e-5 at 144, where scores of 1e2 lie), x - m + e an ulp of a small number near the maxima,
+ * which dominate O. Where |e| >= 1 (|x| past 2^24) it is left out, as it is meaningless there.
+ * Keys past a row's diagonal (visible) get P = 0. */
 static void CK_NAME(decode_softmax)(const fa_cpu_decode_step *a, float *alpha)
 {
     const int rows = a->heads * a->nq;
-    for (int j = 0; j < a->nk; j++)
-        for (int r = 0; r < rows; r++)
-            a->s[j * a->lds + r] *= a->scale;
-    for (int r = 0; a->visible && r < rows; r++)
-        for (int j = a->visible[r]; j < a->nk; j++)
-            a->s[j * a->lds + r] = -INFINITY;
-    CK_NAME(softmax_cols)(a->s, a->nk, rows, a->lds, a->m, a->l, alpha);
+    const float c = a->scale;
+    float *restrict m = a->m, *restrict l = a->l;
+    for (int r = 0; r < rows; r++)
+        alpha[r] = m[r];
+    for (int j = 0; j < a->nk; j++) {
+        const float *sj = a->s + j * a->lds;
+        for (int r = 0; r < rows; r++) {
+            const float x = a->visible && j >= a->visible[r] ? -INFINITY : sj[r] * c;
+            alpha[r] = x > alpha[r] ? x : alpha[r];
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        const float m_new = alpha[r];
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new; /* no key seen yet: keep p = 0 */
+        alpha[r] = CK_NAME(exp2)(m[r] - m_use);
+        m[r] = m_new;
+        l[r] *= alpha[r];
+    }
+    for (int j = 0; j < a->nk; j++) {
+        float *sj = a->s + j * a->lds;
+        for (int r = 0; r < rows; r++) {
+            const float m_use = m[r] == -INFINITY ? 0.0f : m[r];
+            const float x = sj[r] * c, e = CK_FMAF(sj[r], c, -x);
+            const float p = a->visible && j >= a->visible[r]
+                                ? 0.0f
+                                : CK_NAME(exp2)((x - m_use) + (fabsf(e) < 1.0f ? e : 0.0f));
+            sj[r] = p;
+            l[r] += p;
+        }
+    }
 }
 
 /* Pass 3 for head h on the nv vectors of O's columns from d0: O = alpha O + P V. With `tail`
