@@ -670,16 +670,7 @@ int fa_cmd_run(int argc, char **argv)
                                "environment)");
 
     fa_context *ctx = NULL;
-    /* A named backend without --device: its first GPU (PoCL is often OpenCL's device 0). */
-    if (!o.device_seen && backend != FA_BACKEND_AUTO)
-        o.device = fa_testkit_default_device(backend);
-    fa_status st =
-        fa_context_create(&(fa_context_desc){.backend = backend,
-                                             .device = (int)o.device,
-                                             .cpu = {.threads = (int)o.threads},
-                                             .log = log_level < 0 ? NULL : cli_log_to_stderr,
-                                             .log_level = (fa_log_level)log_level},
-                          &ctx);
+    fa_status st = cli_context_create(backend, o.device, o.device_seen, o.threads, log_level, &ctx);
     if (st != FA_OK)
         return cli_fail(NULL, st);
     if (dtype == FA_DTYPE_INVALID)
