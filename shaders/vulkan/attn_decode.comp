@@ -103,6 +103,13 @@ shared float m_sh[NSG * RW];  // the subgroups' row maxima
 shared float l_sh[NSG * RW];  // and row sums
 shared bool last_sh;          // this workgroup merges the chunks
 
+// The output row (batch entry b, query head, query) of packed row pr of KV head hk, as the
+// chunks' partial O and LSE are laid out in the workspace.
+uint out_row_of(uint b, uint hk, uint pr, uint heads_q)
+{
+    return (b * heads_q + hk * GQA + pr / pc.seq_q) * pc.seq_q + pr % pc.seq_q;
+}
+
 // Writes quad dq of O's packed row pr (batch entry b, KV head hk), and its LSE with the first.
 void store_out(uint b, uint hk, uint pr, uint dq, vec4 out_v, float lse)
 {
@@ -339,8 +346,7 @@ void main()
         const vec4 out_v = sum != 0.0 ? qs[e] / sum : vec4(0.0); // no visible key: O = 0
         const float lse = sum != 0.0 ? (mx + log2(sum)) * LN2 : NEG_INF;
         if (split) {
-            const uint i = pr % pc.seq_q, h = hk * GQA + pr / pc.seq_q;
-            const uint row = chunk * out_rows + (b * heads_q + h) * pc.seq_q + i;
+            const uint row = chunk * out_rows + out_row_of(b, hk, pr, heads_q);
             ws_v[ws_o + row * DQ + dq] = out_v;
             if (dq == 0u)
                 ws[ws_lse_off + row] = lse;
@@ -371,7 +377,7 @@ void main()
         const uint pr = r0 + r;
         float mx = NEG_INF, sum = 0.0;
         if (pr < packed) {
-            const uint row = (b * heads_q + hk * GQA + pr / pc.seq_q) * pc.seq_q + pr % pc.seq_q;
+            const uint row = out_row_of(b, hk, pr, heads_q);
             for (uint c = lane; c < chunks; c += SG)
                 mx = max(mx, ws[ws_lse_off + c * out_rows + row]);
             mx = subgroupMax(mx);
@@ -394,7 +400,7 @@ void main()
         const uint r = e / DQ, dq = e - r * DQ, pr = r0 + r;
         if (pr >= packed)
             continue;
-        const uint row = (b * heads_q + hk * GQA + pr / pc.seq_q) * pc.seq_q + pr % pc.seq_q;
+        const uint row = out_row_of(b, hk, pr, heads_q);
         const float mx = m_sh[r], sum = l_sh[r];
         vec4 acc = vec4(0.0);
         for (uint c = 0u; c < chunks; c += 4u) {
