@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "fa_testkit.h"
 
 int cli_usage_error(const char *command, const char *usage, const char *fmt, ...)
 {
@@ -134,17 +133,4 @@ void cli_log_to_stderr(void *user_data, fa_log_level level, const char *message)
 {
     (void)user_data;
     fprintf(stderr, "flashattn %s: %s\n", log_levels[level], message);
-}
-
-fa_status cli_context_create(fa_backend backend, int64_t device, bool device_seen, int64_t threads,
-                             int log_level, fa_context **ctx)
-{
-    if (!device_seen && backend != FA_BACKEND_AUTO)
-        device = fa_testkit_default_device(backend);
-    return fa_context_create(&(fa_context_desc){.backend = backend,
-                                                .device = (int)device,
-                                                .cpu = {.threads = (int)threads},
-                                                .log = log_level < 0 ? NULL : cli_log_to_stderr,
-                                                .log_level = (fa_log_level)log_level},
-                             ctx);
 }

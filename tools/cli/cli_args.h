@@ -51,10 +51,5 @@ int cli_parse_dtype(const char *command, const char *usage, const char *name, fa
 int cli_parse_log(const char *command, const char *usage, const char *name, int *out);
 /** A fa_log_fn that prints "flashattn <level>: <message>" on stderr. */
 void cli_log_to_stderr(void *user_data, fa_log_level level, const char *message);
-/** fa_context_create on backend's device (its first GPU where device_seen is false and the
- * backend is named: PoCL is often OpenCL's device 0) with `threads` CPU threads and, where
- * log_level >= 0 (cli_parse_log), the library's messages up to it on stderr. */
-fa_status cli_context_create(fa_backend backend, int64_t device, bool device_seen, int64_t threads,
-                             int log_level, fa_context **ctx);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_args.h"
 #include "cli_report.h"
 #include "fa_testkit.h"
 
@@ -506,4 +507,17 @@ bool cli_parse_softcap(const char *text, float *out)
         return false;
     *out = (float)x;
     return true;
+}
+
+fa_status cli_context_create(fa_backend backend, int64_t device, bool device_seen, int64_t threads,
+                             int log_level, fa_context **ctx)
+{
+    if (!device_seen && backend != FA_BACKEND_AUTO)
+        device = fa_testkit_default_device(backend);
+    return fa_context_create(&(fa_context_desc){.backend = backend,
+                                                .device = (int)device,
+                                                .cpu = {.threads = (int)threads},
+                                                .log = log_level < 0 ? NULL : cli_log_to_stderr,
+                                                .log_level = (fa_log_level)log_level},
+                             ctx);
 }

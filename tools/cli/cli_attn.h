@@ -138,4 +138,10 @@ typedef struct cli_timing {
 
 fa_status cli_attn_time(cli_attn *a, bool backward, const cli_time_plan *plan, cli_timing *out);
 
+/** fa_context_create on backend's device (its first GPU where device_seen is false and the
+ * backend is named: PoCL is often OpenCL's device 0) with `threads` CPU threads and, where
+ * log_level >= 0 (cli_parse_log), the library's messages up to it on stderr. */
+fa_status cli_context_create(fa_backend backend, int64_t device, bool device_seen, int64_t threads,
+                             int log_level, fa_context **ctx);
+
 #endif
