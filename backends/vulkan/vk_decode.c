@@ -70,6 +70,20 @@ static fa_vk_kernel plan_kernel(fa_context *ctx, const fa_vk_decode_plan *plan,
                : FA_VK_DECODE;
 }
 
+static uint32_t view_bits(fa_vk_push_view v)
+{
+    return v.off | v.sb | v.ss | v.sh;
+}
+
+/* attn_decode.comp's ALIGNED: Q and K in whole 16-byte units, V and O in quads. */
+static uint32_t views_aligned(const fa_vk_fwd_push *p, fa_dtype dtype)
+{
+    const uint32_t unit = dtype == FA_DTYPE_F32 ? 4u : 8u;
+    const bool aligned = ((view_bits(p->q) | view_bits(p->k)) & (unit - 1u)) == 0 &&
+                         ((view_bits(p->v) | view_bits(p->o)) & 3u) == 0;
+    return aligned ? 1u : 0u;
+}
+
 static fa_status record(fa_context *ctx, const fa_attention_call *call,
                         const fa_vk_decode_plan *plan)
 {
@@ -78,12 +92,25 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
     const int64_t Hq = call->heads_q, Hkv = call->heads_kv;
     const bool split = plan->split.splits > 1;
     const fa_vk_storage storage = fa_vk_storage_of(st, call->dtype);
+    struct {
+        fa_vk_fwd_push common;
+        uint32_t split_keys, bt_off, bt_sb, page_size, num_pages;
+    } push = {
+        fa_vk_fwd_push_of(call),
+        (uint32_t)plan->split.keys_per_split,
+        (uint32_t)call->block_table.offset,
+        (uint32_t)call->block_table.stride_b,
+        (uint32_t)call->page_size, /* 0: not paged */
+        (uint32_t)call->num_pages,
+    };
+    _Static_assert(sizeof push == 128, "the decoding forward's push constants fill 128 bytes");
     const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
                              .causal = call->causal,
                              .gqa = (uint32_t)(Hq / Hkv),
                              .dec_rw = plan->rows,
                              .dec_sg = plan->subgroup,
-                             .dec_merge = plan->merge_in_split};
+                             .dec_merge = plan->merge_in_split,
+                             .dec_aligned = views_aligned(&push.common, call->dtype)};
     const fa_vk_spec merge_spec = {.head_dim = (uint32_t)call->head_dim};
     VkPipeline decode, merge = VK_NULL_HANDLE;
     fa_status s = fa_vk_pipeline_get(ctx, plan_kernel(ctx, plan, storage), storage, &spec, &decode);
@@ -98,18 +125,6 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
                                0);
         fa_vk_barrier(st);
     }
-    struct {
-        fa_vk_fwd_push common;
-        uint32_t split_keys, bt_off, bt_sb, page_size, num_pages;
-    } push = {
-        fa_vk_fwd_push_of(call),
-        (uint32_t)plan->split.keys_per_split,
-        (uint32_t)call->block_table.offset,
-        (uint32_t)call->block_table.stride_b,
-        (uint32_t)call->page_size, /* 0: not paged */
-        (uint32_t)call->num_pages,
-    };
-    _Static_assert(sizeof push == 128, "the decoding forward's push constants fill 128 bytes");
     const VkBuffer out = fa_vk_handle(&call->o);
     const VkBuffer lse_buf = call->has_lse ? fa_vk_handle(&call->lse) : out;
     const VkBuffer ws = split ? st->decode_workspace.buffer : out;

@@ -107,6 +107,7 @@ typedef struct fa_vk_spec {
     uint32_t cm_m, cm_n, cm_k, cm_sg, cm_nsg, cm_tm, cm_bn;
     fa_vk_matrix_layout cm_layout;
     uint32_t dec_rw, dec_sg, dec_merge; /* the decoding forward's plan (vk_decode_plan.h) */
+    uint32_t dec_aligned;               /* attn_decode.comp's ALIGNED */
     uint32_t window, softcap, alibi;    /* the variants (bools; the matrix kernels' too) */
     uint32_t bias; /* and the bias's fa_dtype, 0 for none (scalar passes only) */
 } fa_vk_spec;

@@ -2,6 +2,7 @@
 /* Shader modules (the SPIR-V embedded at build time, one per kernel and storage variant),
  * pipeline layouts, and compute pipelines specialized per (head dim, tile sizes, causal), built
  * on first use through the context's pipeline cache and kept for the context's life. */
+#include "fa_platform.h"
 #include "fa_spec_ids.h"
 #include "vk_internal.h"
 #include "vk_matrix_catalogue.h"
@@ -357,8 +358,9 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
         [FA_SPEC_ALIBI] = spec->alibi ? 1u : 0u,
         [FA_SPEC_BIAS] = spec->bias,
         [FA_SPEC_DEC_MERGE] = spec->dec_merge ? 1u : 0u,
+        [FA_SPEC_DEC_ALIGNED] = spec->dec_aligned ? 1u : 0u,
     };
-    _Static_assert(FA_SPEC_COUNT == FA_SPEC_DEC_MERGE + 1, "FA_SPEC_COUNT counts every ID");
+    _Static_assert(FA_SPEC_COUNT == FA_SPEC_DEC_ALIGNED + 1, "FA_SPEC_COUNT counts every ID");
     /* Constant i at offset 4 i; zeros keep the default. The bools (causal, the forward's 16-bit
      * tiles, the backward's alignment) take 4 bytes as well (VkBool32), 0 or 1. */
     VkSpecializationMapEntry entries[sizeof values / sizeof values[0]];
@@ -405,46 +407,52 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
             },
         .layout = st->layouts[kernel],
     };
+    const double started = fa_clock_seconds();
     VkResult r = st->vk.vkCreateComputePipelines(st->device, st->cache, 1, &info, NULL, out);
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkCreateComputePipelines");
+    const double ms = 1e3 * (fa_clock_seconds() - started);
     if (st->pipeline_stats)
         log_statistics(ctx, kernel, *out);
     if (is_matrix_kernel(kernel))
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u M=%u N=%u K=%u SG=%u NSG=%u "
                "TM=%u BN=%u layout=%u.%u.%u.%u a=0x%x window=%u softcap=%u alibi=%u bias=%u%s, %s "
-               "module",
+               "module, %.0f ms",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
                spec->cm_m, spec->cm_n, spec->cm_k, spec->cm_sg, spec->cm_nsg, spec->cm_tm,
                spec->cm_bn, spec->cm_layout.elements, spec->cm_layout.slot_shift,
                spec->cm_layout.slot_bits, spec->cm_layout.lane_xor, spec->cm_layout.a_from_c,
                spec->window, spec->softcap, spec->alibi, spec->bias,
-               require_size ? " (subgroup size required)" : "", cat >= 0 ? "catalogue" : "generic");
+               require_size ? " (subgroup size required)" : "", cat >= 0 ? "catalogue" : "generic",
+               ms);
     else if (decode)
         fa_log(ctx, FA_LOG_DEBUG,
-               "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u rows=%u SG=%u merge=%s%s",
+               "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u rows=%u SG=%u merge=%s "
+               "aligned=%u%s, "
+               "%.0f ms",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
-               spec->dec_rw, spec->dec_sg, spec->dec_merge ? "here" : "kernel",
-               require_size ? " (subgroup size required)" : "");
+               spec->dec_rw, spec->dec_sg, spec->dec_merge ? "here" : "kernel", spec->dec_aligned,
+               require_size ? " (subgroup size required)" : "", ms);
     else if (kernel == FA_VK_FWD)
-        fa_log(ctx, FA_LOG_DEBUG,
-               "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u S_TX=%u "
-               "O_TX=%u tiles=%s tuning=%u unroll=%u window=%u softcap=%u alibi=%u bias=%u",
-               kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
-               spec->fwd_bm, spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx,
-               spec->fwd_tile16 ? "16-bit" : "f32", spec->fwd_variant, spec->fwd_unroll,
-               spec->window, spec->softcap, spec->alibi, spec->bias);
+        fa_log(
+            ctx, FA_LOG_DEBUG,
+            "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u S_TX=%u "
+            "O_TX=%u tiles=%s tuning=%u unroll=%u window=%u softcap=%u alibi=%u bias=%u, %.0f ms",
+            kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
+            spec->fwd_bm, spec->fwd_bn, spec->fwd_threads, spec->fwd_s_tx, spec->fwd_o_tx,
+            spec->fwd_tile16 ? "16-bit" : "f32", spec->fwd_variant, spec->fwd_unroll, spec->window,
+            spec->softcap, spec->alibi, spec->bias, ms);
     else
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u BM=%u BN=%u NT=%u SX=%u KX=%u "
                "QX=%u DP=%u DC=%u RK=%u RQ=%u align4=%u unroll=%u window=%u softcap=%u alibi=%u "
-               "bias=%u",
+               "bias=%u, %.0f ms",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
                spec->bwd_bm, spec->bwd_bn, spec->bwd_threads, spec->bwd_sx, spec->bwd_kx,
                spec->bwd_qx, spec->bwd_dp, spec->bwd_dc, spec->bwd_rk, spec->bwd_rq,
                spec->bwd_align4, spec->bwd_unroll, spec->window, spec->softcap, spec->alibi,
-               spec->bias);
+               spec->bias, ms);
     return FA_OK;
 }
 

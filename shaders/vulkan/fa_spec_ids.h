@@ -48,6 +48,9 @@
 #define FA_SPEC_DEC_RW 31    /* packed query rows per workgroup */
 #define FA_SPEC_DEC_SG 32    /* invocations per subgroup (required at pipeline creation) */
 #define FA_SPEC_DEC_MERGE 37 /* bool: each group's last workgroup merges the chunks */
+/* bool: Q and K in whole 16-byte units and V and O in quads (offsets and strides), so the
+ * element-wise loads and stores are left out of the pipeline */
+#define FA_SPEC_DEC_ALIGNED 38
 
 /* The variants (fa_common.glsl): a sliding window, logit softcapping (bools; their values are
  * push constants, FA_VARIANT_MEMBERS in fa_params.glsl), ALiBi (a bool; the slopes are copied
@@ -60,6 +63,6 @@
 #define FA_SPEC_ALIBI 35
 #define FA_SPEC_BIAS 36
 
-#define FA_SPEC_COUNT 38
+#define FA_SPEC_COUNT 39
 
 #endif
