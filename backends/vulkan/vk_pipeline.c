@@ -429,8 +429,7 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     else if (decode)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u rows=%u SG=%u merge=%s "
-               "aligned=%u%s, "
-               "%.0f ms",
+               "aligned=%u%s, %.0f ms",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
                spec->dec_rw, spec->dec_sg, spec->dec_merge ? "here" : "kernel", spec->dec_aligned,
                require_size ? " (subgroup size required)" : "", ms);
