@@ -31,9 +31,10 @@ else()
   set(FA_CUDA_ARCHS 80 86 89 90 CACHE STRING "SM architectures of the embedded CUDA SASS")
   set(FA_CUDA_PTX_ARCH 90 CACHE STRING "Compute capability of the embedded CUDA PTX")
   # SASS for each architecture, from one PTX per major version: the lowest of the list's (sm_86
-  # and sm_89 from compute_80). The kernels test no minor version, and nvcc 13.0 gave sm_86
-  # .text byte for byte the same from compute_80 as from compute_86, while each PTX costs a
-  # front-end pass (about two minutes of CPU for fa_kernels.cu). "90a"-style names keep theirs.
+  # and sm_89 from compute_80). The kernels test no minor version; nvcc 13.0's sm_86 cubin
+  # from compute_80 differs from compute_86's only in the byte naming the PTX's architecture,
+  # and each PTX costs a front-end pass (about two minutes of CPU for fa_kernels.cu).
+  # "90a"-style names keep a PTX of their own.
   set(fa_cuda_gencode)
   set(fa_cuda_numeric)
   foreach(arch IN LISTS FA_CUDA_ARCHS)
