@@ -414,7 +414,7 @@ static uint32_t bwd_unroll(const fa_context *ctx, const fa_bwd_tiling *t)
 static bool bwd_aligned4(const fa_vk_push_view *const views[4])
 {
     for (int i = 0; i < 4; i++)
-        if ((views[i]->off | views[i]->sb | views[i]->ss | views[i]->sh) % 4)
+        if (!fa_vk_pv_aligned(*views[i], 4))
             return false;
     return true;
 }

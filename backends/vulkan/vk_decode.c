@@ -70,17 +70,12 @@ static fa_vk_kernel plan_kernel(fa_context *ctx, const fa_vk_decode_plan *plan,
                : FA_VK_DECODE;
 }
 
-static uint32_t view_bits(fa_vk_push_view v)
-{
-    return v.off | v.sb | v.ss | v.sh;
-}
-
 /* attn_decode.comp's ALIGNED: Q and K in whole 16-byte units, V and O in quads. */
 static uint32_t views_aligned(const fa_vk_fwd_push *p, fa_dtype dtype)
 {
     const uint32_t unit = dtype == FA_DTYPE_F32 ? 4u : 8u;
-    const bool aligned = ((view_bits(p->q) | view_bits(p->k)) & (unit - 1u)) == 0 &&
-                         ((view_bits(p->v) | view_bits(p->o)) & 3u) == 0;
+    const bool aligned = fa_vk_pv_aligned(p->q, unit) && fa_vk_pv_aligned(p->k, unit) &&
+                         fa_vk_pv_aligned(p->v, 4) && fa_vk_pv_aligned(p->o, 4);
     return aligned ? 1u : 0u;
 }
 

@@ -200,6 +200,12 @@ static inline fa_vk_push_view fa_vk_pv(const fa_view *v, int64_t batch, int64_t 
                              heads > 1 ? (uint32_t)v->stride_h : 0};
 }
 
+/* Whether the view's offset and strides are all multiples of n elements (a power of two). */
+static inline bool fa_vk_pv_aligned(fa_vk_push_view v, uint32_t n)
+{
+    return ((v.off | v.sb | v.ss | v.sh) & (n - 1u)) == 0;
+}
+
 /* The VkBuffer behind a view. */
 static inline VkBuffer fa_vk_handle(const fa_view *v)
 {

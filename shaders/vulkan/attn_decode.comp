@@ -114,10 +114,13 @@ uint out_row_of(uint b, uint hk, uint pr, uint heads_q)
     return (b * heads_q + hk * GQA + pr / pc.seq_q) * pc.seq_q + pr % pc.seq_q;
 }
 
+// Whether a view's offset and strides (or'd together: bits) are multiples of mask + 1 elements.
+bool view_fits(uint bits, uint mask) { return ALIGNED || (bits & mask) == 0u; }
+
 // Writes quad dq of O's packed row pr (batch entry b, KV head hk), and its LSE with the first.
 void store_out(uint b, uint hk, uint pr, uint dq, vec4 out_v, float lse)
 {
-    const bool o4 = ALIGNED || ((pc.o_off | pc.o_sb | pc.o_ss | pc.o_sh) & 3u) == 0u;
+    const bool o4 = view_fits(pc.o_off | pc.o_sb | pc.o_ss | pc.o_sh, 3u);
     const uint i = pr % pc.seq_q, h = hk * GQA + pr / pc.seq_q;
     ST4(o_buf, pc.o_off + b * pc.o_sb + h * pc.o_sh + i * pc.o_ss + 4u * dq, out_v, o4)
     if (dq == 0u && pc.has_lse != 0u)
@@ -142,12 +145,12 @@ void main()
         n_stop = uint(clamp(int(i_max) + diag + 1, int(n_begin), int(n_stop)));
     }
 
-    const bool q8 = ALIGNED || ((pc.q_off | pc.q_sb | pc.q_ss | pc.q_sh) & 7u) == 0u;
-    const bool q4 = ALIGNED || ((pc.q_off | pc.q_sb | pc.q_ss | pc.q_sh) & 3u) == 0u;
-    const bool k8 = ALIGNED || ((pc.k_off | pc.k_sb | pc.k_ss | pc.k_sh) & 7u) == 0u;
-    const bool k4 = ALIGNED || ((pc.k_off | pc.k_sb | pc.k_ss | pc.k_sh) & 3u) == 0u;
-    const bool k_units = ALIGNED || ((pc.k_off | pc.k_sb | pc.k_ss | pc.k_sh) & (G - 1u)) == 0u;
-    const bool v4 = ALIGNED || ((pc.v_off | pc.v_sb | pc.v_ss | pc.v_sh) & 3u) == 0u;
+    const uint q_bits = pc.q_off | pc.q_sb | pc.q_ss | pc.q_sh;
+    const uint k_bits = pc.k_off | pc.k_sb | pc.k_ss | pc.k_sh;
+    const bool q8 = view_fits(q_bits, 7u), q4 = view_fits(q_bits, 3u);
+    const bool k8 = view_fits(k_bits, 7u), k4 = view_fits(k_bits, 3u);
+    const bool k_units = view_fits(k_bits, G - 1u);
+    const bool v4 = view_fits(pc.v_off | pc.v_sb | pc.v_ss | pc.v_sh, 3u);
     const bool paged = pc.page_size != 0u;
     const uint k_base = pc.k_off + (paged ? 0u : b * pc.k_sb) + hk * pc.k_sh;
     const uint v_base = pc.v_off + (paged ? 0u : b * pc.v_sb) + hk * pc.v_sh;
