@@ -247,15 +247,22 @@ typedef enum fa_dtype {
     FA_DTYPE_F16,
     FA_DTYPE_BF16,
     FA_DTYPE_I32, /* index tensors only (fa_attention_desc.seqlens_k, block_table) */
+    /* FP8 e4m3 (OCP's E4M3, CUDA's __nv_fp8_e4m3, PyTorch's float8_e4m3fn): 1 sign, 4 exponent
+     * (bias 7) and 3 mantissa bits, no infinities, largest value 448. Forward inputs q, k, v
+     * (and k_new, v_new) only, with an o of f32, f16 or bf16 and optional descale factors:
+     * fa_attention_desc.q_descale. */
+    FA_DTYPE_E4M3,
 } fa_dtype;
 
-FA_API const char *fa_dtype_name(fa_dtype dtype); /* "f32", "f16", "bf16", "i32", "invalid" */
+/* "f32", "f16", "bf16", "i32", "e4m3", "invalid" */
+FA_API const char *fa_dtype_name(fa_dtype dtype);
 FA_API size_t fa_dtype_size(fa_dtype dtype);      /* bytes per element, 0 if invalid */
 
 /** Converts `count` elements of dtype `from` at `src` into dtype `to` at `dst`, on the host, for
- * filling f16 and bf16 tensors and reading them back: f32, f16 and bf16 in any direction, rounding
- * to nearest even (the rounding the backends use), overflow to infinity, NaN to a quiet NaN; the
- * same dtype copies. In place only where dst == src and the element sizes agree; any other
+ * filling f16, bf16 and e4m3 tensors and reading them back: f32, f16, bf16 and e4m3 in any
+ * direction, rounding to nearest even (the rounding the backends use), overflow to infinity
+ * (to e4m3, which has none: saturated to +-448, as FP8 quantization does), NaN to a quiet NaN;
+ * the same dtype copies. In place only where dst == src and the element sizes agree; any other
  * overlap is FA_ERROR_INVALID_ARGUMENT. Other dtypes: FA_ERROR_UNSUPPORTED_DTYPE; NULL with
  * count > 0: FA_ERROR_NULL_POINTER. Needs no context; thread-safe. */
 FA_API fa_status fa_convert(fa_dtype to, void *dst, fa_dtype from, const void *src, size_t count);

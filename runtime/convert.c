@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* fa_convert: host conversions between f32, f16 and bf16 (flashattn.h), through fa_half.h, the
- * same rounding the backends use. */
+/* fa_convert: host conversions between f32, f16, bf16 and e4m3 (flashattn.h), through fa_half.h,
+ * the same rounding the backends use. */
 #include "fa_half.h"
 #include "fa_internal.h"
 
@@ -9,7 +9,7 @@
 
 static bool is_float_dtype(fa_dtype d)
 {
-    return d == FA_DTYPE_F32 || d == FA_DTYPE_F16 || d == FA_DTYPE_BF16;
+    return d == FA_DTYPE_F32 || d == FA_DTYPE_F16 || d == FA_DTYPE_BF16 || d == FA_DTYPE_E4M3;
 }
 
 static float load_f32(fa_dtype from, const void *src, size_t i)
@@ -19,6 +19,8 @@ static float load_f32(fa_dtype from, const void *src, size_t i)
         memcpy(&f, (const char *)src + 4 * i, sizeof f);
         return f;
     }
+    if (from == FA_DTYPE_E4M3)
+        return fa_e4m3_to_f32(((const uint8_t *)src)[i]);
     uint16_t h;
     memcpy(&h, (const char *)src + 2 * i, sizeof h);
     return from == FA_DTYPE_F16 ? fa_f16_to_f32(h) : fa_bf16_to_f32(h);
@@ -28,6 +30,10 @@ static void store_f32(fa_dtype to, void *dst, size_t i, float f)
 {
     if (to == FA_DTYPE_F32) {
         memcpy((char *)dst + 4 * i, &f, sizeof f);
+        return;
+    }
+    if (to == FA_DTYPE_E4M3) {
+        ((uint8_t *)dst)[i] = fa_f32_to_e4m3(f);
         return;
     }
     const uint16_t h = to == FA_DTYPE_F16 ? fa_f32_to_f16(f) : fa_f32_to_bf16(f);

@@ -53,6 +53,8 @@ const char *fa_dtype_name(fa_dtype dtype)
         return "bf16";
     case FA_DTYPE_I32:
         return "i32";
+    case FA_DTYPE_E4M3:
+        return "e4m3";
     default:
         return "invalid";
     }
@@ -67,6 +69,8 @@ size_t fa_dtype_size(fa_dtype dtype)
     case FA_DTYPE_F16:
     case FA_DTYPE_BF16:
         return 2;
+    case FA_DTYPE_E4M3:
+        return 1;
     default:
         return 0;
     }

@@ -131,3 +131,92 @@ Test(convert, arguments)
     cr_assert_eq(h[3], 0x4080); /* 4 in bf16 */
     cr_assert_eq(fa_convert(FA_DTYPE_F32, f, FA_DTYPE_F32, f, 4), FA_OK);
 }
+
+static float e4m3_f32(uint8_t x)
+{
+    float f;
+    cr_assert_eq(fa_convert(FA_DTYPE_F32, &f, FA_DTYPE_E4M3, &x, 1), FA_OK);
+    return f;
+}
+
+static uint8_t f32_e4m3(float f)
+{
+    uint8_t x;
+    cr_assert_eq(fa_convert(FA_DTYPE_E4M3, &x, FA_DTYPE_F32, &f, 1), FA_OK);
+    return x;
+}
+
+/* The e4m3 value of bits x from its definition: (1 + m/8) 2^(e-7), subnormals m 2^-9. */
+static double e4m3_defined(uint8_t x)
+{
+    const int e = (x >> 3) & 15, m = x & 7;
+    const double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m, -9);
+    return x & 0x80 ? -v : v;
+}
+
+Test(convert, e4m3_every_value_and_its_round_trips)
+{
+    for (uint32_t x = 0; x < 256; x++) {
+        const float f = e4m3_f32((uint8_t)x);
+        if ((x & 0x7f) == 0x7f) {
+            cr_assert(isnan(f), "0x%02x is NaN", x);
+            cr_assert_eq(f32_e4m3(f) & 0x7f, 0x7f);
+            continue;
+        }
+        cr_assert_eq((double)f, e4m3_defined((uint8_t)x), "0x%02x -> %a", x, (double)f);
+        cr_assert_eq(f32_e4m3(f), x, "0x%02x round trip through f32", x);
+        /* through f16 and bf16, which hold every e4m3 value exactly */
+        const fa_dtype wide[2] = {FA_DTYPE_F16, FA_DTYPE_BF16};
+        for (int w = 0; w < 2; w++) {
+            uint16_t h;
+            uint8_t back;
+            const uint8_t in = (uint8_t)x;
+            cr_assert_eq(fa_convert(wide[w], &h, FA_DTYPE_E4M3, &in, 1), FA_OK);
+            cr_assert_eq(to_f32(wide[w], h), f);
+            cr_assert_eq(fa_convert(FA_DTYPE_E4M3, &back, wide[w], &h, 1), FA_OK);
+            cr_assert_eq(back, x, "0x%02x round trip through %s", x, fa_dtype_name(wide[w]));
+        }
+    }
+    cr_assert_eq(e4m3_f32(0x7e), 448.0f);
+    cr_assert_eq(e4m3_f32(0x38), 1.0f);
+    cr_assert_eq(e4m3_f32(0x01), 0x1p-9f);
+    cr_assert_eq(e4m3_f32(0x08), 0x1p-6f);
+}
+
+Test(convert, e4m3_rounds_to_the_nearest_ties_to_even_and_saturates)
+{
+    srand(11);
+    for (int i = 0; i < 200000; i++) {
+        /* magnitudes from 2^-12 to 2^9, both signs */
+        const float x = (rand() & 1 ? -1.0f : 1.0f) *
+                        ldexpf(1.0f + (float)rand() / RAND_MAX, -12 + rand() % 21);
+        const uint8_t got = f32_e4m3(x);
+        if (fabsf(x) >= 448.0f) {
+            cr_assert_eq(got, x < 0 ? 0xfe : 0x7e, "%a saturates", (double)x);
+            continue;
+        }
+        /* the nearest of the 254 finite values; at a tie the even mantissa */
+        int best = -1;
+        double best_err = INFINITY;
+        for (int y = 0; y < 256; y++) {
+            if ((y & 0x7f) == 0x7f)
+                continue;
+            const double err = fabs((double)x - e4m3_defined((uint8_t)y));
+            if (err < best_err || (err == best_err && !(y & 1) && ((y ^ got) & 0x80) == 0)) {
+                best = y;
+                best_err = err;
+            }
+        }
+        const double got_err = fabs((double)x - e4m3_defined(got));
+        cr_assert_eq(got_err, best_err, "%a -> 0x%02x, but 0x%02x is nearer", (double)x, got, best);
+        if (got != best && e4m3_defined(got) != e4m3_defined((uint8_t)best))
+            cr_assert_eq(got & 1u, 0u, "%a: tie went to the odd 0x%02x", (double)x, got);
+    }
+    cr_assert_eq(f32_e4m3(1.0f + 0x1p-4f), 0x38); /* halfway between 1 and 1.125: even, 1 */
+    cr_assert_eq(f32_e4m3(1.0f + 3 * 0x1p-4f), 0x3a);
+    cr_assert_eq(f32_e4m3(0x1p-10f), 0x00);     /* halfway to the smallest subnormal: even, 0 */
+    cr_assert_eq(f32_e4m3(3 * 0x1p-10f), 0x02); /* halfway between 2^-9 and 2^-8: even */
+    cr_assert_eq(f32_e4m3(464.0f), 0x7e);       /* past 448: saturated, not NaN */
+    cr_assert_eq(f32_e4m3(-INFINITY), 0xfe);
+    cr_assert_eq(f32_e4m3(-0.0f), 0x80);
+}
