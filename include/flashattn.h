@@ -256,7 +256,7 @@ typedef enum fa_dtype {
 
 /* "f32", "f16", "bf16", "i32", "e4m3", "invalid" */
 FA_API const char *fa_dtype_name(fa_dtype dtype);
-FA_API size_t fa_dtype_size(fa_dtype dtype);      /* bytes per element, 0 if invalid */
+FA_API size_t fa_dtype_size(fa_dtype dtype); /* bytes per element, 0 if invalid */
 
 /** Converts `count` elements of dtype `from` at `src` into dtype `to` at `dst`, on the host, for
  * filling f16, bf16 and e4m3 tensors and reading them back: f32, f16, bf16 and e4m3 in any
@@ -401,6 +401,19 @@ typedef struct fa_window {
  *   and atomic backward take the whole batch in one launch (README says which head dims);
  *   everywhere else the runtime runs each sequence as a call of its own over its rows (queued
  *   one after another, so one launch or a few per sequence).
+ *   q_descale, k_descale, v_descale NULL: a factor of 1. Else (forward with e4m3 q, k, v only;
+ *   with another dtype ERROR_INVALID_ARGUMENT) the FP8 descale factors, as FlashAttention 3
+ *   takes them: FA_DTYPE_F32 tensors of shape (B, 1, Hkv, 1), where the batch and head
+ *   dimensions may be 1 (one factor for every batch entry or KV head; (1, 1, 1, 1) is per
+ *   tensor) and any stride broadcasts where it is 0; any other dtype is ERROR_DTYPE_MISMATCH,
+ *   shape ERROR_SHAPE_MISMATCH. The call attends as if q, k and v held their values times the
+ *   factor of their batch entry and KV head (query head h takes q_descale of its KV head
+ *   h / (Hq / Hkv)): S = scale (q_descale k_descale) Q K^T, O = v_descale softmax(S) V. With
+ *   cu_seqlens, the batch dimension counts sequences. The values are not checked.
+ *   FP8 (q.dtype FA_DTYPE_E4M3): k, v (and k_new, v_new) e4m3 too, o f32, f16 or bf16
+ *   (ERROR_DTYPE_MISMATCH else), every other option as for any dtype; forward only (the
+ *   backward: ERROR_UNSUPPORTED_DTYPE). The CPU backend takes it; the others return
+ *   ERROR_UNSUPPORTED_DTYPE with the reason (README).
  *   A backend that does not implement window, softcap, ALiBi or the bias for a call returns
  *   ERROR_UNSUPPORTED with the reason (README's support table says which take them where). */
 typedef struct fa_attention_desc {
@@ -449,17 +462,29 @@ typedef struct fa_attention_desc {
         uint64_t cu_seqlens_k_word_;
     };
     int64_t max_seqlen_q, max_seqlen_k; /* each in a reserved word it took */
-    uint64_t reserved[17];              /* zero (ABI, above) */
+    union {                             /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *q_descale;
+        uint64_t q_descale_word_;
+    };
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *k_descale;
+        uint64_t k_descale_word_;
+    };
+    union { /* 8 bytes on every target, as the reserved word it took */
+        const fa_tensor *v_descale;
+        uint64_t v_descale_word_;
+    };
+    uint64_t reserved[14]; /* zero (ABI, above) */
 } fa_attention_desc;
 
 /** O = softmax(scale * Q K^T [softcapped, + ALiBi, + bias, masked]) V and LSE = logsumexp of each
  * row (natural log, f32).
  * q: (B, Sq, Hq, D); k, v: (B, Sk, Hkv, D) with Hq % Hkv == 0 (query head h reads KV head
  * h / (Hq / Hkv)); o like q; lse (B, Sq, Hq, 1) f32, or NULL when not needed. q, k, v, o share
- * one dtype; accumulation is f32. A row that sees no key gets O = 0 and LSE = -inf. B = 0 or
- * Sq = 0 attends to nothing (an append, desc->k_new, still writes its rows). Outputs must not
- * share memory with inputs or with each other; interleaved views such as (B, S, 3, H, D) packed
- * tensors are fine. May run asynchronously. */
+ * one dtype (but FP8: desc above); accumulation is f32. A row that sees no key gets O = 0 and LSE =
+ * -inf. B = 0 or Sq = 0 attends to nothing (an append, desc->k_new, still writes its rows). Outputs
+ * must not share memory with inputs or with each other; interleaved views such as (B, S, 3, H, D)
+ * packed tensors are fine. May run asynchronously. */
 FA_API fa_status fa_attention_forward(fa_context *ctx, const fa_attention_desc *desc,
                                       const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                                       const fa_tensor *o, const fa_tensor *lse);

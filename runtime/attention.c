@@ -169,6 +169,9 @@ static fa_status dispatch(fa_context *ctx, fa_attention_call *call, bool backwar
     if (call->has_bias && !be->bias)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "bias: the %s backend does not take an additive bias yet", be->name);
+    if (call->dtype == FA_DTYPE_E4M3 && !be->fp8)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED_DTYPE,
+                       "q.dtype is e4m3: the %s backend has no FP8 forward yet", be->name);
     if (call->has_append && !be->copy_regions)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "k_new: the %s backend cannot append to a KV cache", be->name);

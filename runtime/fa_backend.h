@@ -18,7 +18,15 @@ typedef struct fa_view {
  * seq_k may be 0 (then O = 0, LSE = -inf, dQ = 0). The forward always has seq_q > 0; the
  * backward may get seq_q = 0 with seq_k > 0, and must then write dK = dV = 0. */
 typedef struct fa_attention_call {
-    fa_dtype dtype; /* of q, k, v, o, d_o, d_q, d_k, d_v; lse is always f32 */
+    fa_dtype dtype;   /* of q, k, v, o, d_o, d_q, d_k, d_v; lse is always f32 */
+    fa_dtype o_dtype; /* of o: dtype, but f32, f16 or bf16 where dtype is FA_DTYPE_E4M3 */
+    /* FP8 descale factors (dtype FA_DTYPE_E4M3, forward): has_descale[i] and an f32 view of
+     * the factor of q (0), k (1) and v (2) for batch entry b and KV head hk at
+     * descale[i].offset + b * stride_b + hk * stride_h (strides 0 where broadcast); absent,
+     * a factor of 1. Query head h takes the factors of KV head h / (heads_q / heads_kv):
+     * S = scale dq dk Q K^T and O = dv softmax(S) V. Values not checked. */
+    bool has_descale[3];
+    fa_view descale[3];
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
     float scale; /* resolved: never 0 */
     bool causal; /* bottom-right aligned: query i sees keys j <= i + seq_k - seq_q */
@@ -131,6 +139,10 @@ static inline fa_attention_call fa_call_sequence(const fa_attention_call *c, int
         rows_k[i]->offset += (uint64_t)(k0 * rows_k[i]->stride_s);
     s.alibi.offset += (uint64_t)(b * s.alibi.stride_b);
     s.alibi.stride_b = 0;
+    for (int i = 0; i < 3; i++) {
+        s.descale[i].offset += (uint64_t)(b * s.descale[i].stride_b);
+        s.descale[i].stride_b = 0;
+    }
     fa_call_bound_window(&s, s.window_left, s.window_right);
     return s;
 }
@@ -202,6 +214,9 @@ typedef struct fa_backend_iface {
      * likewise. */
     bool alibi;
     bool bias;
+    /* The forward takes FP8 calls (dtype FA_DTYPE_E4M3, with descale and o_dtype); the runtime
+     * refuses them elsewhere. */
+    bool fp8;
     /* (optional) Whether the backend takes the packed batch `call` (has_varlen, cu_q_host set)
      * in one call, all sequences at once; NULL or false: the runtime runs it sequence by
      * sequence. check_call still sees the call first. */

@@ -26,7 +26,8 @@ typedef struct role {
     fa_view *view;
     span bytes;
     bool index;  /* an int32 index tensor (seqlens_k, block_table) */
-    bool slopes; /* f32 whatever the call's dtype (alibi_slopes) */
+    bool slopes; /* f32 whatever the call's dtype (alibi_slopes, the descales) */
+    bool fp8;    /* may be e4m3 (q, k, v, k_new, v_new) */
     bool bias;   /* f32, f16 or bf16 whatever the call's dtype (bias) */
 } role;
 
@@ -97,12 +98,14 @@ static fa_status resolve(fa_context *ctx, role *r)
     const bool dtype_ok = f32_only   ? t->dtype == FA_DTYPE_F32
                           : r->index ? t->dtype == FA_DTYPE_I32
                                      : t->dtype == FA_DTYPE_F32 || t->dtype == FA_DTYPE_F16 ||
-                                           t->dtype == FA_DTYPE_BF16;
+                                           t->dtype == FA_DTYPE_BF16 ||
+                                           (r->fp8 && t->dtype == FA_DTYPE_E4M3);
     if (!dtype_ok)
         return fa_fail(ctx, FA_ERROR_DTYPE_MISMATCH, "%s.dtype is %s (%d); expected %s", r->name,
                        fa_dtype_name(t->dtype), (int)t->dtype,
                        f32_only   ? "f32"
                        : r->index ? "i32"
+                       : r->fp8   ? "f32, f16, bf16 or e4m3"
                                   : "f32, f16 or bf16");
     for (int d = 0; d < 4; d++)
         if (t->shape[d] < 0)
@@ -283,10 +286,10 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
 
     /* An append (k_new, v_new) writes into k and v: they are outputs then. */
     const bool append = desc->k_new || desc->v_new;
-    role roles[15] = {
-        {.name = "q", .tensor = q, .view = &call->q},
-        {.name = "k", .tensor = k, .output = append, .view = &call->k},
-        {.name = "v", .tensor = v, .output = append, .view = &call->v},
+    role roles[18] = {
+        {.name = "q", .tensor = q, .view = &call->q, .fp8 = !grad},
+        {.name = "k", .tensor = k, .output = append, .view = &call->k, .fp8 = !grad},
+        {.name = "v", .tensor = v, .output = append, .view = &call->v, .fp8 = !grad},
         {.name = "o", .tensor = o, .output = !grad, .view = &call->o},
         {.name = "lse", .tensor = lse, .output = !grad, .lse = true, .view = &call->lse},
     };
@@ -378,8 +381,30 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                            "k_new, v_new need seqlens_k: the new rows go at each sequence's "
                            "length");
         n_new = n;
-        roles[n++] = (role){.name = "k_new", .tensor = desc->k_new, .view = &call->k_new};
-        roles[n++] = (role){.name = "v_new", .tensor = desc->v_new, .view = &call->v_new};
+        roles[n++] =
+            (role){.name = "k_new", .tensor = desc->k_new, .view = &call->k_new, .fp8 = true};
+        roles[n++] =
+            (role){.name = "v_new", .tensor = desc->v_new, .view = &call->v_new, .fp8 = true};
+    }
+    /* FP8 inputs: o in a wider dtype, and descale factors. */
+    if (grad && q && q->dtype == FA_DTYPE_E4M3)
+        return fa_fail(ctx, FA_ERROR_UNSUPPORTED_DTYPE,
+                       "q.dtype is e4m3: the backward does not take FP8 inputs (forward only)");
+    const fa_tensor *descales[3] = {desc->q_descale, desc->k_descale, desc->v_descale};
+    static const char *const descale_names[3] = {"q_descale", "k_descale", "v_descale"};
+    for (int i = 0; i < 3; i++) {
+        if (!descales[i])
+            continue;
+        if (grad || (q && q->dtype != FA_DTYPE_E4M3))
+            return fa_fail(ctx, FA_ERROR_INVALID_ARGUMENT,
+                           "%s is set but q.dtype is %s: descale factors go with e4m3 inputs "
+                           "(forward only)",
+                           descale_names[i], q ? fa_dtype_name(q->dtype) : "unknown");
+        call->has_descale[i] = true;
+        roles[n++] = (role){.name = descale_names[i],
+                            .tensor = descales[i],
+                            .view = &call->descale[i],
+                            .slopes = true};
     }
     call->has_lse = lse != NULL;
     for (int i = 0; i < n; i++) {
@@ -401,9 +426,10 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED_HEAD_DIM,
                        "head_dim is %lld; supported: multiples of 8 from 8 to 256",
                        (long long)head_dim);
+    const bool fp8 = q->dtype == FA_DTYPE_E4M3;
     for (int i = 1; i < n; i++)
         if (!roles[i].lse && !roles[i].index && !roles[i].slopes && !roles[i].bias &&
-            roles[i].tensor->dtype != q->dtype)
+            roles[i].tensor->dtype != q->dtype && !(fp8 && roles[i].view == &call->o))
             return fa_fail(ctx, FA_ERROR_DTYPE_MISMATCH, "%s.dtype is %s but q.dtype is %s",
                            roles[i].name, fa_dtype_name(roles[i].tensor->dtype),
                            fa_dtype_name(q->dtype));
@@ -471,6 +497,17 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        (long long)al->shape[0], (long long)al->shape[1], (long long)al->shape[2],
                        (long long)al->shape[3], (long long)heads_q, (long long)sequences,
                        (long long)heads_q);
+    for (int i = 0; i < 3; i++) {
+        const fa_tensor *ds = descales[i];
+        if (ds && ((ds->shape[0] != 1 && ds->shape[0] != sequences) || ds->shape[1] != 1 ||
+                   (ds->shape[2] != 1 && ds->shape[2] != heads_kv) || ds->shape[3] != 1))
+            return fa_fail(ctx, FA_ERROR_SHAPE_MISMATCH,
+                           "%s has shape (%lld, %lld, %lld, %lld); expected (%lld or 1, 1, %lld "
+                           "or 1, 1): a factor per batch entry and KV head, either broadcast",
+                           descale_names[i], (long long)ds->shape[0], (long long)ds->shape[1],
+                           (long long)ds->shape[2], (long long)ds->shape[3], (long long)sequences,
+                           (long long)heads_kv);
+    }
     const fa_tensor *bi = desc->bias;
     if (bi && ((bi->shape[0] != 1 && bi->shape[0] != batch) ||
                (bi->shape[1] != 1 && bi->shape[1] != seq_q) ||
@@ -520,6 +557,13 @@ fa_status fa_validate_attention(fa_context *ctx, const fa_attention_desc *desc, 
                        "softcap %g is not a finite value >= 0 (0: off)", desc->softcap);
 
     call->dtype = q->dtype;
+    call->o_dtype = o->dtype;
+    for (int i = 0; i < 3; i++) { /* a dimension of 1 broadcasts */
+        if (!descales[i])
+            continue;
+        call->descale[i].stride_b = descales[i]->shape[0] == 1 ? 0 : call->descale[i].stride_b;
+        call->descale[i].stride_h = descales[i]->shape[2] == 1 ? 0 : call->descale[i].stride_h;
+    }
     call->batch = batch;
     call->seq_q = seq_q;
     call->seq_k = seq_k;

@@ -107,6 +107,9 @@ CARVED(fa_attention_desc, v02_attention_desc, cu_seqlens_q_word_);
 CARVED(fa_attention_desc, v02_attention_desc, cu_seqlens_k_word_);
 CARVED(fa_attention_desc, v02_attention_desc, max_seqlen_q);
 CARVED(fa_attention_desc, v02_attention_desc, max_seqlen_k);
+CARVED(fa_attention_desc, v02_attention_desc, q_descale_word_);
+CARVED(fa_attention_desc, v02_attention_desc, k_descale_word_);
+CARVED(fa_attention_desc, v02_attention_desc, v_descale_word_);
 _Static_assert(sizeof(fa_window) <= sizeof(((fa_attention_desc *)0)->window_words_),
                "fa_window fits the words it took");
 CARVED(fa_attention_desc, v02_attention_desc, reserved);

@@ -724,3 +724,75 @@ Test(validation, interleaved_gradients_in_one_buffer)
                  FA_ERROR_INVALID_ARGUMENT);
     free(host), free(all), free(one);
 }
+
+/* FP8: e4m3 q, k, v (forward only) with o in f32, f16 or bf16 and descale factors of shape
+ * (B or 1, 1, HKV or 1, 1); everything else is refused before anything is written. */
+Test(validation, fp8)
+{
+    const fa_tensor q8 = fa_tensor_bshd(bq, FA_DTYPE_E4M3, B, SQ, HQ, D);
+    const fa_tensor k8 = fa_tensor_bshd(bk, FA_DTYPE_E4M3, B, SK, HKV, D);
+    const fa_tensor v8 = fa_tensor_bshd(bv, FA_DTYPE_E4M3, B, SK, HKV, D);
+    const fa_tensor o8 = fa_tensor_bshd(bo, FA_DTYPE_E4M3, B, SQ, HQ, D);
+    const fa_tensor o16 = fa_tensor_bshd(bo, FA_DTYPE_F16, B, SQ, HQ, D);
+    EXPECT(forward(&q8, &k, &v8, &o16, &lse), FA_ERROR_DTYPE_MISMATCH);
+    cr_assert(strstr(fa_context_last_error(ctx), "k.dtype is f32 but q.dtype is e4m3"));
+    EXPECT(forward(&q8, &k8, &v8, &o8, &lse), FA_ERROR_DTYPE_MISMATCH);
+    cr_assert(strstr(fa_context_last_error(ctx), "o.dtype is e4m3"));
+    EXPECT(forward(&q, &k8, &v8, &o, &lse), FA_ERROR_DTYPE_MISMATCH);
+    EXPECT(forward(&q8, &k8, &v8, &o16, &o8), FA_ERROR_DTYPE_MISMATCH); /* an e4m3 LSE */
+    EXPECT(fa_attention_backward(ctx, NULL, &q8, &k8, &v8, &o16, &o16, &lse, &d_q, &d_k, &d_v),
+           FA_ERROR_UNSUPPORTED_DTYPE);
+    cr_assert(strstr(fa_context_last_error(ctx), "forward only"));
+
+    float host[B * HKV + 1];
+    for (int i = 0; i < B * HKV + 1; i++)
+        host[i] = 0.5f + 0.25f * (float)i;
+    fa_buffer *bs = NULL;
+    cr_assert_eq(fa_buffer_create(ctx, &(fa_buffer_desc){.size = sizeof host, .data = host}, &bs),
+                 FA_OK);
+    const fa_tensor per_tensor = fa_tensor_bshd(bs, FA_DTYPE_F32, 1, 1, 1, 1);
+    /* descale factors go with e4m3 inputs only, forward and backward alike */
+    const fa_attention_desc not_fp8 = {.k_descale = &per_tensor};
+    EXPECT(fa_attention_forward(ctx, &not_fp8, &q, &k, &v, &o, &lse), FA_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(fa_context_last_error(ctx), "k_descale"));
+    EXPECT(fa_attention_backward(ctx, &not_fp8, &q, &k, &v, &o, &d_o, &lse, &d_q, &d_k, &d_v),
+           FA_ERROR_INVALID_ARGUMENT);
+    const struct {
+        fa_tensor t;
+        fa_status st;
+        const char *says;
+    } bad[] = {
+        {fa_tensor_bshd(bs, FA_DTYPE_F16, 1, 1, 1, 1), FA_ERROR_DTYPE_MISMATCH, "f32"},
+        {fa_tensor_bshd(bs, FA_DTYPE_F32, 1, 1, HQ, 1), FA_ERROR_SHAPE_MISMATCH, "descale"},
+        {fa_tensor_bshd(bs, FA_DTYPE_F32, B + 1, 1, 1, 1), FA_ERROR_SHAPE_MISMATCH, "descale"},
+        {fa_tensor_bshd(bs, FA_DTYPE_F32, 1, 2, 1, 1), FA_ERROR_SHAPE_MISMATCH, "descale"},
+        {fa_tensor_bshd(bs, FA_DTYPE_F32, 1, 1, 1, 2), FA_ERROR_SHAPE_MISMATCH, "descale"},
+        {fa_tensor_bshd(bs, FA_DTYPE_F32, 1, 1, 2 * B * HKV, 1), FA_ERROR_OUT_OF_BOUNDS, "descale"},
+        {fa_tensor_bshd(NULL, FA_DTYPE_F32, 1, 1, 1, 1), FA_ERROR_NULL_POINTER, "descale"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        for (int which = 0; which < 3; which++) {
+            const fa_attention_desc desc = {.q_descale = which == 0 ? &bad[i].t : NULL,
+                                            .k_descale = which == 1 ? &bad[i].t : NULL,
+                                            .v_descale = which == 2 ? &bad[i].t : NULL};
+            EXPECT(fa_attention_forward(ctx, &desc, &q8, &k8, &v8, &o16, &lse), bad[i].st);
+            cr_assert(strstr(fa_context_last_error(ctx), bad[i].says), "%zu/%d: %s", i, which,
+                      fa_context_last_error(ctx));
+        }
+    /* a descale tensor is an input: the output on top of it is refused */
+    const fa_tensor over = fa_tensor_bshd(bo, FA_DTYPE_F32, 1, 1, 1, 1);
+    const fa_attention_desc on_o = {.v_descale = &over};
+    EXPECT(fa_attention_forward(ctx, &on_o, &q8, &k8, &v8, &o16, &lse), FA_ERROR_INVALID_ARGUMENT);
+
+    const fa_tensor good[] = {per_tensor, fa_tensor_bshd(bs, FA_DTYPE_F32, 1, 1, HKV, 1),
+                              fa_tensor_bshd(bs, FA_DTYPE_F32, B, 1, HKV, 1)};
+    const fa_dtype o_dtypes[3] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    for (size_t i = 0; i < 3; i++) {
+        const fa_attention_desc desc = {
+            .q_descale = &good[i], .k_descale = &good[(i + 1) % 3], .v_descale = &good[i]};
+        const fa_tensor oi = fa_tensor_bshd(bo, o_dtypes[i], B, SQ, HQ, D);
+        cr_assert_eq(fa_attention_forward(ctx, &desc, &q8, &k8, &v8, &oi, &lse), FA_OK, "%zu: %s",
+                     i, fa_context_last_error(ctx));
+    }
+    cr_assert_eq(forward(&q8, &k8, &v8, &o16, NULL), FA_OK, "no descale: factors of 1");
+}

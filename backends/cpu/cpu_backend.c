@@ -142,6 +142,7 @@ const fa_backend_iface fa_cpu_backend_iface = {
     .softcap = true, /* likewise */
     .alibi = true,   /* likewise */
     .bias = true,    /* likewise */
+    .fp8 = true,     /* e4m3 inputs converted exactly to f32 as they are read */
     .probe = cpu_probe,
     .device_info = cpu_device_info,
     .context_init = cpu_context_init,

@@ -28,6 +28,12 @@ static inline __attribute__((always_inline)) CK_NAME(vec)
 {
     if (dt == FA_DTYPE_F32)
         return *(const CK_NAME(vec_u) *)((const float *)row + d);
+    if (dt == FA_DTYPE_E4M3) {
+        CK_NAME(vec) x;
+        for (int l = 0; l < CK_VW; l++)
+            x[l] = fa_e4m3_to_f32(((const uint8_t *)row)[d + l]);
+        return x;
+    }
     const uint16_t *h = (const uint16_t *)row + d;
     if (dt == FA_DTYPE_BF16)
         return (CK_NAME(vec))(__builtin_convertvector(*(const CK_NAME(h16) *)h, CK_NAME(u32))
@@ -47,8 +53,10 @@ static inline CK_NAME(vec) CK_NAME(row_tail)(const fa_dtype dt, const void *row,
 {
     CK_NAME(vec) x = {0};
     for (int l = 0; d + l < dim; l++) {
-        const uint16_t h = dt == FA_DTYPE_F32 ? 0 : ((const uint16_t *)row)[d + l];
+        const bool wide = dt == FA_DTYPE_F32 || dt == FA_DTYPE_E4M3;
+        const uint16_t h = wide ? 0 : ((const uint16_t *)row)[d + l];
         x[l] = dt == FA_DTYPE_F32    ? ((const float *)row)[d + l]
+               : dt == FA_DTYPE_E4M3 ? fa_e4m3_to_f32(((const uint8_t *)row)[d + l])
                : dt == FA_DTYPE_BF16 ? fa_bits_f32((uint32_t)h << 16)
                                      : CK_NAME(f16_to_f32)(h);
     }
@@ -93,7 +101,7 @@ static inline __attribute__((always_inline)) void
 CK_NAME(decode_scores)(const int nq, const fa_dtype dt, const fa_cpu_decode_step *a)
 {
     const int dim = a->dim, heads = a->heads;
-    const int64_t bytes = (int64_t)dim * (dt == FA_DTYPE_F32 ? 4 : 2);
+    const int64_t bytes = (int64_t)dim * (dt == FA_DTYPE_F32 ? 4 : dt == FA_DTYPE_E4M3 ? 1 : 2);
     const int rows = a->nk * heads + a->ahead;
     for (int j = 0; j < a->nk; j++) {
         for (int h = 0; h < heads; h++) {
@@ -236,6 +244,8 @@ static void CK_NAME(decode_block)(const fa_cpu_decode_step *a)
         CK_DECODE_DTYPE(FA_DTYPE_F32)
     } else if (a->dtype == FA_DTYPE_F16) {
         CK_DECODE_DTYPE(FA_DTYPE_F16)
+    } else if (a->dtype == FA_DTYPE_E4M3) {
+        CK_DECODE_DTYPE(FA_DTYPE_E4M3)
     } else {
         CK_DECODE_DTYPE(FA_DTYPE_BF16)
     }

@@ -208,6 +208,14 @@ static void gemm_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, fo
     }
 }
 
+/* FP8 descale factor i (0: q, 1: k, 2: v) of batch entry b, KV head hk; 1 where absent. */
+static float descale_of(const fa_attention_call *c, int i, int64_t b, int64_t hk)
+{
+    if (!c->has_descale[i])
+        return 1.0f;
+    return ((const float *)c->descale[i].buffer)[fa_cpu_index(&c->descale[i], b, 0, hk)];
+}
+
 /* Attends rows rm of batch b, those of KV heads hk .. hk + heads - 1 (heads > 1 only with a few
  * rows per head), whose sequence has seq_k keys, to keys [k_begin, k_end). */
 static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c, forward_scratch *w,
@@ -222,14 +230,18 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
     /* A few rows per KV head (decoding): Q row-major in q_t's space and the fused kernel; else
      * Q^T and GEMMs on tiles loaded into scratch. */
     const bool few = fused_decode(c, nq / heads);
+    const int64_t group = c->heads_q / c->heads_kv;
     for (int r = 0; r < nq; r++) {
         fa_cpu_tile qt = fa_cpu_tile_at(&c->q, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim);
+        /* FP8: Q times both descales, so the scores come out descaled */
+        const int64_t kv = rm->qh[r] / group;
+        const float qk = descale_of(c, 0, b, kv) * descale_of(c, 1, b, kv);
         if (few) {
-            fa_cpu_load_rows(kern, &qt, 1.0f, w->q_t + r * dp, dp);
+            fa_cpu_load_rows(kern, &qt, qk, w->q_t + r * dp, dp);
             for (int64_t d = dim; d < dp; d++)
                 w->q_t[r * dp + d] = 0.0f;
         } else {
-            fa_cpu_load_cols(kern, &qt, 1.0f, w->q_t + r, BQ, w->row);
+            fa_cpu_load_cols(kern, &qt, qk, w->q_t + r, BQ, w->row);
         }
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
@@ -254,16 +266,18 @@ static void forward_rows(const fa_cpu_kernels *kern, const fa_attention_call *c,
 
     for (int r = 0; r < nq; r++) {
         const float lse = w->l[r] != 0.0f ? (w->m[r] + log2f(w->l[r])) * FA_LN2 : -INFINITY;
-        if (out.part_o) {
+        const float dv = descale_of(c, 2, b, rm->qh[r] / group);
+        if (out.part_o) { /* the parts carry dv: the merge's weights sum to 1 */
             const int64_t row = out_row(c, b, rm->qi[r], rm->qh[r]);
-            const float inv = w->l[r] != 0.0f ? 1.0f / w->l[r] : 0.0f;
+            const float inv = w->l[r] != 0.0f ? dv / w->l[r] : 0.0f;
             for (int d = 0; d < dim; d++)
                 out.part_o[row * dim + d] = w->o[r * dp + d] * inv;
             out.part_lse[row] = lse;
             continue;
         }
-        fa_cpu_tile ot = fa_cpu_tile_at(&c->o, c->dtype, b, rm->qi[r], rm->qh[r], 1, dim);
-        fa_cpu_store_rows_div(&ot, w->o + r * dp, dp, w->l + r, w->row);
+        fa_cpu_tile ot = fa_cpu_tile_at(&c->o, c->o_dtype, b, rm->qi[r], rm->qh[r], 1, dim);
+        const float div = w->l[r] / dv; /* l itself where dv is 1, 0 where no key was seen */
+        fa_cpu_store_rows_div(&ot, w->o + r * dp, dp, &div, w->row);
         if (c->has_lse)
             ((float *)c->lse.buffer)[fa_cpu_index(&c->lse, b, rm->qi[r], rm->qh[r])] = lse;
     }
@@ -292,7 +306,7 @@ static void merge_chunks(const fa_attention_call *c, int splits, const float *pa
             for (int d = 0; d < dim; d++)
                 acc[d] += wgt * part_o[(sp * rows + t) * dim + d];
         }
-        fa_cpu_tile ot = fa_cpu_tile_at(&c->o, c->dtype, b, i, h, 1, dim);
+        fa_cpu_tile ot = fa_cpu_tile_at(&c->o, c->o_dtype, b, i, h, 1, dim);
         fa_cpu_store_rows_div(&ot, acc, dim, &sum, row);
         if (c->has_lse)
             ((float *)c->lse.buffer)[fa_cpu_index(&c->lse, b, i, h)] =

@@ -158,6 +158,10 @@ static void CK_NAME(load_row)(fa_dtype dtype, const void *src, int64_t n, float 
 #endif
         for (; i < n; i++)
             dst[i] = CK_NAME(f16_to_f32)(s[i]) * scale;
+    } else if (dtype == FA_DTYPE_E4M3) {
+        const uint8_t *s = src;
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = fa_e4m3_to_f32(s[i]) * scale;
     } else {
         const uint16_t *s = src;
         for (int64_t i = 0; i < n; i++)

@@ -18,9 +18,7 @@ static void *element_ptr(const fa_cpu_tile *t, int64_t r)
                          t->h);
     else
         i = fa_cpu_index(t->view, t->b, s, t->h);
-    if (t->dtype == FA_DTYPE_F32)
-        return (float *)t->view->buffer + i;
-    return (uint16_t *)t->view->buffer + i;
+    return (char *)t->view->buffer + i * (int64_t)fa_dtype_size(t->dtype);
 }
 
 void fa_cpu_tile_rows(const fa_cpu_tile *t, const void **rows, int64_t step)

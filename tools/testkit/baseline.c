@@ -6,7 +6,9 @@
  * dtype and accumulates every product in f32: S = scale Q K^T (f32 accumulation, rounded), with a
  * softcap c then S = c tanh(S / c) (f32, rounded), with ALiBi and a bias
  * S = S - slope |i + Sk - Sq - j| + bias (formed in f32, the sum rounded), P = softmax(S) in f32
- * then rounded, O = P V (f32 accumulation, rounded), LSE = max + log(sum) in f32.
+ * then rounded, O = P V (f32 accumulation, rounded), LSE = max + log(sum) in f32. FP8 (e4m3
+ * inputs), what an FP8 attention pays instead: S and O in o's dtype, and the unnormalised
+ * exp(S - max) rounded to e4m3 as an FP8 P V product takes it (fa_testkit.h).
  *
  * Backward: FlashAttention's backward done plainly, from what its interface hands it: the O of
  * an exact forward rounded to the dtype and its LSE rounded to f32. Per row, in f32: S = scale Q
@@ -50,7 +52,9 @@ static float base_softcap(const tk_data *t, float s, float *slope)
 int64_t tk_base_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, float *p_row,
                             float *o_row, float *lse)
 {
-    const fa_dtype dt = t->p.dtype;
+    /* FP8: S and O in o's dtype, the unnormalised P in e4m3 (fa_baseline_forward) */
+    const bool fp8 = t->p.dtype == FA_DTYPE_E4M3;
+    const fa_dtype dt = fa_ref_o_dtype(&t->p);
     int64_t j0;
     const int64_t D = t->D, n = tk_key_range(t, b, i, &j0), hk = h / t->group;
     const float *q = t->qf + tk_q_index(t, b, i, h);
@@ -81,11 +85,11 @@ int64_t tk_base_row_forward(const tk_data *t, int64_t b, int64_t h, int64_t i, f
         sum += p_row[j];
     }
     for (int64_t j = j0; j < j0 + n; j++) {
-        p_row[j] = tk_round_f(dt, p_row[j] / sum);
+        p_row[j] = fp8 ? tk_round_f(FA_DTYPE_E4M3, p_row[j]) : tk_round_f(dt, p_row[j] / sum);
         axpy32(o_row, p_row[j], t->vf + tk_k_index(t, b, j, hk), D);
     }
     for (int64_t d = 0; d < D; d++)
-        o_row[d] = tk_round_f(dt, o_row[d]);
+        o_row[d] = tk_round_f(dt, fp8 ? o_row[d] / sum : o_row[d]);
     *lse = m + logf(sum);
     return n;
 }
@@ -175,7 +179,7 @@ void fa_baseline_forward(const fa_ref_problem *p, const void *q, const void *k, 
                 tk_base_row_forward(&t, b, h, i, p_row, o_row, &lse_row);
                 int64_t at = tk_q_index(&t, b, i, h);
                 for (int64_t d = 0; d < t.D; d++)
-                    fa_testkit_store(o, p->dtype, (size_t)(at + d), o_row[d]);
+                    fa_testkit_store(o, fa_ref_o_dtype(p), (size_t)(at + d), o_row[d]);
                 if (lse)
                     lse[(b * t.Hq + h) * t.Sq + i] = lse_row;
             }

@@ -878,6 +878,58 @@ static const variant_spec variants[] = {
      3},
 };
 
+/* FP8: e4m3 q, k and v, o in a wider dtype, descale factors broadcast three ways or absent,
+ * through the plain, GQA-packed, decoding, split-key, paged, append and variant paths. Backends
+ * without an FP8 forward skip them (ERROR_UNSUPPORTED_DTYPE). */
+typedef struct fp8_spec {
+    edge_spec e;
+    fa_dtype o_dtype;
+    int descale; /* tk_case.descale */
+    int32_t page_size, append;
+    bool seqlens;
+    fa_window window;
+    float softcap;
+    int alibi;
+} fp8_spec;
+
+static const fp8_spec fp8_cases[] = {
+    {.e = {FA_DTYPE_E4M3, 2, 130, 130, 4, 4, 64, 0, false, false, false, " fp8 o=f16 descale=bh",
+           0},
+     .o_dtype = FA_DTYPE_F16,
+     .descale = 3},
+    {.e = {FA_DTYPE_E4M3, 2, 97, 203, 8, 2, 128, 0, true, false, true, " fp8 o=bf16 descale=h", 0},
+     .o_dtype = FA_DTYPE_BF16,
+     .descale = 2},
+    {.e = {FA_DTYPE_E4M3, 1, 64, 300, 2, 1, 32, 0, false, false, false, " fp8 o=f32", 0},
+     .o_dtype = FA_DTYPE_F32},
+    {.e = {FA_DTYPE_E4M3, 3, 1, 2000, 8, 2, 128, 0, true, false, false,
+           " fp8 decode o=f16 descale=bh", 0},
+     .o_dtype = FA_DTYPE_F16,
+     .descale = 3},
+    {.e = {FA_DTYPE_E4M3, 1, 4, 1500, 8, 2, 64, 0, true, false, false,
+           " fp8 decode splitkv=6 o=f32 descale=t", 6},
+     .o_dtype = FA_DTYPE_F32,
+     .descale = 1},
+    {.e = {FA_DTYPE_E4M3, 3, 1, 1024, 8, 2, 128, 0, false, false, false,
+           " fp8 decode paged=16 seqlens o=bf16 descale=bh", 0},
+     .o_dtype = FA_DTYPE_BF16,
+     .descale = 3,
+     .page_size = 16,
+     .seqlens = true},
+    {.e = {FA_DTYPE_E4M3, 3, 2, 512, 4, 1, 64, 0, true, false, false,
+           " fp8 decode append=2 o=f16 descale=h", 0},
+     .o_dtype = FA_DTYPE_F16,
+     .descale = 2,
+     .append = 2,
+     .seqlens = true},
+    {.e = {FA_DTYPE_E4M3, 2, 200, 200, 4, 2, 64, 0, true, false, false, " fp8 o=f16 descale=bh", 0},
+     .o_dtype = FA_DTYPE_F16,
+     .descale = 3,
+     .window = {true, 48, 0},
+     .softcap = 20.0f,
+     .alibi = 2},
+};
+
 int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
 {
     axes a = table_axes(full);
@@ -898,13 +950,15 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
     const int64_t n_append = (int64_t)(sizeof append_cases / sizeof append_cases[0]);
     const int64_t n_variants = (int64_t)(sizeof variants / sizeof variants[0]);
     const int64_t n_varlen = (int64_t)(sizeof varlen_cases / sizeof varlen_cases[0]);
+    const int64_t n_fp8 = (int64_t)(sizeof fp8_cases / sizeof fp8_cases[0]);
     /* --full: the quick array's cases with logits above 1 follow the product */
     int(*extra)[AX_COUNT] = NULL;
     const axes quick = table_axes(false);
     const int64_t n_extra = full ? covering_array(&quick, &extra) : 0;
-    tk_case *cases = malloc((size_t)(n_table + n_extra + n_edges + n_planted + n_decodes +
-                                     n_seqlens + n_paged + n_append + n_variants + n_varlen) *
-                            sizeof *cases);
+    tk_case *cases =
+        malloc((size_t)(n_table + n_extra + n_edges + n_planted + n_decodes + n_seqlens + n_paged +
+                        n_append + n_variants + n_varlen + n_fp8) *
+               sizeof *cases);
     if (!cases) {
         free(rows);
         free(extra);
@@ -976,6 +1030,20 @@ int64_t tk_cases_generate(bool full, uint64_t seed, tk_case **out)
         name_case(&cases[n], varlen_cases[e].e.extra);
         n++;
     }
+    for (int64_t e = 0; e < n_fp8; e++) {
+        const fp8_spec *f = &fp8_cases[e];
+        cases[n] = case_from_edge(&f->e);
+        cases[n].p.o_dtype = f->o_dtype;
+        cases[n].descale = f->descale;
+        cases[n].page_size = f->page_size;
+        cases[n].append = f->append;
+        cases[n].seqlens = f->seqlens;
+        cases[n].p.window = f->window;
+        cases[n].p.softcap = f->softcap;
+        cases[n].alibi = f->alibi;
+        name_case(&cases[n], f->e.extra);
+        n++;
+    }
     for (int64_t c = 0; c < n; c++) {
         uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)c;
         cases[c].seed = fa_testkit_splitmix64(&s);
@@ -1025,13 +1093,29 @@ void tk_case_alibi_slopes(const tk_case *c, float *out)
     }
 }
 
+void tk_case_descales(const tk_case *c, float *out[3])
+{
+    const int64_t B = c->p.batch, H = c->p.heads_kv;
+    uint64_t state = c->seed + 7;
+    for (int x = 0; x < 3; x++)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++) {
+                /* the factor of (b, h), or of (0, h) or (0, 0) where the case broadcasts */
+                const bool fresh = c->descale == 3 || (b == 0 && (c->descale == 2 || h == 0));
+                const double u = (double)(fa_testkit_splitmix64(&state) >> 11) * 0x1.0p-53;
+                out[x][b * H + h] = fresh             ? (float)(0.25 + 1.75 * u)
+                                    : c->descale == 2 ? out[x][h]
+                                                      : out[x][0];
+            }
+}
+
 bool tk_case_bias(const tk_case *c, tk_bias *out)
 {
     const fa_ref_problem *p = &c->p;
     memset(out, 0, sizeof *out);
     const int64_t B = p->batch, Sq = p->seq_q, Hq = p->heads_q, Sk = p->seq_k;
     const bool mask = c->bias == 3, bcast = c->bias == 2;
-    out->dtype = bcast ? FA_DTYPE_F32 : p->dtype;
+    out->dtype = bcast ? FA_DTYPE_F32 : fa_ref_o_dtype(p); /* FP8: a bias is never e4m3 */
     const int64_t shape[4] = {mask ? 1 : B, Sq, mask ? 1 : Hq, Sk};
     memcpy(out->shape, shape, sizeof shape);
     /* packed over the dimensions it holds; bias=bcast holds one (query, key) plane */

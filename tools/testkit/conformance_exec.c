@@ -22,6 +22,7 @@
 #define TK_GUARD 256
 #define TK_POISON32 0xFFC0DEADu
 #define TK_POISON16 0xFFEDu
+#define TK_POISON8 0xFFu /* e4m3: a NaN */
 
 typedef struct tbuf {
     const char *name;
@@ -68,12 +69,16 @@ static void poison_fill(unsigned char *p, size_t n, size_t esize)
 {
     uint32_t w32 = TK_POISON32;
     uint16_t w16 = TK_POISON16;
+    uint8_t w8 = TK_POISON8;
+    const void *w = esize == 4 ? (const void *)&w32 : esize == 2 ? (const void *)&w16 : &w8;
     for (size_t x = 0; x + esize <= n; x += esize)
-        memcpy(p + x, esize == 4 ? (const void *)&w32 : (const void *)&w16, esize);
+        memcpy(p + x, w, esize);
 }
 
 static bool is_poison(const unsigned char *p, size_t esize)
 {
+    if (esize == 1)
+        return *p == TK_POISON8;
     if (esize == 4) {
         uint32_t w;
         memcpy(&w, p, 4);
@@ -533,8 +538,8 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
     const int64_t kv_s = pg.table ? c->page_size : p->seq_k;
     tbuf_init(&tb[T_K], "k", false, p->dtype, c->bhsd, kv_b, kv_s, p->heads_kv, p->head_dim, false);
     tbuf_init(&tb[T_V], "v", false, p->dtype, c->bhsd, kv_b, kv_s, p->heads_kv, p->head_dim, false);
-    tbuf_init(&tb[T_O], "o", true, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q, p->head_dim,
-              false);
+    tbuf_init(&tb[T_O], "o", true, fa_ref_o_dtype(p), c->bhsd, p->batch, p->seq_q, p->heads_q,
+              p->head_dim, false);
     tbuf_init(&tb[T_LSE], "lse", true, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q, 1, true);
     if (bwd) {
         tbuf_init(&tb[T_DO], "do", false, p->dtype, c->bhsd, p->batch, p->seq_q, p->heads_q,
@@ -631,6 +636,39 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         memcpy(bias_tensor.shape, t->bias->shape, sizeof bias_tensor.shape);
         memcpy(bias_tensor.stride, t->bias->stride, sizeof bias_tensor.stride);
     }
+    /* FP8 descale factors, f32: (1, 1, 1, 1), (1, 1, Hkv, 1) or (B, 1, Hkv, 1) as the case
+     * broadcasts them, from the reference's B x Hkv arrays; (B, 1, Hkv, 1) held head-major in the
+     * BHSD cases, as the slopes are. */
+    const int64_t ds_b = c->descale == 3 ? p->batch : 1, ds_h = c->descale >= 2 ? p->heads_kv : 1;
+    fa_buffer *descale[3] = {NULL, NULL, NULL};
+    fa_tensor descale_tensor[3] = {{0}};
+    float descale_image[3][64];
+    for (int x = 0; ok && c->descale && x < 3; x++) {
+        const bool transposed = c->bhsd && ds_b > 1;
+        if (ds_b * ds_h > 64) {
+            fail(r, "descale: more than 64 factors");
+            ok = false;
+            break;
+        }
+        for (int64_t b = 0; b < ds_b; b++)
+            for (int64_t h = 0; h < ds_h; h++)
+                descale_image[x][transposed ? h * ds_b + b : b * ds_h + h] =
+                    t->p.descale[x][b * p->heads_kv + h];
+        static const char *const names[3] = {"fa_buffer_create(q_descale)",
+                                             "fa_buffer_create(k_descale)",
+                                             "fa_buffer_create(v_descale)"};
+        fa_status st =
+            fa_buffer_create(ctx,
+                             &(fa_buffer_desc){.size = (size_t)(ds_b * ds_h) * sizeof(float),
+                                               .data = descale_image[x]},
+                             &descale[x]);
+        ok = call_ok(ctx, names[x], st, r);
+        descale_tensor[x] = fa_tensor_bshd(descale[x], FA_DTYPE_F32, ds_b, 1, ds_h, 1);
+        if (transposed) {
+            const int64_t st4[4] = {1, 1, ds_b, 1};
+            memcpy(descale_tensor[x].stride, st4, sizeof st4);
+        }
+    }
     tk_packed pk = {0};
     if (ok && c->varlen)
         ok = packed_init(ctx, &pk, c, tb, n_bufs, r);
@@ -651,7 +689,10 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
                                     .alibi_slopes = slopes ? &slopes_tensor : NULL,
                                     .bias = bias ? &bias_tensor : NULL,
                                     .cu_seqlens_q = c->varlen ? &pk.cu_tensor[0] : NULL,
-                                    .cu_seqlens_k = c->varlen ? &pk.cu_tensor[1] : NULL};
+                                    .cu_seqlens_k = c->varlen ? &pk.cu_tensor[1] : NULL,
+                                    .q_descale = descale[0] ? &descale_tensor[0] : NULL,
+                                    .k_descale = descale[1] ? &descale_tensor[1] : NULL,
+                                    .v_descale = descale[2] ? &descale_tensor[2] : NULL};
     unsigned char *o_after_fwd = NULL, *lse_after_fwd = NULL;
 
     if (ok)
@@ -757,6 +798,15 @@ void tk_case_execute(fa_context *ctx, const tk_case *c, const tk_inputs *in, con
         free(after);
     }
     fa_buffer_destroy(bias);
+    for (int x = 0; x < 3; x++) {
+        float after[64];
+        const size_t bytes = (size_t)(ds_b * ds_h) * sizeof(float);
+        if (descale[x] && r->outcome != TK_SKIP &&
+            (fa_buffer_read(descale[x], 0, after, bytes) != FA_OK ||
+             memcmp(after, descale_image[x], bytes)))
+            fail(r, "a descale tensor changed");
+        fa_buffer_destroy(descale[x]);
+    }
     tk_paged_free(&pg);
     tk_append_free(&ap);
     free(o_after_fwd);

@@ -246,11 +246,23 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
             float *slopes =
                 tc->alibi ? malloc((size_t)(p->batch * p->heads_q) * sizeof *slopes + 4) : NULL;
             tk_bias bias = {0};
+            /* FP8 descale factors, B x Hkv for each of q, k, v, in the problem the reference
+             * and the baseline take */
+            const size_t n_descale = (size_t)(p->batch * p->heads_kv);
+            float *descales = tc->descale ? malloc(3 * n_descale * sizeof *descales + 4) : NULL;
+            fa_ref_problem problem = *p;
             bool ok = in.q && in.k && in.v && (!tc->backward || in.d_o) && (!tc->seqlens || lens) &&
-                      (!tc->alibi || slopes) && (!tc->bias || tk_case_bias(tc, &bias));
+                      (!tc->alibi || slopes) && (!tc->bias || tk_case_bias(tc, &bias)) &&
+                      (!tc->descale || descales);
+            if (ok && descales) {
+                float *each[3] = {descales, descales + n_descale, descales + 2 * n_descale};
+                tk_case_descales(tc, each);
+                for (int x = 0; x < 3; x++)
+                    problem.descale[x] = each[x];
+            }
             if (ok) {
                 tk_case_fill_inputs(tc, &in);
-                ok = have_data = tk_data_init(&t, p, in.q, in.k, in.v, in.d_o);
+                ok = have_data = tk_data_init(&t, &problem, in.q, in.k, in.v, in.d_o);
                 t.two_orders = tc->logits > 1.0f;
                 if (lens) {
                     tk_case_seqlens(tc, lens);
@@ -294,6 +306,7 @@ int fa_conformance_run(const fa_conformance_options *opt_in, fa_conformance_tota
             free(in.d_o);
             free(lens);
             free(slopes);
+            free(descales);
             free(bias.data);
         }
         progress_line(&run, c, ref_seconds, opt.progress);

@@ -44,7 +44,16 @@ typedef struct fa_ref_problem {
     const void *bias;
     fa_dtype bias_dtype;
     int64_t bias_stride[3];
+    /* FP8 (dtype FA_DTYPE_E4M3): o_dtype, o's dtype (f32, f16 or bf16; FA_DTYPE_INVALID: o is
+     * in dtype, as without FP8), and descale[0..2], the factors of q, k and v
+     * (fa_attention_desc.q_descale ...), each NULL (1) or B x Hkv floats, index b * Hkv + hk.
+     * The reference and the baseline attend to q, k and v times their factors. Not owned. */
+    fa_dtype o_dtype;
+    const float *descale[3];
 } fa_ref_problem;
+
+/** The dtype of a problem's o: o_dtype where set, else dtype. */
+fa_dtype fa_ref_o_dtype(const fa_ref_problem *p);
 
 /* Deterministic random fill (splitmix/xorshift from seed) of n elements of dtype: values ~
  * N(0,1)-ish (or uniform [-1,1]), never all zero. */
@@ -143,7 +152,9 @@ void fa_ref64_backward_packed(const fa_ref_problem *p, int64_t n, const int32_t 
 /** What an ordinary non-flash implementation computes in p->dtype: S = scale QK^T with f32
  * accumulation rounded to the dtype, softmax in f32, P rounded to the dtype, O = PV with f32
  * accumulation rounded to the dtype. Outputs in p->dtype (packed BSHD), lse f32 (B,Hq,Sq) or
- * NULL. */
+ * NULL. FP8 (e4m3), what an FP8 attention does instead: S rounded to o's dtype, the softmax's
+ * unnormalised exp(S - max) rounded to e4m3 where it enters P V (f32 accumulation), divided by
+ * the f32 sum of the unrounded values, and O rounded to o's dtype. */
 void fa_baseline_forward(const fa_ref_problem *p, const void *q, const void *k, const void *v,
                          void *o, float *lse);
 /** The baseline backward: FlashAttention's backward done plainly from what its interface hands

@@ -231,6 +231,8 @@ static fa_ref_problem packed_sequence(const fa_ref_problem *p, const int32_t *cu
     one.seq_k = cu_k[b + 1] - cu_k[b];
     one.alibi_slopes = p->alibi_slopes ? p->alibi_slopes + b * p->alibi_batch_stride : NULL;
     one.alibi_batch_stride = 0;
+    for (int x = 0; x < 3; x++)
+        one.descale[x] = p->descale[x] ? p->descale[x] + b * p->heads_kv : NULL;
     return one;
 }
 

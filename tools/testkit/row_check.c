@@ -42,7 +42,7 @@ void fa_testkit_check_forward_rows(const fa_ref_problem *p, const void *q, const
         tk_base_row_forward(&t, b, h, i, pf, of, &base_lse);
         int64_t at = tk_q_index(&t, b, i, h);
         for (int64_t d = 0; d < t.D; d++) {
-            got[d] = fa_testkit_load(o, p->dtype, (size_t)(at + d));
+            got[d] = fa_testkit_load(o, fa_ref_o_dtype(p), (size_t)(at + d));
             base[d] = of[d];
         }
         double e = tk_max_abs_err(got, ref, t.D, &out->non_finite);

@@ -256,6 +256,9 @@ typedef struct tk_case {
                            shape (1, 1, Hq, 1); 2 per batch entry and head, (B, 1, Hq, 1) */
     int bias;           /* an additive bias (tk_case_bias): 0 none, 1 full, 2 broadcast by zero
                            strides, 3 a -inf mask broadcast by shape */
+    int descale;        /* FP8 descale factors (tk_case_descales): 0 none, 1 per tensor, shape
+                           (1, 1, 1, 1); 2 per KV head, (1, 1, Hkv, 1); 3 per batch entry and
+                           KV head, (B, 1, Hkv, 1) */
     bool varlen;        /* called as a packed batch (cu_seqlens_q, cu_seqlens_k) of B sequences of
                            Sq and Sk rows, whose expected values are the padded problem's
                            (conformance_exec.c; BSHD only) */
@@ -325,6 +328,10 @@ void tk_case_seqlens(const tk_case *c, int32_t *out);
 /* Case c's ALiBi slopes (c->alibi): Hq of them, or B x Hq (b major), into out: the usual
  * geometric slopes 2^(-8 (h + 1) / Hq), each times a seeded factor in [0.5, 1.5). */
 void tk_case_alibi_slopes(const tk_case *c, float *out);
+
+/* Case c's FP8 descale factors (c->descale), B x Hkv for each of q, k and v into out[0..2]
+ * (index b * Hkv + hk), equal where the case broadcasts them: seeded, in [0.25, 2). */
+void tk_case_descales(const tk_case *c, float *out[3]);
 
 /* A case's additive bias as the call gets it: `count` elements of `dtype` (malloc'ed), shape
  * (batch, query, head, key) and element strides, 0 where broadcast by a zero stride. */

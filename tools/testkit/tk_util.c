@@ -59,6 +59,8 @@ double fa_testkit_load(const void *base, fa_dtype dtype, size_t i)
         return fa_f16_to_f32(((const uint16_t *)base)[i]);
     case FA_DTYPE_BF16:
         return fa_bf16_to_f32(((const uint16_t *)base)[i]);
+    case FA_DTYPE_E4M3:
+        return fa_e4m3_to_f32(((const uint8_t *)base)[i]);
     default:
         return NAN;
     }
@@ -77,6 +79,9 @@ void fa_testkit_store(void *base, fa_dtype dtype, size_t i, double x)
     case FA_DTYPE_BF16:
         ((uint16_t *)base)[i] = fa_f32_to_bf16((float)x);
         break;
+    case FA_DTYPE_E4M3:
+        ((uint8_t *)base)[i] = fa_f32_to_e4m3((float)x);
+        break;
     default:
         break;
     }
@@ -89,6 +94,8 @@ float tk_round_f(fa_dtype dtype, float x)
         return fa_f16_to_f32(fa_f32_to_f16(x));
     case FA_DTYPE_BF16:
         return fa_bf16_to_f32(fa_f32_to_bf16(x));
+    case FA_DTYPE_E4M3:
+        return fa_e4m3_to_f32(fa_f32_to_e4m3(x));
     default:
         return x;
     }
@@ -97,6 +104,11 @@ float tk_round_f(fa_dtype dtype, float x)
 double fa_testkit_round(fa_dtype dtype, double x)
 {
     return tk_round_f(dtype, (float)x);
+}
+
+fa_dtype fa_ref_o_dtype(const fa_ref_problem *p)
+{
+    return p->o_dtype != FA_DTYPE_INVALID ? p->o_dtype : p->dtype;
 }
 
 double fa_ref_scale(const fa_ref_problem *p)
@@ -191,9 +203,24 @@ bool tk_data_init(tk_data *t, const fa_ref_problem *p, const void *q, const void
               convert(v, p->dtype, nk, &t->v, &t->vf);
     if (ok && d_o)
         ok = convert(d_o, p->dtype, nq, &t->d_o, &t->d_of);
-    if (!ok)
+    if (!ok) {
         tk_data_free(t);
-    return ok;
+        return false;
+    }
+    /* FP8 descale factors: q by its KV head's, k and v by theirs (exact in double) */
+    double *in[3] = {t->q, t->k, t->v};
+    float *inf[3] = {t->qf, t->kf, t->vf};
+    for (int x = 0; x < 3; x++) {
+        if (!p->descale[x])
+            continue;
+        const int64_t s = x ? t->Sk : t->Sq, h = x ? t->Hkv : t->Hq, per_kv = x ? 1 : t->group;
+        for (int64_t i = 0; i < t->B * s * h * t->D; i++) {
+            const int64_t b = i / (s * h * t->D), hk = i / t->D % h / per_kv;
+            in[x][i] *= (double)p->descale[x][b * t->Hkv + hk];
+            inf[x][i] = (float)in[x][i];
+        }
+    }
+    return true;
 }
 
 void tk_data_free(tk_data *t)
