@@ -105,14 +105,14 @@ int cli_parse_backend(const char *command, const char *usage, const char *name, 
 
 int cli_parse_dtype(const char *command, const char *usage, const char *name, fa_dtype *out)
 {
-    static const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    static const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16, FA_DTYPE_E4M3};
     for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
         if (strcmp(name, fa_dtype_name(dtypes[i])) == 0) {
             *out = dtypes[i];
             return CLI_CONTINUE;
         }
     }
-    return cli_usage_error(command, usage, "unknown dtype '%s' (f32, f16, bf16)", name);
+    return cli_usage_error(command, usage, "unknown dtype '%s' (f32, f16, bf16, e4m3)", name);
 }
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"}; /* fa_log_level */

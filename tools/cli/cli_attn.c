@@ -112,19 +112,21 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
                  (long long)s->seq_k, (long long)s->page_size);
         return FA_ERROR_INVALID_ARGUMENT;
     }
-    size_t q_bytes = 0, kv_bytes = 0, lse_bytes = 0;
+    size_t q_bytes = 0, kv_bytes = 0, lse_bytes = 0, o_bytes = 0;
     if (!product4(s->batch, s->seq_q, s->heads_q, s->head_dim, &a->q_elems) ||
         !product4(s->batch, s->seq_k, s->heads_kv, s->head_dim, &a->kv_elems) ||
         !product4(s->batch, s->heads_q, s->seq_q, 1, &a->lse_elems) ||
         __builtin_mul_overflow(a->q_elems, elem, &q_bytes) ||
         __builtin_mul_overflow(a->kv_elems, elem, &kv_bytes) ||
+        __builtin_mul_overflow(a->q_elems, fa_dtype_size(cli_attn_o_dtype(s)), &o_bytes) ||
         __builtin_mul_overflow(a->lse_elems, sizeof(float), &lse_bytes)) {
         snprintf(a->detail, sizeof a->detail, "the tensor sizes overflow this machine's size_t");
         return FA_ERROR_SIZE_OVERFLOW;
     }
 
     /* One host array at a time: fill it, copy it to its buffer, reuse it for the next. */
-    size_t scratch_bytes = max_size(max_size(q_bytes, kv_bytes), max_size(lse_bytes, 1));
+    size_t scratch_bytes =
+        max_size(max_size(max_size(q_bytes, o_bytes), kv_bytes), max_size(lse_bytes, 1));
 
     /* A problem far beyond the device is refused here rather than left to an allocator that
      * overcommits and a fill that then gets the process killed. */
@@ -132,7 +134,7 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
     fa_status st = fa_context_device(ctx, &dev);
     if (st != FA_OK)
         return st;
-    double need = 2.0 * (double)q_bytes + 2.0 * (double)kv_bytes + (double)lse_bytes;
+    double need = (double)q_bytes + (double)o_bytes + 2.0 * (double)kv_bytes + (double)lse_bytes;
     if (with_grads)
         need *= 2.0;
     if (dev.kind == FA_DEVICE_KIND_CPU)
@@ -167,7 +169,7 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
     }
     memset(scratch, 0, scratch_bytes);
     if (st == FA_OK)
-        st = make_buffer(a, q_bytes, scratch, &a->o);
+        st = make_buffer(a, o_bytes, scratch, &a->o);
     if (st == FA_OK)
         st = make_buffer(a, lse_bytes, scratch, &a->lse);
     if (st == FA_OK && with_grads) {
@@ -242,7 +244,7 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
     a->tq = fa_tensor_bshd(a->q, s->dtype, s->batch, s->seq_q, s->heads_q, s->head_dim);
     a->tk = fa_tensor_bshd(a->k, s->dtype, kv_b, kv_s, s->heads_kv, s->head_dim);
     a->tv = fa_tensor_bshd(a->v, s->dtype, kv_b, kv_s, s->heads_kv, s->head_dim);
-    a->to = fa_tensor_bshd(a->o, s->dtype, s->batch, s->seq_q, s->heads_q, s->head_dim);
+    a->to = fa_tensor_bshd(a->o, cli_attn_o_dtype(s), s->batch, s->seq_q, s->heads_q, s->head_dim);
     a->tlse = fa_tensor_lse(a->lse, s->batch, s->heads_q, s->seq_q);
     if (with_grads) {
         a->tdo = fa_tensor_bshd(a->d_o, s->dtype, s->batch, s->seq_q, s->heads_q, s->head_dim);

@@ -32,7 +32,8 @@ static const char usage[] =
     "  --seq-q N        query length (default: --seq)\n"
     "  --seq-k N        key length (default: --seq)\n"
     "  --head-dim N     head dimension (default 128)\n"
-    "  --dtype T        f32, f16 or bf16 (default f16; f32 on the CPU backend)\n"
+    "  --dtype T        f32, f16, bf16 or e4m3 (FP8 forward: o in f16, no descale factors;\n"
+    "                   default f16, f32 on the CPU backend)\n"
     "  --causal         causal mask, aligned bottom-right\n"
     "  --window L,R     sliding window (fa_attention_desc.window): query i sees keys\n"
     "                   i + Sk - Sq - L .. i + Sk - Sq + R, -1 for no bound (with --causal\n"
@@ -148,6 +149,7 @@ static fa_ref_problem ref_problem(const cli_attn *a)
 {
     const cli_attn_shape *s = &a->shape;
     return (fa_ref_problem){.dtype = s->dtype,
+                            .o_dtype = cli_attn_o_dtype(s),
                             .batch = s->batch,
                             .seq_q = s->seq_q,
                             .seq_k = s->seq_k,
@@ -285,11 +287,12 @@ static bool append_matches(const cli_attn *a, const void *k, const void *v, fa_s
 static fa_status check_rows(cli_attn *a, uint64_t seed, fa_row_check *out, bool *append_ok,
                             char *detail, size_t detail_size)
 {
-    size_t elem = fa_dtype_size(a->shape.dtype);
+    size_t elem = fa_dtype_size(a->shape.dtype),
+           o_elem = fa_dtype_size(cli_attn_o_dtype(&a->shape));
     size_t q_bytes = a->q_elems * elem, kv_bytes = a->kv_elems * elem;
     fa_status st = FA_OK;
     void *q = read_back(a->q, q_bytes, &st), *k = read_back(a->k, kv_bytes, &st);
-    void *v = read_back(a->v, kv_bytes, &st), *o = read_back(a->o, q_bytes, &st);
+    void *v = read_back(a->v, kv_bytes, &st), *o = read_back(a->o, a->q_elems * o_elem, &st);
     float *lse = read_back(a->lse, a->lse_elems * sizeof(float), &st);
     void *logical = st == FA_OK && a->shape.page_size > 0 ? malloc(kv_bytes ? kv_bytes : 1) : NULL;
     if (st == FA_OK && a->shape.page_size > 0 && !logical)
@@ -327,7 +330,7 @@ static fa_status check_rows(cli_attn *a, uint64_t seed, fa_row_check *out, bool 
             const char *qb = q, *kb = k, *vb = v, *ob = o;
             fa_row_check c;
             fa_testkit_check_forward_rows(&one, qb + q0 * elem, kb + k0 * elem, vb + k0 * elem,
-                                          ob + q0 * elem, own, rows, seed + (uint64_t)b, &c);
+                                          ob + q0 * o_elem, own, rows, seed + (uint64_t)b, &c);
             merge_rows(out, &c);
             free(own);
         }
