@@ -39,6 +39,10 @@ static float put(fa_dtype dt, void *base, int64_t i, float x)
         ((float *)base)[i] = x;
         return x;
     }
+    if (dt == FA_DTYPE_E4M3) {
+        ((uint8_t *)base)[i] = fa_f32_to_e4m3(x);
+        return fa_e4m3_to_f32(((uint8_t *)base)[i]);
+    }
     const uint16_t h = dt == FA_DTYPE_F16 ? fa_f32_to_f16(x) : fa_f32_to_bf16(x);
     ((uint16_t *)base)[i] = h;
     return dt == FA_DTYPE_F16 ? fa_f16_to_f32(h) : fa_bf16_to_f32(h);
@@ -54,7 +58,8 @@ static void run_case(const decode_case *c)
 {
     /* key j, head h's K and V rows at (j * heads + h) * ld: PAD_ROW elements between rows, so
      * that f16 rows start off 64-byte lines */
-    const int64_t ld = c->dim + PAD_ROW, esize = c->dtype == FA_DTYPE_F32 ? 4 : 2;
+    const int64_t ld = c->dim + PAD_ROW;
+    const int64_t esize = c->dtype == FA_DTYPE_F32 ? 4 : c->dtype == FA_DTYPE_E4M3 ? 1 : 2;
     const int64_t ldo = (c->dim + FA_CPU_PAD - 1) / FA_CPU_PAD * FA_CPU_PAD;
     const int64_t elems = (int64_t)KEYS * c->heads * ld;
     const int rows = c->heads * c->nq;
@@ -163,11 +168,11 @@ Test(cpu_kernels, decode_block_matches_float64_in_every_kernel_set)
     const fa_cpu_kernels *sets[8];
     const int n_sets = fa_cpu_kernels_available(sets, 8);
     static const int dims[] = {8, 40, 64, 128, 136, 256};
-    static const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    static const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16, FA_DTYPE_E4M3};
     cr_assert(n_sets >= 1 && sets[0] == fa_cpu_kernels_select());
     cr_assert_str_eq(sets[n_sets - 1]->name, "generic");
     for (int s = 0; s < n_sets; s++)
-        for (size_t t = 0; t < 3; t++)
+        for (size_t t = 0; t < 4; t++)
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
                 for (int nq = 1; nq <= ROWS; nq++)
                     for (int masked = 0; masked < 2; masked++) {
@@ -184,4 +189,30 @@ Test(cpu_kernels, decode_block_matches_float64_in_every_kernel_set)
         const decode_case most = {sets[s], FA_DTYPE_F16, 128, HEADS, ROWS, true, FA_CPU_TILE_K};
         run_case(&most);
     }
+}
+
+/* load_row of every kernel set converts all 256 e4m3 values exactly (the vector path and the
+ * tail alike), and scales them. */
+Test(cpu_kernels, load_row_converts_every_e4m3_value)
+{
+    const fa_cpu_kernels *sets[8];
+    const int n_sets = fa_cpu_kernels_available(sets, 8);
+    uint8_t all[256 + 3];
+    for (int x = 0; x < 259; x++)
+        all[x] = (uint8_t)(x * 5 % 256); /* every value, out of order; 3 more for a tail */
+    float got[259];
+    for (int s = 0; s < n_sets; s++)
+        for (int shift = 0; shift < 2; shift++) { /* aligned and one byte off */
+            const float scale = shift ? 0.75f : 1.0f;
+            sets[s]->load_row(FA_DTYPE_E4M3, all + shift, 259 - shift, scale, got);
+            for (int x = 0; x < 259 - shift; x++) {
+                const float want = fa_e4m3_to_f32(all[x + shift]) * scale;
+                if (isnan(want))
+                    cr_assert(isnan(got[x]), "%s: 0x%02x", sets[s]->name, all[x + shift]);
+                else
+                    cr_assert(got[x] == want && signbit(got[x]) == signbit(want),
+                              "%s: 0x%02x -> %a, expected %a", sets[s]->name, all[x + shift],
+                              (double)got[x], (double)want);
+            }
+        }
 }

@@ -28,12 +28,8 @@ static inline __attribute__((always_inline)) CK_NAME(vec)
 {
     if (dt == FA_DTYPE_F32)
         return *(const CK_NAME(vec_u) *)((const float *)row + d);
-    if (dt == FA_DTYPE_E4M3) {
-        CK_NAME(vec) x;
-        for (int l = 0; l < CK_VW; l++)
-            x[l] = fa_e4m3_to_f32(((const uint8_t *)row)[d + l]);
-        return x;
-    }
+    if (dt == FA_DTYPE_E4M3)
+        return CK_NAME(e4m3_vec)((const uint8_t *)row + d);
     const uint16_t *h = (const uint16_t *)row + d;
     if (dt == FA_DTYPE_BF16)
         return (CK_NAME(vec))(__builtin_convertvector(*(const CK_NAME(h16) *)h, CK_NAME(u32))
