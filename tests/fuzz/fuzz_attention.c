@@ -5,7 +5,8 @@
  * tensors as its seqlens_k and block_table, whose values are then whatever the buffers hold, and
  * as the k_new and v_new of an append, which makes k and v outputs), with or without a sliding
  * window and a softcap, and, where the input is long enough for a tenth and an eleventh tensor,
- * ALiBi slopes and an additive bias, and, longer still, the prefix sums of a packed batch.
+ * ALiBi slopes and an additive bias, and, longer still, the prefix sums of a packed batch and
+ * FP8 descale factors (dtypes up to e4m3).
  * Whatever the bytes, the library must answer with a status and never read or write outside the
  * buffers (AddressSanitizer watches), nor touch the inputs. Built and run by tools/fuzz.sh. */
 #include <stdint.h>
@@ -39,7 +40,7 @@ static fa_tensor tensor(const uint8_t *d)
 {
     fa_tensor t = {.buffer = d[0] % 5 == 4 ? NULL : buffers[d[0] % 5 % BUFFERS]};
     t.offset = (uint64_t)(d[1] | d[2] << 8);
-    t.dtype = (fa_dtype)(d[3] % 5);
+    t.dtype = (fa_dtype)(d[3] % 6); /* FA_DTYPE_INVALID up to FA_DTYPE_E4M3 */
     t.shape[0] = d[4] % 4;
     t.shape[1] = d[5] % 24;
     t.shape[2] = d[6] % 6;
@@ -100,6 +101,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         desc.cu_seqlens_k = packed[0] & 2 ? &cu_k : NULL;
         desc.max_seqlen_q = (packed[0] >> 2 & 7) - 1;
         desc.max_seqlen_k = (packed[0] >> 5) - 1;
+    }
+    /* Longer still: the byte after the thirteenth tensor gives FP8 descale factors from a
+     * fourteenth (an input too): bit 0 q's, bit 1 k's, bit 2 v's. */
+    fa_tensor descale;
+    const uint8_t *fp8 = packed + 1 + 2 * TENSOR_BYTES;
+    if (size >= 4 + (TENSORS + 5) * TENSOR_BYTES + 4 && (fp8[0] & 7)) {
+        descale = tensor(fp8 + 1);
+        desc.q_descale = fp8[0] & 1 ? &descale : NULL;
+        desc.k_descale = fp8[0] & 2 ? &descale : NULL;
+        desc.v_descale = fp8[0] & 4 ? &descale : NULL;
     }
     /* q, k, v, o, lse, then d_o, d_q, d_k, d_v. Buffer 0 as it is before the call: */
     static unsigned char before[BUFFER_BYTES], now[BUFFER_BYTES];
