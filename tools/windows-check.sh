@@ -36,7 +36,7 @@ fi
 grep -E 'flashattn: (backends built|.* not built)' "$out/configure.log" || true
 cmake --build "$out"
 for f in flashattn.dll libflashattn.dll.a libflashattn.a flashattn.exe basic_forward.exe \
-    split_keys.exe header_cxx.exe; do
+    split_keys.exe fp8_kv_cache.exe header_cxx.exe; do
     [ -f "$out/$f" ] || { echo "windows-check: $out/$f was not built" >&2; exit 1; }
 done
 
@@ -71,4 +71,5 @@ if printf '%s\n' "$devices" | grep -Eq '^ +opencl +built +available'; then
 fi
 "$wine" "$out/basic_forward.exe"
 "$wine" "$out/split_keys.exe"
+"$wine" "$out/fp8_kv_cache.exe"
 echo "windows-check: passed"
