@@ -110,7 +110,10 @@ class AttentionDesc(Structure):
         ("cu_seqlens_k", c_void_p),
         ("max_seqlen_q", c_int64),
         ("max_seqlen_k", c_int64),
-        ("reserved", c_uint64 * 17),
+        ("q_descale", c_void_p),
+        ("k_descale", c_void_p),
+        ("v_descale", c_void_p),
+        ("reserved", c_uint64 * 14),
     ]
 
 
