@@ -154,13 +154,11 @@ static void decode_keys(const fa_cpu_kernels *kern, const fa_attention_call *c, 
         const int64_t after = k_end - k0 - st.nk, want = (FA_CPU_DECODE_AHEAD + heads - 1) / heads;
         const int ahead = (int)(after < want ? after : want);
         st.ahead = ahead * heads;
-        for (int h = 0; h < heads; h++) { /* key j, head h at j * heads + h */
-            fa_cpu_tile kt = key_tile(c, b, hk + h, k0, st.nk + ahead);
-            fa_cpu_tile_rows(&kt, k_rows + h, heads);
-            kt.view = &c->v;
-            kt.rows = st.nk;
-            fa_cpu_tile_rows(&kt, v_rows + h, heads);
-        }
+        fa_cpu_tile kt = key_tile(c, b, hk, k0, st.nk + ahead); /* key j, head h at j heads + h */
+        fa_cpu_tile_rows(&kt, heads, k_rows);
+        kt.view = &c->v;
+        kt.rows = st.nk;
+        fa_cpu_tile_rows(&kt, heads, v_rows);
         st.visible = NULL;
         if (c->causal && k0 + st.nk - 1 > rm->qi[0] + off) { /* rows' diagonals in the block */
             for (int r = 0; r < rm->n; r++) {

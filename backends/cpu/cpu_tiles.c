@@ -21,17 +21,23 @@ static void *element_ptr(const fa_cpu_tile *t, int64_t r)
     return (char *)t->view->buffer + i * (int64_t)fa_dtype_size(t->dtype);
 }
 
-void fa_cpu_tile_rows(const fa_cpu_tile *t, const void **rows, int64_t step)
+void fa_cpu_tile_rows(const fa_cpu_tile *t, int heads, const void **rows)
 {
-    if (t->pages) {
-        for (int r = 0; r < t->rows; r++)
-            rows[r * step] = element_ptr(t, r);
+    if (t->rows == 0)
         return;
+    const int64_t es = (int64_t)fa_dtype_size(t->dtype);
+    const int64_t row_step = t->view->stride_s * es, head_step = t->view->stride_h * es;
+    const char *row = element_ptr(t, 0);
+    /* paged: the table is read once a page, the next row of a page is a row_step on */
+    int64_t in_page = t->pages ? t->s0 % t->page_size : 0;
+    for (int r = 0; r < t->rows; r++) {
+        if (r > 0)
+            row = t->pages && in_page == 0 ? (const char *)element_ptr(t, r) : row + row_step;
+        for (int h = 0; h < heads; h++)
+            rows[r * heads + h] = row + h * head_step;
+        if (t->pages && ++in_page == t->page_size)
+            in_page = 0;
     }
-    const char *first = element_ptr(t, 0);
-    const int64_t stride = t->view->stride_s * (int64_t)fa_dtype_size(t->dtype);
-    for (int r = 0; r < t->rows; r++)
-        rows[r * step] = first + r * stride;
 }
 
 /* Rows ahead of the one being converted whose cache lines are requested: strided rows (a KV

@@ -38,8 +38,9 @@ static inline fa_cpu_tile fa_cpu_tile_at(const fa_view *view, fa_dtype dtype, in
     return (fa_cpu_tile){view, dtype, b, s0, h, rows, dim, NULL, 0, 0};
 }
 
-/* rows[r * step] = where row r of the tile starts, for each of its rows. */
-void fa_cpu_tile_rows(const fa_cpu_tile *t, const void **rows, int64_t step);
+/* rows[r * heads + h] = where row r of head t->h + h starts, for each of the tile's rows and
+ * `heads` heads from t->h (a paged tile's table entry looked up once a page). */
+void fa_cpu_tile_rows(const fa_cpu_tile *t, int heads, const void **rows);
 /* dst[r * ld + d] = scale * tile[r][d]. Columns dim .. ld - 1 are left as they are. */
 void fa_cpu_load_rows(const fa_cpu_kernels *k, const fa_cpu_tile *t, float scale, float *dst,
                       int64_t ld);
