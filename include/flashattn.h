@@ -405,8 +405,8 @@ typedef struct fa_window {
  *   with another dtype ERROR_INVALID_ARGUMENT) the FP8 descale factors, as FlashAttention 3
  *   takes them: FA_DTYPE_F32 tensors of shape (B, 1, Hkv, 1), where the batch and head
  *   dimensions may be 1 (one factor for every batch entry or KV head; (1, 1, 1, 1) is per
- *   tensor) and any stride broadcasts where it is 0; any other dtype is ERROR_DTYPE_MISMATCH,
- *   shape ERROR_SHAPE_MISMATCH. The call attends as if q, k and v held their values times the
+ *   tensor), any strides; any other dtype is ERROR_DTYPE_MISMATCH, shape
+ *   ERROR_SHAPE_MISMATCH. The call attends as if q, k and v held their values times the
  *   factor of their batch entry and KV head (query head h takes q_descale of its KV head
  *   h / (Hq / Hkv)): S = scale (q_descale k_descale) Q K^T, O = v_descale softmax(S) V. With
  *   cu_seqlens, the batch dimension counts sequences. The values are not checked.

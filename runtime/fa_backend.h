@@ -18,7 +18,7 @@ typedef struct fa_view {
  * seq_k may be 0 (then O = 0, LSE = -inf, dQ = 0). The forward always has seq_q > 0; the
  * backward may get seq_q = 0 with seq_k > 0, and must then write dK = dV = 0. */
 typedef struct fa_attention_call {
-    fa_dtype dtype;   /* of q, k, v, o, d_o, d_q, d_k, d_v; lse is always f32 */
+    fa_dtype dtype;   /* of q, k, v, d_o, d_q, d_k, d_v and (but FP8) o; lse is always f32 */
     fa_dtype o_dtype; /* of o: dtype, but f32, f16 or bf16 where dtype is FA_DTYPE_E4M3 */
     /* FP8 descale factors (dtype FA_DTYPE_E4M3, forward): has_descale[i] and an f32 view of
      * the factor of q (0), k (1) and v (2) for batch entry b and KV head hk at
