@@ -45,6 +45,7 @@
 #endif
 #define CK_NAME(x) fa_cpu_##x##_avx2
 #define CK_F16_LOAD(s) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s)))
+#define CK_U8_LOAD(s) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(s)))
 #define CK_HSUM(v) fa_cpu_avx2_lane_sum(v)
 #define CK_NAME_STRING "avx2"
 #define CK_VW 8
@@ -77,6 +78,7 @@ static inline void fa_cpu_avx2_sum4(__m256 a, __m256 b, __m256 c, __m256 d, floa
 #undef CK_VFMAV
 #undef CK_FMAF
 #undef CK_F16_LOAD
+#undef CK_U8_LOAD
 #undef CK_HSUM
 #undef CK_SUM4
 #if defined(__clang__)
@@ -94,6 +96,7 @@ static inline void fa_cpu_avx2_sum4(__m256 a, __m256 b, __m256 c, __m256 d, floa
 #endif
 #define CK_NAME(x) fa_cpu_##x##_avx512
 #define CK_F16_LOAD(s) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s)))
+#define CK_U8_LOAD(s) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(s)))
 #define CK_HSUM(v) _mm512_reduce_add_ps(v)
 #define CK_SUM4(a, b, c, d, dst) fa_cpu_avx512_sum4((a), (b), (c), (d), (dst))
 #define CK_NAME_STRING "avx512"
@@ -125,6 +128,7 @@ static inline void fa_cpu_avx512_sum4(__m512 a, __m512 b, __m512 c, __m512 d, fl
 #undef CK_VFMAV
 #undef CK_FMAF
 #undef CK_F16_LOAD
+#undef CK_U8_LOAD
 #undef CK_HSUM
 #undef CK_SUM4
 #if defined(__clang__)

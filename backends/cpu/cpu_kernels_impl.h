@@ -8,6 +8,7 @@
  *   CK_VFMAV(c,a,b) c + a * b on vectors, fused where the set has FMA
  *   CK_FMAF(a,b,c)  a * b + c on floats, fused where the set has FMA
  *   CK_F16_LOAD(s)  (optional) CK_VW f16 at s as an f32 vector, by the hardware (F16C)
+ *   CK_U8_LOAD(s)   (optional) CK_VW bytes at s zero-extended to 32-bit lanes, in one load
  *   CK_HSUM(v)      (optional) the sum of a vector's elements
  * No include guard on purpose. */
 
@@ -144,23 +145,26 @@ static inline float CK_NAME(f16_to_f32)(uint16_t h)
 
 typedef uint8_t CK_NAME(u8v) __attribute__((vector_size(CK_VW), aligned(1)));
 typedef uint32_t CK_NAME(u32v) __attribute__((vector_size(CK_VW * 4)));
+typedef int32_t CK_NAME(i32v) __attribute__((vector_size(CK_VW * 4)));
 
 /* CK_VW FP8 e4m3 values at p as f32, exactly, lane-parallel and without denormal arithmetic:
  * the 7 bits below the sign go under f32's exponent and mantissa, rebiased by 120 (7 to 127);
  * e4m3's subnormals (exponent 0) take 121, giving (1 + m/8) 2^-6, from which 2^-6 is then
- * subtracted exactly; 0x7f is NaN (fa_e4m3_to_f32 is the scalar definition). */
+ * subtracted exactly; 0x7f, which comes out as 480, gets an all-ones exponent (NaN) by an or
+ * (fa_e4m3_to_f32 is the scalar definition). */
 static inline __attribute__((always_inline)) CK_NAME(vec) CK_NAME(e4m3_vec)(const uint8_t *p)
 {
+#ifdef CK_U8_LOAD
+    const CK_NAME(u32v) x = (CK_NAME(u32v))CK_U8_LOAD(p);
+#else
     const CK_NAME(u32v) x = __builtin_convertvector(*(const CK_NAME(u8v) *)p, CK_NAME(u32v));
+#endif
     const CK_NAME(u32v) em = x & 0x7fu;
-    const CK_NAME(u32v) sub = (CK_NAME(u32v))(em < 8u) & (1u << 23); /* -1 where true */
-    const CK_NAME(u32v) bits = (em << 20) + (120u << 23) + sub;
-    const CK_NAME(vec) f =
-        (CK_NAME(vec))bits - (CK_NAME(vec))((CK_NAME(u32v))(em < 8u) & 0x3c800000u);
-    const CK_NAME(u32v) nan = (CK_NAME(u32v))(em == 0x7fu);
-    const CK_NAME(u32v) out =
-        (((CK_NAME(u32v))f & ~nan) | (nan & 0x7fc00000u)) | ((x & 0x80u) << 24);
-    return (CK_NAME(vec))out;
+    const CK_NAME(u32v) sub = (CK_NAME(u32v))((CK_NAME(i32v))em < 8); /* -1 where subnormal */
+    const CK_NAME(u32v) bits = (em << 20) + (120u << 23) + (sub & (1u << 23));
+    const CK_NAME(vec) f = (CK_NAME(vec))bits - (CK_NAME(vec))(sub & 0x3c800000u);
+    const CK_NAME(u32v) nan = (CK_NAME(u32v))((CK_NAME(i32v))em == 0x7f) & 0x7f800000u;
+    return (CK_NAME(vec))(((CK_NAME(u32v))f | nan) | ((x & 0x80u) << 24));
 }
 
 static void CK_NAME(load_row)(fa_dtype dtype, const void *src, int64_t n, float scale,
