@@ -49,8 +49,8 @@ static inline CK_NAME(vec) CK_NAME(row_tail)(const fa_dtype dt, const void *row,
 {
     CK_NAME(vec) x = {0};
     for (int l = 0; d + l < dim; l++) {
-        const bool wide = dt == FA_DTYPE_F32 || dt == FA_DTYPE_E4M3;
-        const uint16_t h = wide ? 0 : ((const uint16_t *)row)[d + l];
+        const bool bits16 = dt == FA_DTYPE_F16 || dt == FA_DTYPE_BF16;
+        const uint16_t h = bits16 ? ((const uint16_t *)row)[d + l] : 0;
         x[l] = dt == FA_DTYPE_F32    ? ((const float *)row)[d + l]
                : dt == FA_DTYPE_E4M3 ? fa_e4m3_to_f32(((const uint8_t *)row)[d + l])
                : dt == FA_DTYPE_BF16 ? fa_bits_f32((uint32_t)h << 16)
