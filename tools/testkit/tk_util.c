@@ -208,16 +208,16 @@ bool tk_data_init(tk_data *t, const fa_ref_problem *p, const void *q, const void
         return false;
     }
     /* FP8 descale factors: q by its KV head's, k and v by theirs (exact in double) */
-    double *in[3] = {t->q, t->k, t->v};
-    float *inf[3] = {t->qf, t->kf, t->vf};
+    double *in64[3] = {t->q, t->k, t->v};
+    float *in32[3] = {t->qf, t->kf, t->vf};
     for (int x = 0; x < 3; x++) {
         if (!p->descale[x])
             continue;
         const int64_t s = x ? t->Sk : t->Sq, h = x ? t->Hkv : t->Hq, per_kv = x ? 1 : t->group;
         for (int64_t i = 0; i < t->B * s * h * t->D; i++) {
             const int64_t b = i / (s * h * t->D), hk = i / t->D % h / per_kv;
-            in[x][i] *= (double)p->descale[x][b * t->Hkv + hk];
-            inf[x][i] = (float)in[x][i];
+            in64[x][i] *= (double)p->descale[x][b * t->Hkv + hk];
+            in32[x][i] = (float)in64[x][i];
         }
     }
     return true;
