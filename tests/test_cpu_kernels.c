@@ -58,8 +58,7 @@ static void run_case(const decode_case *c)
 {
     /* key j, head h's K and V rows at (j * heads + h) * ld: PAD_ROW elements between rows, so
      * that f16 rows start off 64-byte lines */
-    const int64_t ld = c->dim + PAD_ROW;
-    const int64_t esize = c->dtype == FA_DTYPE_F32 ? 4 : c->dtype == FA_DTYPE_E4M3 ? 1 : 2;
+    const int64_t ld = c->dim + PAD_ROW, esize = fa_cpu_dtype_bytes(c->dtype);
     const int64_t ldo = (c->dim + FA_CPU_PAD - 1) / FA_CPU_PAD * FA_CPU_PAD;
     const int64_t elems = (int64_t)KEYS * c->heads * ld;
     const int rows = c->heads * c->nq;

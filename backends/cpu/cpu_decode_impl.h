@@ -97,7 +97,7 @@ static inline __attribute__((always_inline)) void
 CK_NAME(decode_scores)(const int nq, const fa_dtype dt, const fa_cpu_decode_step *a)
 {
     const int dim = a->dim, heads = a->heads;
-    const int64_t bytes = (int64_t)dim * (dt == FA_DTYPE_F32 ? 4 : dt == FA_DTYPE_E4M3 ? 1 : 2);
+    const int64_t bytes = (int64_t)dim * fa_cpu_dtype_bytes(dt);
     const int rows = a->nk * heads + a->ahead;
     for (int j = 0; j < a->nk; j++) {
         for (int h = 0; h < heads; h++) {

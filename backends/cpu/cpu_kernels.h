@@ -26,6 +26,13 @@ enum {
     FA_CPU_DECODE_AHEAD = 16
 };
 
+/* Bytes per element of the dtypes the kernels read (f32, f16, bf16, e4m3), inline: the kernels
+ * are built without the runtime's fa_dtype_size (test_cpu_kernels links them alone). */
+static inline int fa_cpu_dtype_bytes(fa_dtype dt)
+{
+    return dt == FA_DTYPE_F32 ? 4 : dt == FA_DTYPE_E4M3 ? 1 : 2;
+}
+
 /* One block of decoding's fused kernel: nq query rows for each of `heads` KV heads against nk
  * keys (at most FA_CPU_TILE_K), K and V read as stored. Row r = h * nq + i is query row i of
  * the block's KV head h (heads * nq <= FA_CPU_TILE_Q). */

@@ -28,7 +28,7 @@ typedef struct cli_attn_shape {
                     draws around seq_q and seq_k (cli_attn.cu_host) */
 } cli_attn_shape;
 
-/* The dtype of o (and of the gradients): the shape's, but f16 for FP8 (e4m3) inputs. */
+/* The dtype of o: the shape's, but f16 for FP8 (e4m3) inputs. */
 static inline fa_dtype cli_attn_o_dtype(const cli_attn_shape *s)
 {
     return s->dtype == FA_DTYPE_E4M3 ? FA_DTYPE_F16 : s->dtype;
