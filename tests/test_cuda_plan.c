@@ -1246,10 +1246,10 @@ Test(cuda_plan, catalogue_rows_are_consistent)
 Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
 {
     const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
-    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
+    const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16, FA_DTYPE_E4M3};
     bool chosen[FA_CUDA_K_COUNT] = {false};
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
-        for (size_t t = 0; t < 3; t++)
+        for (size_t t = 0; t < 4; t++)
             for (int64_t d = 8; d <= 256; d += 8)
                 for (int flags = 0; flags < 8; flags++) {
                     fa_cuda_problem pb = problem(dtypes[t], d, flags & 1);
@@ -1302,4 +1302,61 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                 }
     for (int k = 0; k < FA_CUDA_K_COUNT; k++)
         cr_expect(chosen[k], "%s is never chosen", fa_cuda_kernels[k].name);
+}
+
+/* FP8 (e4m3) forwards take the wgmma forward's E4M3 row alone: on sm_90a, at head dims that are
+ * multiples of 16 up to 128, with aligned rows and neither seqlens_k nor a paged cache; every
+ * other such call gets no launch, and fa_cuda_fp8_takes says why. */
+Test(cuda_plan, fp8_takes_the_wgmma_e4m3_kernel_or_nothing)
+{
+    arch archs[EVERY_ARCH];
+    every_arch(archs);
+    int served = 0;
+    for (size_t a = 0; a < EVERY_ARCH; a++)
+        for (int64_t d = 8; d <= 256; d += 8)
+            for (int flags = 0; flags < 64; flags++) {
+                fa_cuda_problem pb = problem(FA_DTYPE_E4M3, d, false);
+                pb.aligned = !(flags & 1);
+                pb.causal = flags & 2;
+                pb.seqlens_k = flags & 4;
+                pb.paged = flags & 8;
+                pb.varlen = flags & 16;
+                pb.seq_q = flags & 32 ? 1 : 1000; /* a decoding shape takes it too */
+                char where[128], why[192] = "";
+                snprintf(where, sizeof where, "%s D=%lld flags %d", archs[a].name, (long long)d,
+                         flags);
+                const bool takes = fa_cuda_fp8_takes(&archs[a].caps, &pb, why, sizeof why);
+                const bool expect = archs[a].caps.wgmma_fwd && d % 16 == 0 && d <= 128 &&
+                                    pb.aligned && !pb.seqlens_k && !pb.paged;
+                cr_expect_eq(takes, expect, "%s: %s", where, why);
+                cr_expect(takes || strlen(why) > 20, "%s: no reason given", where);
+                fa_cuda_plan plan;
+                fa_cuda_plan_forward(&archs[a].caps, &pb, &plan);
+                if (!takes || pb.varlen) {
+                    cr_expect_eq(plan.count, 0, "%s: %u launches", where, plan.count);
+                    continue;
+                }
+                check_plan(where, &archs[a].caps, &pb, &plan, false);
+                cr_assert_eq(plan.count, 1, "%s", where);
+                const fa_cuda_launch *l = &plan.launches[0];
+                cr_expect_eq(l->kernel, FA_CUDA_K_FWD_WGMMA_E4M3_D128, "%s", where);
+                cr_expect_eq(l->smem, FA_FWD_WGMMA_SMEM_E4M3(128), "%s", where);
+                cr_expect_eq(plan.splits, 0, "%s: no split-key path for FP8", where);
+                /* causal: a block a query tile, else a persistent grid of at most a block an SM */
+                const unsigned tiles =
+                    (unsigned)((pb.seq_q + FA_FWD_WGMMA_BQ - 1) / FA_FWD_WGMMA_BQ);
+                const unsigned items = tiles * (unsigned)(pb.heads_q * pb.batch);
+                const unsigned sms =
+                    archs[a].caps.sm_count > 0 ? (unsigned)archs[a].caps.sm_count : 1;
+                if (pb.causal)
+                    cr_expect(l->grid[0] == tiles && l->grid[1] == pb.heads_q &&
+                                  l->grid[2] == pb.batch,
+                              "%s", where);
+                else
+                    cr_expect(l->grid[1] == 1 && l->grid[2] == 1 &&
+                                  l->grid[0] == (items < sms ? items : sms),
+                              "%s: grid %u", where, l->grid[0]);
+                served++;
+            }
+    cr_expect_eq(served, 8 * 2 * 2, "head dims 16..128 x causal x decoding shape on sm_90a");
 }

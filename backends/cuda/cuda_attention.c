@@ -38,6 +38,7 @@ static int int_at_most_max(int64_t n)
 static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
 {
     const size_t es = fa_dtype_size(call->dtype);
+    const size_t o_es = fa_dtype_size(call->o_dtype); /* es but for FP8 */
     /* the mask's bounds around the diagonal (fa_cuda_abi.h): causal is a right bound of 0 */
     const int64_t off = call->seq_k - call->seq_q;
     const int64_t left = fa_call_left(call), right = fa_call_right(call);
@@ -46,7 +47,8 @@ static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
         .q = tensor_of(&call->q, es),
         .k = tensor_of(&call->k, es),
         .v = tensor_of(&call->v, es),
-        .o = tensor_of(&call->o, es),
+        .o = tensor_of(&call->o, o_es),
+        .o_dtype = (int)call->o_dtype,
         .batch = (int)call->batch,
         .seq_q = (int)call->seq_q,
         .seq_k = (int)call->seq_k,
@@ -77,6 +79,9 @@ static fa_cuda_params params_of(const fa_attention_call *call, bool backward)
     }
     if (p.has_lse)
         p.lse = tensor_of(&call->lse, sizeof(float));
+    for (int i = 0; i < 3; i++)
+        if (call->has_descale[i])
+            p.descale[i] = tensor_of(&call->descale[i], sizeof(float));
     if (call->has_seqlens_k) {
         p.seqlens_k = tensor_of(&call->seqlens_k, sizeof(int32_t));
         p.has_seqlens_k = 1;
@@ -108,10 +113,10 @@ static bool aligned16(const fa_cuda_tensor *t, size_t element_size)
            t->stride_h % per == 0;
 }
 
-static bool views_aligned(const fa_cuda_params *p, bool backward, size_t es)
+static bool views_aligned(const fa_cuda_params *p, bool backward, size_t es, size_t o_es)
 {
     bool ok = aligned16(&p->q, es) && aligned16(&p->k, es) && aligned16(&p->v, es) &&
-              aligned16(&p->o, es);
+              aligned16(&p->o, o_es);
     if (backward)
         ok = ok && aligned16(&p->d_o, es) && aligned16(&p->d_q, es) && aligned16(&p->d_k, es) &&
              aligned16(&p->d_v, es);
@@ -178,7 +183,8 @@ static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_p
         .head_dim = call->head_dim,
         .deterministic = call->deterministic,
         .num_splits = call->num_splits,
-        .aligned = views_aligned(p, backward, fa_dtype_size(call->dtype)),
+        .aligned =
+            views_aligned(p, backward, fa_dtype_size(call->dtype), fa_dtype_size(call->o_dtype)),
         .seqlens_k = call->has_seqlens_k,
         .paged = call->has_block_table,
         .window = call->window,
@@ -218,6 +224,19 @@ static fa_status check_index_tensors(fa_context *ctx, const fa_attention_call *c
                    what, why);
 }
 
+/* FP8 reaches the wgmma forward's E4M3 kernel alone: UNSUPPORTED_DTYPE, saying why, for a call
+ * it cannot take (a packed batch is checked sequence by sequence). */
+static fa_status check_fp8(fa_context *ctx, const fa_attention_call *call)
+{
+    const fa_cuda_state *st = ctx->backend_state;
+    const fa_cuda_params p = params_of(call, false);
+    const fa_cuda_problem pb = problem_of(call, &p, false);
+    char why[192];
+    if (fa_cuda_fp8_takes(&st->caps, &pb, why, sizeof why))
+        return FA_OK;
+    return fa_fail(ctx, FA_ERROR_UNSUPPORTED_DTYPE, "cuda: q.dtype is e4m3: %s", why);
+}
+
 fa_status fa_cuda_check_call(fa_context *ctx, const fa_attention_call *call, bool backward)
 {
     if (call->batch > 65535 || call->heads_q > 65535)
@@ -228,6 +247,8 @@ fa_status fa_cuda_check_call(fa_context *ctx, const fa_attention_call *call, boo
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "cuda: seq_q %lld and seq_k %lld must each be below 2^31 - 256",
                        (long long)call->seq_q, (long long)call->seq_k);
+    if (!backward && call->dtype == FA_DTYPE_E4M3)
+        return check_fp8(ctx, call);
     if (!backward && (call->has_seqlens_k || call->has_block_table))
         return check_index_tensors(ctx, call);
     return FA_OK;

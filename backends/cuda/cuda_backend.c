@@ -335,8 +335,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
         goto fail;
     fa_log(ctx, FA_LOG_INFO, "cuda: %s, compute capability %d.%d, %u SMs%s%s%s%s%s%s%s", info->name,
            caps->cc_major, caps->cc_minor, info->compute_units,
-           caps->wgmma_fwd && caps->wgmma_bwd ? ", Hopper (wgmma) forward and backward"
-           : caps->wgmma_fwd                  ? ", Hopper (wgmma) forward"
+           caps->wgmma_fwd && caps->wgmma_bwd ? ", Hopper (wgmma) forward (FP8 too) and backward"
+           : caps->wgmma_fwd                  ? ", Hopper (wgmma) forward (FP8 too)"
            : caps->wgmma_bwd                  ? ", Hopper (wgmma) backward"
                                               : "",
            caps->force_general ? ", general kernels only (FA_CUDA_KERNELS=general)" : "",
@@ -536,6 +536,8 @@ const fa_backend_iface fa_cuda_backend_iface = {
      * forwards (so not with seqlens_k or block_table: fa_cuda_check_call refuses those), the wgmma
      * backward at head dim 128 or, with a softcap, the twins (cuda_plan.c routes those calls) */
     .bias = true,
+    /* on sm_90a alone (the wgmma forward's E4M3 kernel): fa_cuda_check_call refuses the rest */
+    .fp8 = true,
     .probe = cuda_probe,
     .device_info = cuda_device_info,
     .context_init = cuda_context_init,

@@ -28,6 +28,7 @@ const fa_cuda_kernel_info fa_cuda_kernels[FA_CUDA_K_COUNT] = {
 #define FA_CUDA_DTYPE_F32 FA_DTYPE_F32
 #define FA_CUDA_DTYPE_F16 FA_DTYPE_F16
 #define FA_CUDA_DTYPE_BF16 FA_DTYPE_BF16
+#define FA_CUDA_DTYPE_E4M3 FA_DTYPE_E4M3
 #define FA_CUDA_KERNEL_INFO_(id, name, family, dtype, d, p1, p2)                                   \
     [FA_CUDA_K_##id] = {#name, FA_CUDA_##family, FA_CUDA_DTYPE_##dtype, d, p1, p2},
     FA_CUDA_CATALOGUE(FA_CUDA_KERNEL_INFO_) FA_CUDA_CATALOGUE_SM90(FA_CUDA_KERNEL_INFO_)
@@ -218,9 +219,61 @@ static bool plan_split(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_c
     return true;
 }
 
+bool fa_cuda_fp8_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, char *why,
+                       size_t why_size)
+{
+    if (!why)
+        why_size = 0;
+    if (!caps->wgmma_fwd)
+        snprintf(why, why_size,
+                 "its FP8 forward runs on the sm_90a (wgmma) kernels, which this device (compute "
+                 "capability %d.%d) has not loaded",
+                 caps->cc_major, caps->cc_minor);
+    else if (caps->force_general)
+        snprintf(why, why_size, "FA_CUDA_KERNELS=general turns its FP8 forward off");
+    else if (pb->head_dim > 128 || pb->head_dim % 16 != 0)
+        snprintf(why, why_size,
+                 "its FP8 forward takes head dims that are multiples of 16 up to 128, not %lld",
+                 (long long)pb->head_dim);
+    else if (!pb->aligned)
+        snprintf(why, why_size,
+                 "its FP8 forward needs q, k, v and o with rows on 16-byte boundaries");
+    else if (pb->seqlens_k || pb->paged)
+        snprintf(why, why_size,
+                 "its FP8 forward takes no seqlens_k and no paged cache (the decoding path is "
+                 "f32/f16/bf16)");
+    else if (FA_FWD_WGMMA_SMEM_E4M3(128) > caps->smem_optin)
+        snprintf(why, why_size, "its FP8 forward needs %d bytes of shared memory a block",
+                 FA_FWD_WGMMA_SMEM_E4M3(128));
+    else
+        return true;
+    return false;
+}
+
+/* FP8 (e4m3): the wgmma forward's E4M3 row, persistent where not causal; nothing for a packed
+ * batch (the runtime runs it sequence by sequence) or a call fa_cuda_fp8_takes refuses. */
+static void plan_fp8(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
+{
+    if (pb->varlen || !fa_cuda_fp8_takes(caps, pb, NULL, 0))
+        return;
+    unsigned gx = blocks(pb->seq_q, FA_FWD_WGMMA_BQ);
+    int64_t gy = pb->heads_q, gz = pb->batch;
+    if (!pb->causal) {
+        const int64_t items = (int64_t)gx * gy * gz;
+        const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+        gx = (unsigned)(items < sms ? items : sms), gy = gz = 1;
+    }
+    add(plan, find(FA_CUDA_FWD_WGMMA, FA_DTYPE_E4M3, 128, 0), gx, gy, gz, FA_FWD_WGMMA_THREADS,
+        FA_FWD_WGMMA_SMEM_E4M3(128), "launching the Hopper (wgmma) FP8 forward");
+}
+
 void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
 {
     *plan = (fa_cuda_plan){0};
+    if (pb->dtype == FA_DTYPE_E4M3) {
+        plan_fp8(caps, pb, plan);
+        return;
+    }
     if (!pb->varlen && (plan_split(caps, pb, plan) || pb->seqlens_k || pb->paged))
         return;
     const uint32_t d = mma_dim(pb->head_dim);

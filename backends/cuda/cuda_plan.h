@@ -145,4 +145,10 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
 bool fa_cuda_split_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, char *why,
                          size_t why_size);
 
+/* The same for an FP8 forward (dtype FA_DTYPE_E4M3), which only the wgmma forward's E4M3 row
+ * serves: sm_90a loaded, head dims that are multiples of 16 up to 128 (padded to 128), 16-byte
+ * aligned rows, no seqlens_k or block_table; a packed batch runs sequence by sequence. */
+bool fa_cuda_fp8_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, char *why,
+                       size_t why_size);
+
 #endif

@@ -78,6 +78,12 @@ typedef struct fa_cuda_params {
      * alone. */
     fa_cuda_tensor cu_seqlens_q, cu_seqlens_k;
     int varlen;
+    /* FP8 (e4m3 q, k and v; the wgmma forward's E4M3 row alone): o's dtype (FA_CUDA_BIAS_F32,
+     * _F16 or _BF16: the same values), and the descale factors of q, k and v, f32 at
+     * descale[i].ptr[b * stride_b + hk * stride_h] for KV head hk (strides 0 where broadcast; ptr
+     * 0: a factor of 1), so that S = scale dq dk Q K^T and O = dv softmax(S) V. */
+    fa_cuda_tensor descale[3];
+    int o_dtype;
 } fa_cuda_params;
 
 /* fa_cuda_params.bias_dtype: fa_dtype's values (the host asserts them). */
@@ -316,5 +322,11 @@ typedef struct fa_cuda_params {
     ((FA_FWD_WGMMA_PERSISTENT(d) ? 2 : 1) * FA_FWD_WGMMA_BQ * (d)*2 +                              \
      2 * FA_FWD_WGMMA_STAGES_D(d) * FA_FWD_WGMMA_BK(d) * (d)*2 +                                   \
      8 * (4 + 4 * FA_FWD_WGMMA_STAGES_D(d)) + 1024)
+/* The same kernel on e4m3 inputs (head dim 128 alone: 128-byte rows): 1-byte elements, and two
+ * more V tiles where V lands before the loader transposes it into the ring (8-bit wgmma operands
+ * are K-major only, and O += P V needs V's keys along the rows): 129 KiB. */
+#define FA_FWD_WGMMA_SMEM_E4M3(d)                                                                  \
+    (2 * FA_FWD_WGMMA_BQ * (d) + 2 * FA_FWD_WGMMA_STAGES_D(d) * FA_FWD_WGMMA_BK(d) * (d) +         \
+     2 * FA_FWD_WGMMA_BK(d) * (d) + 8 * (4 + 4 * FA_FWD_WGMMA_STAGES_D(d)) + 1024)
 
 #endif

@@ -8,7 +8,8 @@
  *   ID      the host's enum suffix (FA_CUDA_K_<ID>)
  *   name    the unmangled kernel symbol
  *   FAMILY  the kernel body and launch geometry (below)
- *   DTYPE   F32, F16 or BF16 (inputs and outputs; arithmetic is f32 with tensor-core products)
+ *   DTYPE   F32, F16 or BF16 (inputs and outputs; arithmetic is f32 with tensor-core products);
+ *           E4M3 (FP8 inputs, o in f32, f16 or bf16: fa_cuda_params.o_dtype)
  *   D       the head dim it serves, smaller ones padded with zeros (the CUDA-core kernels: the
  *           largest they take, 64, 128 or 256, at D / 8 dims per thread)
  *   P1, P2  family parameters, 0 where unused
@@ -218,6 +219,7 @@
     X(FWD_WGMMA_BF16_D128, fa_fwd_wgmma_bf16_d128, FWD_WGMMA, BF16, 128, 0, 0)                     \
     X(FWD_WGMMA_F16_D256, fa_fwd_wgmma_f16_d256, FWD_WGMMA, F16, 256, 0, 0)                        \
     X(FWD_WGMMA_BF16_D256, fa_fwd_wgmma_bf16_d256, FWD_WGMMA, BF16, 256, 0, 0)                     \
+    X(FWD_WGMMA_E4M3_D128, fa_fwd_wgmma_e4m3_d128, FWD_WGMMA, E4M3, 128, 0, 0)                     \
     X(FWD_WGMMA_VARLEN_F16_D64, fa_fwd_wgmma_varlen_f16_d64, FWD_WGMMA_VARLEN, F16, 64, 0, 0)      \
     X(FWD_WGMMA_VARLEN_F16_D128, fa_fwd_wgmma_varlen_f16_d128, FWD_WGMMA_VARLEN, F16, 128, 0, 0)   \
     X(FWD_WGMMA_VARLEN_BF16_D64, fa_fwd_wgmma_varlen_bf16_d64, FWD_WGMMA_VARLEN, BF16, 64, 0, 0)   \

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The Hopper forward (sm_90a): the same exact online softmax as fa_forward_mma.cuh, with both
 // products on warpgroup MMA (wgmma) instead of mma.sync, for f16 and bf16 at head dim 64, 128 or
-// 256 (smaller head dims padded up with zeros; at 256, tiles of 64 keys and two stages).
+// 256 (smaller head dims padded up with zeros; at 256, tiles of 64 keys and two stages), and for
+// e4m3 (FP8) at head dim 128 (below).
 //
 // A block of three warpgroups owns BQ = 128 query rows of one (batch, head) at a time: one such
 // work item, or where persistent (FA_FWD_WGMMA_PERSISTENT: non-causal calls at head dims up to
@@ -26,6 +27,14 @@
 // Tiles are stored as 64-column blocks of 128-byte rows in the 128-byte swizzle that wgmma's
 // descriptors name (fa_wgmma.cuh); zero-filled past the end of the keys, of the queries and of
 // the head dim.
+//
+// FP8 (T = fa_e4m3, head dim 128, 128-key tiles): rows of 128 bytes, products of k32. 8-bit wgmma
+// reads B K-major only, so V lands in a tile of its own and the loader transposes it into the ring
+// (fa_fp8_transpose_v), its keys permuted so that P's f32 accumulators become the A fragments of
+// O += P V in place: each thread converts its own scores, no shuffle. The descales fold into the
+// scores' scale (dq dk) and into the epilogue's 1 / l (dv). P is exp2(s - m + 8), at most 256 of
+// e4m3's 448, so that small probabilities keep e4m3's normal range; l sums the same f32 values,
+// and LSE takes the 8 back off. O leaves from registers in o's dtype (f32, f16 or bf16).
 #pragma once
 
 #include "fa_mask.cuh"
@@ -41,12 +50,13 @@ template <int D, int ROWS, typename T>
 __device__ __forceinline__ void fa_fwdw_load(unsigned dst, const T *src, long long stride, int r0,
                                              int n, int head_dim, int t)
 {
-    constexpr int CH = D / 8, STEP = 128 / CH;
+    constexpr int E = 16 / (int)sizeof(T); // elements a chunk
+    constexpr int CH = D / E, STEP = 128 / CH;
     static_assert((STEP % 8 == 0 || STEP == 4) && ROWS % STEP == 0, "rows 4 or 8k apart");
     const int row = t / CH, ch = t % CH;
     dst += (unsigned)((ch >> 3) * ROWS * 128 + row * 128 + (((ch & 7) ^ (row & 7)) << 4));
-    const bool col_ok = ch * 8 < head_dim;
-    const T *g = src + (long long)(r0 + row) * stride + ch * 8;
+    const bool col_ok = ch * E < head_dim;
+    const T *g = src + (long long)(r0 + row) * stride + ch * E;
 #pragma unroll 2
     for (int i = 0; i < ROWS / STEP; i++) {
         const bool ok = col_ok && r0 + row + i * STEP < n;
@@ -56,30 +66,126 @@ __device__ __forceinline__ void fa_fwdw_load(unsigned dst, const T *src, long lo
     }
 }
 
+// FP8: the key that position j of a 32-key step of O += P V's A fragments holds. Lane t's S
+// accumulators hold keys 8 n + 2 t, + 1 (n = 0..3) of rows g and g + 8; its A fragment wants
+// positions 4 t..4 t + 3 and 16 + 4 t.. of the same rows. So position 16 h + 4 t + i holds key
+// 16 h + 8 (i >> 1) + 2 t + (i & 1), and V's rows are stored in that order.
+__device__ __forceinline__ int fa_fp8_key_of(int j)
+{
+    return (j & 16) | ((j & 2) << 2) | ((j >> 1) & 6) | (j & 1);
+}
+
+// FP8: a V tile of 128 keys x 128 head dims (e4m3, as fa_fwdw_load stores it: 128-byte rows,
+// swizzled) transposed into O += P V's B operand: a 128-byte row per head dim, the keys in
+// fa_fp8_key_of's order, swizzled alike. By the loading warpgroup (t = 0..127): 4 x 4-byte blocks,
+// each read as a word from four key rows and written as a word to four head-dim rows (byte
+// permutes between), the lanes spread so that reads and writes meet 2-way bank conflicts at most.
+__device__ __forceinline__ void fa_fp8_transpose_v(unsigned dst, unsigned src, int t)
+{
+    const int lane = t & 31, w = t >> 5;
+    const int dlo = lane & 3, tq = (lane >> 2) & 3, hb = lane >> 4;
+#pragma unroll 1
+    for (int i = 0; i < 8; i++) {
+        const int block = w * 8 + i, kc = block >> 3; // 32-key step kc
+        const int d4 = 4 * (block & 7) + dlo;         // head dims 4 d4..4 d4 + 3
+        const int kg = 8 * kc + 4 * hb + tq;          // positions 4 kg..4 kg + 3
+        unsigned x[4], y[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int key = 32 * kc + fa_fp8_key_of(16 * hb + 4 * tq + j);
+            const unsigned at = src + key * 128 + (((d4 >> 2) ^ (key & 7)) << 4) + (d4 & 3) * 4;
+            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x[j]) : "r"(at));
+        }
+        // x[j] holds head dims 4 d4.. of position 4 kg + j; y[e] the four positions of dim 4 d4 + e
+        const unsigned a0 = __byte_perm(x[0], x[1], 0x5140), a1 = __byte_perm(x[0], x[1], 0x7362);
+        const unsigned b0 = __byte_perm(x[2], x[3], 0x5140), b1 = __byte_perm(x[2], x[3], 0x7362);
+        y[0] = __byte_perm(a0, b0, 0x5410);
+        y[1] = __byte_perm(a0, b0, 0x7632);
+        y[2] = __byte_perm(a1, b1, 0x5410);
+        y[3] = __byte_perm(a1, b1, 0x7632);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int d = 4 * d4 + e;
+            const unsigned at = dst + d * 128 + (((kg >> 2) ^ (d & 7)) << 4) + (kg & 3) * 4;
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(y[e]) : "memory");
+        }
+    }
+}
+
+// FP8: descale factor i (0: q, 1: k, 2: v) of batch entry b, KV head hk (1 where absent).
+__device__ __forceinline__ float fa_descale(const fa_cuda_params &p, int i, int b, int hk)
+{
+    const fa_cuda_tensor &t = p.descale[i];
+    return t.ptr ? ((const float *)t.ptr)[b * t.stride_b + hk * t.stride_h] : 1.f;
+}
+
+// FP8: O (a warpgroup's 64 x D accumulators, rows row_lo and row_lo + 8 of this thread) times
+// inv[r] into o, whose dtype is p.o_dtype: each thread's two adjacent columns as one store.
+template <int D>
+__device__ __forceinline__ void fa_fwdw_store_o(const fa_cuda_params &p, const float (&o)[D / 2],
+                                                const float (&inv)[2], int b, int h, int row_lo,
+                                                int t2)
+{
+    const long long base = fa_at(p.o, b, 0, h);
+    auto store = [&](auto out_c) {
+        using O = decltype(out_c);
+        O *og = (O *)p.o.ptr + base;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int row = row_lo + 8 * r;
+            if (row >= p.seq_q)
+                continue;
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                const int col = 8 * n + t2;
+                if (col >= p.head_dim)
+                    continue;
+                const float x = o[4 * n + 2 * r] * inv[r], y = o[4 * n + 2 * r + 1] * inv[r];
+                O *at = og + (long long)row * p.o.stride_s + col;
+                if constexpr (std::is_same<O, float>::value)
+                    *(float2 *)at = make_float2(x, y);
+                else
+                    *(unsigned *)at = fa_pack2<O>(x, y);
+            }
+        }
+    };
+    if (p.o_dtype == FA_CUDA_BIAS_F32)
+        store(0.f);
+    else if (p.o_dtype == FA_CUDA_BIAS_F16)
+        store(__half());
+    else
+        store(__nv_bfloat16());
+}
+
 template <typename T, int D, int BK, bool PERSIST>
 __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 {
     constexpr int BQ = FA_FWD_WGMMA_BQ, ST = FA_FWD_WGMMA_STAGES_D(D), CH = D / 8;
     constexpr int NQ = PERSIST ? 2 : 1; // Q buffers: the next item's Q lands during this one
     static_assert(!PERSIST || FA_FWD_WGMMA_PERSISTENT(D), "the host's grid");
-    constexpr unsigned Q_BYTES = BQ * D * 2, TILE_BYTES = BK * D * 2;
+    constexpr bool FP8 = fa_is_e4m3<T>;
+    static_assert(!FP8 || (D == 128 && BK == 128), "FP8: 128-byte rows, fa_fp8_transpose_v's tile");
+    constexpr unsigned ES = sizeof(T), Q_BYTES = BQ * D * ES, TILE_BYTES = BK * D * ES;
+    constexpr int KSTEP = 32 / ES;      // keys (or head dims) a wgmma takes: k16, FP8 k32
+    constexpr int NV = FP8 ? 2 : 0;     // FP8: tiles where V lands before its transpose
     constexpr int OH = D > 128 ? 2 : 1; // O += P V in OH products of D / OH columns
     static_assert(FA_FWD_WGMMA_THREADS == 384, "a loading and two computing warpgroups");
     // setmaxnreg.inc waits for registers the loader gave back: both must fit the 168 a thread
     // that __launch_bounds__(384, 1) allots the block
     static_assert(128 * FA_FWD_WGMMA_LOAD_REGS + 256 * FA_FWD_WGMMA_MATH_REGS <= 384 * 168,
                   "loading and computing registers within the block's");
-    static_assert(NQ * Q_BYTES + 2 * ST * TILE_BYTES + 8 * (4 + 4 * ST) + 1024 <=
-                      FA_FWD_WGMMA_SMEM(D),
+    static_assert(NQ * Q_BYTES + (2 * ST + NV) * TILE_BYTES + 8 * (4 + 4 * ST) + 1024 <=
+                      (FP8 ? FA_FWD_WGMMA_SMEM_E4M3(D) : FA_FWD_WGMMA_SMEM(D)),
                   "the host's shared memory size");
     // wgmma's swizzle needs 1 KiB-aligned tiles; dynamic shared memory is only promised 16 bytes
     extern __shared__ __align__(1024) unsigned char fa_fwdw_raw[];
     const unsigned raw = fa_smem_addr(fa_fwdw_raw), sQ = (raw + 1023) & ~1023u;
     unsigned char *const fa_fwdw_smem = fa_fwdw_raw + (sQ - raw);
     const unsigned sK = sQ + NQ * Q_BYTES, sV = sK + ST * TILE_BYTES; // stage s at + s TILE_BYTES
+    const unsigned sV_land = sV + ST * TILE_BYTES; // FP8: tile n's V lands at + (n & 1) TILE_BYTES
     // mbarriers: Q full and Q empty (two each), then per stage K full, V full, K empty, V empty
     // (stage s at + 8 s)
-    const unsigned bar_q = sV + ST * TILE_BYTES, bar_q_empty = bar_q + 16;
+    const unsigned bar_q = sV_land + NV * TILE_BYTES, bar_q_empty = bar_q + 16;
     const unsigned bar_full_k = bar_q + 32;
     const unsigned bar_full_v = bar_full_k + 8 * ST, bar_empty_k = bar_full_v + 8 * ST;
     const unsigned bar_empty_v = bar_empty_k + 8 * ST;
@@ -161,16 +267,23 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     fa_cp_async_commit();
                 }
                 fa_cp_async_wait<0>();
+                if (FP8 && it > 0) { // every thread's copies of V(it - 1) landed: transpose it
+                    fa_named_barrier(5, 128);
+                    fa_fp8_transpose_v(sV + ((g + it - 1) % ST) * TILE_BYTES,
+                                       sV_land + ((g + it - 1) & 1) * TILE_BYTES, wt);
+                }
                 fa_fence_proxy_async();
                 if (it < ntiles)
                     fa_mbar_arrive(bar_full_k + 8 * s);
                 if (it > 0)
                     fa_mbar_arrive(bar_full_v + 8 * ((g + it - 1) % ST));
                 if (it < ntiles) {
+                    // (FP8: V(it - 2)'s landing tile was read before the barrier above)
                     if (use > 0)
                         fa_mbar_wait(bar_empty_v + 8 * s, (use - 1) & 1);
-                    fa_fwdw_load<D, BK>(sV + s * TILE_BYTES, Vg, p.v.stride_s, (t0 + it) * BK,
-                                        p.seq_k, p.head_dim, wt);
+                    fa_fwdw_load<D, BK>(FP8 ? sV_land + ((g + it) & 1) * TILE_BYTES
+                                            : sV + s * TILE_BYTES,
+                                        Vg, p.v.stride_s, (t0 + it) * BK, p.seq_k, p.head_dim, wt);
                     fa_cp_async_commit();
                 }
             }
@@ -212,9 +325,18 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // c takes S to log2 units in the exponent's multiply. A softcap or a bias (or ALiBi where c
         // would be 0) makes S the (capped, biased) scores in log2 units, with c = 1; ALiBi alone
         // leaves S as q.k (c = scale log2 e) and adds its term divided by c: one FFMA a score.
+        // FP8: dq dk scale the scores, dv the output (fa_cuda_params.descale)
+        float scale_log2 = p.scale_log2, softcap_k = p.softcap_k, dv = 1.f;
+        if constexpr (FP8) {
+            const int hk = h / p.group;
+            const float dqk = fa_descale(p, 0, b, hk) * fa_descale(p, 1, b, hk);
+            scale_log2 *= dqk;
+            softcap_k *= dqk;
+            dv = fa_descale(p, 2, b, hk);
+        }
         const bool cap = p.softcap != 0.f;
-        const bool logs = cap || p.bias_dtype || (p.has_alibi && p.scale_log2 == 0.f);
-        const float c = logs ? 1.f : p.scale_log2;
+        const bool logs = cap || p.bias_dtype || (p.has_alibi && scale_log2 == 0.f);
+        const float c = logs ? 1.f : scale_log2;
         const float slope = fa_alibi_slope(p, b, h) / c;
         const float masked = c > 0.f ? -INFINITY : INFINITY;
         constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
@@ -225,33 +347,46 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             o[i] = 0.f;
         float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
         float sc[BK / 2]; // S: sc[4 n + e] = row row_lo + 8 (e >> 1), key 8 n + t2 + (e & 1)
-        // P of the previous tile, rounded to T, as the A fragments of O += P V (keys 16 k2..); for
-        // bf16 on the masked tiles also the remainder P - bf16(P), as in fa_forward_mma.cuh
-        unsigned ph[BK / 16][4], pl[BF16 ? BK / 16 : 1][4];
+        // P of the previous tile, rounded to T, as the A fragments of O += P V (keys KSTEP k2..,
+        // FP8 in fa_fp8_key_of's order); for bf16 on the masked tiles also the remainder
+        // P - bf16(P), as in fa_forward_mma.cuh
+        unsigned ph[BK / KSTEP][4], pl[BF16 ? BK / 16 : 1][4];
         const unsigned q_at = sQk + cw * 64 * 128;
 
         auto issue_s = [&](int it) {
             const unsigned k_at = sK + ((g + it) % ST) * TILE_BYTES;
 #pragma unroll
-            for (int kk = 0; kk < D / 16; kk++)
-                fa_wgmma_ss<T, BK>(
-                    sc, fa_wgmma_desc(q_at + (kk >> 2) * BQ * 128 + (kk & 3) * 32, 16, 1024),
-                    fa_wgmma_desc(k_at + (kk >> 2) * BK * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+            for (int kk = 0; kk < D / KSTEP; kk++) {
+                const unsigned long long qd =
+                    fa_wgmma_desc(q_at + (kk >> 2) * BQ * 128 + (kk & 3) * 32, 16, 1024);
+                const unsigned long long kd =
+                    fa_wgmma_desc(k_at + (kk >> 2) * BK * 128 + (kk & 3) * 32, 16, 1024);
+                if constexpr (FP8)
+                    fa_wgmma_ss_e4m3_n128(sc, qd, kd, kk > 0);
+                else
+                    fa_wgmma_ss<T, BK>(sc, qd, kd, kk > 0);
+            }
         };
         auto issue_pv = [&](int it, auto lo_c) {
             const unsigned v_at = sV + ((g + it) % ST) * TILE_BYTES;
+            if constexpr (FP8) { // V^T: 128-byte rows of keys, k32 steps along them
 #pragma unroll
-            for (int k2 = 0; k2 < BK / 16; k2++)
+                for (int k2 = 0; k2 < BK / KSTEP; k2++)
+                    fa_wgmma_rs_e4m3_n128(o, ph[k2], fa_wgmma_desc(v_at + k2 * 32, 16, 1024));
+            } else {
 #pragma unroll
-                for (int h = 0; h < OH; h++) { // head dim 256: two products of 128 columns
-                    float(&oh)[D / 2 / OH] =
-                        *reinterpret_cast<float(*)[D / 2 / OH]>(&o[h * D / 2 / OH]);
-                    const unsigned long long vd =
-                        fa_wgmma_desc(v_at + k2 * 2048 + h * 2 * BK * 128, BK * 128, 1024);
-                    fa_wgmma_rs<T, D / OH>(oh, ph[k2], vd);
-                    if constexpr (decltype(lo_c)::value)
-                        fa_wgmma_rs<T, D / OH>(oh, pl[k2 % (BF16 ? BK / 16 : 1)], vd);
-                }
+                for (int k2 = 0; k2 < BK / 16; k2++)
+#pragma unroll
+                    for (int h = 0; h < OH; h++) { // head dim 256: two products of 128 columns
+                        float(&oh)[D / 2 / OH] =
+                            *reinterpret_cast<float(*)[D / 2 / OH]>(&o[h * D / 2 / OH]);
+                        const unsigned long long vd =
+                            fa_wgmma_desc(v_at + k2 * 2048 + h * 2 * BK * 128, BK * 128, 1024);
+                        fa_wgmma_rs<T, D / OH>(oh, ph[k2], vd);
+                        if constexpr (decltype(lo_c)::value)
+                            fa_wgmma_rs<T, D / OH>(oh, pl[k2 % (BF16 ? BK / 16 : 1)], vd);
+                    }
+            }
         };
         // Mask, online softmax and P of tile `it` from sc (O is not in flight here).
         auto softmax = [&](int it, auto mask_c) {
@@ -260,13 +395,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             if (cap) {
 #pragma unroll
                 for (int i = 0; i < BK / 2; i++)
-                    sc[i] = p.softcap_log2 * fa_softcap_tanh(sc[i], p.softcap_k);
+                    sc[i] = p.softcap_log2 * fa_softcap_tanh(sc[i], softcap_k);
             }
             // row row_lo + 8 r's distance from key k0 + t2 is d(r); sc[4 n + 2 r + e] is that
             // key + 8 n + e
             auto d = [&](int r) { return (float)(row_lo + 8 * r + (p.seq_k - p.seq_q) - k0 - t2); };
-            if (logs && (p.has_alibi || p.bias_dtype)) {    // (slope 0 without ALiBi)
-                const float s_c = cap ? 1.f : p.scale_log2; // to log2 units where not capped
+            if (logs && (p.has_alibi || p.bias_dtype)) {  // (slope 0 without ALiBi)
+                const float s_c = cap ? 1.f : scale_log2; // to log2 units where not capped
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
                     const long long brow = fa_bias_row(p, b, row_lo + 8 * r, h);
@@ -349,8 +484,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             }
             float m_use[2], sum[2] = {0.f, 0.f};
 #pragma unroll
-            for (int r = 0; r < 2; r++)
-                m_use[r] = m[r] == -INFINITY ? 0.f : m[r];
+            for (int r = 0; r < 2; r++) // FP8: P = exp2(s - m + 8), up to 256
+                m_use[r] = (m[r] == -INFINITY ? 0.f : m[r]) - (FP8 ? 8.f : 0.f);
             auto make_p = [&](auto fused_c) {
                 constexpr bool fused = decltype(fused_c)::value;
                 auto arg = [&](float s, int r) {
@@ -363,12 +498,19 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                         const float p0 = fa_exp2(arg(sc[4 * n + 2 * r], r));
                         const float p1 = fa_exp2(arg(sc[4 * n + 2 * r + 1], r));
                         sum[r] += p0 + p1;
-                        const unsigned hi = fa_pack2<T>(p0, p1);
-                        ph[n / 2][(n & 1) * 2 + r] = hi;
-                        if constexpr (BF16 && mask)
-                            pl[n / 2][(n & 1) * 2 + r] =
-                                fa_pack2<T>(p0 - __uint_as_float(hi << 16),
-                                            p1 - __uint_as_float(hi & 0xffff0000u));
+                        if constexpr (FP8) { // keys 8 n + t2, + 1: bytes 2 (n & 1), + 1 of the
+                            // fragment register of rows r and key half (n & 2) / 2
+                            unsigned &f = ph[n / 4][r + (n & 2)];
+                            const unsigned e = fa_e4m3x2(p0, p1);
+                            f = n & 1 ? __byte_perm(f, e, 0x5410) : e;
+                        } else {
+                            const unsigned hi = fa_pack2<T>(p0, p1);
+                            ph[n / 2][(n & 1) * 2 + r] = hi;
+                            if constexpr (BF16 && mask)
+                                pl[n / 2][(n & 1) * 2 + r] =
+                                    fa_pack2<T>(p0 - __uint_as_float(hi << 16),
+                                                p1 - __uint_as_float(hi & 0xffff0000u));
+                        }
                     }
             };
             // One FFMA a score where the warp's row maxima are below 64 (log2 units): the residual
@@ -472,46 +614,49 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         }
         g += ntiles;
 
-        // O / l through this warpgroup's rows of the Q tile (its own wgmma no longer read them),
-        // then 16-byte stores.
-        T *Og = (T *)p.o.ptr + fa_at(p.o, b, 0, h);
         float *L = (float *)p.lse.ptr + fa_at(p.lse, b, 0, h);
         float inv[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
             l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-            inv[r] = l[r] != 0.f ? 1.f / l[r] : 0.f;
+            inv[r] = l[r] != 0.f ? dv / l[r] : 0.f;
         }
-        const int srow = 64 * cw + 16 * wq + (lane >> 2);
-#pragma unroll
-        for (int n = 0; n < D / 8; n++)
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int row = srow + 8 * r;
-                const unsigned off = (unsigned)((n >> 3) * BQ * 128 + row * 128 +
-                                                (((n & 7) ^ (row & 7)) << 4) + t2 * 2);
-                *(unsigned *)(q_smem + off) =
-                    fa_pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
-            }
         if (p.has_lse && (lane & 3) == 0) {
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 const int gr = row_lo + r * 8;
-                if (gr < p.seq_q)
+                if (gr < p.seq_q) // (FP8: l sums P = exp2(s - m + 8))
                     L[gr * p.lse.stride_s] =
-                        l[r] != 0.f ? (m[r] + log2f(l[r])) * FA_LN2 : -INFINITY;
+                        l[r] != 0.f ? (m[r] + log2f(l[r]) - (FP8 ? 8.f : 0.f)) * FA_LN2 : -INFINITY;
             }
         }
-        fa_named_barrier(1 + cw, 128);
+        if constexpr (FP8) { // two columns a thread, straight from the accumulators
+            fa_fwdw_store_o<D>(p, o, inv, b, h, row_lo, t2);
+        } else { // O / l through this warpgroup's rows of the Q tile (its own wgmma no longer read
+            // them), then 16-byte stores
+            T *Og = (T *)p.o.ptr + fa_at(p.o, b, 0, h);
+            const int srow = 64 * cw + 16 * wq + (lane >> 2);
 #pragma unroll
-        for (int i = 0; i < 64 * CH / 128; i++) {
-            const int cidx = wt + i * 128, row = cidx / CH, ch = cidx % CH, gr = r0 + row;
-            const int srw = 64 * cw + row;
-            if (gr < p.seq_q && ch * 8 < p.head_dim)
-                *(uint4 *)(Og + gr * p.o.stride_s + ch * 8) =
-                    *(const uint4 *)(q_smem + (ch >> 3) * BQ * 128 + srw * 128 +
-                                     (((ch & 7) ^ (srw & 7)) << 4));
+            for (int n = 0; n < D / 8; n++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int row = srow + 8 * r;
+                    const unsigned off = (unsigned)((n >> 3) * BQ * 128 + row * 128 +
+                                                    (((n & 7) ^ (row & 7)) << 4) + t2 * 2);
+                    *(unsigned *)(q_smem + off) =
+                        fa_pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
+                }
+            fa_named_barrier(1 + cw, 128);
+#pragma unroll
+            for (int i = 0; i < 64 * CH / 128; i++) {
+                const int cidx = wt + i * 128, row = cidx / CH, ch = cidx % CH, gr = r0 + row;
+                const int srw = 64 * cw + row;
+                if (gr < p.seq_q && ch * 8 < p.head_dim)
+                    *(uint4 *)(Og + gr * p.o.stride_s + ch * 8) =
+                        *(const uint4 *)(q_smem + (ch >> 3) * BQ * 128 + srw * 128 +
+                                         (((ch & 7) ^ (srw & 7)) << 4));
+            }
         }
         if constexpr (PERSIST) // this warpgroup's rows of the Q buffer are read: it may refill
             fa_mbar_arrive(bar_q_empty + 8 * (k % NQ));

@@ -9,6 +9,7 @@
 
 #define FA_T_F16 __half
 #define FA_T_BF16 __nv_bfloat16
+#define FA_T_E4M3 fa_e4m3
 
 #define FA_INSTANTIATE_FWD_WGMMA(name, T, D, P1, P2)                                               \
     extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS, 1)                          \

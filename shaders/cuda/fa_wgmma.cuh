@@ -311,3 +311,42 @@ __device__ __forceinline__ void fa_wgmma_rs(float (&d)[N / 2], const unsigned (&
     else
         fa_wgmma_rs_n128<T, TB>(d, a, b, accumulate);
 }
+
+// ---- FP8: e4m3 operands, wgmma.mma_async m64nNk32 with f32 accumulators ---------------------
+// An e4m3 element as the kernels see it: its byte (OCP E4M3, CUDA's __nv_fp8_e4m3).
+struct fa_e4m3 {
+    unsigned char bits;
+};
+template <typename T> constexpr bool fa_is_e4m3 = std::is_same<T, fa_e4m3>::value;
+
+// lo and hi rounded to e4m3 (nearest even, saturating at +-448) in the low and high byte of 16
+// bits.
+__device__ __forceinline__ unsigned fa_e4m3x2(float lo, float hi)
+{
+    unsigned short r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+// 8-bit operands have no transposed form: A and B are both K-major (k32 = 32 bytes a row per
+// instruction, the same bytes as k16 of f16), A from shared memory (_ss) or registers (_rs: four
+// registers of four bytes, rows g and g + 8 of the warp's 16, keys 4 t.. and 16 + 4 t.., as
+// mma.sync's m16n8k32 A fragment).
+__device__ __forceinline__ void fa_wgmma_ss_e4m3_n128(float (&d)[64], unsigned long long a,
+                                                      unsigned long long b, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " FA_WG_ACC64
+                 ", %64, %65, p, 1, 1;\n}\n"
+                 : FA_WG_OPS64(d)
+                 : "l"(a), "l"(b), "r"(accumulate));
+}
+__device__ __forceinline__ void fa_wgmma_rs_e4m3_n128(float (&d)[64], const unsigned (&a)[4],
+                                                      unsigned long long b)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " FA_WG_ACC64
+                 ", {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                 : FA_WG_OPS64(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
+}

@@ -158,6 +158,9 @@ int main(void)
         "change some choices; the defaults are shown.\n");
     table("Forward", cols, 4, FA_DTYPE_F16, false, false);
     table("Forward, f32", cols, 4, FA_DTYPE_F32, false, false);
+    table("Forward, FP8 (e4m3: head dims that are multiples of 16; an empty cell is "
+          "ERROR_UNSUPPORTED_DTYPE)",
+          cols, 4, FA_DTYPE_E4M3, false, false);
     decode_table(cols, 4);
     table("Backward", cols, 4, FA_DTYPE_F16, true, false);
     table("Backward, deterministic", cols, 4, FA_DTYPE_F16, true, true);
@@ -166,9 +169,10 @@ int main(void)
     for (int k = 0; k < FA_CUDA_K_COUNT; k++) {
         const fa_cuda_kernel_info *i = &fa_cuda_kernels[k];
         printf("| `%s` | %s | %s | %u | %u | %u |\n", i->name, family_names[i->family],
-               i->dtype == FA_DTYPE_F32   ? "f32"
-               : i->dtype == FA_DTYPE_F16 ? "f16"
-                                          : "bf16",
+               i->dtype == FA_DTYPE_F32    ? "f32"
+               : i->dtype == FA_DTYPE_F16  ? "f16"
+               : i->dtype == FA_DTYPE_BF16 ? "bf16"
+                                           : "e4m3",
                i->d, i->p1, i->p2);
     }
     printf(
