@@ -21,7 +21,7 @@ run_check() { # name, run options...
     step "check_$name" 120 "$tool" run --backend cuda --dtype e4m3 --check --repeat 3 "$@"
 }
 {
-    step devices 60 "$tool" devices --log info
+    step devices 60 "$tool" devices
     step fp8_conf 120 "$tool" conformance --backend cuda --full --filter fp8 --verbose
     step cuda_quick 300 "$tool" conformance --backend cuda --quick
     step memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 9 \

@@ -322,11 +322,15 @@ typedef struct fa_cuda_params {
     ((FA_FWD_WGMMA_PERSISTENT(d) ? 2 : 1) * FA_FWD_WGMMA_BQ * (d)*2 +                              \
      2 * FA_FWD_WGMMA_STAGES_D(d) * FA_FWD_WGMMA_BK(d) * (d)*2 +                                   \
      8 * (4 + 4 * FA_FWD_WGMMA_STAGES_D(d)) + 1024)
-/* The same kernel on e4m3 inputs (head dim 128 alone: 128-byte rows): 1-byte elements, and two
- * more V tiles where V lands before the loader transposes it into the ring (8-bit wgmma operands
- * are K-major only, and O += P V needs V's keys along the rows): 129 KiB. */
+/* The same kernel on e4m3 inputs (head dim 128 alone: 128-byte rows): 1-byte elements, a ring of
+ * FA_FWD_WGMMA_STAGES_E4M3 stages, and two more V tiles where V lands before the loader transposes
+ * it into the ring (8-bit wgmma operands are K-major only, and O += P V needs V's keys along the
+ * rows): 129 KiB with two stages. */
+#ifndef FA_FWD_WGMMA_STAGES_E4M3
+#define FA_FWD_WGMMA_STAGES_E4M3 2
+#endif
 #define FA_FWD_WGMMA_SMEM_E4M3(d)                                                                  \
-    (2 * FA_FWD_WGMMA_BQ * (d) + 2 * FA_FWD_WGMMA_STAGES_D(d) * FA_FWD_WGMMA_BK(d) * (d) +         \
-     2 * FA_FWD_WGMMA_BK(d) * (d) + 8 * (4 + 4 * FA_FWD_WGMMA_STAGES_D(d)) + 1024)
+    (2 * FA_FWD_WGMMA_BQ * (d) + 2 * FA_FWD_WGMMA_STAGES_E4M3 * FA_FWD_WGMMA_BK(d) * (d) +         \
+     2 * FA_FWD_WGMMA_BK(d) * (d) + 8 * (4 + 4 * FA_FWD_WGMMA_STAGES_E4M3) + 1024)
 
 #endif
