@@ -205,13 +205,19 @@ static fa_status run_plan(fa_context *ctx, const fa_cuda_plan *plan, fa_cuda_par
     return status;
 }
 
+/* The forward call as the planner sees it. */
+static fa_cuda_problem forward_problem(const fa_attention_call *call)
+{
+    const fa_cuda_params p = params_of(call, false);
+    return problem_of(call, &p, false);
+}
+
 /* Per-sequence lengths and a paged cache reach the split-key forward alone (the decoding
  * path): UNSUPPORTED, saying why, for a call it cannot take. */
 static fa_status check_index_tensors(fa_context *ctx, const fa_attention_call *call)
 {
     const fa_cuda_state *st = ctx->backend_state;
-    const fa_cuda_params p = params_of(call, false);
-    const fa_cuda_problem pb = problem_of(call, &p, false);
+    const fa_cuda_problem pb = forward_problem(call);
     char why[192];
     if (fa_cuda_split_takes(&st->caps, &pb, why, sizeof why))
         return FA_OK;
@@ -229,8 +235,7 @@ static fa_status check_index_tensors(fa_context *ctx, const fa_attention_call *c
 static fa_status check_fp8(fa_context *ctx, const fa_attention_call *call)
 {
     const fa_cuda_state *st = ctx->backend_state;
-    const fa_cuda_params p = params_of(call, false);
-    const fa_cuda_problem pb = problem_of(call, &p, false);
+    const fa_cuda_problem pb = forward_problem(call);
     char why[192];
     if (fa_cuda_fp8_takes(&st->caps, &pb, why, sizeof why))
         return FA_OK;

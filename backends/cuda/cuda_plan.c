@@ -250,21 +250,31 @@ bool fa_cuda_fp8_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, char
     return false;
 }
 
-/* FP8 (e4m3): the wgmma forward's E4M3 row, persistent where not causal; nothing for a packed
- * batch (the runtime runs it sequence by sequence) or a call fa_cuda_fp8_takes refuses. */
-static void plan_fp8(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
+/* The wgmma forward's launch: a block a (query tile, head, batch entry), or where persistent
+ * (the kernel's FA_FWD_WGMMA_PERSISTENT head dims, neither causal nor packed) at most a block an
+ * SM taking the items in turn. */
+static void add_wgmma_forward(fa_cuda_plan *plan, const fa_cuda_caps *caps,
+                              const fa_cuda_problem *pb, fa_cuda_kernel kernel, uint32_t d,
+                              unsigned smem, const char *what)
 {
-    if (pb->varlen || !fa_cuda_fp8_takes(caps, pb, NULL, 0))
-        return;
     unsigned gx = blocks(pb->seq_q, FA_FWD_WGMMA_BQ);
     int64_t gy = pb->heads_q, gz = pb->batch;
-    if (!pb->causal) {
+    if (!pb->varlen && !pb->causal && FA_FWD_WGMMA_PERSISTENT(d)) {
         const int64_t items = (int64_t)gx * gy * gz;
         const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
         gx = (unsigned)(items < sms ? items : sms), gy = gz = 1;
     }
-    add(plan, find(FA_CUDA_FWD_WGMMA, FA_DTYPE_E4M3, 128, 0), gx, gy, gz, FA_FWD_WGMMA_THREADS,
-        FA_FWD_WGMMA_SMEM_E4M3(128), "launching the Hopper (wgmma) FP8 forward");
+    add(plan, kernel, gx, gy, gz, FA_FWD_WGMMA_THREADS, smem, what);
+}
+
+/* FP8 (e4m3): the wgmma forward's E4M3 row; nothing for a packed batch (the runtime runs it
+ * sequence by sequence) or a call fa_cuda_fp8_takes refuses. */
+static void plan_fp8(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
+{
+    if (pb->varlen || !fa_cuda_fp8_takes(caps, pb, NULL, 0))
+        return;
+    add_wgmma_forward(plan, caps, pb, find(FA_CUDA_FWD_WGMMA, FA_DTYPE_E4M3, 128, 0), 128,
+                      FA_FWD_WGMMA_SMEM_E4M3(128), "launching the Hopper (wgmma) FP8 forward");
 }
 
 void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
@@ -309,15 +319,8 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
      * rows where the catalogue has one, else nothing */
     if (fast && caps->wgmma_fwd && d >= 64 && row_exists(wg_family, pb->dtype, wg_d, 0) &&
         (int)wg_smem <= caps->smem_optin) {
-        unsigned gx = blocks(pb->seq_q, FA_FWD_WGMMA_BQ); /* a block a (query tile, head, batch) */
-        int64_t gy = pb->heads_q, gz = pb->batch;
-        if (!pb->varlen && !pb->causal && FA_FWD_WGMMA_PERSISTENT(wg_d)) { /* a block an SM */
-            const int64_t items = (int64_t)gx * gy * gz;
-            const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
-            gx = (unsigned)(items < sms ? items : sms), gy = gz = 1;
-        }
-        add(plan, find(wg_family, pb->dtype, wg_d, 0), gx, gy, gz, FA_FWD_WGMMA_THREADS, wg_smem,
-            "launching the Hopper (wgmma) forward");
+        add_wgmma_forward(plan, caps, pb, find(wg_family, pb->dtype, wg_d, 0), wg_d, wg_smem,
+                          "launching the Hopper (wgmma) forward");
     } else if (pb->varlen && !(fast && row_exists(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq)))
         return;
     else if (tf32)
