@@ -99,6 +99,9 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
         .pNext = &maintenance4,
         .vulkanMemoryModel = VK_TRUE,
+        /* with the memory model on, device scope (the decoding merge's barriers and count, the
+         * 16-bit stores' atomics) needs this too */
+        .vulkanMemoryModelDeviceScope = VK_TRUE,
     };
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,

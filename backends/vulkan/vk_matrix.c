@@ -157,6 +157,8 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
         off = "no 16-bit storage";
     else if (!(has_memory_model && memory_model.vulkanMemoryModel))
         off = "no vulkanMemoryModel";
+    else if (!memory_model.vulkanMemoryModelDeviceScope) /* any device scope, with the model on */
+        off = "no vulkanMemoryModelDeviceScope";
     else if (!maintenance4.maintenance4) /* SPIR-V 1.6 sets the workgroup size by LocalSizeId */
         off = "no maintenance4";
     else if (!(subgroup->supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||

@@ -217,7 +217,14 @@ void main()
             o[r * QPLM + q] = vec4(0.0);
     }
 
-    for (uint n0 = n_begin + sg * SG; n0 < n_stop; n0 += NT) {
+    // Every subgroup takes the same number of steps, those past the chunk's end idle (live
+    // false), so that the subgroup barriers below are met by the whole workgroup as often: they
+    // need only the subgroup, but Mesa 26's llvmpipe holds a subgroup that met one more than the
+    // others, and never runs the rest of it (its O and LSE went unwritten).
+    const uint steps = (n_stop - n_begin + NT - 1u) / NT;
+    for (uint step = 0u; step < steps; step++) {
+        const uint n0 = n_begin + step * NT + sg * SG;
+        const bool live = n0 < n_stop; // the same for every lane
         const uint key = n0 + lane, kn = min(key, n_stop - 1u);
         const uint k_row = k_base + KEY_ROW(kn, pc.k_sb, pc.k_ss);
         if (paged) {
@@ -228,57 +235,59 @@ void main()
         // The first K piece and the first V rows are requested before any is used.
         uvec4 kr[PU];
         RAW4 vr[VR * QPLM];
-        LOAD_K(0u)
-        LOAD_V(0u, n0)
+        if (live) {
+            LOAD_K(0u)
+            LOAD_V(0u, n0)
 
-        float s[RWM];
-        [[unroll]] for (uint r = 0u; r < RWM; r++)
-            s[r] = 0.0;
-        [[dont_unroll]] for (uint c = 0u; c < KP; c++) {
-            if (c > 0u)
-                LOAD_K(c)
-            [[unroll]] for (uint u = 0u; u < PU; u++)
-                [[unroll]] for (uint k = 0u; k < QPU; k++) {
-                    const vec4 kf = unit_quad(kr[u], k);
-                    [[unroll]] for (uint r = 0u; r < RWM; r++) { // one rounding per term
-                        if (r < RW && c * PU + u < DU) {
-                            const vec4 q = qs[r * DQ + (c * PU + u) * QPU + k];
-                            s[r] = fma(kf.w, q.w,
-                                       fma(kf.z, q.z, fma(kf.y, q.y, fma(kf.x, q.x, s[r]))));
+            float s[RWM];
+            [[unroll]] for (uint r = 0u; r < RWM; r++)
+                s[r] = 0.0;
+            [[dont_unroll]] for (uint c = 0u; c < KP; c++) {
+                if (c > 0u)
+                    LOAD_K(c)
+                [[unroll]] for (uint u = 0u; u < PU; u++)
+                    [[unroll]] for (uint k = 0u; k < QPU; k++) {
+                        const vec4 kf = unit_quad(kr[u], k);
+                        [[unroll]] for (uint r = 0u; r < RWM; r++) { // one rounding per term
+                            if (r < RW && c * PU + u < DU) {
+                                const vec4 q = qs[r * DQ + (c * PU + u) * QPU + k];
+                                s[r] = fma(kf.w, q.w,
+                                           fma(kf.z, q.z, fma(kf.y, q.y, fma(kf.x, q.x, s[r]))));
+                            }
                         }
                     }
-                }
-        }
-
-        float pv[RWM];
-        [[unroll]] for (uint r = 0u; r < RWM; r++) {
-            pv[r] = 0.0;
-            if (r < RW) {
-                const bool visible = key < n_stop && (!CAUSAL || int(key) <= lim[r]);
-                const float x = visible ? s[r] * pc.scale_log2 : NEG_INF;
-                const float m_new = max(m[r], subgroupMax(x));
-                // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled; a NaN
-                // score stays NaN (P = exp2(NaN)).
-                const bool none = m_new == NEG_INF;
-                const float alpha = none ? 1.0 : exp2(m[r] - m_new);
-                pv[r] = exp2(x - (none ? 0.0 : m_new));
-                l[r] = l[r] * alpha + pv[r];
-                m[r] = m_new;
-                [[unroll]] for (uint q = 0u; q < QPLM; q++)
-                    if (q < QPL)
-                        o[r * QPLM + q] *= alpha;
             }
+
+            float pv[RWM];
+            [[unroll]] for (uint r = 0u; r < RWM; r++) {
+                pv[r] = 0.0;
+                if (r < RW) {
+                    const bool visible = key < n_stop && (!CAUSAL || int(key) <= lim[r]);
+                    const float x = visible ? s[r] * pc.scale_log2 : NEG_INF;
+                    const float m_new = max(m[r], subgroupMax(x));
+                    // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled; a NaN
+                    // score stays NaN (P = exp2(NaN)).
+                    const bool none = m_new == NEG_INF;
+                    const float alpha = none ? 1.0 : exp2(m[r] - m_new);
+                    pv[r] = exp2(x - (none ? 0.0 : m_new));
+                    l[r] = l[r] * alpha + pv[r];
+                    m[r] = m_new;
+                    [[unroll]] for (uint q = 0u; q < QPLM; q++)
+                        if (q < QPL)
+                            o[r * QPLM + q] *= alpha;
+                }
+            }
+            [[unroll]] for (uint i = 0u; i < R4M; i++)
+                if (i < R4)
+                    ps[t * R4 + i] =
+                        vec4(pv[4u * i], pv[4u * i + 1u], pv[4u * i + 2u], pv[4u * i + 3u]);
         }
-        [[unroll]] for (uint i = 0u; i < R4M; i++)
-            if (i < R4)
-                ps[t * R4 + i] =
-                    vec4(pv[4u * i], pv[4u * i + 1u], pv[4u * i + 2u], pv[4u * i + 3u]);
         subgroupMemoryBarrierShared();
         subgroupBarrier();
 
-        const uint keys = min(SG, n_stop - n0);
+        const uint keys = live ? min(SG, n_stop - n0) : 0u;
         [[unroll]] for (uint j0 = 0u; j0 < SG; j0 += VR) {
-            if (j0 > 0u)
+            if (j0 > 0u && live)
                 LOAD_V(j0, n0)
             [[unroll]] for (uint j = 0u; j < VR; j++) {
                 const uint jj = j0 + j;
