@@ -285,22 +285,24 @@ void main()
         subgroupMemoryBarrierShared();
         subgroupBarrier();
 
-        const uint keys = live ? min(SG, n_stop - n0) : 0u;
-        [[unroll]] for (uint j0 = 0u; j0 < SG; j0 += VR) {
-            if (j0 > 0u && live)
-                LOAD_V(j0, n0)
-            [[unroll]] for (uint j = 0u; j < VR; j++) {
-                const uint jj = j0 + j;
-                if (jj < SG && jj < keys) { // the same for every lane
-                    [[unroll]] for (uint i = 0u; i < R4M; i++) {
-                        const vec4 p = ps[(sg * SG + jj) * R4 + (i < R4 ? i : 0u)];
-                        [[unroll]] for (uint q = 0u; q < QPLM; q++) {
-                            const vec4 vf = raw4_to_f32(vr[j * QPLM + q]);
-                            if (i < R4 && q < QPL) {
-                                o[(4u * i) * QPLM + q] += p.x * vf;
-                                o[(4u * i + 1u) * QPLM + q] += p.y * vf;
-                                o[(4u * i + 2u) * QPLM + q] += p.z * vf;
-                                o[(4u * i + 3u) * QPLM + q] += p.w * vf;
+        if (live) {
+            const uint keys = min(SG, n_stop - n0);
+            [[unroll]] for (uint j0 = 0u; j0 < SG; j0 += VR) {
+                if (j0 > 0u)
+                    LOAD_V(j0, n0)
+                [[unroll]] for (uint j = 0u; j < VR; j++) {
+                    const uint jj = j0 + j;
+                    if (jj < SG && jj < keys) { // the same for every lane
+                        [[unroll]] for (uint i = 0u; i < R4M; i++) {
+                            const vec4 p = ps[(sg * SG + jj) * R4 + (i < R4 ? i : 0u)];
+                            [[unroll]] for (uint q = 0u; q < QPLM; q++) {
+                                const vec4 vf = raw4_to_f32(vr[j * QPLM + q]);
+                                if (i < R4 && q < QPL) {
+                                    o[(4u * i) * QPLM + q] += p.x * vf;
+                                    o[(4u * i + 1u) * QPLM + q] += p.y * vf;
+                                    o[(4u * i + 2u) * QPLM + q] += p.z * vf;
+                                    o[(4u * i + 3u) * QPLM + q] += p.w * vf;
+                                }
                             }
                         }
                     }

@@ -296,6 +296,7 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
         return cli_fail_detail(FA_ERROR_OUT_OF_HOST_MEMORY, "cannot allocate the results");
     size_t n = 0, points = 2 * 2 * n_seqlens, point = 0;
     print_header(cpu);
+    const bool backward = dtype != FA_DTYPE_E4M3; /* the API takes e4m3 in the forward alone */
     for (int causal = 0; causal < 2; causal++) {
         for (size_t d = 0; d < 2; d++) {
             for (size_t s = 0; s < n_seqlens; s++) {
@@ -321,8 +322,6 @@ static int run_grid(fa_context *ctx, const bench_options *o, fa_dtype dtype, FIL
                                               .varlen = o->varlen};
                 fprintf(stderr, "[%zu/%zu] seqlen %" PRId64 ", head dim %" PRId64 "%s\n", ++point,
                         points, seqlen, head_dim, causal ? ", causal" : "");
-                /* FP8 has a forward only (the API takes e4m3 inputs nowhere else). */
-                const bool backward = dtype != FA_DTYPE_E4M3;
                 bench_point(ctx, &shape, backward, o, peak.gflops, &rows[n]);
                 print_row(&rows[n]);
                 if (backward)
