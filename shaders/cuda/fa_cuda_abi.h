@@ -293,6 +293,13 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_PINGPONG
 #define FA_FWD_WGMMA_PINGPONG 1
 #endif
+/* The FP8 forward's loader: 2 (the default) issues each K and V copy before waiting for the
+ * previous one, so that a copy's latency overlaps the transpose; 1 waits for all its copies after
+ * each issue, as the 16-bit forward does (H200, D=128 N=16k: 631-633 TF/s against 571;
+ * docs/PERF.md). */
+#ifndef FA_FWD_WGMMA_FP8_LOADER
+#define FA_FWD_WGMMA_FP8_LOADER 2
+#endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128
 #endif

@@ -81,11 +81,13 @@ __device__ __forceinline__ int fa_fp8_key_of(int j)
 // fa_fp8_key_of's order, swizzled alike. By the loading warpgroup (t = 0..127): 4 x 4-byte blocks,
 // each read as a word from four key rows and written as a word to four head-dim rows (byte
 // permutes between), the lanes spread so that reads and writes meet 2-way bank conflicts at most.
+// UNROLL: blocks in flight (the second FP8 loader has the registers for 2).
+template <int UNROLL>
 __device__ __forceinline__ void fa_fp8_transpose_v(unsigned dst, unsigned src, int t)
 {
     const int lane = t & 31, w = t >> 5;
     const int dlo = lane & 3, tq = (lane >> 2) & 3, hb = lane >> 4;
-#pragma unroll 1
+#pragma unroll UNROLL
     for (int i = 0; i < 8; i++) {
         const int block = w * 8 + i, kc = block >> 3; // 32-key step kc
         const int d4 = 4 * (block & 7) + dlo;         // head dims 4 d4..4 d4 + 3
@@ -176,7 +178,12 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     static_assert(FA_FWD_WGMMA_THREADS == 384, "a loading and two computing warpgroups");
     // setmaxnreg.inc waits for registers the loader gave back: both must fit the 168 a thread
     // that __launch_bounds__(384, 1) allots the block
-    static_assert(128 * FA_FWD_WGMMA_LOAD_REGS + 256 * FA_FWD_WGMMA_MATH_REGS <= 384 * 168,
+    // FP8 with the second loader (FA_FWD_WGMMA_FP8_LOADER): its transpose and copies in flight
+    // take more registers, P's fragments half as many
+    constexpr bool FP8_LOADER2 = FP8 && FA_FWD_WGMMA_FP8_LOADER == 2;
+    constexpr int LOAD_REGS = FP8_LOADER2 ? 56 : FA_FWD_WGMMA_LOAD_REGS;
+    constexpr int MATH_REGS = FP8_LOADER2 ? 224 : FA_FWD_WGMMA_MATH_REGS;
+    static_assert(128 * LOAD_REGS + 256 * MATH_REGS <= 384 * 168,
                   "loading and computing registers within the block's");
     static_assert(NQ * Q_BYTES + (2 * ST + NV) * TILE_BYTES + 8 * (4 + 4 * ST) + 1024 <=
                       (FP8 ? FA_FWD_WGMMA_SMEM_E4M3(D) : FA_FWD_WGMMA_SMEM(D)),
@@ -235,8 +242,49 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     }
     __syncthreads();
 
+    // FP8's second loader (FA_FWD_WGMMA_FP8_LOADER == 2): each K and V copy is issued before the
+    // previous one is waited for, so that a copy's latency overlaps the transpose and the other
+    // copy (the first loader waits for all its copies after each issue, which at FP8's rate may
+    // put a whole copy's latency into every step). V(it) lands in its own tile as soon as one is
+    // free; the ring's V stage is only needed, and waited for, when V(it) is transposed, in the
+    // next step.
+    auto fp8_load_tiles = [&](int t0, int ntiles, int g, const T *Kg, const T *Vg) {
+        for (int it = 0; it <= ntiles; it++) {
+            const int s = (g + it) % ST, use = (g + it) / ST;
+            if (it < ntiles) {
+                if (use > 0)
+                    fa_mbar_wait(bar_empty_k + 8 * s, (use - 1) & 1);
+                fa_fwdw_load<D, BK>(sK + s * TILE_BYTES, Kg, p.k.stride_s, (t0 + it) * BK, p.seq_k,
+                                    p.head_dim, wt);
+                fa_cp_async_commit();
+            }
+            if (it > 0) { // V(it - 1): every thread's copies landed (K(it) may still fly)
+                const int sp = (g + it - 1) % ST, usep = (g + it - 1) / ST;
+                if (it < ntiles)
+                    fa_cp_async_wait<1>();
+                else
+                    fa_cp_async_wait<0>();
+                if (usep > 0)
+                    fa_mbar_wait(bar_empty_v + 8 * sp, (usep - 1) & 1);
+                fa_named_barrier(5, 128);
+                fa_fp8_transpose_v<2>(sV + sp * TILE_BYTES,
+                                      sV_land + ((g + it - 1) & 1) * TILE_BYTES, wt);
+                fa_fence_proxy_async();
+                fa_mbar_arrive(bar_full_v + 8 * sp);
+            }
+            if (it < ntiles) { // (V(it - 2)'s landing tile was read before the barrier above)
+                fa_fwdw_load<D, BK>(sV_land + ((g + it) & 1) * TILE_BYTES, Vg, p.v.stride_s,
+                                    (t0 + it) * BK, p.seq_k, p.head_dim, wt);
+                fa_cp_async_commit();
+                fa_cp_async_wait<1>(); // K(it) landed (V(it) may fly)
+                fa_fence_proxy_async();
+                fa_mbar_arrive(bar_full_k + 8 * s);
+            }
+        }
+    };
+
     if (wg == 0) { // the loader
-        fa_setmaxnreg_dec<FA_FWD_WGMMA_LOAD_REGS>();
+        fa_setmaxnreg_dec<LOAD_REGS>();
         int g = 0; // key tiles of the earlier items: the ring's position
 #pragma unroll 1
         for (int k = 0, item = 0; (item = item_of(k)) < items; k++) {
@@ -262,34 +310,38 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             // of tile it - ST is, and K(it) and V(it - 1) are released together: copies that one
             // buffer for both would start a step later (a whole step's slack with two stages).
             // FP8: V lands in a tile of its own and is transposed into the ring a step later.
-            for (int it = 0; it <= ntiles; it++) {
-                const int s = (g + it) % ST, use = (g + it) / ST;
-                if (it < ntiles) {
-                    if (use > 0)
-                        fa_mbar_wait(bar_empty_k + 8 * s, (use - 1) & 1);
-                    fa_fwdw_load<D, BK>(sK + s * TILE_BYTES, Kg, p.k.stride_s, (t0 + it) * BK,
-                                        p.seq_k, p.head_dim, wt);
-                    fa_cp_async_commit();
-                }
-                fa_cp_async_wait<0>();
-                if (FP8 && it > 0) { // every thread's copies of V(it - 1) landed: transpose it
-                    fa_named_barrier(5, 128);
-                    fa_fp8_transpose_v(sV + ((g + it - 1) % ST) * TILE_BYTES,
-                                       sV_land + ((g + it - 1) & 1) * TILE_BYTES, wt);
-                }
-                fa_fence_proxy_async();
-                if (it < ntiles)
-                    fa_mbar_arrive(bar_full_k + 8 * s);
-                if (it > 0)
-                    fa_mbar_arrive(bar_full_v + 8 * ((g + it - 1) % ST));
-                if (it < ntiles) {
-                    // (FP8: V(it - 2)'s landing tile was read before the barrier above)
-                    if (use > 0)
-                        fa_mbar_wait(bar_empty_v + 8 * s, (use - 1) & 1);
-                    fa_fwdw_load<D, BK>(FP8 ? sV_land + ((g + it) & 1) * TILE_BYTES
-                                            : sV + s * TILE_BYTES,
-                                        Vg, p.v.stride_s, (t0 + it) * BK, p.seq_k, p.head_dim, wt);
-                    fa_cp_async_commit();
+            if constexpr (FP8_LOADER2) {
+                fp8_load_tiles(t0, ntiles, g, Kg, Vg);
+            } else {
+                for (int it = 0; it <= ntiles; it++) {
+                    const int s = (g + it) % ST, use = (g + it) / ST;
+                    if (it < ntiles) {
+                        if (use > 0)
+                            fa_mbar_wait(bar_empty_k + 8 * s, (use - 1) & 1);
+                        fa_fwdw_load<D, BK>(sK + s * TILE_BYTES, Kg, p.k.stride_s, (t0 + it) * BK,
+                                            p.seq_k, p.head_dim, wt);
+                        fa_cp_async_commit();
+                    }
+                    fa_cp_async_wait<0>();
+                    if (FP8 && it > 0) { // every thread's copies of V(it - 1) landed: transpose it
+                        fa_named_barrier(5, 128);
+                        fa_fp8_transpose_v<1>(sV + ((g + it - 1) % ST) * TILE_BYTES,
+                                              sV_land + ((g + it - 1) & 1) * TILE_BYTES, wt);
+                    }
+                    fa_fence_proxy_async();
+                    if (it < ntiles)
+                        fa_mbar_arrive(bar_full_k + 8 * s);
+                    if (it > 0)
+                        fa_mbar_arrive(bar_full_v + 8 * ((g + it - 1) % ST));
+                    if (it < ntiles) {
+                        // (FP8: V(it - 2)'s landing tile was read before the barrier above)
+                        if (use > 0)
+                            fa_mbar_wait(bar_empty_v + 8 * s, (use - 1) & 1);
+                        fa_fwdw_load<D, BK>(
+                            FP8 ? sV_land + ((g + it) & 1) * TILE_BYTES : sV + s * TILE_BYTES, Vg,
+                            p.v.stride_s, (t0 + it) * BK, p.seq_k, p.head_dim, wt);
+                        fa_cp_async_commit();
+                    }
                 }
             }
             g += ntiles;
@@ -297,7 +349,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         return;
     }
 
-    fa_setmaxnreg_inc<FA_FWD_WGMMA_MATH_REGS>();
+    fa_setmaxnreg_inc<MATH_REGS>();
     const int cw = wg - 1, wq = wt >> 5, lane = tid & 31;
     int g = 0; // as the loader's
 #pragma unroll 1
