@@ -20,7 +20,8 @@
 // A block visits the key tiles from the one of the first key its first row sees (a window's left
 // bound) to the one of the last key its last row sees; tiles that a window's edge, the causal
 // diagonal or the end of the keys cross are masked (decided per block, see below). A softcap
-// replaces S by its capped scores in log2 units (fa_softcap_tanh) before the mask, and ALiBi or an
+// replaces S by its capped scores in log2 units (fa_softcap_tanh) before the mask (alone, on
+// tiles without a mask, by the reciprocal those scores are made of: see `fold`), and ALiBi or an
 // additive bias by its log2-unit scores plus the term of each element's distance (fa_alibi) and
 // its bias (fa_bias).
 //
@@ -396,6 +397,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         const float c = logs ? 1.f : scale_log2;
         const float slope = fa_alibi_slope(p, b, h) / c;
         const float masked = c > 0.f ? -INFINITY : INFINITY;
+        // A softcap alone (FA_FWD_SOFTCAP_FOLD), on steps that need no mask: S keeps
+        // r = fa_softcap_recip, the capped score in log2 units being C (1 - 2 r), C = softcap
+        // log2 e. The row maximum is then C (1 - 2 min r), and P = exp2(fma(r, -2 C, C - m)): the
+        // two instructions a score that made C (1 - 2 r) - m go into the exponent's FFMA. Only
+        // where C < 1024, so that C - m keeps the LSE's precision.
+        const bool fold =
+            FA_FWD_SOFTCAP_FOLD && cap && !p.has_alibi && !p.bias_dtype && p.softcap_log2 < 1024.f;
         constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
 
         float o[D / 2];
@@ -449,7 +457,15 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         auto softmax = [&](int it, auto mask_c) {
             constexpr bool mask = decltype(mask_c)::value;
             const int k0 = (t0 + it) * BK;
-            if (cap) {
+            // S in units of cs, plus c0: c and 0, or folded -2 C and C
+            const bool fold_s = !mask && fold;
+            const float cs = fold_s ? -2.f * p.softcap_log2 : c;
+            const float c0 = fold_s ? p.softcap_log2 : 0.f;
+            if (fold_s) {
+#pragma unroll
+                for (int i = 0; i < BK / 2; i++)
+                    sc[i] = fa_softcap_recip(sc[i], softcap_k);
+            } else if (cap) {
 #pragma unroll
                 for (int i = 0; i < BK / 2; i++)
                     sc[i] = p.softcap_log2 * fa_softcap_tanh(sc[i], softcap_k);
@@ -508,7 +524,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 float mx = sc[2 * r];
-                if (c > 0.f) {
+                if (cs > 0.f) {
 #pragma unroll
                     for (int n = 0; n < BK / 8; n++)
                         mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
@@ -521,7 +537,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                     mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 }
-                tm[r] = mx * c;
+                tm[r] = fold_s ? fmaf(mx, cs, c0) : mx * c;
                 grow |= tm[r] > m[r] + SLACK;
             }
             // the lagging max of fa_forward_mma.cuh (FA_FWD_RESCALE_SLACK; FP8: none)
@@ -542,11 +558,11 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             float m_use[2], sum[2] = {0.f, 0.f};
 #pragma unroll
             for (int r = 0; r < 2; r++) // FP8: P = exp2(s - m + 8), up to 256
-                m_use[r] = (m[r] == -INFINITY ? 0.f : m[r]) - (FP8 ? 8.f : 0.f);
+                m_use[r] = (m[r] == -INFINITY ? 0.f : m[r]) - (FP8 ? 8.f : 0.f) - c0;
             auto make_p = [&](auto fused_c) {
                 constexpr bool fused = decltype(fused_c)::value;
                 auto arg = [&](float s, int r) {
-                    return fused ? fmaf(s, c, -m_use[r]) : __fmul_rn(s, c) - m_use[r];
+                    return fused ? fmaf(s, cs, -m_use[r]) : __fmul_rn(s, cs) - m_use[r];
                 };
 #pragma unroll
                 for (int n = 0; n < BK / 8; n++)

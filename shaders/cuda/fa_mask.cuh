@@ -56,11 +56,17 @@ __device__ __forceinline__ int fa_query_end(const fa_cuda_params &p, int j)
 // 1 - 2 / (1 + 2^(k x)): ex2.approx (2^-22 relative) and rcp.approx keep its absolute error near
 // 2^-21, where tanh.approx.f32's 2^-11 relative error, times the cap, would show against the
 // float64 reference; it saturates cleanly to -1 or 1 as 2^(k x) reaches 0 or inf (no NaN).
-__device__ __forceinline__ float fa_softcap_tanh(float x, float k)
+// fa_softcap_tanh is 1 - 2 r of this r = 1 / (1 + 2^(k x)), which falls as the capped score
+// grows (the wgmma forward keeps r where a step needs no mask: fa_forward_wgmma.cuh).
+__device__ __forceinline__ float fa_softcap_recip(float x, float k)
 {
     float r;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + fa_exp2(x * k)));
-    return fmaf(-2.f, r, 1.f);
+    return r;
+}
+__device__ __forceinline__ float fa_softcap_tanh(float x, float k)
+{
+    return fmaf(-2.f, fa_softcap_recip(x, k), 1.f);
 }
 
 // ALiBi in the kernels' log2 units: -slope(b, hq) log2(e), 0 without ALiBi (the slopes are read
