@@ -453,15 +453,16 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     }
             }
         };
-        // Mask, online softmax and P of tile `it` from sc (O is not in flight here).
-        auto softmax = [&](int it, auto mask_c) {
+        // Mask, online softmax and P of tile `it` from sc (O is not in flight here); fold_c: the
+        // softcap folded (a code path of its own, so that the others' code stays as it was).
+        auto softmax_as = [&](int it, auto mask_c, auto fold_c) {
             constexpr bool mask = decltype(mask_c)::value;
+            constexpr bool fold_s = decltype(fold_c)::value;
             const int k0 = (t0 + it) * BK;
             // S in units of cs, plus c0: c and 0, or folded -2 C and C
-            const bool fold_s = !mask && fold;
             const float cs = fold_s ? -2.f * p.softcap_log2 : c;
             const float c0 = fold_s ? p.softcap_log2 : 0.f;
-            if (fold_s) {
+            if constexpr (fold_s) {
 #pragma unroll
                 for (int i = 0; i < BK / 2; i++)
                     sc[i] = fa_softcap_recip(sc[i], softcap_k);
@@ -537,7 +538,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                     mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 }
-                tm[r] = fold_s ? fmaf(mx, cs, c0) : mx * c;
+                if constexpr (fold_s)
+                    tm[r] = fmaf(mx, cs, c0);
+                else
+                    tm[r] = mx * c;
                 grow |= tm[r] > m[r] + SLACK;
             }
             // the lagging max of fa_forward_mma.cuh (FA_FWD_RESCALE_SLACK; FP8: none)
@@ -558,7 +562,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             float m_use[2], sum[2] = {0.f, 0.f};
 #pragma unroll
             for (int r = 0; r < 2; r++) // FP8: P = exp2(s - m + 8), up to 256
-                m_use[r] = (m[r] == -INFINITY ? 0.f : m[r]) - (FP8 ? 8.f : 0.f) - c0;
+                m_use[r] =
+                    (m[r] == -INFINITY ? 0.f : m[r]) - (FP8 ? 8.f : 0.f) - (fold_s ? c0 : 0.f);
             auto make_p = [&](auto fused_c) {
                 constexpr bool fused = decltype(fused_c)::value;
                 auto arg = [&](float s, int r) {
@@ -596,6 +601,14 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 make_p(std::false_type{});
             l[0] += sum[0];
             l[1] += sum[1];
+        };
+        auto softmax = [&](int it, auto mask_c) {
+            if constexpr (FA_FWD_SOFTCAP_FOLD && !decltype(mask_c)::value)
+                if (fold) {
+                    softmax_as(it, mask_c, std::true_type{});
+                    return;
+                }
+            softmax_as(it, mask_c, std::false_type{});
         };
         // Pingpong (FA_FWD_WGMMA_PINGPONG): the two warpgroups take turns to issue their wgmma, so
         // that one's softmax (exp2 on the SFU) runs while the other's products hold the tensor
