@@ -295,7 +295,7 @@ typedef struct fa_cuda_params {
 #endif
 /* The FP8 forward's loader: 2 (the default) issues each K and V copy before waiting for the
  * previous one, so that a copy's latency overlaps the transpose; 1 waits for all its copies after
- * each issue, as the 16-bit forward does (H200, D=128 N=16k: 631-633 TF/s against 571;
+ * each issue, as the 16-bit forward does (H100, D=128 N=16k: 661-662 TF/s against 578-579;
  * docs/PERF.md). */
 #ifndef FA_FWD_WGMMA_FP8_LOADER
 #define FA_FWD_WGMMA_FP8_LOADER 2
