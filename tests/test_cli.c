@@ -27,6 +27,18 @@ Test(cli, help_version_and_devices_succeed)
     cr_assert_eq(run_cli("devices --json"), 0);
 }
 
+/* `devices --log LEVEL` shows the library's messages while AUTO's context opens. */
+Test(cli, devices_log_shows_the_auto_context)
+{
+    char command[1024];
+    snprintf(command, sizeof command,
+             "FA_BACKEND= '%s' devices --log info 2>&1 >/dev/null | grep -q 'context on'",
+             FA_CLI_PATH);
+    const int status = system(command);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "no 'context on' message");
+    cr_assert_eq(run_cli("devices --log loud"), 2);
+}
+
 Test(cli, bad_arguments_exit_2)
 {
     cr_assert_eq(run_cli(""), 2);

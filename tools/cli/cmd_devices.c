@@ -11,13 +11,15 @@
 #include "flashattn.h"
 
 static const char usage[] =
-    "usage: flashattn devices [--json]\n"
+    "usage: flashattn devices [--json] [--log LEVEL]\n"
     "\n"
     "Lists every backend (built into this library or not, available on this machine or not,\n"
     "with the reason), every device of the available ones, and which backend AUTO picks\n"
     "(the environment variables FA_BACKEND and FA_DEVICE override that choice).\n"
     "\n"
-    "  --json   one JSON object on stdout instead of text\n";
+    "  --json        one JSON object on stdout instead of text\n"
+    "  --log LEVEL   the library's messages while AUTO's context opens, up to LEVEL (error,\n"
+    "                warn, info, debug), on stderr\n";
 
 static const char *kind_name(fa_device_kind kind)
 {
@@ -43,10 +45,15 @@ typedef struct auto_choice {
     char error[512];
 } auto_choice;
 
-static void probe_auto(auto_choice *out)
+static void probe_auto(auto_choice *out, int log_level)
 {
     fa_context *ctx = NULL;
-    out->status = fa_context_create(&(fa_context_desc){.backend = FA_BACKEND_AUTO}, &ctx);
+    fa_context_desc desc = {.backend = FA_BACKEND_AUTO};
+    if (log_level >= 0) {
+        desc.log = cli_log_to_stderr;
+        desc.log_level = (fa_log_level)log_level;
+    }
+    out->status = fa_context_create(&desc, &ctx);
     out->error[0] = '\0';
     if (out->status != FA_OK) {
         snprintf(out->error, sizeof out->error, "%s", fa_last_create_error());
@@ -109,9 +116,14 @@ static void print_device_json(const fa_device_info *d)
 int fa_cmd_devices(int argc, char **argv)
 {
     bool json = false;
-    const cli_opt opts[] = {{.name = "--json", .type = CLI_OPT_FLAG, .value = &json}};
+    const char *log_name = NULL;
+    const cli_opt opts[] = {{.name = "--json", .type = CLI_OPT_FLAG, .value = &json},
+                            {.name = "--log", .type = CLI_OPT_STRING, .value = &log_name}};
     int rc = cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], usage);
     if (rc != CLI_CONTINUE)
+        return rc;
+    int log_level;
+    if ((rc = cli_parse_log("devices", usage, log_name, &log_level)) != CLI_CONTINUE)
         return rc;
 
     enum { N_BACKENDS = FA_BACKEND_COUNT - 1 };
@@ -122,7 +134,7 @@ int fa_cmd_devices(int argc, char **argv)
             return cli_fail_detail(st, "fa_backend_query failed");
     }
     auto_choice choice;
-    probe_auto(&choice);
+    probe_auto(&choice, log_level);
 
     if (json)
         printf("{\"version\": \"%s\", \"backends\": [", fa_version_string());
