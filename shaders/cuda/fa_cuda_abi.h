@@ -293,13 +293,6 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_PINGPONG
 #define FA_FWD_WGMMA_PINGPONG 1
 #endif
-/* The FP8 forward's loader: 2 (the default) issues each K and V copy before waiting for the
- * previous one, so that a copy's latency overlaps the transpose; 1 waits for all its copies after
- * each issue, as the 16-bit forward does (H100, D=128 N=16k: 661-662 TF/s against 578-579;
- * docs/PERF.md). */
-#ifndef FA_FWD_WGMMA_FP8_LOADER
-#define FA_FWD_WGMMA_FP8_LOADER 2
-#endif
 /* The wgmma forward's softcap with its row work folded into the exponent's FFMA on unmasked
  * steps (fa_forward_wgmma.cuh); 0: the capped scores first, as the other kernels do. */
 #ifndef FA_FWD_SOFTCAP_FOLD

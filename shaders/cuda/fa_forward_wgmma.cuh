@@ -82,13 +82,12 @@ __device__ __forceinline__ int fa_fp8_key_of(int j)
 // fa_fp8_key_of's order, swizzled alike. By the loading warpgroup (t = 0..127): 4 x 4-byte blocks,
 // each read as a word from four key rows and written as a word to four head-dim rows (byte
 // permutes between), the lanes spread so that reads and writes meet 2-way bank conflicts at most.
-// UNROLL: blocks in flight (the second FP8 loader has the registers for 2).
-template <int UNROLL>
+// Two blocks in flight (the FP8 loader keeps the registers for them).
 __device__ __forceinline__ void fa_fp8_transpose_v(unsigned dst, unsigned src, int t)
 {
     const int lane = t & 31, w = t >> 5;
     const int dlo = lane & 3, tq = (lane >> 2) & 3, hb = lane >> 4;
-#pragma unroll UNROLL
+#pragma unroll 2
     for (int i = 0; i < 8; i++) {
         const int block = w * 8 + i, kc = block >> 3; // 32-key step kc
         const int d4 = 4 * (block & 7) + dlo;         // head dims 4 d4..4 d4 + 3
@@ -179,11 +178,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     static_assert(FA_FWD_WGMMA_THREADS == 384, "a loading and two computing warpgroups");
     // setmaxnreg.inc waits for registers the loader gave back: both must fit the 168 a thread
     // that __launch_bounds__(384, 1) allots the block
-    // FP8 with the second loader (FA_FWD_WGMMA_FP8_LOADER): its transpose and copies in flight
-    // take more registers, P's fragments half as many
-    constexpr bool FP8_LOADER2 = FP8 && FA_FWD_WGMMA_FP8_LOADER == 2;
-    constexpr int LOAD_REGS = FP8_LOADER2 ? 56 : FA_FWD_WGMMA_LOAD_REGS;
-    constexpr int MATH_REGS = FP8_LOADER2 ? 224 : FA_FWD_WGMMA_MATH_REGS;
+    // FP8: its loader's transpose and copies in flight take more registers, P's fragments half
+    // as many
+    constexpr int LOAD_REGS = FP8 ? 56 : FA_FWD_WGMMA_LOAD_REGS;
+    constexpr int MATH_REGS = FP8 ? 224 : FA_FWD_WGMMA_MATH_REGS;
     static_assert(128 * LOAD_REGS + 256 * MATH_REGS <= 384 * 168,
                   "loading and computing registers within the block's");
     static_assert(NQ * Q_BYTES + (2 * ST + NV) * TILE_BYTES + 8 * (4 + 4 * ST) + 1024 <=
@@ -243,10 +241,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     }
     __syncthreads();
 
-    // FP8's second loader (FA_FWD_WGMMA_FP8_LOADER == 2): each K and V copy is issued before the
-    // previous one is waited for, so that a copy's latency overlaps the transpose and the other
-    // copy (the first loader waits for all its copies after each issue, which at FP8's rate may
-    // put a whole copy's latency into every step). V(it) lands in its own tile as soon as one is
+    // FP8's loader: each K and V copy is issued before the previous one is waited for, so that a
+    // copy's latency overlaps the transpose and the other copy (the 16-bit loader waits for all
+    // its copies after each issue, which at FP8's rate put a whole copy's latency into every
+    // step: 578 against 661 TF/s, docs/PERF.md). V(it) lands in its own tile as soon as one is
     // free; the ring's V stage is only needed, and waited for, when V(it) is transposed, in the
     // next step.
     auto fp8_load_tiles = [&](int t0, int ntiles, int g, const T *Kg, const T *Vg) {
@@ -268,8 +266,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 if (usep > 0)
                     fa_mbar_wait(bar_empty_v + 8 * sp, (usep - 1) & 1);
                 fa_named_barrier(5, 128);
-                fa_fp8_transpose_v<2>(sV + sp * TILE_BYTES,
-                                      sV_land + ((g + it - 1) & 1) * TILE_BYTES, wt);
+                fa_fp8_transpose_v(sV + sp * TILE_BYTES, sV_land + ((g + it - 1) & 1) * TILE_BYTES,
+                                   wt);
                 fa_fence_proxy_async();
                 fa_mbar_arrive(bar_full_v + 8 * sp);
             }
@@ -311,7 +309,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             // of tile it - ST is, and K(it) and V(it - 1) are released together: copies that one
             // buffer for both would start a step later (a whole step's slack with two stages).
             // FP8: V lands in a tile of its own and is transposed into the ring a step later.
-            if constexpr (FP8_LOADER2) {
+            if constexpr (FP8) {
                 fp8_load_tiles(t0, ntiles, g, Kg, Vg);
             } else {
                 for (int it = 0; it <= ntiles; it++) {
@@ -324,23 +322,16 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                         fa_cp_async_commit();
                     }
                     fa_cp_async_wait<0>();
-                    if (FP8 && it > 0) { // every thread's copies of V(it - 1) landed: transpose it
-                        fa_named_barrier(5, 128);
-                        fa_fp8_transpose_v<1>(sV + ((g + it - 1) % ST) * TILE_BYTES,
-                                              sV_land + ((g + it - 1) & 1) * TILE_BYTES, wt);
-                    }
                     fa_fence_proxy_async();
                     if (it < ntiles)
                         fa_mbar_arrive(bar_full_k + 8 * s);
                     if (it > 0)
                         fa_mbar_arrive(bar_full_v + 8 * ((g + it - 1) % ST));
                     if (it < ntiles) {
-                        // (FP8: V(it - 2)'s landing tile was read before the barrier above)
                         if (use > 0)
                             fa_mbar_wait(bar_empty_v + 8 * s, (use - 1) & 1);
-                        fa_fwdw_load<D, BK>(
-                            FP8 ? sV_land + ((g + it) & 1) * TILE_BYTES : sV + s * TILE_BYTES, Vg,
-                            p.v.stride_s, (t0 + it) * BK, p.seq_k, p.head_dim, wt);
+                        fa_fwdw_load<D, BK>(sV + s * TILE_BYTES, Vg, p.v.stride_s, (t0 + it) * BK,
+                                            p.seq_k, p.head_dim, wt);
                         fa_cp_async_commit();
                     }
                 }
@@ -562,8 +553,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             float m_use[2], sum[2] = {0.f, 0.f};
 #pragma unroll
             for (int r = 0; r < 2; r++) // FP8: P = exp2(s - m + 8), up to 256
-                m_use[r] =
-                    (m[r] == -INFINITY ? 0.f : m[r]) - (FP8 ? 8.f : 0.f) - (fold_s ? c0 : 0.f);
+                m_use[r] = (m[r] == -INFINITY ? 0.f : m[r]) - (FP8 ? 8.f : 0.f) - c0;
             auto make_p = [&](auto fused_c) {
                 constexpr bool fused = decltype(fused_c)::value;
                 auto arg = [&](float s, int r) {
