@@ -31,6 +31,7 @@
     X(VULKAN_MATRIX_FWD_PER)                                                                       \
     X(VULKAN_NO_16BIT_STORAGE)                                                                     \
     X(VULKAN_PIPELINE_STATS)                                                                       \
+    X(VULKAN_PIPELINE_CACHE)                                                                       \
     X(VULKAN_PROFILE)                                                                              \
     X(VULKAN_SPV_DIR)                                                                              \
     X(VULKAN_WAIT_SPIN_US)                                                                         \

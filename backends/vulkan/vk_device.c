@@ -224,7 +224,13 @@ fa_status fa_vk_context_open(fa_context *ctx)
         fa_vk_context_release(ctx);
         return s;
     }
-    fa_vk_pipeline_cache_load(ctx);
+    /* FA_VULKAN_PIPELINE_CACHE (tuning): 0 builds every pipeline without a VkPipelineCache and
+     * neither reads nor writes the cache file; rebuild builds each pipeline a second time from
+     * the cache the first build filled and keeps the second. */
+    const char *cache = fa_knob_value(ctx, FA_KNOB_VULKAN_PIPELINE_CACHE);
+    st->pipeline_rebuild = cache && !strcmp(cache, "rebuild");
+    if (!cache || strcmp(cache, "0") != 0)
+        fa_vk_pipeline_cache_load(ctx);
     if (st->matrix)
         fa_vk_matrix_layout_probe(ctx);
     fa_log(ctx, FA_LOG_INFO,

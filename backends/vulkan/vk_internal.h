@@ -151,9 +151,10 @@ typedef struct fa_vk_state {
     bool recording;
     bool adopted;   /* the device is the application's (flashattn/vulkan.h): never destroyed here */
     bool storage16; /* 16-bit storage enabled (FA_VULKAN_NO_16BIT_STORAGE=1 turns it off) */
-    bool pipeline_stats; /* FA_VULKAN_PIPELINE_STATS=1: each new pipeline's statistics logged */
-    double wait_spin_s;  /* FA_VULKAN_WAIT_SPIN_US: fence polling before a sleeping wait */
-    bool matrix;         /* the cooperative-matrix kernels serve f16 (FA_VULKAN_MATRIX=0: off) */
+    bool pipeline_stats;   /* FA_VULKAN_PIPELINE_STATS=1: each new pipeline's statistics logged */
+    bool pipeline_rebuild; /* FA_VULKAN_PIPELINE_CACHE=rebuild: each pipeline built twice */
+    double wait_spin_s;    /* FA_VULKAN_WAIT_SPIN_US: fence polling before a sleeping wait */
+    bool matrix;           /* the cooperative-matrix kernels serve f16 (FA_VULKAN_MATRIX=0: off) */
     fa_vk_matrix_caps matrix_caps; /* the device's, with the layouts probed on this context */
     uint32_t memory_type_device, memory_type_staging;
     VkPhysicalDeviceMemoryProperties memory_props;

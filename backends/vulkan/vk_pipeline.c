@@ -409,6 +409,10 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     };
     const double started = fa_clock_seconds();
     VkResult r = st->vk.vkCreateComputePipelines(st->device, st->cache, 1, &info, NULL, out);
+    if (r == VK_SUCCESS && st->pipeline_rebuild) {
+        st->vk.vkDestroyPipeline(st->device, *out, NULL);
+        r = st->vk.vkCreateComputePipelines(st->device, st->cache, 1, &info, NULL, out);
+    }
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkCreateComputePipelines");
     const double ms = 1e3 * (fa_clock_seconds() - started);
