@@ -4,7 +4,7 @@
 # one device call, so that a kernel change is judged against its own baseline on the same GPU.
 #
 # Here (each CUDA build about 8 minutes on 2 cores; packed into .gpu/ab.txz):
-#   bench/ab_builds.sh prepare NAME=DEFINES...    e.g. on=  off=FA_FWD_SOFTCAP_FOLD=0
+#   bench/ab_builds.sh prepare NAME=DEFINES...    e.g. base=  st2=FA_FWD_WGMMA_STAGES=2
 # Then on the device (carry .gl and .gpu):
 #   bash bench/ab_builds.sh run ROUNDS ROWS_FILE
 # ROWS_FILE: one row a line, `NAME ARGS...` (flashattn run's arguments; `#` starts a comment).

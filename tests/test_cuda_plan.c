@@ -135,6 +135,7 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
         break;
     case FA_CUDA_FWD_WGMMA:
     case FA_CUDA_FWD_WGMMA_VARLEN:
+    case FA_CUDA_FWD_WGMMA_SOFTCAP:
         *rows = FA_FWD_WGMMA_BQ;
         break;
     case FA_CUDA_FWD_TF32:
@@ -274,7 +275,8 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
                   k->name, k->d, (long long)pb->head_dim);
         if (is_split(k->family) || k->family == FA_CUDA_FWD_MERGE)
             continue; /* check_split */
-        if (k->family == FA_CUDA_FWD_WGMMA && FA_FWD_WGMMA_PERSISTENT(k->d) && !pb->causal) {
+        if ((k->family == FA_CUDA_FWD_WGMMA || k->family == FA_CUDA_FWD_WGMMA_SOFTCAP) &&
+            FA_FWD_WGMMA_PERSISTENT(k->d) && !pb->causal) {
             /* persistent: every (query tile, head, batch entry), at most a block per SM */
             const int64_t items =
                 (pb->seq_q + FA_FWD_WGMMA_BQ - 1) / FA_FWD_WGMMA_BQ * pb->heads_q * pb->batch;
@@ -351,6 +353,7 @@ Test(cuda_plan, every_architecture_dtype_and_head_dim_gets_a_valid_plan)
                         pb.softcap = flags & 8;
                         pb.alibi = flags & 16;
                         pb.bias = flags & 32;
+                        pb.softcap_fold = pb.softcap && !pb.alibi && !pb.bias;
                         pb.causal = flags & 64;
                         pb.seq_q = seqs[s][0];
                         pb.seq_k = seqs[s][1];
@@ -1235,6 +1238,7 @@ Test(cuda_plan, catalogue_rows_are_consistent)
             cr_expect(strcmp(k->name, fa_cuda_kernels[j].name) != 0, "%s twice", k->name);
         const bool wgmma = k->family == FA_CUDA_FWD_WGMMA || k->family == FA_CUDA_BWD_WGMMA ||
                            k->family == FA_CUDA_FWD_WGMMA_VARLEN ||
+                           k->family == FA_CUDA_FWD_WGMMA_SOFTCAP ||
                            k->family == FA_CUDA_BWD_WGMMA_VARLEN;
         cr_expect_eq(wgmma, i >= FA_CUDA_K_SM90_FIRST, "%s", k->name);
     }
@@ -1255,6 +1259,10 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
     fa_cuda_plan_forward(&sm90, &fp8_pb, &fp8);
     for (unsigned i = 0; i < fp8.count; i++)
         chosen[fp8.launches[i].kernel] = true;
+    fp8_pb.softcap = fp8_pb.softcap_fold = true;
+    fa_cuda_plan_forward(&sm90, &fp8_pb, &fp8);
+    for (unsigned i = 0; i < fp8.count; i++)
+        chosen[fp8.launches[i].kernel] = true;
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         for (size_t t = 0; t < 3; t++)
             for (int64_t d = 8; d <= 256; d += 8)
@@ -1266,6 +1274,11 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
+                    pb.softcap = pb.softcap_fold = true; /* the folded softcap's kernels */
+                    fa_cuda_plan_forward(&archs[a], &pb, &plan);
+                    for (unsigned i = 0; i < plan.count; i++)
+                        chosen[plan.launches[i].kernel] = true;
+                    pb.softcap = pb.softcap_fold = false;
                     fa_cuda_plan_backward(&archs[a], &pb, &plan);
                     for (unsigned i = 0; i < plan.count; i++)
                         chosen[plan.launches[i].kernel] = true;
@@ -1366,4 +1379,51 @@ Test(cuda_plan, fp8_takes_the_wgmma_e4m3_kernel_or_nothing)
                 served++;
             }
     cr_expect_eq(served, 8 * 2 * 2, "head dims 16..128 x causal x decoding shape on sm_90a");
+}
+
+/* On sm_90a a softcap the host can fold (fa_cuda_problem.softcap_fold) takes the wgmma forward's
+ * FWD_WGMMA_SOFTCAP kernel of the same dtype and head dim, FP8 included, and every other call the
+ * plain one (a packed batch keeps its *_VARLEN kernel): the fold's code stays out of the plain
+ * kernels. */
+Test(cuda_plan, a_folded_softcap_takes_its_own_wgmma_kernel)
+{
+    const fa_cuda_caps sm90 = SM90;
+    const fa_dtype dtypes[] = {FA_DTYPE_F16, FA_DTYPE_BF16, FA_DTYPE_E4M3};
+    int folded = 0;
+    for (size_t t = 0; t < 3; t++)
+        for (int64_t d = 64; d <= 256; d += 64)
+            for (int flags = 0; flags < 8; flags++) {
+                if (dtypes[t] == FA_DTYPE_E4M3 && d != 128)
+                    continue;
+                fa_cuda_problem pb = problem(dtypes[t], d, false);
+                pb.softcap = true;
+                pb.softcap_fold = flags & 1;
+                pb.causal = flags & 2;
+                pb.varlen = flags & 4;
+                fa_cuda_plan fold, plain;
+                fa_cuda_plan_forward(&sm90, &pb, &fold);
+                pb.softcap_fold = false;
+                fa_cuda_plan_forward(&sm90, &pb, &plain);
+                if (plain.count == 0) { /* packed FP8 or head dim 256: the runtime's loop */
+                    cr_expect_eq(fold.count, 0u);
+                    continue;
+                }
+                cr_assert_eq(fold.count, 1u, "dtype %d d %lld flags %d", (int)dtypes[t],
+                             (long long)d, flags);
+                cr_assert_eq(plain.count, 1u);
+                const fa_cuda_kernel_info *f = &fa_cuda_kernels[fold.launches[0].kernel];
+                const fa_cuda_kernel_info *p = &fa_cuda_kernels[plain.launches[0].kernel];
+                const bool takes = (flags & 1) && !pb.varlen;
+                cr_expect_eq(f->family == FA_CUDA_FWD_WGMMA_SOFTCAP, takes, "%s", f->name);
+                cr_expect_eq(p->family, pb.varlen ? FA_CUDA_FWD_WGMMA_VARLEN : FA_CUDA_FWD_WGMMA,
+                             "%s", p->name);
+                cr_expect_eq(f->dtype, p->dtype);
+                cr_expect_eq(f->d, p->d);
+                /* the same launch geometry */
+                cr_expect_eq(fold.launches[0].grid[0], plain.launches[0].grid[0]);
+                cr_expect_eq(fold.launches[0].smem, plain.launches[0].smem);
+                folded += takes;
+            }
+    /* f16 and bf16 at head dims 64, 128, 192 (padded to 256) and 256, and FP8; causal or not */
+    cr_expect_eq(folded, (2 * 4 + 1) * 2, "%d folded", folded);
 }

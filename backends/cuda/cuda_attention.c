@@ -189,6 +189,8 @@ static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_p
         .paged = call->has_block_table,
         .window = call->window,
         .softcap = call->softcap > 0.0f,
+        .softcap_fold = call->softcap > 0.0f && !call->has_alibi && !call->has_bias &&
+                        p->softcap_log2 < 1024.0f,
         .alibi = call->has_alibi,
         .varlen = varlen,
         .bias = call->has_bias,

@@ -273,7 +273,8 @@ static void plan_fp8(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cud
 {
     if (pb->varlen || !fa_cuda_fp8_takes(caps, pb, NULL, 0))
         return;
-    add_wgmma_forward(plan, caps, pb, find(FA_CUDA_FWD_WGMMA, FA_DTYPE_E4M3, 128, 0), 128,
+    const fa_cuda_family family = pb->softcap_fold ? FA_CUDA_FWD_WGMMA_SOFTCAP : FA_CUDA_FWD_WGMMA;
+    add_wgmma_forward(plan, caps, pb, find(family, FA_DTYPE_E4M3, 128, 0), 128,
                       FA_FWD_WGMMA_SMEM_E4M3(128), "launching the Hopper (wgmma) FP8 forward");
 }
 
@@ -304,7 +305,9 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
      * to 256 */
     const uint32_t wg_d = d > 128 ? 256 : d > 64 ? 128 : 64;
     const unsigned wg_smem = FA_FWD_WGMMA_SMEM(wg_d);
-    const fa_cuda_family wg_family = pb->varlen ? FA_CUDA_FWD_WGMMA_VARLEN : FA_CUDA_FWD_WGMMA;
+    const fa_cuda_family wg_family = pb->varlen         ? FA_CUDA_FWD_WGMMA_VARLEN
+                                     : pb->softcap_fold ? FA_CUDA_FWD_WGMMA_SOFTCAP
+                                                        : FA_CUDA_FWD_WGMMA;
     /* a softcap with a bias: not the mma.sync kernel, which takes the bias as the initial value
      * of S's accumulators, before the cap (fa_forward_mma.cuh) */
     const bool sync_ok = !(pb->softcap && pb->bias);

@@ -41,6 +41,7 @@ typedef enum fa_cuda_family {
     FA_CUDA_FWD_MERGE,
     FA_CUDA_FWD_MMA_VARLEN,
     FA_CUDA_FWD_WGMMA_VARLEN,
+    FA_CUDA_FWD_WGMMA_SOFTCAP,
     FA_CUDA_BWD_V4_VARLEN,
     FA_CUDA_BWD_WGMMA_VARLEN,
     FA_CUDA_FWD_MMA_BIAS, /* the mma.sync families' kernels for calls with a bias */
@@ -95,6 +96,9 @@ typedef struct fa_cuda_problem {
     /* a sliding window (fa_attention_call.window: a left bound, or a right bound past causal's)
      * and logit softcapping, which only some kernels take */
     bool window, softcap;
+    /* a softcap the wgmma forward folds into its exponent (no ALiBi, no bias, softcap log2 e
+     * under 1024): the FWD_WGMMA_SOFTCAP kernels (fa_forward_wgmma.cuh) */
+    bool softcap_fold;
     bool alibi; /* ALiBi slopes (fa_attention_call.has_alibi), which only some kernels take */
     /* a packed variable-length batch of `batch` sequences in one launch, seq_q and seq_k the
      * longest sequence's lengths: only the *_VARLEN kernels take it (with Delta and the dQ

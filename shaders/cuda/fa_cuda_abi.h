@@ -293,11 +293,6 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_PINGPONG
 #define FA_FWD_WGMMA_PINGPONG 1
 #endif
-/* The wgmma forward's softcap with its row work folded into the exponent's FFMA on unmasked
- * steps (fa_forward_wgmma.cuh); 0: the capped scores first, as the other kernels do. */
-#ifndef FA_FWD_SOFTCAP_FOLD
-#define FA_FWD_SOFTCAP_FOLD 1
-#endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128
 #endif

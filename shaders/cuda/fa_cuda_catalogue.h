@@ -17,6 +17,8 @@
  * Families (geometry in shaders/cuda/fa_cuda_abi.h):
  *   FWD_MMA       tensor-core forward (mma.sync), P1 query rows per block
  *   FWD_WGMMA     Hopper forward (wgmma, sm_90a only)
+ *   FWD_WGMMA_SOFTCAP  the same for a softcap alone, folded into the exponent (the host's
+ *                 fa_cuda_problem.softcap_fold)
  *   FWD_MMA_VARLEN, FWD_WGMMA_VARLEN, BWD_V4_VARLEN, BWD_WGMMA_VARLEN  the same kernels over
  *                 a packed variable-length batch in one launch (fa_cuda_params.varlen), the
  *                 wgmma ones at head dims 64 and 128 (the backward's at 128 spills 36 bytes
@@ -220,6 +222,19 @@
     X(FWD_WGMMA_F16_D256, fa_fwd_wgmma_f16_d256, FWD_WGMMA, F16, 256, 0, 0)                        \
     X(FWD_WGMMA_BF16_D256, fa_fwd_wgmma_bf16_d256, FWD_WGMMA, BF16, 256, 0, 0)                     \
     X(FWD_WGMMA_E4M3_D128, fa_fwd_wgmma_e4m3_d128, FWD_WGMMA, E4M3, 128, 0, 0)                     \
+    X(FWD_WGMMA_SOFTCAP_F16_D64, fa_fwd_wgmma_softcap_f16_d64, FWD_WGMMA_SOFTCAP, F16, 64, 0, 0)   \
+    X(FWD_WGMMA_SOFTCAP_F16_D128, fa_fwd_wgmma_softcap_f16_d128, FWD_WGMMA_SOFTCAP, F16, 128, 0,   \
+      0)                                                                                           \
+    X(FWD_WGMMA_SOFTCAP_BF16_D64, fa_fwd_wgmma_softcap_bf16_d64, FWD_WGMMA_SOFTCAP, BF16, 64, 0,   \
+      0)                                                                                           \
+    X(FWD_WGMMA_SOFTCAP_BF16_D128, fa_fwd_wgmma_softcap_bf16_d128, FWD_WGMMA_SOFTCAP, BF16, 128,   \
+      0, 0)                                                                                        \
+    X(FWD_WGMMA_SOFTCAP_F16_D256, fa_fwd_wgmma_softcap_f16_d256, FWD_WGMMA_SOFTCAP, F16, 256, 0,   \
+      0)                                                                                           \
+    X(FWD_WGMMA_SOFTCAP_BF16_D256, fa_fwd_wgmma_softcap_bf16_d256, FWD_WGMMA_SOFTCAP, BF16, 256,   \
+      0, 0)                                                                                        \
+    X(FWD_WGMMA_SOFTCAP_E4M3_D128, fa_fwd_wgmma_softcap_e4m3_d128, FWD_WGMMA_SOFTCAP, E4M3, 128,   \
+      0, 0)                                                                                        \
     X(FWD_WGMMA_VARLEN_F16_D64, fa_fwd_wgmma_varlen_f16_d64, FWD_WGMMA_VARLEN, F16, 64, 0, 0)      \
     X(FWD_WGMMA_VARLEN_F16_D128, fa_fwd_wgmma_varlen_f16_d128, FWD_WGMMA_VARLEN, F16, 128, 0, 0)   \
     X(FWD_WGMMA_VARLEN_BF16_D64, fa_fwd_wgmma_varlen_bf16_d64, FWD_WGMMA_VARLEN, BF16, 64, 0, 0)   \

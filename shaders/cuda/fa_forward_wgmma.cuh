@@ -160,7 +160,10 @@ __device__ __forceinline__ void fa_fwdw_store_o(const fa_cuda_params &p, const f
         store(__nv_bfloat16());
 }
 
-template <typename T, int D, int BK, bool PERSIST>
+// FOLD: the kernel for a softcap alone (the FWD_WGMMA_SOFTCAP rows), which folds the cap into the
+// exponent (below); in a kernel of its own because the fold's code cost the plain path 4-5 % at
+// head dim 64 when every kernel carried it (docs/PERF.md).
+template <typename T, int D, int BK, bool PERSIST, bool FOLD = false>
 __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 {
     constexpr bool FP8 = fa_is_e4m3<T>;
@@ -388,13 +391,12 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         const float c = logs ? 1.f : scale_log2;
         const float slope = fa_alibi_slope(p, b, h) / c;
         const float masked = c > 0.f ? -INFINITY : INFINITY;
-        // A softcap alone (FA_FWD_SOFTCAP_FOLD), on steps that need no mask: S keeps
+        // A softcap alone (FOLD, chosen by the host), on steps that need no mask: S keeps
         // r = fa_softcap_recip, the capped score in log2 units being C (1 - 2 r), C = softcap
         // log2 e. The row maximum is then C (1 - 2 min r), and P = exp2(fma(r, -2 C, C - m)): the
         // two instructions a score that made C (1 - 2 r) - m go into the exponent's FFMA. Only
         // where C < 1024, so that C - m keeps the LSE's precision.
-        const bool fold =
-            FA_FWD_SOFTCAP_FOLD && cap && !p.has_alibi && !p.bias_dtype && p.softcap_log2 < 1024.f;
+        const bool fold = FOLD && cap && !p.has_alibi && !p.bias_dtype && p.softcap_log2 < 1024.f;
         constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
 
         float o[D / 2];
@@ -593,7 +595,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             l[1] += sum[1];
         };
         auto softmax = [&](int it, auto mask_c) {
-            if constexpr (FA_FWD_SOFTCAP_FOLD && !decltype(mask_c)::value)
+            if constexpr (FOLD && !decltype(mask_c)::value)
                 if (fold) {
                     softmax_as(it, mask_c, std::true_type{});
                     return;

@@ -17,6 +17,13 @@
     {                                                                                              \
         fa_fwd_wgmma<T, D, FA_FWD_WGMMA_BK(D), FA_FWD_WGMMA_PERSISTENT(D)>(p);                     \
     }
+// The same body for a softcap alone, folded into the exponent (the host checks the call).
+#define FA_INSTANTIATE_FWD_WGMMA_SOFTCAP(name, T, D, P1, P2)                                       \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS, 1)                          \
+        name(const __grid_constant__ fa_cuda_params p)                                             \
+    {                                                                                              \
+        fa_fwd_wgmma<T, D, FA_FWD_WGMMA_BK(D), FA_FWD_WGMMA_PERSISTENT(D), true>(p);               \
+    }
 // The same body over a packed batch, each block bound to its sequence (fa_varlen.cuh).
 #define FA_INSTANTIATE_FWD_WGMMA_VARLEN(name, T, D, P1, P2)                                        \
     extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS, 1)                          \

@@ -89,6 +89,7 @@ static const char *family_names[] = {
     [FA_CUDA_FWD_MERGE] = "forward: merge of the split keys",
     [FA_CUDA_FWD_MMA_VARLEN] = "forward over a packed batch, mma.sync",
     [FA_CUDA_FWD_WGMMA_VARLEN] = "forward over a packed batch, wgmma (sm_90a)",
+    [FA_CUDA_FWD_WGMMA_SOFTCAP] = "forward with a softcap alone, folded, wgmma (sm_90a)",
     [FA_CUDA_BWD_V4_VARLEN] = "backward v4 over a packed batch: dK, dV, atomic dQ, mma.sync",
     [FA_CUDA_BWD_WGMMA_VARLEN] = "backward over a packed batch: dK, dV, atomic dQ, wgmma (sm_90a)",
 };
