@@ -66,8 +66,8 @@ probe dec_stats_cold /tmp/c9 FA_VULKAN_PIPELINE_STATS=1 -- "${decode[@]}" "${r[@
 probe dec_stats_warm /tmp/c9 FA_VULKAN_PIPELINE_STATS=1 -- "${decode[@]}" "${r[@]}"
 # time: a long cold process (1000 + 1000 calls)
 probe dec_cold_long /tmp/c6 -- "${decode[@]}" --warmup 1000 --repeat 1000
-# polling the fence, warm (the wake-up's cost)
-probe dec_warm_spin /tmp/c1 FA_VULKAN_WAIT_SPIN_US=200 -- "${decode[@]}" "${r[@]}"
+# the sleeping fence wait alone, warm (the default polls 200 us first: the wake-up's cost)
+probe dec_warm_sleep /tmp/c1 FA_VULKAN_WAIT_SPIN_US=0 -- "${decode[@]}" "${r[@]}"
 # the forward's plain row
 probe fwd_cold /tmp/c7 -- "${forward[@]}" --warmup 3 --repeat 20
 probe fwd_warm /tmp/c7 -- "${forward[@]}" --warmup 3 --repeat 20
