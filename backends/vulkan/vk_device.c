@@ -205,11 +205,14 @@ fa_status fa_vk_context_init(fa_context *ctx, int index)
 fa_status fa_vk_context_open(fa_context *ctx)
 {
     fa_vk_state *st = ctx->backend_state;
-    /* Poll a submission's fence for up to FA_VULKAN_WAIT_SPIN_US microseconds (tuning; 200 by
-     * default, 0: none) before sleeping on it: the sleeping wait's wake-up cost a decoding step
-     * about 20 us on NVIDIA's driver, where the step's kernel takes 85 (docs/PERF.md). */
+    /* Poll a submission's fence for up to FA_VULKAN_WAIT_SPIN_US microseconds (tuning; by default
+     * 200 on a GPU, none on a CPU device, whose threads the polling would take) before sleeping on
+     * it: the sleeping wait's wake-up cost a decoding step about 20 us on NVIDIA's driver, where
+     * the step's kernel takes 85 (docs/PERF.md). */
     const char *spin = fa_knob_value(ctx, FA_KNOB_VULKAN_WAIT_SPIN_US);
-    const double spin_us = spin ? strtod(spin, NULL) : 200.0;
+    const double spin_us = spin                                             ? strtod(spin, NULL)
+                           : st->phys->info.kind == FA_DEVICE_KIND_SOFTWARE ? 0.0
+                                                                            : 200.0;
     st->wait_spin_s = spin_us > 0 && spin_us <= 1e6 ? spin_us * 1e-6 : 0.0;
     /* FA_VULKAN_IN_FLIGHT=n (tuning): at most n submissions in flight (1 to FA_VK_FRAMES; 1 waits
      * for each call before recording the next, as versions before the ring did). */
