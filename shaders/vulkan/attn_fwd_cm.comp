@@ -194,6 +194,11 @@ void main()
 #ifdef FA_CM_LAYOUT_E
             MAT_C s[LEN_CS];
             PRODUCT_T(s, qa, kt) // S = Q K^T
+#ifdef FA_CM_PRODUCTS_ONLY
+            // Timing only (bench/vk_forward_floors.sh): the products, loads and barriers without
+            // the row work, P = S; l stays live so that the driver keeps every product.
+            l_part[0] += s[0][0];
+#else
             if (SOFTCAP) {
                 float unused;
                 [[unroll]] for (uint i = 0; i < TM * BNN; i++)
@@ -290,6 +295,7 @@ void main()
                     [[unroll]] for (uint e = 0; e < CE; e++)
                         o[t * DN + d][e] *= alpha[t * NSLOT + slot_of(e)];
             }
+#endif
 #ifdef FA_CM_A_FROM_C
             PRODUCT_ACC_REG(o, s, vt) // O += P V
 #else
