@@ -64,6 +64,29 @@ __device__ __forceinline__ float fa_softcap_recip(float x, float k)
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + fa_exp2(x * k)));
     return r;
 }
+// 2^y on the FMA pipe, for kernels whose MUFU is the bottleneck (a share of their exponents moves
+// here, as FlashAttention 4 does for the softmax's): y clamped to [-126, 126] and split as j + f,
+// |f| <= 1/2, by the 1.5 2^23 shift (t's low bits hold j); 2^f by a degree-5 polynomial (relative
+// error 2.1e-7 in f32, under ex2.approx's 2^-22); j added to the exponent's bits.
+__device__ __forceinline__ float fa_exp2_fma(float y)
+{
+    y = fminf(fmaxf(y, -126.f), 126.f);
+    const float t = y + 12582912.f;
+    const float f = y - (t - 12582912.f);
+    float p = fmaf(1.327647129e-3f, f, 9.675540961e-3f);
+    p = fmaf(p, f, 5.550713092e-2f);
+    p = fmaf(p, f, 2.402212024e-1f);
+    p = fmaf(p, f, 6.931469440e-1f);
+    p = fmaf(p, f, 1.000000119f);
+    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+// fa_softcap_recip with the exponent on the FMA pipe (fa_exp2_fma).
+__device__ __forceinline__ float fa_softcap_recip_fma(float x, float k)
+{
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + fa_exp2_fma(x * k)));
+    return r;
+}
 __device__ __forceinline__ float fa_softcap_tanh(float x, float k)
 {
     return fmaf(-2.f, fa_softcap_recip(x, k), 1.f);
