@@ -410,6 +410,15 @@ uint64_t cli_attn_score_bytes(const cli_attn_shape *s)
     return b >= 1.8e19 ? UINT64_MAX : (uint64_t)b;
 }
 
+double cli_gpu_warmup_s(fa_context *ctx)
+{
+    fa_device_info dev;
+    if (fa_context_device(ctx, &dev) != FA_OK || dev.kind == FA_DEVICE_KIND_CPU ||
+        dev.kind == FA_DEVICE_KIND_SOFTWARE)
+        return 0.0;
+    return 0.6;
+}
+
 fa_status cli_attn_time(cli_attn *a, bool backward, const cli_time_plan *plan, cli_timing *out)
 {
     memset(out, 0, sizeof *out);

@@ -144,6 +144,11 @@ typedef struct cli_timing {
 
 fa_status cli_attn_time(cli_attn *a, bool backward, const cli_time_plan *plan, cli_timing *out);
 
+/** The warm-up, in seconds, that brings ctx's device to its working clock before timing: 0.6 on
+ * a GPU (NVIDIA's driver, with no CUDA context open, lets an idle GPU's clock fall and Vulkan work
+ * took 0.3-0.6 s to raise it: docs/PERF.md), 0 on the CPU and on CPU-based drivers. */
+double cli_gpu_warmup_s(fa_context *ctx);
+
 /** fa_context_create on backend's device (its first GPU where device_seen is false and the
  * backend is named: PoCL is often OpenCL's device 0) with `threads` CPU threads and, where
  * log_level >= 0 (cli_parse_log), the library's messages up to it on stderr. */

@@ -19,7 +19,9 @@
 #define HIDDEN 2048
 #define SLOW_CALL_S 2.0
 #define MAX_TOTAL_S 1.0
-#define WARMUP_S 0.3 /* the H200 ran N = 2048 rows 4x slower after a one-call warm-up */
+/* A later row's (on a GPU cli_gpu_warmup_s where longer: building its programs may have idled the
+ * GPU); the H200 ran N = 2048 rows 4x slower after a one-call warm-up */
+#define WARMUP_S 0.3
 /* The first row's: a process starts on a GPU at its idle clock (the H200's: 345 MHz) */
 #define FIRST_WARMUP_S 1.0
 #define SAMPLE_S 0.002 /* shorter calls are timed in groups: a host round trip costs ~20-50 us */
@@ -138,8 +140,11 @@ static void bench_point(fa_context *ctx, const cli_attn_shape *shape, bool with_
     if (st != FA_OK)
         cli_attn_fail(&a, st); /* once; both rows record it */
     static bool warm;          /* a process's first row warms up for longer */
+    const double gpu_s = cli_gpu_warmup_s(ctx);
     const cli_time_plan plan = {.warmup = 1,
-                                .warmup_s = warm ? WARMUP_S : FIRST_WARMUP_S,
+                                .warmup_s = !warm              ? FIRST_WARMUP_S
+                                            : gpu_s > WARMUP_S ? gpu_s
+                                                               : WARMUP_S,
                                 .repeat = (int)o->repeat,
                                 .auto_reduce = true,
                                 .slow_s = SLOW_CALL_S,

@@ -60,7 +60,8 @@ static const char usage[] =
     "                   rows, as the conformance matrix samples them);\n"
     "                   exit 1 when they do not pass\n"
     "  --repeat N       timed runs, median reported (default 3)\n"
-    "  --warmup N       untimed runs first (default 1)\n"
+    "  --warmup N       untimed runs first (default 1, and on a GPU more until 0.6 s have\n"
+    "                   passed: an idle GPU's clock takes that long to rise)\n"
     "  --threads N      CPU backend threads (default: OpenMP's)\n"
     "  --seed N         random inputs' seed (default 1)\n"
     "  --json           one JSON object on stdout instead of text\n"
@@ -578,7 +579,8 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
     const cli_time_plan plan = {.warmup = (int)o->warmup,
                                 .repeat = (int)o->repeat,
                                 .auto_reduce = !o->repeat_seen && !o->warmup_seen,
-                                .slow_s = SLOW_CALL_S};
+                                .slow_s = SLOW_CALL_S,
+                                .warmup_s = o->warmup_seen ? 0.0 : cli_gpu_warmup_s(ctx)};
     if (o->backward) {
         cli_rss_begin(&r->forward_rss);
         double t0 = cli_now();
