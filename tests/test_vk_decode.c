@@ -120,3 +120,28 @@ Test(vk_decode, the_merge_in_the_dispatch_repeats_and_matches_the_merge_dispatch
     cr_expect(strstr(profile, "aligned=0"), "K and V one element off, yet:\n%s", profile);
     expect_close(here, skewed, 1e-6f, "K and V one element off against aligned");
 }
+
+/* The developer knobs around the submission and the pipeline cache change no result: pipelines
+ * built without a VkPipelineCache (FA_VULKAN_PIPELINE_CACHE=0) or built twice (=rebuild), and the
+ * fence polled before the sleeping wait (FA_VULKAN_WAIT_SPIN_US; a CPU device such as lavapipe
+ * does not poll by default), give the default's O bit for bit. */
+Test(vk_decode, the_cache_and_wait_knobs_give_the_same_o)
+{
+    fa_backend_info info;
+    cr_assert_eq(fa_backend_query(FA_BACKEND_VULKAN, &info), FA_OK);
+    if (!info.available)
+        cr_skip_test("vulkan unavailable: %s", info.reason);
+    static float base[O_FLOATS], other[O_FLOATS];
+    decode_calls(3, 0, base);
+    const char *knobs[][2] = {{"FA_VULKAN_PIPELINE_CACHE", "0"},
+                              {"FA_VULKAN_PIPELINE_CACHE", "rebuild"},
+                              {"FA_VULKAN_WAIT_SPIN_US", "200"}};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        setenv(knobs[i][0], knobs[i][1], 1);
+        decode_calls(3, 0, other);
+        unsetenv(knobs[i][0]);
+        for (size_t j = 0; j < O_FLOATS; j++)
+            cr_assert_eq(other[j], base[j], "%s=%s: O[%zu] %.9g against %.9g", knobs[i][0],
+                         knobs[i][1], j, other[j], base[j]);
+    }
+}
