@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Vulkan's slow state (docs/PERF.md, "What to try next" item 7): a process that compiled its
-# pipelines ran the decoding kernel 4x slower than one that loaded them from the pipeline cache.
+# pipelines ran the decoding kernel 4x slower than one that loaded them from the pipeline cache
+# (the answer, thirty-second session: the GPU's idle clock after the compile's idle second).
 # Each probe is a process of its own with GPU timestamps (FA_VULKAN_PROFILE=1, one line a
 # synchronisation), in a cache folder that is fresh (cold) or that an earlier probe filled
 # (warm); the cases separate this library's pipeline cache, the driver's own disk cache, a
