@@ -459,8 +459,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 // FA_FWD_SOFTCAP_POLY of every 4 scores take the tanh's exponent on the FMA pipe
 #pragma unroll
                 for (int i = 0; i < BK / 2; i++)
-                    sc[i] = (i & 3) < FA_FWD_SOFTCAP_POLY ? fa_softcap_recip_fma(sc[i], softcap_k)
-                                                          : fa_softcap_recip(sc[i], softcap_k);
+                    sc[i] = fa_softcap_recip(sc[i], softcap_k, (i & 3) < FA_FWD_SOFTCAP_POLY);
             } else if (cap) {
 #pragma unroll
                 for (int i = 0; i < BK / 2; i++)

@@ -56,14 +56,6 @@ __device__ __forceinline__ int fa_query_end(const fa_cuda_params &p, int j)
 // 1 - 2 / (1 + 2^(k x)): ex2.approx (2^-22 relative) and rcp.approx keep its absolute error near
 // 2^-21, where tanh.approx.f32's 2^-11 relative error, times the cap, would show against the
 // float64 reference; it saturates cleanly to -1 or 1 as 2^(k x) reaches 0 or inf (no NaN).
-// fa_softcap_tanh is 1 - 2 r of this r = 1 / (1 + 2^(k x)), which falls as the capped score
-// grows (the wgmma forward keeps r where a step needs no mask: fa_forward_wgmma.cuh).
-__device__ __forceinline__ float fa_softcap_recip(float x, float k)
-{
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + fa_exp2(x * k)));
-    return r;
-}
 // 2^y on the FMA pipe, for kernels whose MUFU is the bottleneck (a share of their exponents moves
 // here, as FlashAttention 4 does for the softmax's): y clamped to [-126, 126] and split as j + f,
 // |f| <= 1/2, by the 1.5 2^23 shift (t's low bits hold j); 2^f by a degree-5 polynomial (relative
@@ -80,11 +72,14 @@ __device__ __forceinline__ float fa_exp2_fma(float y)
     p = fmaf(p, f, 1.000000119f);
     return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
 }
-// fa_softcap_recip with the exponent on the FMA pipe (fa_exp2_fma).
-__device__ __forceinline__ float fa_softcap_recip_fma(float x, float k)
+// fa_softcap_tanh is 1 - 2 r of this r = 1 / (1 + 2^(k x)), which falls as the capped score
+// grows (the wgmma forward keeps r where a step needs no mask: fa_forward_wgmma.cuh); fma_pipe:
+// the exponent by fa_exp2_fma.
+__device__ __forceinline__ float fa_softcap_recip(float x, float k, bool fma_pipe = false)
 {
     float r;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + fa_exp2_fma(x * k)));
+    const float e = fma_pipe ? fa_exp2_fma(x * k) : fa_exp2(x * k);
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + e));
     return r;
 }
 __device__ __forceinline__ float fa_softcap_tanh(float x, float k)

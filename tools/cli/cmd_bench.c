@@ -4,6 +4,7 @@
  * CPU backend each row's fraction of this machine's measured FMA peak. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,11 +141,9 @@ static void bench_point(fa_context *ctx, const cli_attn_shape *shape, bool with_
     if (st != FA_OK)
         cli_attn_fail(&a, st); /* once; both rows record it */
     static bool warm;          /* a process's first row warms up for longer */
-    const double gpu_s = cli_gpu_warmup_s(ctx);
     const cli_time_plan plan = {.warmup = 1,
-                                .warmup_s = !warm              ? FIRST_WARMUP_S
-                                            : gpu_s > WARMUP_S ? gpu_s
-                                                               : WARMUP_S,
+                                .warmup_s =
+                                    warm ? fmax(WARMUP_S, cli_gpu_warmup_s(ctx)) : FIRST_WARMUP_S,
                                 .repeat = (int)o->repeat,
                                 .auto_reduce = true,
                                 .slow_s = SLOW_CALL_S,
