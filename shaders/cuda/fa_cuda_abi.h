@@ -293,11 +293,6 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_PINGPONG
 #define FA_FWD_WGMMA_PINGPONG 1
 #endif
-/* The folded softcap kernels' tanh: of every 4 scores, this many take their exponent on the FMA
- * pipe (fa_exp2_fma) and the rest on MUFU. 0 until timed (docs/PERF.md, What to try next). */
-#ifndef FA_FWD_SOFTCAP_POLY
-#define FA_FWD_SOFTCAP_POLY 0
-#endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128
 #endif

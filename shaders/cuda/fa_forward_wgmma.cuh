@@ -456,10 +456,9 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             const float cs = fold_s ? -2.f * p.softcap_log2 : c;
             const float c0 = fold_s ? p.softcap_log2 : 0.f;
             if constexpr (fold_s) {
-                // FA_FWD_SOFTCAP_POLY of every 4 scores take the tanh's exponent on the FMA pipe
 #pragma unroll
                 for (int i = 0; i < BK / 2; i++)
-                    sc[i] = fa_softcap_recip(sc[i], softcap_k, (i & 3) < FA_FWD_SOFTCAP_POLY);
+                    sc[i] = fa_softcap_recip(sc[i], softcap_k);
             } else if (cap) {
 #pragma unroll
                 for (int i = 0; i < BK / 2; i++)

@@ -56,30 +56,12 @@ __device__ __forceinline__ int fa_query_end(const fa_cuda_params &p, int j)
 // 1 - 2 / (1 + 2^(k x)): ex2.approx (2^-22 relative) and rcp.approx keep its absolute error near
 // 2^-21, where tanh.approx.f32's 2^-11 relative error, times the cap, would show against the
 // float64 reference; it saturates cleanly to -1 or 1 as 2^(k x) reaches 0 or inf (no NaN).
-// 2^y on the FMA pipe, for kernels whose MUFU is the bottleneck (a share of their exponents moves
-// here, as FlashAttention 4 does for the softmax's): y clamped to [-126, 126] and split as j + f,
-// |f| <= 1/2, by the 1.5 2^23 shift (t's low bits hold j); 2^f by a degree-5 polynomial (relative
-// error 2.1e-7 in f32, under ex2.approx's 2^-22); j added to the exponent's bits.
-__device__ __forceinline__ float fa_exp2_fma(float y)
-{
-    y = fminf(fmaxf(y, -126.f), 126.f);
-    const float t = y + 12582912.f;
-    const float f = y - (t - 12582912.f);
-    float p = fmaf(1.327647129e-3f, f, 9.675540961e-3f);
-    p = fmaf(p, f, 5.550713092e-2f);
-    p = fmaf(p, f, 2.402212024e-1f);
-    p = fmaf(p, f, 6.931469440e-1f);
-    p = fmaf(p, f, 1.000000119f);
-    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
 // fa_softcap_tanh is 1 - 2 r of this r = 1 / (1 + 2^(k x)), which falls as the capped score
-// grows (the wgmma forward keeps r where a step needs no mask: fa_forward_wgmma.cuh); fma_pipe:
-// the exponent by fa_exp2_fma.
-__device__ __forceinline__ float fa_softcap_recip(float x, float k, bool fma_pipe = false)
+// grows (the wgmma forward keeps r where a step needs no mask: fa_forward_wgmma.cuh).
+__device__ __forceinline__ float fa_softcap_recip(float x, float k)
 {
     float r;
-    const float e = fma_pipe ? fa_exp2_fma(x * k) : fa_exp2(x * k);
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + e));
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + fa_exp2(x * k)));
     return r;
 }
 __device__ __forceinline__ float fa_softcap_tanh(float x, float k)
