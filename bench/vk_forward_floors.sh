@@ -8,40 +8,67 @@
 #
 # Here (the cooperative-matrix glslang of tools/install-deps.sh; BUILD holds the build whose
 # catalogue names the modules):
-#   bench/vk_forward_floors.sh prepare BUILD [TM,NSG,BN ...]   -> .gpu/floors/
+#   bench/vk_forward_floors.sh prepare BUILD [TM,NSG,BN ...]   -> .gpu/floors/KIND/TILING/
+# (FA_FLOORS_KINDS, default "products full", names the kinds of module to write; FA_FLOORS_DEFINES
+# adds -D options to every module; FA_FLOORS_DIR, default .gpu/floors, is the folder, for both
+# modes.)
 # On the device (carry .gpu), with a build's flashattn:
 #   bench/vk_forward_floors.sh run TOOL [ROUNDS]
-# Each tiling's module replaces, through FA_VULKAN_SPV_DIR, the catalogue module of that tiling
-# where the catalogue has one, else the generic module; FA_VULKAN_MATRIX_FWD_TILES picks the
-# tiling. A row whose ovr= count is 0 ran no override (the planner refused the tiling): its
-# number is the shipped module's. Timing only: the results are not attention.
+# Kinds of module, each a floor under the next: "mma" (the products with every B operand read
+# from one place, no K/V traffic, no barriers: FA_CM_FLOOR_B_ONCE), "nokv" (the products with
+# their shared-memory reads, no K/V traffic, no barriers: FA_CM_FLOOR_NO_KV; in both the operands
+# move by 16 bytes every other step, lest the driver hoist the products out of the loop, as the
+# thirty-third session's first call, without that, suggests it did), "products" (the
+# products with their loads and barriers, no row work: FA_CM_PRODUCTS_ONLY), "full" (the whole
+# forward, the same source without those switches). All but "full" are timing only: their
+# results are not attention. Each replaces, through FA_VULKAN_SPV_DIR, the catalogue module of
+# that tiling where the catalogue has one, else the generic module;
+# FA_VULKAN_MATRIX_FWD_TILES picks the tiling. A row whose ovr= count is 0 ran no override (the
+# planner refused the tiling): its number is the shipped module's. The full
+# modules' `check` rows (`run --check`, N=1000 and a causal GQA case) must pass.
 set -eu
+root=${FA_FLOORS_DIR:-.gpu/floors}
 mode=${1:?usage: $0 prepare BUILD [TM,NSG,BN ...] | run TOOL [ROUNDS]}
 if [ "$mode" = prepare ]; then
     build=${2:?build folder}
     shift 2
-    tilings=${*:-1,8,64 1,8,32 2,4,32 2,4,64 2,8,16}
+    tilings=${*:-1,8,64 1,8,32 1,4,64 2,4,32 2,4,16 2,8,16 2,8,32}
+    FA_FLOORS_DEFINES=${FA_FLOORS_DEFINES:-} # more -D options for every module
     bin=${FA_GLSLANG_BIN:-/opt/flashattn-tools/glslang-venv/bin}
     src=$(dirname "$0")/../shaders/vulkan
     layout="-DFA_CM_LAYOUT_E=8 -DFA_CM_LAYOUT_SHIFT=2 -DFA_CM_LAYOUT_BITS=1 -DFA_CM_LAYOUT_XOR=3"
     layout="$layout -DFA_CM_A_FROM_C=0x76543210 -DFA_CM_A_ELEMENTS=8"
-    rm -rf .gpu/floors && mkdir -p .gpu/floors
+    # the kinds of module: products, full, nokv (the products without K/V traffic or barriers:
+    # FA_CM_FLOOR_NO_KV), mma (nokv with every B operand read from one place: FA_CM_FLOOR_B_ONCE)
+    kinds=${FA_FLOORS_KINDS:-products full}
+    for kind in $kinds; do rm -rf "${root:?}/$kind"; done
     for t in $tilings; do
         IFS=, read -r tm nsg bn <<<"$t"
         cat=cat_attn_fwd_cm_16x16x16_sg32x${nsg}_tm${tm}_bn${bn}_l8_2_1_3_a0x76543210_d128
         name=attn_fwd_cm_f16_s16
-        [ -f "$build/shaders/vulkan/$cat.spv" ] && name=$cat
-        dir=.gpu/floors/$tm,$nsg,$bn
-        mkdir -p "$dir"
-        # shellcheck disable=SC2086
-        "$bin/glslangValidator" -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16 -I"$src" \
-            -DFA_FIXED_D=128 -DFA_CM_FIXED -DFA_CM_FIXED_M=16 -DFA_CM_FIXED_N=16 \
-            -DFA_CM_FIXED_K=16 -DFA_CM_FIXED_SG=32 -DFA_CM_FIXED_NSG="$nsg" \
-            -DFA_CM_FIXED_TM="$tm" -DFA_CM_FIXED_BN="$bn" $layout -DFA_CM_PRODUCTS_ONLY \
-            -o "$dir/raw" "$src/attn_fwd_cm.comp" >/dev/null
-        "$bin/spirv-opt" --target-env=vulkan1.3 --loop-unroll -O "$dir/raw" -o "$dir/$name.spv"
-        "$bin/spirv-val" --target-env vulkan1.3 "$dir/$name.spv"
-        rm "$dir/raw"
+        for c in "$cat" "${cat%_d128}_copy_d128"; do
+            [ -f "$build/shaders/vulkan/$c.spv" ] && name=$c
+        done
+        for kind in $kinds; do
+            dir=$root/$kind/$t
+            mkdir -p "$dir"
+            case $kind in
+            full) defs= ;;
+            products) defs=-DFA_CM_PRODUCTS_ONLY ;;
+            nokv) defs="-DFA_CM_PRODUCTS_ONLY -DFA_CM_FLOOR_NO_KV" ;;
+            mma) defs="-DFA_CM_PRODUCTS_ONLY -DFA_CM_FLOOR_NO_KV -DFA_CM_FLOOR_B_ONCE" ;;
+            *) echo "unknown kind $kind" >&2; exit 2 ;;
+            esac
+            # shellcheck disable=SC2086
+            "$bin/glslangValidator" -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16 -I"$src" \
+                -DFA_FIXED_D=128 -DFA_CM_FIXED -DFA_CM_FIXED_M=16 -DFA_CM_FIXED_N=16 \
+                -DFA_CM_FIXED_K=16 -DFA_CM_FIXED_SG=32 -DFA_CM_FIXED_NSG="$nsg" \
+                -DFA_CM_FIXED_TM="$tm" -DFA_CM_FIXED_BN="$bn" $layout $defs $FA_FLOORS_DEFINES \
+                -o "$dir/raw" "$src/attn_fwd_cm.comp" >/dev/null
+            "$bin/spirv-opt" --target-env=vulkan1.3 --loop-unroll -O "$dir/raw" -o "$dir/$name.spv"
+            "$bin/spirv-val" --target-env vulkan1.3 "$dir/$name.spv"
+            rm "$dir/raw"
+        done
         echo "$t: $name"
     done
     exit 0
@@ -57,17 +84,31 @@ row() { # label, tiles ('' for the default), override folder ('' for none), run 
         --seq 16384 --head-dim 128 --dtype f16 "$@" --log info 2>&1) || true
     printf '%-22s %-22s ovr=%s %s\n' "$n" "$(grep -m1 '^rate' <<<"$log" | awk '{print $2, $3}')" \
         "$(grep -c FA_VULKAN_SPV_DIR <<<"$log")" \
-        "$(grep -m1 -o 'Register Count=[0-9]*' <<<"$log")"
+        "$(grep 'attn_fwd_cm statistics' <<<"$log" | grep -m1 -o 'Register Count=[0-9]*')"
 }
-for d in .gpu/floors/*/; do # compile each once (the pipeline cache), then time
+check() { # label, tiles, override folder, run arguments: the full module must PASS
+    local n=$1 t=$2 d=$3
+    shift 3
+    printf '%-22s %s\n' "$n" "$(FA_VULKAN_MATRIX_FWD_TILES=$t FA_VULKAN_SPV_DIR=$d timeout 90 \
+        "$tool" run --backend vulkan --dtype f16 --check "$@" 2>&1 | grep -m1 -o 'PASS\|FAIL' ||
+        echo none)"
+}
+for d in "$root"/*/*/; do # compile each once (the pipeline cache), then time
     t=$(basename "$d")
     row "compile $t" "$t" "$PWD/$d" --repeat 1 --warmup 0 >/dev/null
 done
 row "compile shipped" "" "" --repeat 1 --warmup 0 >/dev/null
+tag=$(basename "$root")
+for d in "$root"/full/*/; do
+    [ -d "$d" ] || continue
+    t=$(basename "$d")
+    check "check $t" "$t" "$PWD/$d" --heads 4 --seq 1000
+    check "check $t causal" "$t" "$PWD/$d" --heads 8 --kv-heads 2 --seq-q 700 --seq-k 1100 --causal
+done
 for i in $(seq "$rounds"); do
     row "shipped, round $i" "" "" --warmup 150 --repeat 30
-    for d in .gpu/floors/*/; do
-        t=$(basename "$d")
-        row "products $t, round $i" "$t" "$PWD/$d" --warmup 150 --repeat 30
+    for d in "$root"/*/*/; do
+        t=$(basename "$d") k=$(basename "$(dirname "$d")")
+        row "$tag $k $t, round $i" "$t" "$PWD/$d" --warmup 150 --repeat 30
     done
 done

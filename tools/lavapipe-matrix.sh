@@ -161,6 +161,14 @@ test_matrix() {
     echo "matrix pipelines built:"
     grep 'built attn_[a-z_]*_cm ' "$out" || true
     [ "$rc" -eq 0 ] || exit "$rc"
+    # FA_LAVAPIPE_EXPECT: text that some matrix pipeline's module name must contain (a test that
+    # forces a tiling checks that its module, not a fallback, ran).
+    if [ -n "${FA_LAVAPIPE_EXPECT:-}" ] &&
+        ! grep 'built attn_[a-z_]*_cm ' "$out" | grep -q "module cat_[a-z0-9_]*$FA_LAVAPIPE_EXPECT"
+    then
+        echo "FAIL: no matrix pipeline came from a module whose name contains '$FA_LAVAPIPE_EXPECT'"
+        exit 1
+    fi
     grep -Eq '^[1-9][0-9]* passed, 0 failed' "$out" || { echo "FAIL: no case ran"; exit 1; }
     if grep -E 'built attn_(fwd|bwd_dkdv|bwd_dq) \(variant 1\)' "$out"; then
         echo "FAIL: the scalar shaders served f16 (above), not the matrix kernels"

@@ -156,8 +156,10 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # form (elements per lane, slot shift, slot bits, lane xor mask; the forward's row reductions
 # then run in registers, and with a permutation the dQ pass keeps its rows' LSE and Delta there)
 # and the A permutation (a_from_c, 0: none; P and dS then become A operands in registers, in
-# the forward and, for a nonzero one, the backward), and optionally the head dims to compile
-# for (DMAX, or DMIN-DMAX).
+# the forward and, for a nonzero one, the backward), optionally the head dims to compile
+# for (DMAX, or DMIN-DMAX), and last, optionally, the word "copy": the forward's modules then
+# copy K and V into shared memory within each key step (FA_CM_COPY_IN_STEP, names ending in
+# _copy_dD) instead of holding the next step's loads in registers across the products.
 # The first entries: NVIDIA's 16x16 accumulators on 32 lanes as its driver (580) lays them out:
 # lane 4 g + t holds row g in elements 0-3 and row g + 8 in elements 4-7, and its A matrices the
 # same elements in the same order. Eight subgroups (128 rows) per workgroup halve the K and V
@@ -169,13 +171,16 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # modules do (layout fields 0: none). The last entry is Mesa lavapipe's 8x8
 # accumulator (a lane per column; its A matrices hold the same elements in the same order), so
 # that CI's vulkan_matrix_lavapipe test runs the register row reductions and conversions too
-# (head dims up to 64). The dK/dV pass keeps K, V, dK and dV in registers for the workgroup's
+# (head dims up to 64), and after it the same with 16-key steps copied within the step, which
+# vulkan_matrix_lavapipe_copy forces (FA_VULKAN_MATRIX_FWD_TILES=2,4,16). The dK/dV pass keeps K, V, dK and dV in registers for the workgroup's
 # life: at head dim 128 it takes 16-query steps (the first line), 8 % faster on the H200 than
-# 64-query steps, whose scores and prefetch registers spilled (docs/PERF.md).
+# 64-query steps, whose scores and prefetch registers spilled (docs/PERF.md). The forward's
+# 64-key modules at head dim 128 copy within the step: 224 registers instead of 229 and 4-8 %
+# faster on the H100 (docs/PERF.md, thirty-third session).
 set(FA_VK_CM_TILINGS
-  "dkdv: 16 16 16 32 8 1 16 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64"
+  "dkdv: 16 16 16 32 8 1 16 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128 copy;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64;fwd: 8 8 8 8 4 2 16 8 0 3 7 0x76543210 64 copy"
   CACHE STRING
-  "Cooperative-matrix tilings compiled ahead per head dim ([KERNELS:] M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]]; ';' between)")
+  "Cooperative-matrix tilings compiled ahead per head dim ([KERNELS:] M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]] [copy]; ';' between)")
 set(fa_cat_symbols)
 set(fa_cat_names)
 set(fa_cat_rows)
@@ -197,6 +202,14 @@ if(fa_cm_opt)
   set(fa_cat_dmax_FA_VK_MATRIX_DQ 128)
   foreach(tiling IN LISTS FA_VK_CM_TILINGS)
     separate_arguments(t UNIX_COMMAND "${tiling}")
+    set(copy_defs "")
+    set(copy_name "")
+    list(GET t -1 last)
+    if(last STREQUAL "copy")
+      set(copy_defs -DFA_CM_COPY_IN_STEP)
+      set(copy_name "_copy")
+      list(REMOVE_AT t -1)
+    endif()
     set(only_kinds "")
     list(GET t 0 first)
     if(first MATCHES "^([a-z,]+):$") # "fwd,dkdv,dq:": only these kernels
@@ -281,6 +294,10 @@ if(fa_cm_opt)
         set(kind_defs ${lay_defs} ${a_defs})
         set(lay_row "${lay};${a_from_c}")
         set(kind_name "${lay_name}")
+        if(kind STREQUAL "FA_VK_MATRIX_FWD")
+          list(APPEND kind_defs ${copy_defs})
+          string(APPEND kind_name "${copy_name}")
+        endif()
       else()
         set(kind_defs ${a_defs})
         set(lay_row "0;0;0;0;${a_from_c}")

@@ -421,15 +421,15 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     if (is_matrix_kernel(kernel))
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u M=%u N=%u K=%u SG=%u NSG=%u "
-               "TM=%u BN=%u layout=%u.%u.%u.%u a=0x%x window=%u softcap=%u alibi=%u bias=%u%s, %s "
-               "module, %.0f ms",
+               "TM=%u BN=%u layout=%u.%u.%u.%u a=0x%x window=%u softcap=%u alibi=%u bias=%u%s, "
+               "module %s%s, %.0f ms",
                kernel_names[kernel], (int)storage, spec->head_dim, spec->causal, spec->gqa,
                spec->cm_m, spec->cm_n, spec->cm_k, spec->cm_sg, spec->cm_nsg, spec->cm_tm,
                spec->cm_bn, spec->cm_layout.elements, spec->cm_layout.slot_shift,
                spec->cm_layout.slot_bits, spec->cm_layout.lane_xor, spec->cm_layout.a_from_c,
                spec->window, spec->softcap, spec->alibi, spec->bias,
-               require_size ? " (subgroup size required)" : "", cat >= 0 ? "catalogue" : "generic",
-               ms);
+               require_size ? " (subgroup size required)" : "", cat >= 0 ? "cat_" : "generic",
+               cat >= 0 ? fa_vk_catalogue_names[cat] : "", ms);
     else if (decode)
         fa_log(ctx, FA_LOG_DEBUG,
                "vulkan: built %s (variant %d) D=%u causal=%u gqa=%u rows=%u SG=%u merge=%s "

@@ -6,10 +6,13 @@
 // rows as accumulators for a tile's life.
 //
 // Per key tile (2 barriers): K and V, fetched into registers during the previous tile's
-// products, -> shared; the next tile's loads start; per subgroup: S = Q K^T; the row work (mask,
-// scale into the log2 domain, row maxima, P = exp2(S - m), the rescale factor alpha); O *= alpha;
-// P -> f16 scratch; O += P V. The row sums stay partial per lane until the end. Causal and a
-// sliding window (WINDOW): key tiles that no row of the query tile sees are never visited;
+// products, -> shared; the next tile's loads start (or, in the modules compiled with
+// FA_CM_COPY_IN_STEP, the catalogue's `copy` tilings: K and V fetched and stored within the
+// step, so that no registers are held across the products); per subgroup: S = Q K^T; the row
+// work (mask, scale into the log2 domain, row maxima, P = exp2(S - m), the rescale factor
+// alpha); O *= alpha; P -> f16 scratch; O += P V. The row sums stay partial per lane until the
+// end. Causal and a sliding window (WINDOW): key tiles that no row of the query tile sees are
+// never visited;
 // SOFTCAP: each score becomes softcap tanh(s / softcap) (fa_score); ALIBI: the head's bias is
 // added (the slope from the workspace, one per workgroup); BIAS: the additive bias's element is
 // added to each score (fa_bias_value; its view from the workspace).
@@ -134,6 +137,9 @@ void main()
     uint qt = gl_WorkGroupID.x;
     uvec4 next_k[FPT];
     uvec4 next_v[FPT];
+#ifdef FA_CM_COPY_IN_STEP
+#define FETCH_FIRST_KV(q0_, rows_) // each step fetches its own
+#else
 // The first K and V tiles that query rows [q0_, q0_ + rows_) see into next_k and next_v.
 #define FETCH_FIRST_KV(q0_, rows_)                                                             \
     {                                                                                          \
@@ -144,6 +150,7 @@ void main()
             TILE_FETCH(next_v, v_buf, v_base + kr_.x * pc.v_ss, pc.v_ss, n_)                   \
         }                                                                                      \
     }
+#endif
     FETCH_FIRST_KV(qt * BM, min(BM, pc.seq_q - qt * BM))
 #ifdef FA_CM_LAYOUT_E
     CM_IDX_INIT(cm_idx) // made visible by STAGE_ROWS_A's barriers
@@ -177,19 +184,44 @@ void main()
 
         for (uint n0 = n_range.x; n0 < n_end; n0 += BN) {
             const uint keys = min(BN, seq_k - n0);
+#ifdef FA_CM_FLOOR_NO_KV
+            const uint fa_floor_shift = (n0 / BN) & 1u;
+#endif
+#ifdef FA_CM_COPY_IN_STEP
+            // K and V copied into the tiles within the step (no registers held across the
+            // products for the next step's loads; other workgroups on the unit hide the copy).
+            barrier(); // every subgroup is done with the previous K and V
+            {
+                uvec4 kr[FPT];
+                uvec4 vr[FPT];
+                TILE_FETCH(kr, k_buf, k_base + n0 * pc.k_ss, pc.k_ss, keys)
+                TILE_FETCH(vr, v_buf, v_base + n0 * pc.v_ss, pc.v_ss, keys)
+                TILE_PUT(kt, kr)
+                TILE_PUT(vt, vr)
+            }
+            barrier();
+#else
+#ifndef FA_CM_FLOOR_NO_KV
             barrier(); // every subgroup is done with the previous K and V
             TILE_PUT(kt, next_k)
             TILE_PUT(vt, next_v)
             barrier();
+#endif
             const uint n1 = n0 + BN;
             if (n1 < n_end) {
+#ifndef FA_CM_FLOOR_NO_KV
                 TILE_FETCH(next_k, k_buf, k_base + n1 * pc.k_ss, pc.k_ss, min(BN, seq_k - n1))
                 TILE_FETCH(next_v, v_buf, v_base + n1 * pc.v_ss, pc.v_ss, min(BN, seq_k - n1))
+#else
+                // Timing only (bench/vk_forward_floors.sh, with FA_CM_PRODUCTS_ONLY): no K and V
+                // traffic and no barriers; the products read whatever the tiles hold (B_AT).
+#endif
             } else if (more) {
                 STAGE_FETCH(next_k, next_v, q_buf, q_head + qt_next * BM * pc.q_ss, pc.q_ss,
                             min(BM, pc.seq_q - qt_next * BM), 0u)
                 q_fetched = true;
             }
+#endif
 
 #ifdef FA_CM_LAYOUT_E
             MAT_C s[LEN_CS];

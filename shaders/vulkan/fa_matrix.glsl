@@ -283,6 +283,19 @@ void subgroup_sync()
         barrier();                                                                             \
     }
 
+// Timing only (bench/vk_forward_floors.sh): with FA_CM_FLOOR_NO_KV the tiles never change, so
+// the B operands move by fa_floor_shift (0 or 1 uvec4, alternating by step, inside the tile: the
+// last column of a row is padding) lest the driver hoist the products out of the key loop; with
+// FA_CM_FLOOR_B_ONCE every B operand is read from one place, so that the driver may keep them in
+// registers.
+#if defined(FA_CM_FLOOR_B_ONCE)
+#define B_AT(o_) fa_floor_shift
+#elif defined(FA_CM_FLOOR_NO_KV)
+#define B_AT(o_) ((o_) + fa_floor_shift)
+#else
+#define B_AT(o_) (o_)
+#endif
+
 // acc_[t * BNN + j] = A B^T over the head dim, where A is mats_ (t < TM blocks of the
 // subgroup's rows) and B's rows are the BN rows of tile_ (column-major B).
 #define PRODUCT_T(acc_, mats_, tile_)                                                          \
@@ -292,7 +305,8 @@ void subgroup_sync()
         [[unroll]] for (uint d_ = 0; d_ < DK; d_++)                                            \
             [[unroll]] for (uint j_ = 0; j_ < BNN; j_++) {                                     \
                 MAT_B b_;                                                                      \
-                coopMatLoad(b_, tile_, j_ * CM_N * LDT + d_ * (CM_K / 8u), LDT, COL_MAJOR);    \
+                coopMatLoad(b_, tile_, B_AT(j_ * CM_N * LDT + d_ * (CM_K / 8u)), LDT,              \
+                            COL_MAJOR);                                                            \
                 [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                    \
                     acc_[t_ * BNN + j_] = coopMatMulAdd(mats_[t_ * DK + d_], b_,               \
                                                         acc_[t_ * BNN + j_]);                  \
@@ -323,7 +337,7 @@ void subgroup_sync()
 #define MULADD_TILE_ROWS(acc_, a_, tile_, k_)                                                  \
     [[unroll]] for (uint d_ = 0; d_ < DN; d_++) {                                              \
         MAT_B b_;                                                                              \
-        coopMatLoad(b_, tile_, k_ * CM_K * LDT + d_ * (CM_N / 8u), LDT, ROW_MAJOR);            \
+        coopMatLoad(b_, tile_, B_AT(k_ * CM_K * LDT + d_ * (CM_N / 8u)), LDT, ROW_MAJOR);          \
         [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                            \
             acc_[t_ * DN + d_] = coopMatMulAdd(a_[t_], b_, acc_[t_ * DN + d_]);                \
     }
