@@ -7,11 +7,12 @@
 # second session: 246 TF/s at the shipped tiling, 212 with the row work, on the H100).
 #
 # Here (the cooperative-matrix glslang of tools/install-deps.sh; BUILD holds the build whose
-# catalogue names the modules):
+# catalogue names the modules; a tiling outside the default catalogue needs a build configured
+# with -DFA_VK_CM_TILINGS="$(bench/vk_forward_floors.sh tilings TM,NSG,BN ...)"):
 #   bench/vk_forward_floors.sh prepare BUILD [TM,NSG,BN ...]   -> .gpu/floors/KIND/TILING/
 # (FA_FLOORS_KINDS, default "products full", names the kinds of module to write; FA_FLOORS_DEFINES
-# adds -D options to every module; FA_FLOORS_DIR, default .gpu/floors, is the folder, for both
-# modes.)
+# adds -D options to every module; FA_FLOORS_DIR, default .gpu/floors, is the folder, and
+# FA_FLOORS_D, default 128, the head dim, both for both modes.)
 # On the device (carry .gpu), with a build's flashattn:
 #   bench/vk_forward_floors.sh run TOOL [ROUNDS]
 # Kinds of module, each a floor under the next: "mma" (the products with every B operand read
@@ -28,7 +29,19 @@
 # modules' `check` rows (`run --check`, N=1000 and a causal GQA case) must pass.
 set -eu
 root=${FA_FLOORS_DIR:-.gpu/floors}
-mode=${1:?usage: $0 prepare BUILD [TM,NSG,BN ...] | run TOOL [ROUNDS]}
+hd=${FA_FLOORS_D:-128} # the head dim, for both modes
+mode=${1:?usage: $0 prepare BUILD [TM,NSG,BN ...] | run TOOL [ROUNDS] | tilings TM,NSG,BN[,copy]...}
+if [ "$mode" = tilings ]; then # FA_VK_CM_TILINGS: the default plus these forward tilings
+    shift
+    cm=$(dirname "$0")/../backends/vulkan/matrix_shaders.cmake
+    list=$(sed -n '/^set(FA_VK_CM_TILINGS/{n;p}' "$cm" | sed 's/^ *"//; s/"$//')
+    for t in "$@"; do
+        IFS=, read -r tm nsg bn copy <<<"$t" # TM,NSG,BN[,copy]
+        list="$list;fwd: 16 16 16 32 $nsg $tm $bn 8 2 1 3 0x76543210 $hd-$hd${copy:+ copy}"
+    done
+    echo "$list"
+    exit 0
+fi
 if [ "$mode" = prepare ]; then
     build=${2:?build folder}
     shift 2
@@ -44,9 +57,9 @@ if [ "$mode" = prepare ]; then
     for kind in $kinds; do rm -rf "${root:?}/$kind"; done
     for t in $tilings; do
         IFS=, read -r tm nsg bn <<<"$t"
-        cat=cat_attn_fwd_cm_16x16x16_sg32x${nsg}_tm${tm}_bn${bn}_l8_2_1_3_a0x76543210_d128
+        cat=cat_attn_fwd_cm_16x16x16_sg32x${nsg}_tm${tm}_bn${bn}_l8_2_1_3_a0x76543210
         name=attn_fwd_cm_f16_s16
-        for c in "$cat" "${cat%_d128}_copy_d128"; do
+        for c in "${cat}_d$hd" "${cat}_copy_d$hd"; do
             [ -f "$build/shaders/vulkan/$c.spv" ] && name=$c
         done
         for kind in $kinds; do
@@ -61,7 +74,7 @@ if [ "$mode" = prepare ]; then
             esac
             # shellcheck disable=SC2086
             "$bin/glslangValidator" -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16 -I"$src" \
-                -DFA_FIXED_D=128 -DFA_CM_FIXED -DFA_CM_FIXED_M=16 -DFA_CM_FIXED_N=16 \
+                -DFA_FIXED_D="$hd" -DFA_CM_FIXED -DFA_CM_FIXED_M=16 -DFA_CM_FIXED_N=16 \
                 -DFA_CM_FIXED_K=16 -DFA_CM_FIXED_SG=32 -DFA_CM_FIXED_NSG="$nsg" \
                 -DFA_CM_FIXED_TM="$tm" -DFA_CM_FIXED_BN="$bn" $layout $defs $FA_FLOORS_DEFINES \
                 -o "$dir/raw" "$src/attn_fwd_cm.comp" >/dev/null
@@ -81,7 +94,7 @@ row() { # label, tiles ('' for the default), override folder ('' for none), run 
     shift 3
     log=$(env ${t:+FA_VULKAN_MATRIX_FWD_TILES=$t} ${d:+FA_VULKAN_SPV_DIR=$d} \
         FA_VULKAN_PIPELINE_STATS=1 timeout 90 "$tool" run --backend vulkan --heads 16 \
-        --seq 16384 --head-dim 128 --dtype f16 "$@" --log info 2>&1) || true
+        --seq 16384 --head-dim "$hd" --dtype f16 "$@" --log info 2>&1) || true
     printf '%-22s %-22s ovr=%s %s\n' "$n" "$(grep -m1 '^rate' <<<"$log" | awk '{print $2, $3}')" \
         "$(grep -c FA_VULKAN_SPV_DIR <<<"$log")" \
         "$(grep 'attn_fwd_cm statistics' <<<"$log" | grep -m1 -o 'Register Count=[0-9]*')"
