@@ -172,11 +172,12 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # accumulator (a lane per column; its A matrices hold the same elements in the same order), so
 # that CI's vulkan_matrix_lavapipe test runs the register row reductions and conversions too
 # (head dims up to 64), and after it the same with 16-key steps copied within the step, which
-# vulkan_matrix_lavapipe_copy forces (FA_VULKAN_MATRIX_FWD_TILES=2,4,16). The dK/dV pass keeps K, V, dK and dV in registers for the workgroup's
-# life: at head dim 128 it takes 16-query steps (the first line), 8 % faster on the H200 than
-# 64-query steps, whose scores and prefetch registers spilled (docs/PERF.md). The forward's
-# 64-key modules at head dim 128 copy within the step: 224 registers instead of 229 and 4-8 %
-# faster on the H100 (docs/PERF.md, thirty-third session).
+# vulkan_matrix_lavapipe_copy forces (FA_VULKAN_MATRIX_FWD_TILES=2,4,16). The dK/dV pass keeps
+# K, V, dK and dV in registers for the workgroup's life: at head dim 128 it takes 16-query steps
+# (the first line), 8 % faster on the H200 than 64-query steps, whose scores and prefetch
+# registers spilled (docs/PERF.md). The forward's 64-key modules at head dim 128 copy within
+# the step: 224 registers instead of 229 and 4-8 % faster on the H100 (docs/PERF.md,
+# thirty-third session).
 set(FA_VK_CM_TILINGS
   "dkdv: 16 16 16 32 8 1 16 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128 copy;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64;fwd: 8 8 8 8 4 2 16 8 0 3 7 0x76543210 64 copy"
   CACHE STRING
