@@ -291,6 +291,19 @@ void main()
 #endif
 
 #ifdef FA_CM_LAYOUT_E
+#ifdef FA_CM_BIAS_EARLY
+            // (An experiment, not in the catalogue.) The step's whole bias blocks asked for before
+            // S's products, so that their latency hides behind them.
+            MAT_C bias_m[LEN_CS];
+            const bool bias_early = BIAS != 0u && bias_blocks && r0 + RM <= rows && keys == BN;
+            if (bias_early) {
+                [[unroll]] for (uint t = 0; t < TM; t++)
+                    [[unroll]] for (uint j = 0; j < BNN; j++)
+                        FA_BIAS_BLOCK(bias_m[t * BNN + j],
+                                      bias_at.x + (q0 + r0 + t * CM_M) * bias_at.y + n0 + j * CM_N,
+                                      bias_at.y, ROW_MAJOR)
+            }
+#endif
             MAT_C s[LEN_CS];
 #ifdef FA_CM_Q_SPLIT
             PRODUCT_T_QS(s, qa, kt, r0) // S = Q K^T
@@ -341,6 +354,11 @@ void main()
                             if (bias_blocks && r0 + (t + 1u) * CM_M <= rows &&
                                 (j + 1u) * CM_N <= keys) {
                                 MAT_C bm;
+#ifdef FA_CM_BIAS_EARLY
+                                if (bias_early)
+                                    bm = bias_m[i];
+                                else
+#endif
                                 FA_BIAS_BLOCK(bm,
                                               bias_at.x + (q0 + r0 + t * CM_M) * bias_at.y + n0 +
                                                   j * CM_N,
