@@ -153,27 +153,30 @@ test_matrix() {
     # Under the validation layer (any message fails its case); a filter that matches no case
     # fails too, and so does an f16 case that a scalar shader served (variant 1: f16 in 16-bit
     # storage), which the matrix kernels should have.
-    out=$cache/last-test.log
+    # A log of this run's own (two tests may run at once), read as text (grep -a) whatever
+    # bytes the driver's messages hold.
+    out=$cache/test-$$.log
     rc=0
     FA_VULKAN_VALIDATION=1 sh "$self" run "$cache" "$cli" conformance --backend vulkan --verbose \
         --log debug "$@" >"$out" 2>&1 || rc=$?
-    grep -v '^flashattn debug' "$out"
+    grep -av '^flashattn debug' "$out"
     echo "matrix pipelines built:"
-    grep 'built attn_[a-z_]*_cm ' "$out" || true
+    grep -a 'built attn_[a-z_]*_cm ' "$out" || true
     [ "$rc" -eq 0 ] || exit "$rc"
     # FA_LAVAPIPE_EXPECT: text that some matrix pipeline's module name must contain (a test that
     # forces a tiling checks that its module, not a fallback, ran).
     if [ -n "${FA_LAVAPIPE_EXPECT:-}" ] &&
-        ! grep 'built attn_[a-z_]*_cm ' "$out" | grep -q "module cat_[a-z0-9_]*$FA_LAVAPIPE_EXPECT"
+        ! grep -a 'built attn_[a-z_]*_cm ' "$out" | grep -q "module cat_[a-z0-9_]*$FA_LAVAPIPE_EXPECT"
     then
         echo "FAIL: no matrix pipeline came from a module whose name contains '$FA_LAVAPIPE_EXPECT'"
         exit 1
     fi
-    grep -Eq '^[1-9][0-9]* passed, 0 failed' "$out" || { echo "FAIL: no case ran"; exit 1; }
-    if grep -E 'built attn_(fwd|bwd_dkdv|bwd_dq) \(variant 1\)' "$out"; then
+    grep -aEq '^[1-9][0-9]* passed, 0 failed' "$out" || { echo "FAIL: no case ran"; exit 1; }
+    if grep -aE 'built attn_(fwd|bwd_dkdv|bwd_dq) \(variant 1\)' "$out"; then
         echo "FAIL: the scalar shaders served f16 (above), not the matrix kernels"
         exit 1
     fi
+    rm -f "$out" # kept where a check failed
 }
 
 case $mode in
