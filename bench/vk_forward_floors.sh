@@ -1,32 +1,32 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The Vulkan matrix forward's products alone (attn_fwd_cm.comp with FA_CM_PRODUCTS_ONLY: no row
-# work, P = S) at several tilings, against the shipped module, on NVIDIA's driver (its 16x16x16
-# shape on subgroups of 32 and the accumulator layout its probe finds): how fast the products,
-# their shared-memory loads and the barriers can go before any softmax (docs/PERF.md, thirty-
-# second session: 246 TF/s at the shipped tiling, 212 with the row work, on the H100).
+# The Vulkan matrix forward (attn_fwd_cm.comp) at several tilings, in kinds of module that
+# floor one another, against the shipped module, on NVIDIA's driver (its 16x16x16 shape on
+# subgroups of 32 and the accumulator layout its probe finds): how fast the products, their
+# shared-memory loads, the K/V copies and the barriers can go before any softmax, and what the
+# whole forward makes of it (docs/PERF.md, thirty-second and thirty-third sessions).
 #
 # Here (the cooperative-matrix glslang of tools/install-deps.sh; BUILD holds the build whose
 # catalogue names the modules; a tiling outside the default catalogue needs a build configured
-# with -DFA_VK_CM_TILINGS="$(bench/vk_forward_floors.sh tilings TM,NSG,BN ...)"):
+# with -DFA_VK_CM_TILINGS="$(bench/vk_forward_floors.sh tilings TM,NSG,BN[,copy] ...)"):
 #   bench/vk_forward_floors.sh prepare BUILD [TM,NSG,BN ...]   -> .gpu/floors/KIND/TILING/
-# (FA_FLOORS_KINDS, default "products full", names the kinds of module to write; FA_FLOORS_DEFINES
-# adds -D options to every module; FA_FLOORS_DIR, default .gpu/floors, is the folder, and
-# FA_FLOORS_D, default 128, the head dim, both for both modes.)
+# FA_FLOORS_KINDS (default "products full") names the kinds to write, FA_FLOORS_DEFINES adds -D
+# options to every module; FA_FLOORS_DIR (default .gpu/floors) is the folder and FA_FLOORS_D
+# (default 128) the head dim, both for both modes.
 # On the device (carry .gpu), with a build's flashattn:
 #   bench/vk_forward_floors.sh run TOOL [ROUNDS]
-# Kinds of module, each a floor under the next: "mma" (the products with every B operand read
-# from one place, no K/V traffic, no barriers: FA_CM_FLOOR_B_ONCE), "nokv" (the products with
-# their shared-memory reads, no K/V traffic, no barriers: FA_CM_FLOOR_NO_KV; in both the operands
-# move by 16 bytes every other step, lest the driver hoist the products out of the loop, as the
-# thirty-third session's first call, without that, suggests it did), "products" (the
-# products with their loads and barriers, no row work: FA_CM_PRODUCTS_ONLY), "full" (the whole
-# forward, the same source without those switches). All but "full" are timing only: their
-# results are not attention. Each replaces, through FA_VULKAN_SPV_DIR, the catalogue module of
-# that tiling where the catalogue has one, else the generic module;
-# FA_VULKAN_MATRIX_FWD_TILES picks the tiling. A row whose ovr= count is 0 ran no override (the
-# planner refused the tiling): its number is the shipped module's. The full
-# modules' `check` rows (`run --check`, N=1000 and a causal GQA case) must pass.
+# Kinds, each a floor under the next: "mma" (the products with every B operand read from one
+# place, no K/V traffic, no barriers: FA_CM_FLOOR_B_ONCE), "nokv" (the products with their
+# shared-memory reads, no K/V traffic, no barriers: FA_CM_FLOOR_NO_KV; in both, the operands move
+# by 16 bytes every other step lest the driver hoist the products out of the loop, which the
+# thirty-third session's first call, without that, suggests it did), "products" (the products
+# with their loads, copies and barriers, no row work: FA_CM_PRODUCTS_ONLY) and "full" (the whole
+# forward). All but "full" are timing only: their results are not attention; each full module
+# must pass two `run --check` rows (N=1000, and a causal GQA case). Each module replaces, through
+# FA_VULKAN_SPV_DIR, the catalogue module of its tiling where the catalogue has one, else the
+# generic module; FA_VULKAN_MATRIX_FWD_TILES picks the tiling. A row whose ovr= count is 0 ran no
+# override (the planner refused the tiling, or the module has another name): its number is the
+# shipped module's.
 set -eu
 root=${FA_FLOORS_DIR:-.gpu/floors}
 hd=${FA_FLOORS_D:-128} # the head dim, for both modes
