@@ -1244,6 +1244,13 @@ Test(cuda_plan, catalogue_rows_are_consistent)
     }
 }
 
+/* Marks in chosen[] every kernel that plan launches. */
+static void mark_chosen(const fa_cuda_plan *plan, bool *chosen)
+{
+    for (unsigned i = 0; i < plan->count; i++)
+        chosen[plan->launches[i].kernel] = true;
+}
+
 /* Each kernel of the catalogue serves some call on some architecture with the default knobs: a
  * kernel no plan chooses is dead weight in the fatbin and the build (retire it, or say here
  * which knob keeps it). */
@@ -1257,12 +1264,10 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
     fa_cuda_problem fp8_pb = problem(FA_DTYPE_E4M3, 128, false);
     const fa_cuda_caps sm90 = SM90;
     fa_cuda_plan_forward(&sm90, &fp8_pb, &fp8);
-    for (unsigned i = 0; i < fp8.count; i++)
-        chosen[fp8.launches[i].kernel] = true;
+    mark_chosen(&fp8, chosen);
     fp8_pb.softcap = fp8_pb.softcap_fold = true;
     fa_cuda_plan_forward(&sm90, &fp8_pb, &fp8);
-    for (unsigned i = 0; i < fp8.count; i++)
-        chosen[fp8.launches[i].kernel] = true;
+    mark_chosen(&fp8, chosen);
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         for (size_t t = 0; t < 3; t++)
             for (int64_t d = 8; d <= 256; d += 8)
@@ -1272,36 +1277,29 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     pb.bias = flags & 4; /* the mma.sync kernels' twins */
                     fa_cuda_plan plan;
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
-                    for (unsigned i = 0; i < plan.count; i++)
-                        chosen[plan.launches[i].kernel] = true;
+                    mark_chosen(&plan, chosen);
                     pb.softcap = pb.softcap_fold = true; /* the folded softcap's kernels */
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
-                    for (unsigned i = 0; i < plan.count; i++)
-                        chosen[plan.launches[i].kernel] = true;
+                    mark_chosen(&plan, chosen);
                     pb.softcap = pb.softcap_fold = false;
                     fa_cuda_plan_backward(&archs[a], &pb, &plan);
-                    for (unsigned i = 0; i < plan.count; i++)
-                        chosen[plan.launches[i].kernel] = true;
+                    mark_chosen(&plan, chosen);
                     pb.varlen = true; /* a packed batch */
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
-                    for (unsigned i = 0; i < plan.count; i++)
-                        chosen[plan.launches[i].kernel] = true;
+                    mark_chosen(&plan, chosen);
                     fa_cuda_plan_backward(&archs[a], &pb, &plan);
-                    for (unsigned i = 0; i < plan.count; i++)
-                        chosen[plan.launches[i].kernel] = true;
+                    mark_chosen(&plan, chosen);
                     pb.varlen = false;
                     pb.seq_q = 1; /* decoding, in 4 chunks */
                     pb.num_splits = 4;
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
-                    for (unsigned i = 0; i < plan.count; i++)
-                        chosen[plan.launches[i].kernel] = true;
+                    mark_chosen(&plan, chosen);
                     /* ... over more groups than the split kernel counts chunks for: the merge
                      * kernel */
                     const int64_t batch = pb.batch;
                     pb.batch = FA_DEC_DONE_SLOTS + 1;
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
-                    for (unsigned i = 0; i < plan.count; i++)
-                        chosen[plan.launches[i].kernel] = true;
+                    mark_chosen(&plan, chosen);
                     pb.batch = batch;
                     /* FA_CUDA_F32=cores keeps the CUDA-core f32 forward */
                     fa_cuda_caps cores_f32 = archs[a];
@@ -1309,16 +1307,14 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     pb.seq_q = 1000;
                     pb.num_splits = 0;
                     fa_cuda_plan_forward(&cores_f32, &pb, &plan);
-                    for (unsigned i = 0; i < plan.count; i++)
-                        chosen[plan.launches[i].kernel] = true;
+                    mark_chosen(&plan, chosen);
                     pb.seq_q = 1;
                     pb.num_splits = 4;
                     /* FA_CUDA_DECODE=cores keeps the CUDA-core split kernels of f16 and bf16 */
                     fa_cuda_caps cores = archs[a];
                     cores.decode_cores = true;
                     fa_cuda_plan_forward(&cores, &pb, &plan);
-                    for (unsigned i = 0; i < plan.count; i++)
-                        chosen[plan.launches[i].kernel] = true;
+                    mark_chosen(&plan, chosen);
                 }
     for (int k = 0; k < FA_CUDA_K_COUNT; k++)
         cr_expect(chosen[k], "%s is never chosen", fa_cuda_kernels[k].name);

@@ -181,15 +181,6 @@ void main()
     uvec4 next_v[FPT];
 #ifdef FA_CM_COPY_IN_STEP
 #define FETCH_FIRST_KV(q0_, rows_) // each step fetches its own
-#ifdef FA_CM_FETCH_BEFORE_PV
-// The next step's K and V, if any, into next_k and next_v (a step from key n0_).
-#define FETCH_NEXT_KV(n0_)                                                                     \
-    if ((n0_) + BN < n_end) {                                                                  \
-        const uint n1_ = (n0_) + BN;                                                           \
-        TILE_FETCH(next_k, k_buf, k_base + n1_ * pc.k_ss, pc.k_ss, min(BN, seq_k - n1_))       \
-        TILE_FETCH(next_v, v_buf, v_base + n1_ * pc.v_ss, pc.v_ss, min(BN, seq_k - n1_))       \
-    }
-#endif
 #else
 // The first K and V tiles that query rows [q0_, q0_ + rows_) see into next_k and next_v.
 #define FETCH_FIRST_KV(q0_, rows_)                                                             \
@@ -202,7 +193,15 @@ void main()
         }                                                                                      \
     }
 #endif
-#ifndef FETCH_NEXT_KV
+#if defined(FA_CM_COPY_IN_STEP) && defined(FA_CM_FETCH_BEFORE_PV)
+// The next step's K and V, if any, into next_k and next_v (a step from key n0_).
+#define FETCH_NEXT_KV(n0_)                                                                     \
+    if ((n0_) + BN < n_end) {                                                                  \
+        const uint n1_ = (n0_) + BN;                                                           \
+        TILE_FETCH(next_k, k_buf, k_base + n1_ * pc.k_ss, pc.k_ss, min(BN, seq_k - n1_))       \
+        TILE_FETCH(next_v, v_buf, v_base + n1_ * pc.v_ss, pc.v_ss, min(BN, seq_k - n1_))       \
+    }
+#else
 #define FETCH_NEXT_KV(n0_)
 #endif
     FETCH_FIRST_KV(qt * BM, min(BM, pc.seq_q - qt * BM))
