@@ -59,8 +59,8 @@ if [ "$mode" = prepare ]; then
         IFS=, read -r tm nsg bn <<<"$t"
         cat=cat_attn_fwd_cm_16x16x16_sg32x${nsg}_tm${tm}_bn${bn}_l8_2_1_3_a0x76543210
         name=attn_fwd_cm_f16_s16
-        for c in "${cat}_d$hd" "${cat}_copy_d$hd"; do
-            [ -f "$build/shaders/vulkan/$c.spv" ] && name=$c
+        for c in "$build/shaders/vulkan/${cat}"{,_copy,_copy_biasearly}_d$hd.spv; do
+            [ -f "$c" ] && name=$(basename "$c" .spv)
         done
         for kind in $kinds; do
             dir=$root/$kind/$t

@@ -179,9 +179,9 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # the step: 224 registers instead of 229 and 4-8 % faster on the H100 (docs/PERF.md,
 # thirty-third session).
 set(FA_VK_CM_TILINGS
-  "dkdv: 16 16 16 32 8 1 16 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128 copy;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64;fwd: 8 8 8 8 4 2 16 8 0 3 7 0x76543210 64 copy"
+  "dkdv: 16 16 16 32 8 1 16 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128 copy bias-early;fwd: 16 16 16 32 8 1 64 8 2 1 3 0x76543210 64-64 copy;fwd: 16 16 16 32 8 1 32 8 2 1 3 0x76543210 256-256 copy bias-early;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64;fwd: 8 8 8 8 4 2 16 8 0 3 7 0x76543210 64 copy"
   CACHE STRING
-  "Cooperative-matrix tilings compiled ahead per head dim ([KERNELS:] M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]] [copy]; ';' between)")
+  "Cooperative-matrix tilings compiled ahead per head dim ([KERNELS:] M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]] [copy] [bias-early]; ';' between)")
 set(fa_cat_symbols)
 set(fa_cat_names)
 set(fa_cat_rows)
@@ -203,14 +203,23 @@ if(fa_cm_opt)
   set(fa_cat_dmax_FA_VK_MATRIX_DQ 128)
   foreach(tiling IN LISTS FA_VK_CM_TILINGS)
     separate_arguments(t UNIX_COMMAND "${tiling}")
+    # The forward's trailing words: `copy` (K and V copied within the step) and `bias-early`
+    # (a bias's blocks asked for before S's products), in either order; each names the module.
     set(copy_defs "")
     set(copy_name "")
-    list(GET t -1 last)
-    if(last STREQUAL "copy")
-      set(copy_defs -DFA_CM_COPY_IN_STEP)
-      set(copy_name "_copy")
-      list(REMOVE_AT t -1)
-    endif()
+    foreach(word copy bias-early)
+      list(FIND t "${word}" at)
+      if(at GREATER 6)
+        list(REMOVE_AT t ${at})
+        if(word STREQUAL "copy")
+          list(APPEND copy_defs -DFA_CM_COPY_IN_STEP)
+        else()
+          list(APPEND copy_defs -DFA_CM_BIAS_EARLY)
+        endif()
+        string(APPEND copy_name "_${word}")
+      endif()
+    endforeach()
+    string(REPLACE "-" "" copy_name "${copy_name}")
     set(only_kinds "")
     list(GET t 0 first)
     if(first MATCHES "^([a-z,]+):$") # "fwd,dkdv,dq:": only these kernels
