@@ -291,8 +291,8 @@ void main()
 
 #ifdef FA_CM_LAYOUT_E
 #ifdef FA_CM_BIAS_EARLY
-            // (An experiment, not in the catalogue.) The step's whole bias blocks asked for before
-            // S's products, so that their latency hides behind them.
+            // (The catalogue's `bias-early` modules.) The step's whole bias blocks asked for
+            // before S's products, so that their latency hides behind them.
             MAT_C bias_m[LEN_CS];
             const bool bias_early = BIAS != 0u && bias_blocks && r0 + RM <= rows && keys == BN;
             if (bias_early) {
