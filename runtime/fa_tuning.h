@@ -25,6 +25,7 @@
     X(VULKAN_DECODE)                                                                               \
     X(VULKAN_DECODE_MERGE)                                                                         \
     X(VULKAN_MATRIX)                                                                               \
+    X(VULKAN_MATRIX2)                                                                              \
     X(VULKAN_MATRIX_LAYOUT)                                                                        \
     X(VULKAN_MATRIX_FWD_TILES)                                                                     \
     X(VULKAN_MATRIX_BWD_TILES)                                                                     \
