@@ -6,8 +6,9 @@
 # addressing): the shader is compiled with the prefix's glslang (tools/lavapipe-matrix.sh
 # setup) in its lavapipe form (subgroup scope, strided loads, 8 rows a workgroup: Mesa 26.2's
 # row reductions of matrices taller than its 8x8x8 shape give the second block of rows the
-# first block's values) and stands in for the generic matrix forward (FA_VULKAN_SPV_DIR) with
-# its features enabled (FA_VULKAN_MATRIX2=1), under the validation layer.
+# first block's values), with and without FA_CM2_LATE_SUM, and stands in for the generic matrix
+# forward (FA_VULKAN_SPV_DIR) with its features enabled (FA_VULKAN_MATRIX2=1), under the
+# validation layer.
 #
 #   tools/lavapipe-cm2.sh CACHE_DIR CLI SHADER_DIR
 #
@@ -26,24 +27,32 @@ lib=$root/usr/lib/x86_64-linux-gnu
     { echo "lavapipe-cm2: the setup in $cache has no glslang (set up again): skipped"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/spv"
-if ! "$root/usr/lib64/ld-linux-x86-64.so.2" --library-path "$lib" "$root/usr/bin/glslangValidator" \
-    -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16 -I"$src" -DFA_FIXED_D=64 -DFA_CM2_BM=8 \
-    -DFA_CM2_BN=16 -DFA_CM2_NARROW=8 -DFA_CM2_WG=8 -DFA_CM2_SUBGROUP \
-    -o "$work/spv/attn_fwd_cm_f16_s16.spv" "$src/attn_fwd_cm2.comp" >"$work/glslang.log" 2>&1; then
-    cat "$work/glslang.log"
-    echo "lavapipe-cm2: FAIL: attn_fwd_cm2.comp does not compile"
-    exit 1
-fi
+compile() { # folder, more -D options
+    mkdir -p "$work/$1"
+    out=$work/$1/attn_fwd_cm_f16_s16.spv
+    shift
+    if ! "$root/usr/lib64/ld-linux-x86-64.so.2" --library-path "$lib" \
+        "$root/usr/bin/glslangValidator" -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16 \
+        -I"$src" -DFA_FIXED_D=64 -DFA_CM2_BM=8 -DFA_CM2_BN=16 -DFA_CM2_NARROW=8 -DFA_CM2_WG=8 \
+        -DFA_CM2_SUBGROUP "$@" -o "$out" "$src/attn_fwd_cm2.comp" >"$work/glslang.log" 2>&1; then
+        cat "$work/glslang.log"
+        echo "lavapipe-cm2: FAIL: attn_fwd_cm2.comp $* does not compile"
+        exit 1
+    fi
+}
+compile spv
+compile spv_late -DFA_CM2_LATE_SUM
 devices=$(sh "$here/lavapipe-matrix.sh" run "$cache" "$cli" devices 2>&1) || true
 case $devices in
 *"cooperative matrix"*) ;;
 *) echo "lavapipe-cm2: this build has no matrix shaders on lavapipe: skipped"; exit 77 ;;
 esac
 failed=0
-check() { # run arguments
+check() { # module folder, run arguments
     log=$work/run.log
-    FA_VULKAN_VALIDATION=1 FA_VULKAN_MATRIX2=1 FA_VULKAN_SPV_DIR="$work/spv" \
+    spv=$1
+    shift
+    FA_VULKAN_VALIDATION=1 FA_VULKAN_MATRIX2=1 FA_VULKAN_SPV_DIR="$work/$spv" \
         FA_VULKAN_MATRIX_FWD_TILES=1,1,16 sh "$here/lavapipe-matrix.sh" run "$cache" "$cli" run \
         --backend vulkan --dtype f16 --head-dim 64 --repeat 1 --warmup 0 --check --log debug \
         "$@" >"$log" 2>&1 || true
@@ -51,16 +60,18 @@ check() { # run arguments
     if grep -aq 'usable at subgroup scope.*(enabled: FA_VULKAN_MATRIX2)' "$log" &&
         grep -aq 'attn_fwd_cm_f16_s16 from .*(FA_VULKAN_SPV_DIR)' "$log" &&
         case $result in *PASS) true ;; *) false ;; esac; then
-        echo "lavapipe-cm2: $*: $result"
+        echo "lavapipe-cm2: $spv $*: $result"
     else
         grep -a 'matrix2\|SPV_DIR\|rror' "$log" | tail -n 5
-        echo "lavapipe-cm2: FAIL: $*: ${result:-no check result}"
+        echo "lavapipe-cm2: FAIL: $spv $*: ${result:-no check result}"
         failed=1
     fi
 }
-check --seq 64
-check --seq-q 64 --seq-k 96 --causal
-check --heads 8 --kv-heads 2 --seq 128 --causal
-check --seq 128 --window 20,5
-check --seq-q 96 --seq-k 48 --causal --batch 2
+for spv in spv spv_late; do
+    check "$spv" --seq 64
+    check "$spv" --seq-q 64 --seq-k 96 --causal
+    check "$spv" --heads 8 --kv-heads 2 --seq 128 --causal
+    check "$spv" --seq 128 --window 20,5
+    check "$spv" --seq-q 96 --seq-k 48 --causal --batch 2
+done
 exit $failed

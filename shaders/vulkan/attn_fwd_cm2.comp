@@ -14,7 +14,9 @@
 // granularities), FA_CM2_NARROW (the N granularity: the width of the LSE's staging matrix),
 // FA_CM2_WG (invocations: the shape's workgroupInvocations at workgroup scope, the subgroup size
 // at subgroup scope); FA_CM2_SUBGROUP for subgroup-scope matrices (lavapipe has no workgroup
-// scope), else workgroup scope; FA_CM2_TENSOR for tensor-addressed loads and stores (rows past a
+// scope), else workgroup scope; FA_CM2_LATE_SUM to keep each column's share of the row sums
+// through the key loop and add them up once after it (a row reduction a step fewer);
+// FA_CM2_TENSOR for tensor-addressed loads and stores (rows past a
 // tensor's end read as zero and are never written), else strided loads and stores, which need
 // every tile whole (seq_q a multiple of BM, each sequence's keys a multiple of BN: a
 // correctness test's shapes). Plain, causal, windows, GQA and per-sequence key counts; no
@@ -141,13 +143,18 @@ void main()
             if (keys < BN || (right >= 0 && int(n0 + BN) - 1 > int(q0) + diag + right) ||
                 (left >= 0 && int(n0) < int(q0 + rows) - 1 + diag - left))
                 coopMatPerElementNV(s, s, masked, keys, lim0, left, right);
-            MAT_C(BM, BN) row_max, m_new, p, alpha, row_sum;
+            MAT_C(BM, BN) row_max, m_new, p, alpha;
             coopMatReduceNV(row_max, s, gl_CooperativeMatrixReduceRowNV, max_of);
             coopMatPerElementNV(m_new, row_max, max_elem, m);
             coopMatPerElementNV(p, s, exp_from, m_new);
             coopMatPerElementNV(alpha, m, rescale_of, m_new);
+#ifdef FA_CM2_LATE_SUM
+            l = l * alpha + p; // each column's share of the row sums, added up after the loop
+#else
+            MAT_C(BM, BN) row_sum;
             coopMatReduceNV(row_sum, p, gl_CooperativeMatrixReduceRowNV, sum_of);
             l = l * alpha + row_sum;
+#endif
             m = m_new;
             MAT_C(BM, D) alpha_d; // alpha's rows spread over O's columns
             coopMatReduceNV(alpha_d, alpha, gl_CooperativeMatrixReduceRowNV, first_of);
@@ -155,6 +162,9 @@ void main()
             o = coopMatMulAdd(MAT_A(BM, BN)(p), v, o);
         }
 
+#ifdef FA_CM2_LATE_SUM
+        coopMatReduceNV(l, l, gl_CooperativeMatrixReduceRowNV, sum_of);
+#endif
         MAT_C(BM, BN) inv;
         MAT_C(BM, D) inv_d;
         coopMatPerElementNV(inv, l, inverse_of);
