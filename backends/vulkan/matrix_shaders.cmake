@@ -157,9 +157,11 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # then run in registers, and with a permutation the dQ pass keeps its rows' LSE and Delta there)
 # and the A permutation (a_from_c, 0: none; P and dS then become A operands in registers, in
 # the forward and, for a nonzero one, the backward), optionally the head dims to compile
-# for (DMAX, or DMIN-DMAX), and last, optionally, the word "copy": the forward's modules then
-# copy K and V into shared memory within each key step (FA_CM_COPY_IN_STEP, names ending in
-# _copy_dD) instead of holding the next step's loads in registers across the products.
+# for (DMAX, or DMIN-DMAX), and last, optionally, the words "copy" and "bias-early": the
+# forward's modules then copy K and V into shared memory within each key step
+# (FA_CM_COPY_IN_STEP, names with _copy) instead of holding the next step's loads in registers
+# across the products, and ask for a bias's blocks before S's products (FA_CM_BIAS_EARLY, names
+# with _biasearly).
 # The first entries: NVIDIA's 16x16 accumulators on 32 lanes as its driver (580) lays them out:
 # lane 4 g + t holds row g in elements 0-3 and row g + 8 in elements 4-7, and its A matrices the
 # same elements in the same order. Eight subgroups (128 rows) per workgroup halve the K and V
@@ -177,7 +179,9 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 # (the first line), 8 % faster on the H200 than 64-query steps, whose scores and prefetch
 # registers spilled (docs/PERF.md). The forward's 64-key modules at head dim 128 copy within
 # the step: 224 registers instead of 229 and 4-8 % faster on the H100 (docs/PERF.md,
-# thirty-third session).
+# thirty-third session); so do 64-key modules at head dim 64 (+5 %) and 32-key ones at 256 (+25 %)
+# since the thirty-fourth, where bias-early made the bias rows 17 % faster at 128 and 2 % at 256
+# (at 64 it was 19 % slower: 194 registers against 128).
 set(FA_VK_CM_TILINGS
   "dkdv: 16 16 16 32 8 1 16 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128 copy bias-early;fwd: 16 16 16 32 8 1 64 8 2 1 3 0x76543210 64-64 copy;fwd: 16 16 16 32 8 1 32 8 2 1 3 0x76543210 256-256 copy bias-early;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64;fwd: 8 8 8 8 4 2 16 8 0 3 7 0x76543210 64 copy"
   CACHE STRING
