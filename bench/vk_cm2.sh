@@ -5,7 +5,7 @@
 # module standing in (FA_VULKAN_SPV_DIR) for the catalogue module of a tiling with as many rows
 # a workgroup, timed against the shipped forward in the same process series.
 #
-#   bench/vk_cm2.sh prepare [DIR]     here: compiles the variants (BM,BN,invocations[,late])
+#   bench/vk_cm2.sh prepare [DIR]     here: compiles the variants (BM,BN,invocations[,form])
 #                                     into DIR (default .gpu/cm2)
 #                                     with the glslang of tools/lavapipe-matrix.sh's prefix
 #                                     (FA_LAVAPIPE_DIR, default ~/.cache/flashattn/
@@ -27,19 +27,21 @@ module_of() {
     64) echo attn_fwd_cm_f16_s16 ;; # no catalogue tiling of 64 rows with a layout: the generic one
     esac
 }
-# BM,BN,invocations[,late: FA_CM2_LATE_SUM]
-variants="128,64,128 128,64,256 128,32,128 128,32,256 64,64,128 64,32,128 128,64,128,late 64,64,128,late"
+# BM,BN,invocations[,late: FA_CM2_LATE_SUM | ,narrow: FA_CM2_NARROW_STATS]
+variants="128,64,128 128,64,256 128,32,128 128,32,256 64,64,128 64,32,128 128,64,128,late
+    64,64,128,late 128,64,128,narrow 128,64,256,narrow 64,64,128,narrow"
 if [ "$mode" = prepare ]; then
     dir=${2:-.gpu/cm2}
     cache=${FA_LAVAPIPE_DIR:-$HOME/.cache/flashattn/lavapipe-unstable}
     root=$cache/root
     for v in $variants; do
-        IFS=, read -r bm bn wg late <<<"$v"
+        IFS=, read -r bm bn wg form <<<"$v"
         mkdir -p "$dir/$v"
         "$root/usr/lib64/ld-linux-x86-64.so.2" --library-path "$root/usr/lib/x86_64-linux-gnu" \
             "$root/usr/bin/glslangValidator" -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16 \
             -I"$here/shaders/vulkan" -DFA_FIXED_D=128 -DFA_CM2_BM="$bm" -DFA_CM2_BN="$bn" \
-            -DFA_CM2_NARROW=16 -DFA_CM2_WG="$wg" -DFA_CM2_TENSOR ${late:+-DFA_CM2_LATE_SUM} \
+            -DFA_CM2_NARROW=16 -DFA_CM2_WG="$wg" -DFA_CM2_TENSOR \
+            ${form:+"-DFA_CM2_$(case $form in late) echo LATE_SUM ;; *) echo NARROW_STATS ;; esac)"} \
             -o "$dir/$v/$(module_of "$bm").spv" "$here/shaders/vulkan/attn_fwd_cm2.comp" \
             >"$dir/glslang.log" 2>&1 || { cat "$dir/glslang.log"; exit 1; }
         echo "$v: $(module_of "$bm")"

@@ -6,8 +6,9 @@
 # addressing): the shader is compiled with the prefix's glslang (tools/lavapipe-matrix.sh
 # setup) in its lavapipe form (subgroup scope, strided loads, 8 rows a workgroup: Mesa 26.2's
 # row reductions of matrices taller than its 8x8x8 shape give the second block of rows the
-# first block's values), with and without FA_CM2_LATE_SUM, and stands in for the generic matrix
-# forward (FA_VULKAN_SPV_DIR) with its features enabled (FA_VULKAN_MATRIX2=1), under the
+# first block's values), as it is, with FA_CM2_LATE_SUM and with FA_CM2_NARROW_STATS (BN 16,
+# NARROW 8, so that the maxima are spread from the narrow form), and stands in for the generic
+# matrix forward (FA_VULKAN_SPV_DIR) with its features enabled (FA_VULKAN_MATRIX2=1), under the
 # validation layer.
 #
 #   tools/lavapipe-cm2.sh CACHE_DIR CLI SHADER_DIR
@@ -42,6 +43,7 @@ compile() { # folder, more -D options
 }
 compile spv
 compile spv_late -DFA_CM2_LATE_SUM
+compile spv_narrow -DFA_CM2_NARROW_STATS
 devices=$(sh "$here/lavapipe-matrix.sh" run "$cache" "$cli" devices 2>&1) || true
 case $devices in
 *"cooperative matrix"*) ;;
@@ -67,7 +69,7 @@ check() { # module folder, run arguments
         failed=1
     fi
 }
-for spv in spv spv_late; do
+for spv in spv spv_late spv_narrow; do
     check "$spv" --seq 64
     check "$spv" --seq-q 64 --seq-k 96 --causal
     check "$spv" --heads 8 --kv-heads 2 --seq 128 --causal

@@ -16,10 +16,10 @@
 // at subgroup scope); FA_CM2_SUBGROUP for subgroup-scope matrices (lavapipe has no workgroup
 // scope), else workgroup scope; FA_CM2_LATE_SUM to keep each column's share of the row sums
 // through the key loop and add them up once after it (a row reduction a step fewer);
-// FA_CM2_TENSOR for tensor-addressed loads and stores (rows past a
-// tensor's end read as zero and are never written), else strided loads and stores, which need
-// every tile whole (seq_q a multiple of BM, each sequence's keys a multiple of BN: a
-// correctness test's shapes). Plain, causal, windows, GQA and per-sequence key counts; no
+// FA_CM2_NARROW_STATS for BM x NARROW statistics (below); FA_CM2_TENSOR for tensor-addressed
+// loads and stores (rows past a tensor's end read as zero and are never written), else strided
+// loads and stores, which need every tile whole (seq_q a multiple of BM, each sequence's keys a
+// multiple of BN: a correctness test's shapes). Plain, causal, windows, GQA and per-sequence key counts; no
 // softcap, ALiBi or bias.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
@@ -47,6 +47,17 @@ TENSOR(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
 FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
+
+// The row statistics (maxima, sums, factors): BM x BN matrices, or with FA_CM2_NARROW_STATS
+// BM x NARROW ones (fewer registers, one more reduction a step to spread the maxima).
+#ifdef FA_CM2_NARROW_STATS
+#ifdef FA_CM2_LATE_SUM
+#error FA_CM2_LATE_SUM keeps a share of the sums per column: it needs BM x BN statistics
+#endif
+#define STAT_C MAT_C(BM, NARROW)
+#else
+#define STAT_C MAT_C(BM, BN)
+#endif
 
 shared float lse_rows[BM * NARROW]; // the LSE, each row's value repeated NARROW times
 
@@ -119,8 +130,8 @@ void main()
         coopMatLoad(q, q_buf, q_base + q0 * pc.q_ss, pc.q_ss, gl_CooperativeMatrixLayoutRowMajor);
 #endif
         MAT_C(BM, D) o = MAT_C(BM, D)(0.0);
-        MAT_C(BM, BN) m = MAT_C(BM, BN)(neg_inf()); // running row maxima (log2 domain)
-        MAT_C(BM, BN) l = MAT_C(BM, BN)(0.0);       // running row sums
+        STAT_C m = STAT_C(neg_inf()); // running row maxima (log2 domain)
+        STAT_C l = STAT_C(0.0);       // running row sums
         for (uint n0 = n_begin; n0 < n_end; n0 += BN) {
             const uint keys = min(BN, seq_k - n0);
             MAT_B(D, BN) kt;
@@ -143,15 +154,22 @@ void main()
             if (keys < BN || (right >= 0 && int(n0 + BN) - 1 > int(q0) + diag + right) ||
                 (left >= 0 && int(n0) < int(q0 + rows) - 1 + diag - left))
                 coopMatPerElementNV(s, s, masked, keys, lim0, left, right);
-            MAT_C(BM, BN) row_max, m_new, p, alpha;
+            STAT_C row_max, m_new, alpha;
             coopMatReduceNV(row_max, s, gl_CooperativeMatrixReduceRowNV, max_of);
             coopMatPerElementNV(m_new, row_max, max_elem, m);
-            coopMatPerElementNV(p, s, exp_from, m_new);
             coopMatPerElementNV(alpha, m, rescale_of, m_new);
+            MAT_C(BM, BN) p;
+#ifdef FA_CM2_NARROW_STATS
+            MAT_C(BM, BN) m_wide; // the maxima spread over the step's columns
+            coopMatReduceNV(m_wide, m_new, gl_CooperativeMatrixReduceRowNV, first_of);
+            coopMatPerElementNV(p, s, exp_from, m_wide);
+#else
+            coopMatPerElementNV(p, s, exp_from, m_new);
+#endif
 #ifdef FA_CM2_LATE_SUM
             l = l * alpha + p; // each column's share of the row sums, added up after the loop
 #else
-            MAT_C(BM, BN) row_sum;
+            STAT_C row_sum;
             coopMatReduceNV(row_sum, p, gl_CooperativeMatrixReduceRowNV, sum_of);
             l = l * alpha + row_sum;
 #endif
@@ -165,7 +183,7 @@ void main()
 #ifdef FA_CM2_LATE_SUM
         coopMatReduceNV(l, l, gl_CooperativeMatrixReduceRowNV, sum_of);
 #endif
-        MAT_C(BM, BN) inv;
+        STAT_C inv;
         MAT_C(BM, D) inv_d;
         coopMatPerElementNV(inv, l, inverse_of);
         coopMatReduceNV(inv_d, inv, gl_CooperativeMatrixReduceRowNV, first_of);
@@ -178,7 +196,7 @@ void main()
                      gl_CooperativeMatrixLayoutRowMajor);
 #endif
         if (pc.has_lse != 0u) {
-            MAT_C(BM, BN) lse;
+            STAT_C lse;
             MAT_C(BM, NARROW) lse_n;
             coopMatPerElementNV(lse, m, lse_of, l);
             coopMatReduceNV(lse_n, lse, gl_CooperativeMatrixReduceRowNV, first_of);
