@@ -13,9 +13,10 @@
 #   bench/vk_cm2.sh run TOOL [DIR]    on the device (carry DIR): for each variant, two
 #                                     `run --check` shapes (partial tiles, causal GQA) and the
 #                                     N=16k row, with FA_VULKAN_MATRIX2=1; the shipped module's
-#                                     rows first (without and with the features enabled). The debug line "VK_NV_cooperative_matrix2 ..."
-#                                     of the first run says which shapes and workgroup sizes the
-#                                     driver takes; a variant it refuses fails its checks.
+#                                     rows first (without and with the features enabled). The
+#                                     debug line "VK_NV_cooperative_matrix2 ..." of the runs says
+#                                     which shapes and workgroup sizes the driver takes; a
+#                                     variant it refuses fails its checks.
 set -eu
 mode=${1:?usage: $0 prepare [DIR] | run TOOL [DIR]}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,12 +37,16 @@ if [ "$mode" = prepare ]; then
     root=$cache/root
     for v in $variants; do
         IFS=, read -r bm bn wg form <<<"$v"
+        defs=()
+        case ${form:-} in
+        late) defs=(-DFA_CM2_LATE_SUM) ;;
+        narrow) defs=(-DFA_CM2_NARROW_STATS) ;;
+        esac
         mkdir -p "$dir/$v"
         "$root/usr/lib64/ld-linux-x86-64.so.2" --library-path "$root/usr/lib/x86_64-linux-gnu" \
             "$root/usr/bin/glslangValidator" -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16 \
             -I"$here/shaders/vulkan" -DFA_FIXED_D=128 -DFA_CM2_BM="$bm" -DFA_CM2_BN="$bn" \
-            -DFA_CM2_NARROW=16 -DFA_CM2_WG="$wg" -DFA_CM2_TENSOR \
-            ${form:+"-DFA_CM2_$(case $form in late) echo LATE_SUM ;; *) echo NARROW_STATS ;; esac)"} \
+            -DFA_CM2_NARROW=16 -DFA_CM2_WG="$wg" -DFA_CM2_TENSOR "${defs[@]}" \
             -o "$dir/$v/$(module_of "$bm").spv" "$here/shaders/vulkan/attn_fwd_cm2.comp" \
             >"$dir/glslang.log" 2>&1 || { cat "$dir/glslang.log"; exit 1; }
         echo "$v: $(module_of "$bm")"
@@ -54,10 +59,11 @@ dir=${3:-.gpu/cm2}
 run() { # label, tiles ('' default), folder ('' none), args
     local n=$1 t=$2 d=$3 log
     shift 3
-    log=$(env FA_VULKAN_MATRIX2="${M2:-1}" ${t:+FA_VULKAN_MATRIX_FWD_TILES=$t} ${d:+FA_VULKAN_SPV_DIR=$d} \
-        FA_VULKAN_PIPELINE_STATS=1 timeout 90 "$tool" run --backend vulkan --dtype f16 "$@" \
-        --log debug 2>&1) || true
-    printf '%-28s %-24s %s ovr=%s %s\n' "$n" "$(grep -m1 '^rate' <<<"$log" | awk '{print $2, $3}')" \
+    log=$(env FA_VULKAN_MATRIX2="${M2:-1}" ${t:+FA_VULKAN_MATRIX_FWD_TILES=$t} \
+        ${d:+FA_VULKAN_SPV_DIR=$d} FA_VULKAN_PIPELINE_STATS=1 timeout 90 "$tool" run \
+        --backend vulkan --dtype f16 "$@" --log debug 2>&1) || true
+    printf '%-28s %-24s %s ovr=%s %s\n' "$n" \
+        "$(grep -m1 '^rate' <<<"$log" | awk '{print $2, $3}')" \
         "$(grep -m1 -o 'PASS\|FAIL' <<<"$log" || true)" "$(grep -c FA_VULKAN_SPV_DIR <<<"$log")" \
         "$(grep 'attn_fwd_cm statistics' <<<"$log" | grep -m1 -o 'Register Count=[0-9]*' || true)"
     grep -m1 'VK_NV_cooperative_matrix2' <<<"$log" >>"${note:-/dev/null}" || true

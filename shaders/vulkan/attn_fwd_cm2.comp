@@ -19,8 +19,8 @@
 // FA_CM2_NARROW_STATS for BM x NARROW statistics (below); FA_CM2_TENSOR for tensor-addressed
 // loads and stores (rows past a tensor's end read as zero and are never written), else strided
 // loads and stores, which need every tile whole (seq_q a multiple of BM, each sequence's keys a
-// multiple of BN: a correctness test's shapes). Plain, causal, windows, GQA and per-sequence key counts; no
-// softcap, ALiBi or bias.
+// multiple of BN: a correctness test's shapes). Plain, causal, windows, GQA and per-sequence
+// key counts; no softcap, ALiBi or bias.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
