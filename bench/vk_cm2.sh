@@ -65,7 +65,8 @@ run() { # label, tiles ('' default), folder ('' none), args
     printf '%-28s %-24s %s ovr=%s %s\n' "$n" \
         "$(grep -m1 '^rate' <<<"$log" | awk '{print $2, $3}')" \
         "$(grep -m1 -o 'PASS\|FAIL' <<<"$log" || true)" "$(grep -c FA_VULKAN_SPV_DIR <<<"$log")" \
-        "$(grep 'attn_fwd_cm statistics' <<<"$log" | grep -m1 -o 'Register Count=[0-9]*' || true)"
+        "$(grep -m1 'attn_fwd_cm statistics' <<<"$log" |
+            grep -o 'Register Count=[0-9]*\|Local Memory Size=[0-9]*' | tr '\n' ' ' || true)"
     grep -m1 'VK_NV_cooperative_matrix2' <<<"$log" >>"${note:-/dev/null}" || true
 }
 note=$(mktemp)
