@@ -10,9 +10,10 @@
 #                                     with the glslang of tools/lavapipe-matrix.sh's prefix
 #                                     (FA_LAVAPIPE_DIR, default ~/.cache/flashattn/
 #                                     lavapipe-unstable), which knows GL_NV_cooperative_matrix2
-#   bench/vk_cm2.sh run TOOL [DIR]    on the device (carry DIR): for each variant, two
-#                                     `run --check` shapes (partial tiles, causal GQA) and the
-#                                     N=16k row, with FA_VULKAN_MATRIX2=1; the shipped module's
+#   bench/vk_cm2.sh run TOOL [DIR]    on the device (carry DIR): for each variant, three
+#                                     `run --check` shapes (partial tiles, causal GQA, and that
+#                                     with a softcap, ALiBi and a bias) and the N=16k row, with
+#                                     FA_VULKAN_MATRIX2=1; the shipped module's
 #                                     rows first (without and with the features enabled). The
 #                                     debug line "VK_NV_cooperative_matrix2 ..." of the runs says
 #                                     which shapes and workgroup sizes the driver takes; a
@@ -79,6 +80,8 @@ for v in $variants; do
     run "check $v" "$t" "$PWD/$dir/$v" --heads 4 --seq 1000 --head-dim 128 --check
     run "check $v causal" "$t" "$PWD/$dir/$v" --heads 8 --kv-heads 2 --seq-q 700 --seq-k 1100 \
         --head-dim 128 --causal --check
+    run "check $v variants" "$t" "$PWD/$dir/$v" --heads 8 --kv-heads 2 --seq-q 700 \
+        --seq-k 1100 --head-dim 128 --causal --softcap 30 --alibi --bias --check
     run "cm2 $v" "$t" "$PWD/$dir/$v" "${big[@]}"
 done
 run "shipped" "" "" "${big[@]}"

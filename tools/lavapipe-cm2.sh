@@ -75,5 +75,8 @@ for spv in spv spv_late spv_narrow; do
     check "$spv" --heads 8 --kv-heads 2 --seq 128 --causal
     check "$spv" --seq 128 --window 20,5
     check "$spv" --seq-q 96 --seq-k 48 --causal --batch 2
+    check "$spv" --seq 64 --softcap 30
+    check "$spv" --heads 4 --seq-q 64 --seq-k 128 --bias --causal --alibi
+    check "$spv" --batch 2 --heads 8 --kv-heads 2 --seq 128 --bias --window 30,10 --softcap 25
 done
 exit $failed

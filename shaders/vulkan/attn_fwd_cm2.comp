@@ -19,8 +19,8 @@
 // FA_CM2_NARROW_STATS for BM x NARROW statistics (below); FA_CM2_TENSOR for tensor-addressed
 // loads and stores (rows past a tensor's end read as zero and are never written), else strided
 // loads and stores, which need every tile whole (seq_q a multiple of BM, each sequence's keys a
-// multiple of BN: a correctness test's shapes). Plain, causal, windows, GQA and per-sequence
-// key counts; no softcap, ALiBi or bias.
+// multiple of BN: a correctness test's shapes). Plain, causal, windows, GQA, per-sequence key
+// counts, softcaps, ALiBi and a bias (read an element at a time).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
@@ -46,6 +46,11 @@ TENSOR(2, v_buf)
 TENSOR(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
+// ALIBI: the slopes, packed (batch, query head), in the workspace (vk_attention.c)
+layout(set = 0, binding = 6, std430) readonly buffer variant_block { float variant_buf[]; };
+#define FA_BIAS_BINDING 7
+#define FA_BIAS_VIEW(i_) variant_buf[i_]
+#include "fa_bias.glsl"
 FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
 
 // The row statistics (maxima, sums, factors): BM x BN matrices, or with FA_CM2_NARROW_STATS
@@ -72,6 +77,25 @@ float masked(const in uint r, const in uint c, const in float s, const in uint k
              const in int lim0, const in int left, const in int right)
 {
     return c < keys && fa_sees(int(c), lim0 + int(r), left, right) ? s : neg_inf();
+}
+// SOFTCAP: the raw score capped and scaled into the log2 domain (fa_score).
+float capped(const in uint r, const in uint c, const in float raw)
+{
+    float unused;
+    return fa_score(raw, pc.score_mul, pc.cap_log2, unused);
+}
+// ALIBI: the score less slope2 times the distance between row r's diagonal and key c.
+float alibi_added(const in uint r, const in uint c, const in float s, const in float slope2,
+                  const in int lim0)
+{
+    return s - slope2 * abs(float(lim0 + int(r) - int(c)));
+}
+// BIAS: the score plus the bias of row r, key c (read one element at a time, any dtype and
+// view); at_x is the step's first element, at_y the query stride (fa_bias_at).
+float bias_added(const in uint r, const in uint c, const in float s, const in uint at_x,
+                 const in uint at_y, const in uint rows, const in uint keys)
+{
+    return s + fa_bias(uvec2(at_x, at_y), r, c, r < rows && c < keys);
 }
 float max_elem(const in uint r, const in uint c, const in float a, const in float b)
 {
@@ -108,6 +132,8 @@ void main()
     const uint o_base = pc.o_off + b * pc.o_sb + h * pc.o_sh;
     const uint lse_base = pc.lse_off + b * pc.lse_sb + h * pc.lse_sh;
     const uint q_tiles = (pc.seq_q + BM - 1u) / BM;
+    const float slope2 = ALIBI ? variant_buf[b * gl_NumWorkGroups.y + h] * LOG2E : 0.0;
+    const uvec2 bias_at = fa_bias_at(gl_NumWorkGroups.z * gl_NumWorkGroups.y, b, h, 0u, 0u);
 #ifdef FA_CM2_TENSOR
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lq =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
@@ -148,9 +174,17 @@ void main()
 #endif
             MAT_C(BM, BN) s = MAT_C(BM, BN)(0.0);
             s = coopMatMulAdd(q, kt, s);
-            s = s * pc.scale_log2;
-            // The mask only where the step ends past the keys or crosses a row's bounds.
             const int lim0 = int(q0) + diag - int(n0);
+            if (SOFTCAP)
+                coopMatPerElementNV(s, s, capped);
+            else
+                s = s * pc.scale_log2;
+            if (ALIBI)
+                coopMatPerElementNV(s, s, alibi_added, slope2, lim0);
+            if (BIAS != 0u)
+                coopMatPerElementNV(s, s, bias_added, bias_at.x + q0 * bias_at.y + n0, bias_at.y,
+                                    rows, keys);
+            // The mask only where the step ends past the keys or crosses a row's bounds.
             if (keys < BN || (right >= 0 && int(n0 + BN) - 1 > int(q0) + diag + right) ||
                 (left >= 0 && int(n0) < int(q0 + rows) - 1 + diag - left))
                 coopMatPerElementNV(s, s, masked, keys, lim0, left, right);
