@@ -100,48 +100,6 @@ shared uvec4 vt[BN * LDT];
 #if !defined(FA_CM_LAYOUT_E) || !defined(FA_CM_A_FROM_C)
 shared uint ps[NSG * RM * LDP]; // P, f16 pairs
 #endif
-#ifdef FA_CM_Q_SPLIT
-// (An experiment, not in the catalogue.) Q's first FA_CM_Q_SPLIT blocks of CM_K columns stay A
-// matrices in registers and the rest of its rows sit in shared memory (qs, pitch LDQ uvec4s),
-// from where S's products load them each step: fewer registers for 32-row subgroups.
-const uint DKQ = FA_CM_Q_SPLIT;        // Q's column blocks in registers
-const uint QD8 = DKQ * CM_K / 8u;      // and their uvec4s of a row
-const uint QS8 = D8 - QD8, LDQ = QS8 + 1u;
-shared uvec4 qs[BM * LDQ];
-// Rows [0, BM) of Q's shared part from row base_ (stride ss_ elements; rows past valid_ zero).
-#define STAGE_QS(base_, ss_, valid_)                                                           \
-    {                                                                                          \
-        const uint b_ = (base_), st_ = (ss_), n_ = (valid_);                                   \
-        const bool v4_ = ((b_ | st_) & 3u) == 0u, v8_ = ((b_ | st_) & 7u) == 0u;               \
-        for (uint e_ = gl_LocalInvocationID.x; e_ < BM * QS8; e_ += NT) {                      \
-            const uint r_ = e_ / QS8, c_ = e_ - r_ * QS8;                                      \
-            qs[r_ * LDQ + c_] =                                                                \
-                r_ < n_ ? LD_RAW8(q_buf, b_ + r_ * st_ + 8u * (QD8 + c_), v8_, v4_) : uvec4(0); \
-        }                                                                                      \
-    }
-// PRODUCT_T with Q's blocks from DKQ on loaded from qs (the subgroup's rows from r0_).
-#define PRODUCT_T_QS(acc_, mats_, tile_, r0_)                                                  \
-    {                                                                                          \
-        [[unroll]] for (uint i_ = 0; i_ < TM * BNN; i_++)                                      \
-            acc_[i_] = MAT_C(0.0);                                                             \
-        [[unroll]] for (uint d_ = 0; d_ < DK; d_++) {                                          \
-            MAT_A a_[TM];                                                                      \
-            [[unroll]] for (uint t_ = 0; t_ < TM; t_++) {                                      \
-                if (d_ < DKQ)                                                                  \
-                    a_[t_] = mats_[t_ * DK + d_];                                              \
-                else                                                                           \
-                    coopMatLoad(a_[t_], qs, ((r0_) + t_ * CM_M) * LDQ + (d_ - DKQ) * (CM_K / 8u), \
-                                LDQ, ROW_MAJOR);                                               \
-            }                                                                                  \
-            [[unroll]] for (uint j_ = 0; j_ < BNN; j_++) {                                     \
-                MAT_B b_;                                                                      \
-                coopMatLoad(b_, tile_, j_ * CM_N * LDT + d_ * (CM_K / 8u), LDT, COL_MAJOR);    \
-                [[unroll]] for (uint t_ = 0; t_ < TM; t_++)                                    \
-                    acc_[t_ * BNN + j_] = coopMatMulAdd(a_[t_], b_, acc_[t_ * BNN + j_]);      \
-            }                                                                                  \
-        }                                                                                      \
-    }
-#endif
 #ifdef FA_CM_LAYOUT_E
 shared float cm_idx[CM_M * CM_N];
 #else
@@ -193,26 +151,12 @@ void main()
         }                                                                                      \
     }
 #endif
-#if defined(FA_CM_COPY_IN_STEP) && defined(FA_CM_FETCH_BEFORE_PV)
-// The next step's K and V, if any, into next_k and next_v (a step from key n0_).
-#define FETCH_NEXT_KV(n0_)                                                                     \
-    if ((n0_) + BN < n_end) {                                                                  \
-        const uint n1_ = (n0_) + BN;                                                           \
-        TILE_FETCH(next_k, k_buf, k_base + n1_ * pc.k_ss, pc.k_ss, min(BN, seq_k - n1_))       \
-        TILE_FETCH(next_v, v_buf, v_base + n1_ * pc.v_ss, pc.v_ss, min(BN, seq_k - n1_))       \
-    }
-#else
-#define FETCH_NEXT_KV(n0_)
-#endif
     FETCH_FIRST_KV(qt * BM, min(BM, pc.seq_q - qt * BM))
 #ifdef FA_CM_LAYOUT_E
     CM_IDX_INIT(cm_idx) // made visible by STAGE_ROWS_A's barriers
 #endif
     MAT_A qa[LEN_AD];
     STAGE_ROWS_A(qa, q_buf, q_head + qt * BM * pc.q_ss, pc.q_ss, min(BM, pc.seq_q - qt * BM), r0)
-#ifdef FA_CM_Q_SPLIT
-    STAGE_QS(q_head + qt * BM * pc.q_ss, pc.q_ss, min(BM, pc.seq_q - qt * BM))
-#endif
 
     for (;;) {
         const uint q0 = qt * BM;
@@ -247,15 +191,6 @@ void main()
             // K and V copied into the tiles within the step (no registers held across the
             // products for the next step's loads; other workgroups on the unit hide the copy).
             barrier(); // every subgroup is done with the previous K and V
-#ifdef FA_CM_FETCH_BEFORE_PV
-            // (Or fetched during the previous step's P V, FETCH_NEXT_KV: held across it alone.)
-            if (n0 == n_range.x) {
-                TILE_FETCH(next_k, k_buf, k_base + n0 * pc.k_ss, pc.k_ss, keys)
-                TILE_FETCH(next_v, v_buf, v_base + n0 * pc.v_ss, pc.v_ss, keys)
-            }
-            TILE_PUT(kt, next_k)
-            TILE_PUT(vt, next_v)
-#else
             {
                 uvec4 kr[FPT];
                 uvec4 vr[FPT];
@@ -264,7 +199,6 @@ void main()
                 TILE_PUT(kt, kr)
                 TILE_PUT(vt, vr)
             }
-#endif
             barrier();
 #else
 #ifndef FA_CM_FLOOR_NO_KV
@@ -304,11 +238,7 @@ void main()
             }
 #endif
             MAT_C s[LEN_CS];
-#ifdef FA_CM_Q_SPLIT
-            PRODUCT_T_QS(s, qa, kt, r0) // S = Q K^T
-#else
             PRODUCT_T(s, qa, kt) // S = Q K^T
-#endif
 #ifdef FA_CM_PRODUCTS_ONLY
             // Timing only (bench/vk_forward_floors.sh): the products, loads and barriers without
             // the row work, P = S; l stays live so that the driver keeps every product.
@@ -416,7 +346,6 @@ void main()
                         o[t * DN + d][e] *= alpha[t * NSLOT + slot_of(e)];
             }
 #endif
-            FETCH_NEXT_KV(n0)
 #ifdef FA_CM_A_FROM_C
             PRODUCT_ACC_REG(o, s, vt) // O += P V
 #else
@@ -475,7 +404,6 @@ void main()
             }
             subgroup_sync();
             SCALE_ROWS(o, DN, rv, f_off)
-            FETCH_NEXT_KV(n0)
             PRODUCT_ACC(o, ps, p_off, vt) // O += P V
             subgroup_sync(); // P and the row factors are read before the next tile rewrites them
 #endif
@@ -486,9 +414,6 @@ void main()
             if (!q_fetched)
                 STAGE_FETCH(next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, 0u)
             STAGE_ROWS_A_FROM(qa, next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, r0)
-#ifdef FA_CM_Q_SPLIT
-            STAGE_QS(q_head + q1 * pc.q_ss, pc.q_ss, rows1) // after the barrier that ends the tile
-#endif
             FETCH_FIRST_KV(q1, rows1)
         }
 
