@@ -35,7 +35,6 @@ variants="128,64,128 128,64,256 128,32,128 128,32,256 64,64,128 64,32,128 128,64
 if [ "$mode" = prepare ]; then
     dir=${2:-.gpu/cm2}
     cache=${FA_LAVAPIPE_DIR:-$HOME/.cache/flashattn/lavapipe-unstable}
-    root=$cache/root
     for v in $variants; do
         IFS=, read -r bm bn wg form <<<"$v"
         defs=()
@@ -44,10 +43,10 @@ if [ "$mode" = prepare ]; then
         narrow) defs=(-DFA_CM2_NARROW_STATS) ;;
         esac
         mkdir -p "$dir/$v"
-        "$root/usr/lib64/ld-linux-x86-64.so.2" --library-path "$root/usr/lib/x86_64-linux-gnu" \
-            "$root/usr/bin/glslangValidator" -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16 \
-            -I"$here/shaders/vulkan" -DFA_FIXED_D=128 -DFA_CM2_BM="$bm" -DFA_CM2_BN="$bn" \
-            -DFA_CM2_NARROW=16 -DFA_CM2_WG="$wg" -DFA_CM2_TENSOR "${defs[@]}" \
+        sh "$here/tools/lavapipe-matrix.sh" run "$cache" "$cache/root/usr/bin/glslangValidator" \
+            -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16 -I"$here/shaders/vulkan" \
+            -DFA_FIXED_D=128 -DFA_CM2_BM="$bm" -DFA_CM2_BN="$bn" -DFA_CM2_NARROW=16 \
+            -DFA_CM2_WG="$wg" -DFA_CM2_TENSOR "${defs[@]}" \
             -o "$dir/$v/$(module_of "$bm").spv" "$here/shaders/vulkan/attn_fwd_cm2.comp" \
             >"$dir/glslang.log" 2>&1 || { cat "$dir/glslang.log"; exit 1; }
         echo "$v: $(module_of "$bm")"

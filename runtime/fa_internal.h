@@ -8,6 +8,7 @@
 #include "fa_tuning.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 #if defined(__MINGW32__) /* the build uses MinGW's C99 printf; plain "printf" means msvcrt's */
 #define FA_PRINTF(fmt_index, args_index) __attribute__((format(gnu_printf, fmt_index, args_index)))
@@ -57,6 +58,13 @@ struct fa_context {
 static inline const char *fa_knob_value(const fa_context *ctx, fa_knob knob)
 {
     return ctx->tuning.value[knob];
+}
+
+/* Whether a switch knob is on: set, not empty and not "0". */
+static inline bool fa_knob_on(const fa_context *ctx, fa_knob knob)
+{
+    const char *v = ctx->tuning.value[knob];
+    return v && v[0] && strcmp(v, "0") != 0;
 }
 
 /* Whether a public struct's `reserved` words are all zero (flashattn.h: ABI). */

@@ -22,7 +22,6 @@ set -eu
 cache=$1 cli=$2 src=$3
 here=$(dirname "$0")
 root=$cache/root
-lib=$root/usr/lib/x86_64-linux-gnu
 [ -f "$cache/ready" ] || { echo "lavapipe-cm2: no setup in $cache: skipped"; exit 77; }
 [ -x "$root/usr/bin/glslangValidator" ] ||
     { echo "lavapipe-cm2: the setup in $cache has no glslang (set up again): skipped"; exit 77; }
@@ -32,7 +31,7 @@ compile() { # folder, more -D options
     mkdir -p "$work/$1"
     out=$work/$1/attn_fwd_cm_f16_s16.spv
     shift
-    if ! "$root/usr/lib64/ld-linux-x86-64.so.2" --library-path "$lib" \
+    if ! sh "$here/lavapipe-matrix.sh" run "$cache" \
         "$root/usr/bin/glslangValidator" -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16 \
         -I"$src" -DFA_FIXED_D=64 -DFA_CM2_BM=8 -DFA_CM2_BN=16 -DFA_CM2_NARROW=8 -DFA_CM2_WG=8 \
         -DFA_CM2_SUBGROUP "$@" -o "$out" "$src/attn_fwd_cm2.comp" >"$work/glslang.log" 2>&1; then

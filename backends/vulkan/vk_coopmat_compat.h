@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* VK_KHR_cooperative_matrix for Vulkan headers older than 1.3.255 (Debian 12 ships 1.3.239),
  * and VK_NV_cooperative_matrix2: the few types and constants the backend uses, declared only
- * when the headers lack them, so that the same code builds against old and new headers. Values
- * from the Vulkan registry. */
+ * when the headers lack them, so that the same code builds against old and new headers (values
+ * from the Vulkan registry); and the matrix type check both extensions' listings share. */
 #ifndef FA_VK_COOPMAT_COMPAT_H
 #define FA_VK_COOPMAT_COMPAT_H
 
@@ -10,6 +10,8 @@
 #define VK_NO_PROTOTYPES
 #endif
 #include <volk.h>
+
+#include <stdbool.h>
 
 #ifndef VK_KHR_cooperative_matrix
 
@@ -120,5 +122,16 @@ typedef VkResult(VKAPI_PTR *PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDime
     VkCooperativeMatrixFlexibleDimensionsPropertiesNV *pProperties);
 
 #endif /* VK_NV_cooperative_matrix2 */
+
+/* Whether a listed matrix type is the one the matrix kernels use: f16 x f16 + f32 -> f32,
+ * without saturation (the KHR shapes and the NV flexible ones alike). */
+static inline bool fa_vk_f16_matrix_types(VkComponentTypeKHR a, VkComponentTypeKHR b,
+                                          VkComponentTypeKHR c, VkComponentTypeKHR result,
+                                          VkBool32 saturating)
+{
+    return a == VK_COMPONENT_TYPE_FLOAT16_KHR && b == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+           c == VK_COMPONENT_TYPE_FLOAT32_KHR && result == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+           !saturating;
+}
 
 #endif

@@ -51,8 +51,7 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED, "vulkan: %s has no compute queue", p->info.name);
     st->queue_family = (uint32_t)family;
 
-    const char *no16 = fa_knob_value(ctx, FA_KNOB_VULKAN_NO_16BIT_STORAGE);
-    st->storage16 = p->storage16 && !(no16 && no16[0] && strcmp(no16, "0") != 0);
+    st->storage16 = p->storage16 && !fa_knob_on(ctx, FA_KNOB_VULKAN_NO_16BIT_STORAGE);
     VkPhysicalDevice16BitStorageFeatures storage16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
         .storageBuffer16BitAccess = st->storage16,
@@ -61,8 +60,7 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
                                           .pNext = &storage16};
     /* FA_VULKAN_PIPELINE_STATS=1 (tuning): the driver's statistics of each pipeline built, such
      * as its register count, go to the log at INFO level. */
-    const char *stats = fa_knob_value(ctx, FA_KNOB_VULKAN_PIPELINE_STATS);
-    st->pipeline_stats = p->executable_props && stats && stats[0] && strcmp(stats, "0") != 0;
+    st->pipeline_stats = p->executable_props && fa_knob_on(ctx, FA_KNOB_VULKAN_PIPELINE_STATS);
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
         .pipelineExecutableInfo = VK_TRUE,
@@ -111,9 +109,7 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
     };
     /* FA_VULKAN_MATRIX2=1 (an experiment): VK_NV_cooperative_matrix2's features, which only
      * the modules of attn_fwd_cm2.comp need (vk_matrix2.c). */
-    const char *matrix2_knob = fa_knob_value(ctx, FA_KNOB_VULKAN_MATRIX2);
-    const bool matrix2 = st->matrix && p->matrix2.usable && matrix2_knob && matrix2_knob[0] &&
-                         strcmp(matrix2_knob, "0") != 0;
+    const bool matrix2 = st->matrix && p->matrix2.usable && fa_knob_on(ctx, FA_KNOB_VULKAN_MATRIX2);
     VkPhysicalDeviceCooperativeMatrix2FeaturesNV matrix2_features = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
         .cooperativeMatrixWorkgroupScope = p->matrix2.workgroup,

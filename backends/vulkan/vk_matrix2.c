@@ -28,10 +28,8 @@ static void list_flexible_shapes(VkPhysicalDevice device, fa_vk_matrix2 *m)
     const VkResult r = get(device, &n, props);
     for (uint32_t i = 0; (r == VK_SUCCESS || r == VK_INCOMPLETE) && i < n; i++) {
         const VkCooperativeMatrixFlexibleDimensionsPropertiesNV *f = &props[i];
-        if (f->AType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
-            f->BType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
-            f->CType != VK_COMPONENT_TYPE_FLOAT32_KHR ||
-            f->ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR || f->saturatingAccumulation ||
+        if (!fa_vk_f16_matrix_types(f->AType, f->BType, f->CType, f->ResultType,
+                                    f->saturatingAccumulation) ||
             m->shape_count == FA_VK_MATRIX2_MAX_SHAPES)
             continue;
         m->shapes[m->shape_count].m = f->MGranularity;
