@@ -20,6 +20,8 @@
 #define RPP ((RWP + NRP - 1) / NRP)    /* score rows per work-item */
 #define NKS (FA_NT / D4)               /* key subsets of the P V phase */
 
+#define PF ((FA_BN * D4 + FA_NT - 1) / FA_NT) /* K and V quads a work-item moves per tile */
+
 /* Elements i..i+3 as f32 (fa_common.cl's raw_load4: one vector load when aligned). */
 inline float4 dec_load4(__global const fa_st *p, long i, bool aligned)
 {
@@ -93,8 +95,39 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
     for (int r = 0; r < RWP; r++)
         acc[r] = (float4)(0.0f);
 
+#ifdef FA_DEC_PREFETCH
+    /* FA_DEC_PREFETCH: the next tile's K and V are fetched into registers while this one is
+     * used, as they come (zeros past the chunk's end), and stored to local memory at its top. */
+    fa_raw4 nk[PF], nv[PF];
+#define FETCH_TILE(n0_)                                                                          \
+    for (int i_ = 0; i_ < PF; i_++) {                                                            \
+        const int e_ = t + i_ * FA_NT, jj_ = e_ / D4, c_ = e_ % D4;                              \
+        const long n_ = (n0_) + jj_;                                                             \
+        nk[i_] = nv[i_] = (fa_raw4)(0);                                                          \
+        if (e_ < FA_BN * D4 && n_ < n_stop) {                                                    \
+            const long kr_ = dec_key_row(n_, b, k_sb, k_ss, table, t_off, t_sb, t_ss,            \
+                                         page_size, num_pages);                                  \
+            const long vr_ = dec_key_row(n_, b, v_sb, v_ss, table, t_off, t_sb, t_ss,            \
+                                         page_size, num_pages);                                  \
+            nk[i_] = raw_load4(k, k_off + kr_ + hk * k_sh + 4 * c_, k4);                         \
+            nv[i_] = raw_load4(v, v_off + vr_ + hk * v_sh + 4 * c_, v4);                         \
+        }                                                                                        \
+    }
+    FETCH_TILE(n_begin)
+#endif
     for (long n0 = n_begin; n0 < n_stop; n0 += FA_BN) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile is no longer read */
+#ifdef FA_DEC_PREFETCH
+        for (int i = 0; i < PF; i++) {
+            const int e = t + i * FA_NT;
+            if (e < FA_BN * D4) {
+                kt[e / D4 * LDK + e % D4] = raw_to_f32(nk[i]);
+                vt[e / D4 * LDK + e % D4] = raw_to_f32(nv[i]);
+            }
+        }
+        if (n0 + FA_BN < n_stop)
+            FETCH_TILE(n0 + FA_BN)
+#else
         for (int e = t; e < FA_BN * D4; e += FA_NT) {
             const int jj = e / D4, c = e % D4;
             const long n = n0 + jj;
@@ -110,6 +143,7 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
             kt[jj * LDK + c] = kx;
             vt[jj * LDK + c] = vx;
         }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
         const long n = n0 + j;
         for (int i = 0; i < RPP; i++) {

@@ -100,6 +100,13 @@ layout(set = 0, binding = 7, std430) readonly buffer bt_block { int bt_buf[]; };
 // them anyway, so that no value reads outside K and V). 128 bytes in all.
 FA_FWD_PARAMS_WITH(uint split_keys; uint bt_off; uint bt_sb; uint page_size; uint num_pages;)
 
+#ifdef FA_DEC_STAGE_K
+// FA_DEC_STAGE_K: each subgroup reads its step's K rows a piece at a time with neighbouring lanes
+// on neighbouring units of a row (a load touches a row's lines, not one line per lane), stages
+// them here, and each lane takes its own key's units back (units XOR-swizzled by the row, so
+// neither side meets a bank conflict). The next step's first piece is fetched before O += P V.
+shared uvec4 ks[NSG * SG * PU];
+#endif
 shared vec4 qs[RW * DQ];      // Q (f32); at the end, the workgroup's O
 shared vec4 ps[NT * R4];      // P: lane t's RW values at t * R4
 shared uint vrow[NT];         // paged: lane t's V row offset
@@ -206,6 +213,33 @@ void main()
                 kr[u_] = LD_UNIT(k_buf, k_row + ((c_) * PU + u_) * G, k8, k4);                 \
     }
 
+#ifdef FA_DEC_STAGE_K
+// Piece c_ of the step at n0_ (the subgroup's SG keys): unit e = lane + SG i of the piece is unit
+// e % PU of key e / PU.
+#define LOAD_K_TILE(c_, n0_)                                                                   \
+    [[unroll]] for (uint i_ = 0u; i_ < PU; i_++) {                                             \
+        const uint e_ = lane + SG * i_, u_ = (c_) * PU + e_ % PU;                              \
+        const uint kk_ = min((n0_) + e_ / PU, n_stop - 1u);                                    \
+        const uint at_ = k_base + KEY_ROW(kk_, pc.k_sb, pc.k_ss) + u_ * G;                     \
+        if (u_ < DU)                                                                           \
+            kr[i_] = k_units ? LD_UNIT_ALIGNED(k_buf, at_) : LD_UNIT(k_buf, at_, k8, k4);      \
+    }
+// kr -> the subgroup's staging rows, then each lane's own row back into kr.
+#define STAGE_K()                                                                              \
+    {                                                                                          \
+        [[unroll]] for (uint i_ = 0u; i_ < PU; i_++) {                                         \
+            const uint e_ = lane + SG * i_, j_ = e_ / PU;                                      \
+            ks[(sg * SG + j_) * PU + ((e_ % PU) ^ (j_ & 7u))] = kr[i_];                        \
+        }                                                                                      \
+        subgroupMemoryBarrierShared();                                                         \
+        subgroupBarrier();                                                                     \
+        [[unroll]] for (uint u_ = 0u; u_ < PU; u_++)                                           \
+            kr[u_] = ks[(sg * SG + lane) * PU + (u_ ^ (lane & 7u))];                           \
+        subgroupMemoryBarrierShared();                                                         \
+        subgroupBarrier();                                                                     \
+    }
+#endif
+
     int lim[RWM]; // each row's last visible key
     float m[RWM], l[RWM];
     vec4 o[RWM * QPLM];
@@ -222,6 +256,11 @@ void main()
     // need only the subgroup, but Mesa 26's llvmpipe holds a subgroup that met one more than the
     // others, and never runs the rest of it (its O and LSE went unwritten).
     const uint steps = (n_stop - n_begin + NT - 1u) / NT;
+    uvec4 kr[PU];
+#if defined(FA_DEC_STAGE_K) && !defined(FA_DEC_STAGE_NO_PREFETCH)
+    if (steps > 0u)
+        LOAD_K_TILE(0u, n_begin + sg * SG)
+#endif
     for (uint step = 0u; step < steps; step++) {
         const uint n0 = n_begin + step * NT + sg * SG;
         const bool live = n0 < n_stop; // the same for every lane
@@ -233,18 +272,35 @@ void main()
             subgroupBarrier();
         }
         // The first K piece and the first V rows are requested before any is used.
-        uvec4 kr[PU];
         RAW4 vr[VR * QPLM];
+#ifdef FA_DEC_STAGE_K
+        // Every subgroup scores every step, past its chunk's end too (all keys invisible): the
+        // staging's subgroup barriers must be met as often by each (see above).
+        if (live)
+            LOAD_V(0u, n0)
+#ifdef FA_DEC_STAGE_NO_PREFETCH
+        LOAD_K_TILE(0u, n0)
+#endif
+        STAGE_K()
+        {
+#else
         if (live) {
             LOAD_K(0u)
             LOAD_V(0u, n0)
+#endif
 
             float s[RWM];
             [[unroll]] for (uint r = 0u; r < RWM; r++)
                 s[r] = 0.0;
             [[dont_unroll]] for (uint c = 0u; c < KP; c++) {
-                if (c > 0u)
+                if (c > 0u) {
+#ifdef FA_DEC_STAGE_K
+                    LOAD_K_TILE(c, n0)
+                    STAGE_K()
+#else
                     LOAD_K(c)
+#endif
+                }
                 [[unroll]] for (uint u = 0u; u < PU; u++)
                     [[unroll]] for (uint k = 0u; k < QPU; k++) {
                         const vec4 kf = unit_quad(kr[u], k);
@@ -281,6 +337,10 @@ void main()
                 if (i < R4)
                     ps[t * R4 + i] =
                         vec4(pv[4u * i], pv[4u * i + 1u], pv[4u * i + 2u], pv[4u * i + 3u]);
+#if defined(FA_DEC_STAGE_K) && !defined(FA_DEC_STAGE_NO_PREFETCH)
+            if (step + 1u < steps)
+                LOAD_K_TILE(0u, n0 + NT)
+#endif
         }
         subgroupMemoryBarrierShared();
         subgroupBarrier();

@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The decoding kernels' experimental forms on a GPU (issue 13), each against the shipped form in
+# the same call (f16, D=128, GQA 32:8 rows of `bench --decode`, every row a process of its own):
+# - Vulkan, attn_decode.comp with FA_DEC_STAGE_K (a subgroup's K rows read with neighbouring
+#   lanes on neighbouring 16-byte units and staged through shared memory, the next step's first
+#   piece fetched before O += P V), also without that fetch (FA_DEC_STAGE_NO_PREFETCH) and in the
+#   sg32 module; each module stands in for the shipped one through FA_VULKAN_SPV_DIR, with the
+#   GPU's kernel times (FA_VULKAN_PROFILE=1) beside each row;
+# - OpenCL, fa_decode.cl with FA_DEC_PREFETCH (the next K/V tile fetched into registers while
+#   this one is used), through FA_OPENCL_BUILD_OPTIONS.
+#
+#   bench/decode_variants.sh prepare [DIR]   here: compiles the Vulkan modules into DIR
+#                                            (default .gpu/dec) with tools/install-deps.sh's
+#                                            glslang (FA_GLSLANG_BIN) and spirv-opt
+#   bench/decode_variants.sh run TOOL [DIR]  on the device (carry DIR and .gl): conformance's
+#                                            decoding cases and six `run --check` shapes with
+#                                            each form, then two rounds of rows; the summary
+#                                            goes to $OUT/summary.txt (or ./decode-variants)
+set -u
+mode=${1:?usage: $0 prepare [DIR] | run TOOL [DIR]}
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ "$mode" = prepare ]; then
+    set -e
+    dir=${2:-.gpu/dec}
+    bin=${FA_GLSLANG_BIN:-/opt/flashattn-tools/glslang-venv/bin}
+    compile() { # folder, module, defines...
+        local d=$dir/$1 m=$2
+        shift 2
+        mkdir -p "$d"
+        "$bin/glslangValidator" -V --target-env vulkan1.1 -DDTYPE_F16 -DSTORAGE16 "$@" \
+            -I"$here/shaders/vulkan" -o "$d/$m.raw" "$here/shaders/vulkan/attn_decode.comp" \
+            >/dev/null
+        if [ "$m" = attn_decode_sg32_f16_s16 ]; then # as backends/vulkan/backend.cmake does
+            spirv-opt --loop-unroll -O --loop-unroll -O "$d/$m.raw" -o "$d/$m.spv"
+        else
+            cp "$d/$m.raw" "$d/$m.spv"
+        fi
+        rm "$d/$m.raw"
+        spirv-val --target-env vulkan1.1 "$d/$m.spv"
+        echo "$d/$m.spv"
+    }
+    compile stage attn_decode_f16_s16 -DFA_DEC_STAGE_K
+    compile stagenp attn_decode_f16_s16 -DFA_DEC_STAGE_K -DFA_DEC_STAGE_NO_PREFETCH
+    compile stage32 attn_decode_sg32_f16_s16 -DFA_DEC_FIXED_SG=32 -DFA_DEC_STAGE_K
+    exit 0
+fi
+[ "$mode" = run ] || { echo "usage: $0 prepare [DIR] | run TOOL [DIR]" >&2; exit 2; }
+tool=${2:?tool}
+dir=${3:-.gpu/dec}
+out=${OUT:-decode-variants}
+mkdir -p "$out/l"
+S=$out/summary.txt
+cases='decode|splitkv|seqlens|paged|append'
+left() { [ "$SECONDS" -lt "$1" ]; } # seconds into the run, so that the call ends in time
+envof() { # variant -> environment
+    case $1 in
+    none) echo FA_VULKAN_PROFILE=1 ;;
+    none32) echo FA_VULKAN_PROFILE=1 FA_VULKAN_DECODE=sg32 ;;
+    stage32) echo FA_VULKAN_PROFILE=1 FA_VULKAN_DECODE=sg32 "FA_VULKAN_SPV_DIR=$dir/stage32" ;;
+    *) echo FA_VULKAN_PROFILE=1 "FA_VULKAN_SPV_DIR=$dir/$1" ;;
+    esac
+}
+# shellcheck disable=SC2046
+env $(envof stage) timeout 150 "$tool" conformance --backend vulkan --full --filter "$cases" \
+    >"$out/l/conf_stage.txt" 2>&1
+echo "vulkan conformance, stage: $(tail -1 "$out/l/conf_stage.txt")" >>"$S"
+for v in stage stagenp stage32; do
+    for sh in "1 1 32768 32 8 128 0" "3 4 5000 32 8 128 0" "2 1 70000 8 8 64 0" \
+        "2 2 9000 16 4 256 0" "2 1 33024 32 8 128 256" "1 4 20000 32 8 128 16"; do
+        read -r b q k hq hk d pg <<<"$sh"
+        pga=()
+        [ "$pg" != 0 ] && pga=(--page-size "$pg")
+        # shellcheck disable=SC2046
+        env $(envof "$v") timeout 60 "$tool" run --backend vulkan --dtype f16 --batch "$b" \
+            --seq-q "$q" --seq-k "$k" --heads "$hq" --kv-heads "$hk" --head-dim "$d" \
+            "${pga[@]}" --check --log info >"$out/l/chk_$v.txt" 2>&1
+        # the module counts only where the run said it loaded the override
+        echo "check $v (B Sq Sk Hq Hkv D page: $sh): $(grep -o 'PASS\|FAIL' \
+            "$out/l/chk_$v.txt" | head -1), $(grep -c SPV_DIR "$out/l/chk_$v.txt") override" >>"$S"
+    done
+done
+row() { # variant batch seqlen [bench arguments...]
+    local v=$1 b=$2 n=$3
+    shift 3
+    local f=$out/l/b_${v}_${b}_${n}_${1:-}${2:-}
+    # shellcheck disable=SC2046
+    env $(envof "$v") timeout 60 "$tool" bench --backend vulkan --decode --head-dim 128 \
+        --batch "$b" --seqlen "$n" --log info "$@" >"$f.out" 2>"$f.err"
+    local k
+    k=$(grep -o 'attn_decode[_sg32]* [0-9.]* us x 1;' "$f.err" | sed -n 2,9p |
+        awk '{printf "%.1f ", $2}')
+    printf '%-8s B=%-3s N=%-6s %-14s %s | kernel us: %s\n' "$v" "$b" "$n" "$*" \
+        "$(grep ' 32:8 ' "$f.out" | head -1 | tr -s ' ')" "$k" >>"$S"
+}
+clrow() { # OpenCL: plain|pf, batch, seqlen
+    local v=$1 b=$2 n=$3 f=$out/l/cl_$1_$2_$3 env=()
+    [ "$v" = pf ] && env=(FA_OPENCL_BUILD_OPTIONS=-DFA_DEC_PREFETCH)
+    env "${env[@]}" timeout 60 "$tool" bench --backend opencl --decode --head-dim 128 \
+        --batch "$b" --seqlen "$n" >"$f.out" 2>"$f.err"
+    printf 'opencl %-6s B=%-3s N=%-6s %s\n' "$v" "$b" "$n" \
+        "$(grep ' 32:8 ' "$f.out" | head -1 | tr -s ' ')" >>"$S"
+}
+vk_round() {
+    echo "vulkan round $1 (batch, cache length, D, heads, ms, GB/s, TF/s)" >>"$S"
+    for r in "1 32768" "1 131072" "16 32768" "64 4096" "1 4096" "1 32768 --page-size 256"; do
+        for v in none stage stagenp; do
+            # shellcheck disable=SC2086
+            left 520 && row $v $r
+        done
+    done
+    for r in "1 32768" "1 131072" "16 32768"; do
+        for v in none32 stage32; do
+            # shellcheck disable=SC2086
+            left 520 && row $v $r
+        done
+    done
+    left 520 && row stage 1 32768 --splits 64
+    left 520 && row stage 1 131072 --splits 128
+}
+cl_round() {
+    echo "opencl round $1" >>"$S"
+    for r in "1 32768" "1 131072" "16 32768" "64 4096"; do
+        for v in plain pf; do
+            # shellcheck disable=SC2086
+            left 540 && clrow $v $r
+        done
+    done
+}
+vk_round 1
+FA_OPENCL_BUILD_OPTIONS=-DFA_DEC_PREFETCH timeout 150 "$tool" conformance --backend opencl \
+    --full --filter "$cases" >"$out/l/conf_clpf.txt" 2>&1
+echo "opencl conformance, prefetch: $(tail -1 "$out/l/conf_clpf.txt")" >>"$S"
+cl_round 1
+vk_round 2
+cl_round 2
