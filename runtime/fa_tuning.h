@@ -25,7 +25,6 @@
     X(VULKAN_DECODE)                                                                               \
     X(VULKAN_DECODE_MERGE)                                                                         \
     X(VULKAN_MATRIX)                                                                               \
-    X(VULKAN_MATRIX2)                                                                              \
     X(VULKAN_MATRIX_LAYOUT)                                                                        \
     X(VULKAN_MATRIX_FWD_TILES)                                                                     \
     X(VULKAN_MATRIX_BWD_TILES)                                                                     \

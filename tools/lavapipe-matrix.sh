@@ -67,9 +67,8 @@ setup() {
         -oDir::Cache="$apt/cache" -oAPT::Architecture=amd64 -oAPT::Install-Recommends=false \
         -oAPT::Sandbox::User=root
     # lavapipe, the Vulkan loader, the validation layer and the OpenMP runtime that libflashattn
-    # links, and a glslang that knows GL_NV_cooperative_matrix2 (tools/lavapipe-cm2.sh); apt adds
-    # glibc, LLVM and the rest of what they need.
-    wanted="mesa-vulkan-drivers libvulkan1 vulkan-validationlayers libgomp1 glslang-tools"
+    # links; apt adds glibc, LLVM and the rest of what they need.
+    wanted="mesa-vulkan-drivers libvulkan1 vulkan-validationlayers libgomp1"
     apt-get "$@" update >"$log" 2>&1 || skip_setup "apt-get update failed (no network?)"
     # shellcheck disable=SC2086
     pkgs=$(apt-get "$@" -s install $wanted 2>>"$log" | awk '/^Inst /{print $2}')

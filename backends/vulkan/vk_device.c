@@ -65,7 +65,7 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
         .pipelineExecutableInfo = VK_TRUE,
     };
-    const char *extensions[4];
+    const char *extensions[3];
     uint32_t n_ext = 0;
     if (p->portability_subset)
         extensions[n_ext++] = "VK_KHR_portability_subset";
@@ -107,31 +107,11 @@ static fa_status create_device(fa_context *ctx, fa_vk_state *st)
         .subgroupSizeControl = p->size_control,
         .computeFullSubgroups = p->full_subgroups,
     };
-    /* FA_VULKAN_MATRIX2=1 (an experiment): VK_NV_cooperative_matrix2's features, which only
-     * the modules of attn_fwd_cm2.comp need (vk_matrix2.c). */
-    const bool matrix2 = st->matrix && p->matrix2.usable && fa_knob_on(ctx, FA_KNOB_VULKAN_MATRIX2);
-    VkPhysicalDeviceCooperativeMatrix2FeaturesNV matrix2_features = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
-        .cooperativeMatrixWorkgroupScope = p->matrix2.workgroup,
-        .cooperativeMatrixFlexibleDimensions = VK_TRUE,
-        .cooperativeMatrixReductions = VK_TRUE,
-        .cooperativeMatrixConversions = VK_TRUE,
-        .cooperativeMatrixPerElementOperations = VK_TRUE,
-        .cooperativeMatrixTensorAddressing = p->matrix2.tensor,
-    };
     if (st->matrix) {
         extensions[n_ext++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
         features.pNext =
             p->size_control || p->full_subgroups ? (void *)&size_control : (void *)&memory_model;
-        if (matrix2) {
-            extensions[n_ext++] = VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME;
-            matrix2_features.pNext = features.pNext;
-            features.pNext = &matrix2_features;
-        }
     }
-    char note[256];
-    fa_vk_matrix2_note(&p->matrix2, note, sizeof note);
-    fa_log(ctx, FA_LOG_DEBUG, "vulkan: %s%s", note, matrix2 ? " (enabled: FA_VULKAN_MATRIX2)" : "");
     const float priority = 1.0f;
     const VkDeviceQueueCreateInfo queue = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,

@@ -381,7 +381,6 @@ static void describe(fa_vk_physical *p)
     d->matrix_units = fa_vk_has_extension(ext, n_ext, "VK_KHR_cooperative_matrix") ||
                       fa_vk_has_extension(ext, n_ext, "VK_NV_cooperative_matrix");
     fa_vk_matrix_probe(p, ext, n_ext, &props, &subgroup, has_size_control ? &size_control : NULL);
-    fa_vk_matrix2_probe(p, ext, n_ext);
     free(ext);
 }
 

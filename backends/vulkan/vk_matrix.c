@@ -28,8 +28,10 @@ static void list_shapes(VkPhysicalDevice device, fa_vk_matrix_caps *caps)
     VkResult r = get(device, &n, props);
     for (uint32_t i = 0; (r == VK_SUCCESS || r == VK_INCOMPLETE) && i < n; i++) {
         const VkCooperativeMatrixPropertiesKHR *m = &props[i];
-        if (!fa_vk_f16_matrix_types(m->AType, m->BType, m->CType, m->ResultType,
-                                    m->saturatingAccumulation) ||
+        if (m->AType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
+            m->BType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
+            m->CType != VK_COMPONENT_TYPE_FLOAT32_KHR ||
+            m->ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR || m->saturatingAccumulation ||
             m->scope != VK_SCOPE_SUBGROUP_KHR || caps->shape_count == FA_VK_MATRIX_MAX_SHAPES)
             continue;
         caps->shapes[caps->shape_count++] =
