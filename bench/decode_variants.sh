@@ -65,19 +65,23 @@ envof() { # variant -> environment
 env $(envof stage) timeout 150 "$tool" conformance --backend vulkan --full --filter "$cases" \
     >"$out/l/conf_stage.txt" 2>&1
 echo "vulkan conformance, stage: $(tail -1 "$out/l/conf_stage.txt")" >>"$S"
-for v in stage stagenp stage32; do
+for v in none stage stagenp stage32; do
     for sh in "1 1 32768 32 8 128 0" "3 4 5000 32 8 128 0" "2 1 70000 8 8 64 0" \
         "2 2 9000 16 4 256 0" "2 1 33024 32 8 128 256" "1 4 20000 32 8 128 16"; do
         read -r b q k hq hk d pg <<<"$sh"
         pga=()
         [ "$pg" != 0 ] && pga=(--page-size "$pg")
         # shellcheck disable=SC2046
-        env $(envof "$v") timeout 60 "$tool" run --backend vulkan --dtype f16 --batch "$b" \
-            --seq-q "$q" --seq-k "$k" --heads "$hq" --kv-heads "$hk" --head-dim "$d" \
+        env $(envof "$v") FA_VULKAN_PIPELINE_STATS=1 timeout 60 "$tool" run --backend vulkan \
+            --dtype f16 --batch "$b" --seq-q "$q" --seq-k "$k" --heads "$hq" --kv-heads "$hk" \
+            --head-dim "$d" \
             "${pga[@]}" --check --log info >"$out/l/chk_$v.txt" 2>&1
-        # the module counts only where the run said it loaded the override
+        # the module counts only where the run said it loaded the override; the driver's
+        # register and local-memory figures for it follow
         echo "check $v (B Sq Sk Hq Hkv D page: $sh): $(grep -o 'PASS\|FAIL' \
-            "$out/l/chk_$v.txt" | head -1), $(grep -c SPV_DIR "$out/l/chk_$v.txt") override" >>"$S"
+            "$out/l/chk_$v.txt" | head -1), $(grep -c SPV_DIR "$out/l/chk_$v.txt") override," \
+            "$(grep -m1 'attn_decode.* statistics' "$out/l/chk_$v.txt" |
+                grep -o 'Register Count=[0-9]*\|Local Memory Size=[0-9]*' | tr '\n' ' ')" >>"$S"
     done
 done
 row() { # variant batch seqlen [bench arguments...]
