@@ -1,0 +1,65 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The decoding kernels' experimental forms (bench/decode_variants.sh times them on a GPU), kept
+# correct here: attn_decode.comp with FA_DEC_STAGE_K (and without its prefetch) stands in for
+# the f16 decoding module through FA_VULKAN_SPV_DIR, fa_decode.cl with FA_DEC_PREFETCH through
+# FA_OPENCL_BUILD_OPTIONS, each on `run --check` shapes that cover split chunks, a partial last
+# step, causal rows, paged caches and head dims 64, 128 and 256. A backend that is not
+# available (or Vulkan where GLSLANG is `none`) is left out; with neither, the test is skipped
+# (77).
+#
+#   tests/decode_variants_check.sh GLSLANG|none CLI SHADER_DIR
+set -u
+glslang=$1 cli=$2 src=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+status=0
+ran=0
+# B Sq Sk Hq Hkv D page splits causal
+shapes="2 1 1500 8 2 128 0 3 0
+1 4 1008 8 2 128 16 2 1
+1 1 700 4 4 64 0 0 0
+1 2 520 4 2 256 0 2 1"
+check() { # label, a log line that proves the form ran, environment..., --, run arguments
+    label=$1 proof=$2
+    shift 2
+    envs=""
+    while [ "$1" != -- ]; do envs="$envs $1"; shift; done
+    shift
+    echo "$shapes" | while read -r b q k hq hk d pg sp causal; do
+        args="--dtype f16 --batch $b --seq-q $q --seq-k $k --heads $hq --kv-heads $hk"
+        args="$args --head-dim $d --splits $sp --check --log debug $*"
+        [ "$pg" != 0 ] && args="$args --page-size $pg"
+        [ "$causal" = 1 ] && args="$args --causal"
+        # shellcheck disable=SC2086
+        if env $envs "$cli" run $args >"$work/log" 2>&1 && grep -q PASS "$work/log" &&
+            grep -q -- "$proof" "$work/log"; then
+            echo "decode-variants: $label ($b $q $k $hq $hk $d $pg $sp $causal): PASS"
+        else
+            tail -n 5 "$work/log"
+            echo "decode-variants: FAIL: $label ($b $q $k $hq $hk $d $pg $sp $causal)"
+            echo fail >"$work/failed"
+        fi
+    done
+}
+if [ "$glslang" != none ] && "$cli" devices 2>/dev/null | grep -q '^  vulkan .* available'; then
+    for v in stage:-DFA_DEC_STAGE_K "stagenp:-DFA_DEC_STAGE_K -DFA_DEC_STAGE_NO_PREFETCH"; do
+        name=${v%%:*}
+        mkdir -p "$work/$name"
+        # shellcheck disable=SC2086
+        "$glslang" -V --target-env vulkan1.1 -DDTYPE_F16 -DSTORAGE16 ${v#*:} -I"$src/vulkan" \
+            -o "$work/$name/attn_decode_f16_s16.spv" "$src/vulkan/attn_decode.comp" \
+            >"$work/glslang.log" 2>&1 || { cat "$work/glslang.log"; exit 1; }
+        check "vulkan $name" "attn_decode_f16_s16 from .*(FA_VULKAN_SPV_DIR)" \
+            "FA_VULKAN_SPV_DIR=$work/$name" -- --backend vulkan
+    done
+    ran=1
+fi
+if "$cli" devices 2>/dev/null | grep -q '^  opencl .* available'; then
+    check "opencl prefetch" "program '.*-DFA_DEC_PREFETCH'" \
+        FA_OPENCL_BUILD_OPTIONS=-DFA_DEC_PREFETCH -- --backend opencl
+    ran=1
+fi
+[ -f "$work/failed" ] && status=1
+[ "$ran" = 1 ] || { echo "decode-variants: no Vulkan or OpenCL device: skipped"; exit 77; }
+exit $status
