@@ -214,27 +214,30 @@ void main()
     }
 
 #ifdef FA_DEC_STAGE_K
-// Piece c_ of the step at n0_ (the subgroup's SG keys): unit e = lane + SG i of the piece is unit
-// e % PU of key e / PU.
+// Piece c_ of the step at n0_ (the subgroup's SG keys, UPR units of each): unit e = lane + SG i
+// of the piece is unit e % UPR of key e / UPR.
+const uint UPR = DU < PU ? DU : PU;
 #define LOAD_K_TILE(c_, n0_)                                                                   \
     [[unroll]] for (uint i_ = 0u; i_ < PU; i_++) {                                             \
-        const uint e_ = lane + SG * i_, u_ = (c_) * PU + e_ % PU;                              \
-        const uint kk_ = min((n0_) + e_ / PU, n_stop - 1u);                                    \
+        const uint e_ = lane + SG * i_, u_ = (c_) * PU + e_ % UPR;                             \
+        const uint kk_ = min((n0_) + e_ / UPR, n_stop - 1u);                                   \
         const uint at_ = k_base + KEY_ROW(kk_, pc.k_sb, pc.k_ss) + u_ * G;                     \
-        if (u_ < DU)                                                                           \
+        if (i_ < UPR && u_ < DU)                                                               \
             kr[i_] = k_units ? LD_UNIT_ALIGNED(k_buf, at_) : LD_UNIT(k_buf, at_, k8, k4);      \
     }
 // kr -> the subgroup's staging rows, then each lane's own row back into kr.
 #define STAGE_K()                                                                              \
     {                                                                                          \
         [[unroll]] for (uint i_ = 0u; i_ < PU; i_++) {                                         \
-            const uint e_ = lane + SG * i_, j_ = e_ / PU;                                      \
-            ks[(sg * SG + j_) * PU + ((e_ % PU) ^ (j_ & 7u))] = kr[i_];                        \
+            const uint e_ = lane + SG * i_, j_ = e_ / UPR;                                     \
+            if (i_ < UPR)                                                                      \
+                ks[(sg * SG + j_) * PU + ((e_ % UPR) ^ (j_ & 7u))] = kr[i_];                   \
         }                                                                                      \
         subgroupMemoryBarrierShared();                                                         \
         subgroupBarrier();                                                                     \
         [[unroll]] for (uint u_ = 0u; u_ < PU; u_++)                                           \
-            kr[u_] = ks[(sg * SG + lane) * PU + (u_ ^ (lane & 7u))];                           \
+            if (u_ < UPR)                                                                      \
+                kr[u_] = ks[(sg * SG + lane) * PU + (u_ ^ (lane & 7u))];                       \
         subgroupMemoryBarrierShared();                                                         \
         subgroupBarrier();                                                                     \
     }
