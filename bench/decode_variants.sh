@@ -11,8 +11,10 @@
 #   this one is used), through FA_OPENCL_BUILD_OPTIONS.
 #
 #   bench/decode_variants.sh prepare [DIR]   here: compiles the Vulkan modules into DIR
-#                                            (default .gpu/dec) with tools/install-deps.sh's
-#                                            glslang (FA_GLSLANG_BIN) and spirv-opt
+#                                            (default .gpu/dec) with FA_GLSLANG (default
+#                                            tools/install-deps.sh's glslangValidator),
+#                                            spirv-opt and spirv-val; tests/
+#                                            decode_variants_check.sh checks the same modules
 #   bench/decode_variants.sh run TOOL [DIR]  on the device (carry DIR and .gl): conformance's
 #                                            decoding cases and six `run --check` shapes with
 #                                            each form, then two rounds of rows; the summary
@@ -23,12 +25,12 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 if [ "$mode" = prepare ]; then
     set -e
     dir=${2:-.gpu/dec}
-    bin=${FA_GLSLANG_BIN:-/opt/flashattn-tools/glslang-venv/bin}
+    glslang=${FA_GLSLANG:-/opt/flashattn-tools/glslang-venv/bin/glslangValidator}
     compile() { # folder, module, defines...
         local d=$dir/$1 m=$2
         shift 2
         mkdir -p "$d"
-        "$bin/glslangValidator" -V --target-env vulkan1.1 -DDTYPE_F16 -DSTORAGE16 "$@" \
+        "$glslang" -V --target-env vulkan1.1 -DDTYPE_F16 -DSTORAGE16 "$@" \
             -I"$here/shaders/vulkan" -o "$d/$m.raw" "$here/shaders/vulkan/attn_decode.comp" \
             >/dev/null
         if [ "$m" = attn_decode_sg32_f16_s16 ]; then # as backends/vulkan/backend.cmake does
@@ -38,7 +40,6 @@ if [ "$mode" = prepare ]; then
         fi
         rm "$d/$m.raw"
         spirv-val --target-env vulkan1.1 "$d/$m.spv"
-        echo "$d/$m.spv"
     }
     compile stage attn_decode_f16_s16 -DFA_DEC_STAGE_K
     compile stagenp attn_decode_f16_s16 -DFA_DEC_STAGE_K -DFA_DEC_STAGE_NO_PREFETCH

@@ -1,16 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The decoding kernels' experimental forms (bench/decode_variants.sh times them on a GPU), kept
-# correct here: attn_decode.comp with FA_DEC_STAGE_K (and without its prefetch) stands in for
-# the f16 decoding module through FA_VULKAN_SPV_DIR, fa_decode.cl with FA_DEC_PREFETCH through
+# correct here: attn_decode.comp with FA_DEC_STAGE_K (and without its prefetch), as that
+# script's `prepare` compiles them, stands in for the f16 decoding module through
+# FA_VULKAN_SPV_DIR, fa_decode.cl with FA_DEC_PREFETCH through
 # FA_OPENCL_BUILD_OPTIONS, each on `run --check` shapes that cover split chunks, a partial last
 # step, causal rows, paged caches and head dims 64, 128 and 256. A backend that is not
 # available (or Vulkan where GLSLANG is `none`) is left out; with neither, the test is skipped
 # (77).
 #
-#   tests/decode_variants_check.sh GLSLANG|none CLI SHADER_DIR
+#   tests/decode_variants_check.sh GLSLANG|none CLI SOURCE_DIR   (spirv-opt and spirv-val on PATH)
 set -u
-glslang=$1 cli=$2 src=$3
+glslang=$1 cli=$2 root=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
@@ -43,13 +44,9 @@ check() { # label, a log line that proves the form ran, environment..., --, run 
     done
 }
 if [ "$glslang" != none ] && "$cli" devices 2>/dev/null | grep -q '^  vulkan .* available'; then
-    for v in stage:-DFA_DEC_STAGE_K "stagenp:-DFA_DEC_STAGE_K -DFA_DEC_STAGE_NO_PREFETCH"; do
-        name=${v%%:*}
-        mkdir -p "$work/$name"
-        # shellcheck disable=SC2086
-        "$glslang" -V --target-env vulkan1.1 -DDTYPE_F16 -DSTORAGE16 ${v#*:} -I"$src/vulkan" \
-            -o "$work/$name/attn_decode_f16_s16.spv" "$src/vulkan/attn_decode.comp" \
-            >"$work/glslang.log" 2>&1 || { cat "$work/glslang.log"; exit 1; }
+    FA_GLSLANG=$glslang bash "$root/bench/decode_variants.sh" prepare "$work" \
+        >"$work/prepare.log" 2>&1 || { cat "$work/prepare.log"; exit 1; }
+    for name in stage stagenp; do
         check "vulkan $name" "attn_decode_f16_s16 from .*(FA_VULKAN_SPV_DIR)" \
             "FA_VULKAN_SPV_DIR=$work/$name" -- --backend vulkan
     done

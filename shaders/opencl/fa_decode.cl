@@ -95,23 +95,26 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
     for (int r = 0; r < RWP; r++)
         acc[r] = (float4)(0.0f);
 
+/* Quad c_ of key n_'s K and V rows into kx_ and vx_ (raw), left as they are past the chunk. */
+#define FETCH_KV(n_, c_, kx_, vx_)                                                               \
+    if ((n_) < n_stop) {                                                                         \
+        const long kr_ = dec_key_row((n_), b, k_sb, k_ss, table, t_off, t_sb, t_ss, page_size,   \
+                                     num_pages);                                                 \
+        const long vr_ = dec_key_row((n_), b, v_sb, v_ss, table, t_off, t_sb, t_ss, page_size,   \
+                                     num_pages);                                                 \
+        kx_ = raw_load4(k, k_off + kr_ + hk * k_sh + 4 * (c_), k4);                              \
+        vx_ = raw_load4(v, v_off + vr_ + hk * v_sh + 4 * (c_), v4);                              \
+    }
 #ifdef FA_DEC_PREFETCH
     /* FA_DEC_PREFETCH: the next tile's K and V are fetched into registers while this one is
      * used, as they come (zeros past the chunk's end), and stored to local memory at its top. */
     fa_raw4 nk[PF], nv[PF];
 #define FETCH_TILE(n0_)                                                                          \
     for (int i_ = 0; i_ < PF; i_++) {                                                            \
-        const int e_ = t + i_ * FA_NT, jj_ = e_ / D4, c_ = e_ % D4;                              \
-        const long n_ = (n0_) + jj_;                                                             \
+        const int e_ = t + i_ * FA_NT;                                                           \
         nk[i_] = nv[i_] = (fa_raw4)(0);                                                          \
-        if (e_ < FA_BN * D4 && n_ < n_stop) {                                                    \
-            const long kr_ = dec_key_row(n_, b, k_sb, k_ss, table, t_off, t_sb, t_ss,            \
-                                         page_size, num_pages);                                  \
-            const long vr_ = dec_key_row(n_, b, v_sb, v_ss, table, t_off, t_sb, t_ss,            \
-                                         page_size, num_pages);                                  \
-            nk[i_] = raw_load4(k, k_off + kr_ + hk * k_sh + 4 * c_, k4);                         \
-            nv[i_] = raw_load4(v, v_off + vr_ + hk * v_sh + 4 * c_, v4);                         \
-        }                                                                                        \
+        if (e_ < FA_BN * D4)                                                                     \
+            FETCH_KV((n0_) + e_ / D4, e_ % D4, nk[i_], nv[i_])                                   \
     }
     FETCH_TILE(n_begin)
 #endif
@@ -130,18 +133,10 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
 #else
         for (int e = t; e < FA_BN * D4; e += FA_NT) {
             const int jj = e / D4, c = e % D4;
-            const long n = n0 + jj;
-            float4 kx = (float4)(0.0f), vx = (float4)(0.0f);
-            if (n < n_stop) {
-                const long kr = dec_key_row(n, b, k_sb, k_ss, table, t_off, t_sb, t_ss,
-                                            page_size, num_pages);
-                const long vr = dec_key_row(n, b, v_sb, v_ss, table, t_off, t_sb, t_ss,
-                                            page_size, num_pages);
-                kx = dec_load4(k, k_off + kr + hk * k_sh + 4 * c, k4);
-                vx = dec_load4(v, v_off + vr + hk * v_sh + 4 * c, v4);
-            }
-            kt[jj * LDK + c] = kx;
-            vt[jj * LDK + c] = vx;
+            fa_raw4 kx = (fa_raw4)(0), vx = (fa_raw4)(0);
+            FETCH_KV(n0 + jj, c, kx, vx)
+            kt[jj * LDK + c] = raw_to_f32(kx);
+            vt[jj * LDK + c] = raw_to_f32(vx);
         }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
