@@ -264,7 +264,7 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
             cr_expect(takes_alibi(k->family), "%s: %s takes no ALiBi", where, k->name);
         if (pb->bias)
             cr_expect(!is_split(k->family) && k->family != FA_CUDA_FWD_MERGE &&
-                          !(k->family == FA_CUDA_BWD_WGMMA && k->d == 128),
+                          !(k->family == FA_CUDA_BWD_WGMMA && k->d >= 128),
                       "%s: %s takes no bias", where, k->name);
         if (pb->bias && pb->softcap)
             cr_expect(!is_mma_sync(k->family), "%s: %s takes no bias with a softcap", where,
@@ -750,9 +750,16 @@ Test(cuda_plan, backward_choices)
     bwd_kernels(SM90, FA_DTYPE_F16, 128, true, &a, &b);
     cr_expect_eq(a, FA_CUDA_K_BWD_DKDV_MMA_F16_D128);
     cr_expect_eq(b, FA_CUDA_K_BWD_DQ_MMA_F16_D128);
-    /* head dims 129-256: v4 with 64-row query tiles (sm_90), 32-row ones (sm_80), the general
-     * kernels where neither fits (sm_86/89) or the call is deterministic */
+    /* head dims 129-256: wgmma (sm_90a), else v4 with 64-row query tiles (sm_90), 32-row ones
+     * (sm_80), the general kernels where neither fits (sm_86/89) or the call is deterministic */
     bwd_kernels(SM90, FA_DTYPE_F16, 256, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_WGMMA_F16_D256);
+    cr_expect_eq(b, FA_CUDA_K_BWD_DQ_CONVERT_F16);
+    bwd_kernels(SM90, FA_DTYPE_BF16, 136, false, &a, &b);
+    cr_expect_eq(a, FA_CUDA_K_BWD_WGMMA_BF16_D256);
+    fa_cuda_caps v4_only = SM90;
+    v4_only.wgmma_bwd = false;
+    bwd_kernels(v4_only, FA_DTYPE_F16, 256, false, &a, &b);
     cr_expect_eq(a, FA_CUDA_K_BWD_V4_F16_D256);
     bwd_kernels(SM80, FA_DTYPE_BF16, 160, false, &a, &b);
     cr_expect_eq(a, FA_CUDA_K_BWD_V4_Q32_BF16_D256);
@@ -866,6 +873,8 @@ Test(cuda_plan, window_and_softcap_choices)
                  FA_CUDA_K_BWD_DKDV_MMA_BF16_D64);
     cr_expect_eq(second, FA_CUDA_K_BWD_DQ_MMA_BF16_D64);
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 256, true, false, true, false, NULL),
+                 FA_CUDA_K_BWD_WGMMA_F16_D256);
+    cr_expect_eq(variant_kernel(no_wgmma, FA_DTYPE_F16, 256, true, false, true, false, NULL),
                  FA_CUDA_K_BWD_V4_F16_D256);
     /* sm_80: head dim 256's 128-row forward; sm_86: the general backward at 128 */
     cr_expect_eq(variant_kernel(SM80, FA_DTYPE_F16, 256, false, false, false, true, NULL),
@@ -1107,7 +1116,7 @@ Test(cuda_plan, bias_never_takes_the_split_kernels)
      * bias), then ordinary ones */
     const int64_t shapes[][4] = {
         {1, 32, 8, 32768}, {4, 4, 1, 4096}, {1, 8, 8, 300}, {1000, 8, 2, 1500}, {64, 32, 8, 4096}};
-    int decoding = 0, refused = 0, hopper128 = 0;
+    int decoding = 0, refused = 0, hopper_bias_v4 = 0;
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         for (size_t t = 0; t < 3; t++)
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
@@ -1155,13 +1164,13 @@ Test(cuda_plan, bias_never_takes_the_split_kernels)
                         pb.bias = false;
                         fa_cuda_plan_backward(&caps, &pb, &plain);
                         const fa_cuda_kernel_info *k = &fa_cuda_kernels[plain.launches[1].kernel];
-                        if (k->family == FA_CUDA_BWD_WGMMA && k->d == 128) {
+                        if (k->family == FA_CUDA_BWD_WGMMA && k->d >= 128) {
                             fa_cuda_caps no_sm90a = caps;
                             no_sm90a.wgmma_bwd = false;
                             fa_cuda_plan_backward(&no_sm90a, &pb, &plain);
                             cr_expect_eq(family_of(&plain.launches[1]), FA_CUDA_BWD_V4, "%s",
                                          where);
-                            hopper128++;
+                            hopper_bias_v4++;
                         }
                         pb.bias = true;
                         fa_cuda_plan_backward(&caps, &pb, &plan);
@@ -1190,7 +1199,7 @@ Test(cuda_plan, bias_never_takes_the_split_kernels)
                     }
     cr_expect_gt(decoding, 100);
     cr_expect_gt(refused, 1000);
-    cr_expect_gt(hopper128, 10);
+    cr_expect_gt(hopper_bias_v4, 10);
     /* the wgmma backward serves a bias at head dims up to 64 */
     fa_cuda_problem pb = problem(FA_DTYPE_BF16, 64, false);
     pb.bias = true;
@@ -1256,7 +1265,8 @@ static void mark_chosen(const fa_cuda_plan *plan, bool *chosen)
  * which knob keeps it). */
 Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
 {
-    const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90};
+    /* (sm_90 without the sm_90a image: v4's 64-row tiles at head dim 256, as FA_CUDA_WGMMA=fwd) */
+    const fa_cuda_caps archs[] = {SM80, SM86, SM89, SM90, caps_of(9, 0, 232448, false)};
     const fa_dtype dtypes[] = {FA_DTYPE_F32, FA_DTYPE_F16, FA_DTYPE_BF16};
     bool chosen[FA_CUDA_K_COUNT] = {false};
     /* FP8 has a forward alone */

@@ -13,8 +13,9 @@
  * converts it at the end: fewer FLOPs, but the order of the additions (and so the last bits of
  * dQ) varies run to run. That atomic kernel is v4 (FlashAttention-2's tiling; the wgmma
  * kernel on compute capability 9.0), where its shared memory fits; at head dim 64 v4 takes
- * 128-row query tiles where they fit. Head dims 129-256 run v4 at head dim 256 (atomic dQ, so never
- * for a deterministic call) where its shared memory fits (sm_80, sm_90), else the general kernels.
+ * 128-row query tiles where they fit. Head dims 129-256 run atomic dQ kernels at head dim 256 (so
+ * never for a deterministic call): the wgmma one on compute capability 9.0 (v4 there for a bias),
+ * v4 elsewhere where its shared memory fits (sm_80), else the general kernels.
  */
 #include "cuda_plan.h"
 
@@ -386,7 +387,10 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     const unsigned wg_smem = wg_d == 128 ? FA_BWD_WGMMA_SMEM(128) : FA_BWD_WGMMA_SMEM(64);
     const bool hopper = v4 && !pb->deterministic && caps->wgmma_bwd && (int)wg_smem <= optin &&
                         !(pb->bias && wg_d == 128);
-    const bool atomic_dq = atomic_dq_sync || hopper;
+    /* and at head dims 129-256 the wgmma kernel in v4's place, but for a bias (it reads none) */
+    const bool hopper256 =
+        v4_d256 && caps->wgmma_bwd && !pb->bias && (int)FA_BWD_WGMMA_SMEM(256) <= optin;
+    const bool atomic_dq = atomic_dq_sync || hopper || hopper256;
     const uint32_t v4_qtile = v4_q128 ? FA_BWD4_QTILE_WIDE : FA_BWD4_QTILE;
     /* a packed batch (no bias): the atomic kernels' *_VARLEN rows where the catalogue has one,
      * else nothing (the runtime's loop) */
@@ -415,6 +419,10 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
             add(plan, find(pb->varlen ? FA_CUDA_BWD_WGMMA_VARLEN : FA_CUDA_BWD_WGMMA, dt, wg_d, 0),
                 blocks(pb->seq_k, FA_BWD_WGMMA_KEYS(wg_d)), hkv, b, FA_BWD_WGMMA_THREADS, wg_smem,
                 "launching the Hopper (wgmma) dK/dV/dQ");
+        else if (hopper256)
+            add(plan, find(FA_CUDA_BWD_WGMMA, dt, 256, 0),
+                blocks(pb->seq_k, FA_BWD_WGMMA_KEYS(256)), hkv, b, FA_BWD_WGMMA_THREADS,
+                FA_BWD_WGMMA_SMEM(256), "launching the Hopper (wgmma) dK/dV/dQ (head dim 256)");
         else if (v4_d256)
             add(plan,
                 find(with_bias(FA_CUDA_BWD_V4, pb->bias), dt, 256,

@@ -35,14 +35,14 @@
 
 // cp.async of rows [r0, r0 + ROWS) of a (rows x head_dim) view into a [D / 64][ROWS][64]
 // swizzled tile, zeros past n or head_dim, by the 128 threads of a warpgroup: thread `tid`
-// copies chunk tid % CH of rows tid / CH + k 128 / CH, always at the same swizzle (128 / CH is
-// 8 or 16 rows).
+// copies chunk tid % CH of rows tid / CH + k 128 / CH, at the same swizzle on every pass where
+// 128 / CH is 8 or 16 rows; at head dim 256 (4 rows a pass) every other pass flips chunk bit 2.
 template <int D, int ROWS>
 __device__ __forceinline__ void fa_bwg_load(unsigned dst, const void *src_v, long long stride,
                                             int r0, int n, int head_dim, int tid)
 {
     constexpr int CH = D / 8, RPI = 128 / CH;
-    static_assert(RPI % 8 == 0 && ROWS % RPI == 0, "whole passes at one swizzle");
+    static_assert((RPI % 8 == 0 || RPI == 4) && ROWS % RPI == 0, "whole passes");
     const unsigned short *src = (const unsigned short *)src_v;
     const int ch = tid % CH, row = tid / CH;
     const bool ch_ok = ch * 8 < head_dim;
@@ -54,6 +54,8 @@ __device__ __forceinline__ void fa_bwg_load(unsigned dst, const void *src_v, lon
         fa_cp_async16(d, ok ? s : src, ok);
         s += RPI * stride;
         d += RPI * 128;
+        if constexpr (RPI == 4)
+            d ^= 4 << 4;
     }
 }
 

@@ -233,13 +233,13 @@ typedef struct fa_cuda_params {
 #define FA_BWD4_SMEM_D256(bm) FA_BWD4_SMEM_KQ(256, FA_BWD4_KEYS_D256, bm)
 
 /* The wgmma backward for sm_90a (shaders/cuda/fa_backward_wgmma.cuh), head dims 64 and 128 (smaller
- * ones padded with zeros): grid (ceil(seq_k / FA_BWD_WGMMA_KEYS(d)), heads_kv, batch) of
+ * ones padded with zeros; 256 below): grid (ceil(seq_k / FA_BWD_WGMMA_KEYS(d)), heads_kv, batch) of
  * FA_BWD_WGMMA_THREADS threads (a producer warpgroup and two consumers), FA_BWD_WGMMA_SMEM(d)
  * bytes of dynamic shared memory: K, V; FA_BWD_WGMMA_STAGES stages of Q and dO; two dS^T tiles;
  * LSE and Delta per stage; the mbarriers; 1 KiB to align the base (d = 128, 3 stages: 195 KiB).
  * dq_accum must be zeroed and delta computed as for v4. The producer gives registers up to the
  * consumers (setmaxnreg): 128 x 40 + 256 x 232 = 384 x 168, the block's whole allotment. */
-#define FA_BWD_WGMMA_KEYS(d) 128
+#define FA_BWD_WGMMA_KEYS(d) ((d) == 256 ? 64 : 128)
 #define FA_BWD_WGMMA_QTILE 64
 #define FA_BWD_WGMMA_THREADS 384
 #ifndef FA_BWD_WGMMA_STAGES
@@ -277,8 +277,16 @@ typedef struct fa_cuda_params {
 #define FA_BWD_WGMMA_LD_EARLY 1
 #endif
 #define FA_BWD_WGMMA_SMEM(d)                                                                       \
-    (2 * 128 * (d)*2 + FA_BWD_WGMMA_STAGES * (2 * 64 * (d)*2 + 2 * 64 * 4) + 2 * 128 * 64 * 2 +    \
-     8 * (2 * FA_BWD_WGMMA_STAGES + 1) + 1024)
+    ((d) == 256 ? FA_BWD_WGMMA256_SMEM                                                             \
+                : 2 * 128 * (d)*2 + FA_BWD_WGMMA_STAGES * (2 * 64 * (d)*2 + 2 * 64 * 4) +          \
+                      2 * 128 * 64 * 2 + 8 * (2 * FA_BWD_WGMMA_STAGES + 1) + 1024)
+/* At head dim 256 (shaders/cuda/fa_backward_wgmma256.cuh): blocks of 64 keys whose two consumers
+ * split the head dim; K, V; 2 stages of Q and dO; two buffers of P^T and dS^T (64 x 64 each);
+ * LSE and Delta per stage; the mbarriers; 1 KiB to align: 226 KiB of sm_90's 227. */
+#define FA_BWD_WGMMA256_STAGES 2
+#define FA_BWD_WGMMA256_SMEM                                                                       \
+    (2 * 64 * 256 * 2 + FA_BWD_WGMMA256_STAGES * (2 * 64 * 256 * 2 + 2 * 64 * 4) +                 \
+     4 * 64 * 64 * 2 + 8 * (2 * FA_BWD_WGMMA256_STAGES + 1) + 1024)
 
 /* The Hopper forward (shaders/cuda/fa_forward_wgmma.cuh, sm_90a only): three warpgroups, one
  * loading, two computing 64 query rows each with wgmma; K/V tiles of BK keys in a ring of

@@ -34,7 +34,7 @@
  *                 rows per tile, P2 keys per block
  *   BWD_DKDV_MMA  tensor-core dK, dV;  BWD_DQ_MMA  tensor-core dQ (the deterministic backward)
  *   BWD_DQ_CONVERT  dQ = scale * the f32 accumulator, in dQ's dtype and layout
- *   BWD_WGMMA     Hopper dK, dV, dQ by atomics (wgmma, sm_90a only)
+ *   BWD_WGMMA     Hopper dK, dV, dQ by atomics (wgmma, sm_90a only; head dim 256 without a bias)
  *   FWD_SPLIT     split-key forward for decoding (CUDA cores), head dims up to D, D / 32
  *                 elements a lane
  *   FWD_SPLIT_MMA split-key forward for decoding on tensor cores (mma.sync; f16, bf16), head
@@ -244,6 +244,8 @@
     X(BWD_WGMMA_F16_D128, fa_bwd_wgmma_f16_d128, BWD_WGMMA, F16, 128, 0, 0)                        \
     X(BWD_WGMMA_BF16_D64, fa_bwd_wgmma_bf16_d64, BWD_WGMMA, BF16, 64, 0, 0)                        \
     X(BWD_WGMMA_BF16_D128, fa_bwd_wgmma_bf16_d128, BWD_WGMMA, BF16, 128, 0, 0)                     \
+    X(BWD_WGMMA_F16_D256, fa_bwd_wgmma_f16_d256, BWD_WGMMA, F16, 256, 0, 0)                        \
+    X(BWD_WGMMA_BF16_D256, fa_bwd_wgmma_bf16_d256, BWD_WGMMA, BF16, 256, 0, 0)                     \
     X(BWD_WGMMA_VARLEN_F16_D64, fa_bwd_wgmma_varlen_f16_d64, BWD_WGMMA_VARLEN, F16, 64, 0, 0)      \
     X(BWD_WGMMA_VARLEN_BF16_D64, fa_bwd_wgmma_varlen_bf16_d64, BWD_WGMMA_VARLEN, BF16, 64, 0, 0)   \
     X(BWD_WGMMA_VARLEN_F16_D128, fa_bwd_wgmma_varlen_f16_d128, BWD_WGMMA_VARLEN, F16, 128, 0, 0)   \

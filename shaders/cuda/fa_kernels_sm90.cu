@@ -2,7 +2,7 @@
 // The Hopper (sm_90a) kernels of FA_CUDA_CATALOGUE_SM90 (fa_cuda_catalogue.h), compiled into
 // their own fatbin that the host loads beside the main one on compute capability 9.0 only
 // (wgmma exists there alone).
-#include "fa_backward_wgmma.cuh"
+#include "fa_backward_wgmma256.cuh"
 #include "fa_cuda_catalogue.h"
 #include "fa_forward_wgmma.cuh"
 #include "fa_varlen.cuh"
@@ -37,7 +37,7 @@
     extern "C" __global__ void __launch_bounds__(FA_BWD_WGMMA_THREADS, 1)                          \
         name(const __grid_constant__ fa_cuda_params p)                                             \
     {                                                                                              \
-        fa_bwd_wgmma<T, D>(p);                                                                     \
+        fa_bwd_wgmma_at<T, D>(p);                                                                  \
     }
 // The backward's bound parameters in shared memory (in registers they spilled 96 bytes at 128).
 #define FA_INSTANTIATE_BWD_WGMMA_VARLEN(name, T, D, P1, P2)                                        \
