@@ -5,8 +5,10 @@
 # - Vulkan, attn_decode.comp with FA_DEC_STAGE_K (a subgroup's K rows read with neighbouring
 #   lanes on neighbouring 16-byte units and staged through shared memory, the next step's first
 #   piece fetched before O += P V), also without that fetch (FA_DEC_STAGE_NO_PREFETCH) and in the
-#   sg32 module; each module stands in for the shipped one through FA_VULKAN_SPV_DIR, with the
-#   GPU's kernel times (FA_VULKAN_PROFILE=1) beside each row;
+#   sg32 module; each module stands in for the generic one (FA_VULKAN_DECODE=plain, the variant
+#   `none`) through FA_VULKAN_SPV_DIR, with the GPU's kernel times (FA_VULKAN_PROFILE=1) beside
+#   each row; `staged` is the default since the form without the fetch shipped (the same bytes as
+#   `stagenp`, attn_decode_staged, where 32 KiB more shared memory fits);
 # - OpenCL, fa_decode.cl with FA_DEC_PREFETCH (the next K/V tile fetched into registers while
 #   this one is used), through FA_OPENCL_BUILD_OPTIONS.
 #
@@ -56,17 +58,18 @@ cases='decode|splitkv|seqlens|paged|append'
 left() { [ "$SECONDS" -lt "$1" ]; } # seconds into the run, so that the call ends in time
 envof() { # variant -> environment
     case $1 in
-    none) echo FA_VULKAN_PROFILE=1 ;;
+    none) echo FA_VULKAN_PROFILE=1 FA_VULKAN_DECODE=plain ;;
+    staged) echo FA_VULKAN_PROFILE=1 ;; # the default where it fits: attn_decode_staged
     none32) echo FA_VULKAN_PROFILE=1 FA_VULKAN_DECODE=sg32 ;;
     stage32) echo FA_VULKAN_PROFILE=1 FA_VULKAN_DECODE=sg32 "FA_VULKAN_SPV_DIR=$dir/stage32" ;;
-    *) echo FA_VULKAN_PROFILE=1 "FA_VULKAN_SPV_DIR=$dir/$1" ;;
+    *) echo FA_VULKAN_PROFILE=1 FA_VULKAN_DECODE=plain "FA_VULKAN_SPV_DIR=$dir/$1" ;;
     esac
 }
 # shellcheck disable=SC2046
-env $(envof stage) timeout 150 "$tool" conformance --backend vulkan --full --filter "$cases" \
-    >"$out/l/conf_stage.txt" 2>&1
-echo "vulkan conformance, stage: $(tail -1 "$out/l/conf_stage.txt")" >>"$S"
-for v in none stage stagenp stage32; do
+env $(envof staged) timeout 150 "$tool" conformance --backend vulkan --full --filter "$cases" \
+    >"$out/l/conf_staged.txt" 2>&1
+echo "vulkan conformance, staged: $(tail -1 "$out/l/conf_staged.txt")" >>"$S"
+for v in none staged stage stagenp stage32; do
     for sh in "1 1 32768 32 8 128 0" "3 4 5000 32 8 128 0" "2 1 70000 8 8 64 0" \
         "2 2 9000 16 4 256 0" "2 1 33024 32 8 128 256" "1 4 20000 32 8 128 16"; do
         read -r b q k hq hk d pg <<<"$sh"
@@ -109,7 +112,7 @@ clrow() { # OpenCL: plain|pf, batch, seqlen
 vk_round() {
     echo "vulkan round $1 (batch, cache length, D, heads, ms, GB/s, TF/s)" >>"$S"
     for r in "1 32768" "1 131072" "16 32768" "64 4096" "1 4096" "1 32768 --page-size 256"; do
-        for v in none stage stagenp; do
+        for v in none staged stage; do
             # shellcheck disable=SC2086
             left 520 && row $v $r
         done

@@ -46,6 +46,13 @@ check() { # label, a log line that proves the form ran, environment..., --, run 
 if [ "$glslang" != none ] && "$cli" devices 2>/dev/null | grep -q '^  vulkan .* available'; then
     FA_GLSLANG=$glslang bash "$root/bench/decode_variants.sh" prepare "$work" \
         >"$work/prepare.log" 2>&1 || { cat "$work/prepare.log"; exit 1; }
+    # the form without the prefetch ships as attn_decode_staged (chosen where 32 KiB more shared
+    # memory fits, which lavapipe's 32 KiB does not): the module checked here must be its bytes
+    shipped=$(dirname "$cli")/shaders/vulkan/attn_decode_staged_f16_s16.spv
+    if [ -f "$shipped" ] && ! cmp -s "$shipped" "$work/stagenp/attn_decode_f16_s16.spv"; then
+        echo "decode-variants: FAIL: $shipped differs from the prepared stagenp module"
+        echo fail >"$work/failed"
+    fi
     for name in stage stagenp; do
         check "vulkan $name" "attn_decode_f16_s16 from .*(FA_VULKAN_SPV_DIR)" \
             "FA_VULKAN_SPV_DIR=$work/$name" -- --backend vulkan

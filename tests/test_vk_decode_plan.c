@@ -21,7 +21,7 @@ static const fa_vk_decode_device lavapipe = DEVICE(32768, 8, 8, 0, 128ull << 20)
 static fa_vk_decode_problem decode(int64_t b, int64_t sq, int64_t sk, int64_t hq, int64_t hkv,
                                    int64_t d, uint32_t bytes)
 {
-    return (fa_vk_decode_problem){b, sq, sk, hq, hkv, d, bytes, 0};
+    return (fa_vk_decode_problem){b, sq, sk, hq, hkv, d, bytes, 0, false};
 }
 
 static void check_fits(const fa_vk_decode_device *dev, const fa_vk_decode_problem *pb,
@@ -35,7 +35,9 @@ static void check_fits(const fa_vk_decode_device *dev, const fa_vk_decode_proble
     cr_assert_eq(FA_VK_DECODE_THREADS % p->subgroup, 0);
     cr_assert_leq(p->shared_bytes, dev->shared_memory_bytes);
     cr_assert_eq(p->shared_bytes,
-                 fa_vk_decode_shared_bytes((uint32_t)pb->head_dim, p->rows, p->subgroup));
+                 fa_vk_decode_shared_bytes((uint32_t)pb->head_dim, p->rows, p->subgroup) +
+                     (p->staged ? FA_VK_DECODE_STAGED_BYTES : 0));
+    cr_assert(!p->staged || (pb->stageable && pb->head_dim <= FA_VK_DECODE_STAGED_MAX_DIM));
     cr_assert(p->split.splits >= 1 && p->split.splits <= FA_MAX_SPLITS);
     if (p->split.splits > 1) {
         const uint64_t rows =
@@ -164,4 +166,37 @@ Test(vk_decode_plan, chunks_follow_the_device_and_the_request)
     cr_expect_eq(p.split.splits, 2);
     cr_expect(!p.merge_in_split);
     check_fits(&nvidia, &pb, &p);
+}
+
+/* The staged module (K through 32 KiB more of shared memory) where the build has it for the
+ * call, at head dims up to 128, and the memory fits: NVIDIA's 48 KiB, AMD's and Intel's 64 KiB,
+ * not lavapipe's 32 KiB; never at 256 (it spilled there), nor where the build has no module. */
+Test(vk_decode_plan, the_staged_module_where_its_memory_fits)
+{
+    const fa_vk_decode_device *gpus[] = {&nvidia, &amd, &intel};
+    const int64_t dims[] = {64, 128, 200, 256};
+    for (size_t v = 0; v < 3; v++)
+        for (size_t d = 0; d < 4; d++)
+            for (int stageable = 0; stageable < 2; stageable++) {
+                fa_vk_decode_problem pb = decode(4, 1, 32768, 32, 8, dims[d], 2);
+                pb.stageable = stageable;
+                fa_vk_decode_plan p;
+                char why[160];
+                cr_assert(fa_vk_decode_plan_select(gpus[v], &pb, &p, why, sizeof why), "%s", why);
+                check_fits(gpus[v], &pb, &p);
+                cr_assert_eq(p.staged, stageable && dims[d] <= 128, "device %zu D=%lld", v,
+                             (long long)dims[d]);
+            }
+    fa_vk_decode_problem pb = decode(1, 1, 32768, 32, 8, 128, 2);
+    pb.stageable = true;
+    fa_vk_decode_plan p;
+    char why[160];
+    cr_assert(fa_vk_decode_plan_select(&lavapipe, &pb, &p, why, sizeof why), "%s", why);
+    cr_assert_not(p.staged);
+    cr_assert_leq(p.shared_bytes, lavapipe.shared_memory_bytes);
+    /* 16 query rows a KV head (8 a workgroup): still within NVIDIA's 48 KiB at 128 */
+    pb = decode(1, 2, 32768, 64, 8, 128, 2);
+    pb.stageable = true;
+    cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
+    cr_assert(p.staged && p.rows == 8 && p.shared_bytes <= nvidia.shared_memory_bytes);
 }

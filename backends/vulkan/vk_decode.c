@@ -2,9 +2,10 @@
 /* The decoding forward on Vulkan: calls with at most 16 query rows per KV head run
  * shaders/vulkan/attn_decode.comp over chunks of the keys (vk_decode_plan.c chooses); several
  * chunks are merged by the last workgroup of each group in that dispatch, or, where the groups
- * outnumber the workspace's counts, by attn_merge.comp after it, in the same submission.
- * Developer knobs: FA_VULKAN_DECODE=0 leaves every call to the other kernels;
- * FA_VULKAN_DECODE_MERGE=kernel always merges with attn_merge.comp. */
+ * outnumber the workspace's counts, by attn_merge.comp after it, in the same submission. In f16
+ * at head dims up to 128, where shared memory allows, the module that stages K (the plan's
+ * `staged`). Developer knobs: FA_VULKAN_DECODE=0 leaves every call to the other kernels, =plain
+ * keeps the unstaged module; FA_VULKAN_DECODE_MERGE=kernel always merges with attn_merge.comp. */
 #include "vk_internal.h"
 
 #include <string.h>
@@ -44,6 +45,9 @@ bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk
         .head_dim = call->head_dim,
         .element_bytes = call->dtype == FA_DTYPE_F32 ? 4u : 2u,
         .num_splits = call->num_splits,
+        /* FA_VULKAN_DECODE=plain or sg32: the unstaged modules */
+        .stageable = !(knob && (!strcmp(knob, "plain") || !strcmp(knob, "sg32"))) &&
+                     fa_vk_kernel_built(FA_VK_DECODE_STAGED, fa_vk_storage_of(st, call->dtype)),
     };
     char why[160];
     if (fa_vk_decode_plan_select(&dev, &pb, plan, why, sizeof why)) {
@@ -57,12 +61,14 @@ bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk
     return false;
 }
 
-/* The generic module; with FA_VULKAN_DECODE=sg32, where the plan runs at subgroups of 32, the
- * one compiled for that size and unrolled, which no GPU has run yet (docs/PERF.md): it becomes
- * the default once it has. */
+/* The staged module where the plan says so; else the generic one, or with FA_VULKAN_DECODE=sg32,
+ * where the plan runs at subgroups of 32, the one compiled for that size and unrolled (slower on
+ * the H200: docs/PERF.md). */
 static fa_vk_kernel plan_kernel(fa_context *ctx, const fa_vk_decode_plan *plan,
                                 fa_vk_storage storage)
 {
+    if (plan->staged)
+        return FA_VK_DECODE_STAGED;
     const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
     const bool sg32 = knob && !strcmp(knob, "sg32");
     return plan->subgroup == 32 && sg32 && fa_vk_kernel_built(FA_VK_DECODE_SG32, storage)

@@ -56,6 +56,10 @@ bool fa_vk_decode_plan_select(const fa_vk_decode_device *dev, const fa_vk_decode
     if (plan->shared_bytes > dev->shared_memory_bytes)
         return WHY("%u rows at head dim %u need more than %u bytes of shared memory", plan->rows, d,
                    dev->shared_memory_bytes);
+    plan->staged = pb->stageable && d <= FA_VK_DECODE_STAGED_MAX_DIM &&
+                   plan->shared_bytes + FA_VK_DECODE_STAGED_BYTES <= dev->shared_memory_bytes;
+    if (plan->staged)
+        plan->shared_bytes += FA_VK_DECODE_STAGED_BYTES;
     if ((uint64_t)pb->heads_kv * plan->row_groups > dev->max_group_count_y)
         return WHY("%lld KV heads exceed maxComputeWorkGroupCount[1]", (long long)pb->heads_kv);
     plan->split =

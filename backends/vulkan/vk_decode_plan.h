@@ -45,13 +45,21 @@ typedef struct fa_vk_decode_problem {
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
     uint32_t element_bytes; /* 2 (f16, bf16) or 4 (f32) */
     int32_t num_splits;     /* fa_attention_desc.num_splits: 0 = choose */
+    bool stageable;         /* the build has the staged module for the call's storage */
 } fa_vk_decode_problem;
+
+/* What the staged module (FA_DEC_STAGE_K: each subgroup's K rows through shared memory)
+ * declares beyond the others: 16 units of 16 bytes for each of the workgroup's lanes. */
+#define FA_VK_DECODE_STAGED_BYTES (FA_VK_DECODE_THREADS * 16u * 16u)
+/* and the largest head dim it serves (at 256 it spilled on NVIDIA's driver: docs/PERF.md) */
+#define FA_VK_DECODE_STAGED_MAX_DIM 128
 
 typedef struct fa_vk_decode_plan {
     uint32_t rows;            /* packed query rows per workgroup (RW in attn_decode.comp): 4 or 8 */
     uint32_t row_groups;      /* workgroups per KV head along the packed rows */
     uint32_t subgroup;        /* the subgroup size the pipeline runs at (SG; required if several) */
     uint32_t shared_bytes;    /* what the decode shader declares */
+    bool staged;              /* the staged module serves it (FA_VK_DECODE_STAGED_*) */
     fa_split split;           /* over B x KV heads x row_groups items */
     bool merge_in_split;      /* split.splits > 1 and the groups have counts: no merge kernel */
     uint64_t workspace_bytes; /* counts, partial O and LSE where split.splits > 1, else 0 */
@@ -67,9 +75,10 @@ uint32_t fa_vk_decode_shared_bytes(uint32_t d, uint32_t rows, uint32_t subgroup)
  * rule: at most FA_VK_DECODE_MAX_ROWS packed rows per KV head (4 or 8 a workgroup), head dim a
  * multiple of 8 up to 256, subgroup arithmetic, one subgroup size of 4 to 64 invocations (the
  * device's only one, else 32 or the nearest it has, required at pipeline creation), shared
- * memory for it; the chunk count from fa_split_choose for the device's compute units; with
- * several chunks, the merge inside the split kernel where there are at most
- * FA_VK_DECODE_DONE_SLOTS groups. */
+ * memory for it; the staged module where the problem is stageable, at head dims up to
+ * FA_VK_DECODE_STAGED_MAX_DIM, and FA_VK_DECODE_STAGED_BYTES more fit; the chunk count from
+ * fa_split_choose for the device's compute units; with several chunks, the merge inside the split
+ * kernel where there are at most FA_VK_DECODE_DONE_SLOTS groups. */
 bool fa_vk_decode_plan_select(const fa_vk_decode_device *dev, const fa_vk_decode_problem *pb,
                               fa_vk_decode_plan *plan, char *why, size_t why_size);
 

@@ -75,7 +75,8 @@ typedef enum fa_vk_kernel {
     FA_VK_MATRIX_LAYOUT, /* the accumulator layout probe (vk_matrix_layout.c) */
     FA_VK_DECODE,        /* the decoding forward and its merge (vk_decode.c) */
     FA_VK_MERGE,
-    FA_VK_DECODE_SG32, /* the decoding forward compiled for subgroups of 32 and unrolled */
+    FA_VK_DECODE_SG32,   /* the decoding forward compiled for subgroups of 32 and unrolled */
+    FA_VK_DECODE_STAGED, /* the decoding forward with K staged in shared memory (f16, 16-bit) */
     FA_VK_KERNEL_COUNT
 } fa_vk_kernel;
 

@@ -27,6 +27,7 @@ FA_VK_SPV_KERNEL_(attn_bwd_dq)
 FA_VK_SPV_KERNEL_(attn_decode)
 FA_VK_SPV_KERNEL_(attn_merge)
 FA_VK_SPV_KERNEL_(attn_decode_sg32)
+FA_VK_SPV_(attn_decode_staged, f16_s16)
 FA_VK_SPV_(attn_fwd_cm, f16_s16)
 FA_VK_SPV_(attn_bwd_dkdv_cm, f16_s16)
 FA_VK_SPV_(attn_bwd_dq_cm, f16_s16)
@@ -53,6 +54,8 @@ static const spv_blob spirv[FA_VK_KERNEL_COUNT][FA_VK_STORAGE_COUNT] = {
     [FA_VK_DECODE] = FA_VK_ROW_(attn_decode),
     [FA_VK_MERGE] = FA_VK_ROW_(attn_merge),
     [FA_VK_DECODE_SG32] = FA_VK_ROW_(attn_decode_sg32),
+    [FA_VK_DECODE_STAGED][FA_VK_F16_S16] = {fa_spv_attn_decode_staged_f16_s16,
+                                            &fa_spv_attn_decode_staged_f16_s16_size},
     /* The matrix kernels: f16 in 16-bit storage only; the other variants stay NULL. */
     [FA_VK_FWD_CM][FA_VK_F16_S16] = {fa_spv_attn_fwd_cm_f16_s16, &fa_spv_attn_fwd_cm_f16_s16_size},
     [FA_VK_BWD_DKDV_CM][FA_VK_F16_S16] = {fa_spv_attn_bwd_dkdv_cm_f16_s16,
@@ -66,7 +69,7 @@ static const spv_blob spirv[FA_VK_KERNEL_COUNT][FA_VK_STORAGE_COUNT] = {
 static const char *const kernel_names[FA_VK_KERNEL_COUNT] = {
     "attn_fwd",    "attn_bwd_prep",    "attn_bwd_dkdv",    "attn_bwd_dq",
     "attn_fwd_cm", "attn_bwd_dkdv_cm", "attn_bwd_dq_cm",   "matrix_layout",
-    "attn_decode", "attn_merge",       "attn_decode_sg32",
+    "attn_decode", "attn_merge",       "attn_decode_sg32", "attn_decode_staged",
 };
 
 const char *fa_vk_kernel_name(fa_vk_kernel kernel)
@@ -85,7 +88,7 @@ static bool is_matrix_kernel(fa_vk_kernel kernel)
 /* Storage-buffer bindings of each kernel, numbered 0..n-1 (see shaders/vulkan/). */
 uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel)
 {
-    static const uint32_t n[FA_VK_KERNEL_COUNT] = {8, 4, 8, 7, 8, 8, 7, 1, 8, 3, 8};
+    static const uint32_t n[FA_VK_KERNEL_COUNT] = {8, 4, 8, 7, 8, 8, 7, 1, 8, 3, 8, 8};
     return n[kernel];
 }
 
@@ -377,7 +380,8 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     /* The matrix kernels and the decoding forward run at their plan's subgroup size: where the
      * device has several, it is required, with full subgroups where the device can promise them
      * (both features are enabled with the matrix path's: vk_device.c, fa_vk_decode_plan_for). */
-    const bool decode = kernel == FA_VK_DECODE || kernel == FA_VK_DECODE_SG32;
+    const bool decode =
+        kernel == FA_VK_DECODE || kernel == FA_VK_DECODE_SG32 || kernel == FA_VK_DECODE_STAGED;
     const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
         .requiredSubgroupSize = decode ? spec->dec_sg : spec->cm_sg,
