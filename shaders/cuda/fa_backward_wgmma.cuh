@@ -59,6 +59,124 @@ __device__ __forceinline__ void fa_bwg_load(unsigned dst, const void *src_v, lon
     }
 }
 
+// d = A B^T over the D dims (no commit): A of 64 rows at descriptor a, B of N rows at b, both
+// K-major in 64-column blocks (A's AR rows, B's BR rows of 128 bytes apart), 32 bytes a k16 step.
+template <typename T, int D, int N, int AR, int BR>
+__device__ __forceinline__ void fa_bwg_products_over_d(float (&d)[N / 2], unsigned long long a,
+                                                       unsigned long long b)
+{
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        const unsigned off = ((kk / 4) * AR * 128 + (kk % 4) * 32) >> 4;
+        const unsigned offq = ((kk / 4) * BR * 128 + (kk % 4) * 32) >> 4;
+        fa_wgmma_ss<T, N>(d, a + off, b + offq, kk > 0);
+    }
+}
+
+// The ring's full (the producer's 128 threads arrive) and empty (the consumers' 256) mbarriers,
+// then bar_kv (K and V in), by thread 0 before the whole block goes on.
+template <int ST>
+__device__ __forceinline__ void fa_bwg_init_barriers(int tid, unsigned bar_full, unsigned bar_empty,
+                                                     unsigned bar_kv)
+{
+    if (tid == 0) {
+        for (int s = 0; s < ST; s++) {
+            fa_mbar_init(bar_full + 8 * s, 128);
+            fa_mbar_init(bar_empty + 8 * s, 256);
+        }
+        fa_mbar_init(bar_kv, 128);
+    }
+    __syncthreads();
+}
+
+// The producer warpgroup of the wgmma backward kernels: K and V of the block's BN keys into
+// the first two tiles at `base` (then one arrive on bar_kv, the mbarrier after the ring's), then
+// each query tile's Q and dO into stage it % ST of the ring at base + stages (Q, then dO), with
+// its rows' LSE (sL) and Delta (sDl), behind the stage's empty mbarrier and before its full one.
+template <typename T, int D, int BN, int BM, int ST>
+__device__ __forceinline__ void fa_bwg_produce(const fa_cuda_params &p,
+                                               const fa_query_tiles<BM> &tiles, unsigned base,
+                                               unsigned stages, float *sL, float *sDl,
+                                               unsigned bar_full, int j0, int hk, int b, int wt)
+{
+    constexpr unsigned KV_BYTES = BN * D * 2, Q_BYTES = BM * D * 2, STAGE_BYTES = 2 * Q_BYTES;
+    const unsigned bar_empty = bar_full + 8 * ST, bar_kv = bar_empty + 8 * ST;
+    fa_setmaxnreg_dec<FA_BWD_WGMMA_PRODUCER_REGS>();
+    fa_bwg_load<D, BN>(base, (const T *)p.k.ptr + fa_at(p.k, b, 0, hk), p.k.stride_s, j0, p.seq_k,
+                       p.head_dim, wt);
+    fa_bwg_load<D, BN>(base + KV_BYTES, (const T *)p.v.ptr + fa_at(p.v, b, 0, hk), p.v.stride_s, j0,
+                       p.seq_k, p.head_dim, wt);
+    fa_cp_async_commit();
+    fa_cp_async_wait<0>();
+    fa_fence_proxy_async();
+    fa_mbar_arrive(bar_kv);
+#pragma unroll 1
+    for (int it = 0; it < tiles.total; it++) {
+        const int s = it % ST, use = it / ST;
+        if (use > 0)
+            while (!fa_mbar_try_wait(bar_empty + 8 * s, (use - 1) & 1)) {
+            }
+        int hq, i0;
+        tiles.tile(p, hk, it, hq, i0);
+        const unsigned q = base + stages + s * STAGE_BYTES;
+        fa_bwg_load<D, BM>(q, (const T *)p.q.ptr + fa_at(p.q, b, 0, hq), p.q.stride_s, i0, p.seq_q,
+                           p.head_dim, wt);
+        fa_bwg_load<D, BM>(q + Q_BYTES, (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq),
+                           p.d_o.stride_s, i0, p.seq_q, p.head_dim, wt);
+        fa_cp_async_commit();
+        // LSE in log2 units, +inf for rows past seq_q and rows that see no key (LSE = -inf),
+        // so that P = exp2(s - inf) = 0 there; Delta 0 past seq_q
+        const int r = wt % BM, i = i0 + r;
+        if (wt < BM) {
+            float l2 = INFINITY;
+            if (i < p.seq_q) {
+                const float lse = ((const float *)p.lse.ptr)[fa_at(p.lse, b, i, hq)];
+                l2 = lse != -INFINITY ? fa_lse_log2(lse) : INFINITY;
+            }
+            sL[s * BM + r] = l2;
+        } else {
+            sDl[s * BM + r] =
+                i < p.seq_q
+                    ? ((const float *)p.delta)[((long long)b * p.heads_q + hq) * p.seq_q + i]
+                    : 0.f;
+        }
+        fa_cp_async_wait<0>();
+        fa_fence_proxy_async();
+        fa_mbar_arrive(bar_full + 8 * s);
+    }
+}
+
+// dQ of a warpgroup's m64nNk16 accumulator (element 4 j + 2 r + e at row 16 w + g + 8 r, column
+// 8 j + 2 t + e) added at rows i0.., dims col0.. of the f32 accumulator with 16-byte
+// red.global.add: lanes t, t ^ 1 swap halves, so that even t adds row 16 w + g and odd t row + 8,
+// each the 4 dims col0 + 8 j + 4 (t / 2).. (head_dim is a multiple of 8 and dq_accum 256-byte
+// aligned: 16-byte aligned, and col < head_dim covers all 4)
+template <int N>
+__device__ __forceinline__ void fa_bwg_add_dq_v4(const fa_cuda_params &p, const float (&dq)[N / 2],
+                                                 int b, int hq, int i0, int col0, int w, int g,
+                                                 int t)
+{
+    float *acc =
+        (float *)p.dq_accum + (((long long)b * p.heads_q + hq) * p.seq_q + i0) * p.head_dim;
+    const int odd = t & 1, row = 16 * w + g + 8 * odd;
+    const bool row_ok = i0 + row < p.seq_q;
+    float *at = acc + (long long)row * p.head_dim + col0 + 4 * (t / 2);
+#pragma unroll
+    for (int j = 0; j < N / 8; j++) {
+        const float s0 = odd ? dq[4 * j] : dq[4 * j + 2];
+        const float s1 = odd ? dq[4 * j + 1] : dq[4 * j + 3];
+        const float r0 = __shfl_xor_sync(0xffffffffu, s0, 1);
+        const float r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+        const float v0 = odd ? r0 : dq[4 * j], v1 = odd ? r1 : dq[4 * j + 1];
+        const float v2 = odd ? dq[4 * j + 2] : r0, v3 = odd ? dq[4 * j + 3] : r1;
+        const int col = col0 + 8 * j + 4 * (t / 2);
+        if (row_ok && col < p.head_dim)
+            asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(at + 8 * j),
+                         "f"(v0), "f"(v1), "f"(v2), "f"(v3)
+                         : "memory");
+    }
+}
+
 template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
 {
     constexpr int BN = FA_BWD_WGMMA_KEYS(D), BM = FA_BWD_WGMMA_QTILE, ST = FA_BWD_WGMMA_STAGES;
@@ -87,14 +205,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
 
     const int tid = threadIdx.x, wg = tid / 128, wt = tid % 128;
     const int j0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
-    if (tid == 0) {
-        for (int s = 0; s < ST; s++) {
-            fa_mbar_init(bar_full + 8 * s, 128);
-            fa_mbar_init(bar_empty + 8 * s, 256);
-        }
-        fa_mbar_init(bar_kv, 128);
-    }
-    __syncthreads();
+    fa_bwg_init_barriers<ST>(tid, bar_full, bar_empty, bar_kv);
 
     // query tiles: from the first that sees key j0 to the last that sees the block's last key,
     // for each head of the group
@@ -104,49 +215,8 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     auto tile_of = [&](int it, int &hq, int &i0) { tiles.tile(p, hk, it, hq, i0); };
 
     if (wg == 0) { // producer
-        fa_setmaxnreg_dec<FA_BWD_WGMMA_PRODUCER_REGS>();
-        fa_bwg_load<D, BN>(sK, (const T *)p.k.ptr + fa_at(p.k, b, 0, hk), p.k.stride_s, j0, p.seq_k,
-                           p.head_dim, wt);
-        fa_bwg_load<D, BN>(sV, (const T *)p.v.ptr + fa_at(p.v, b, 0, hk), p.v.stride_s, j0, p.seq_k,
-                           p.head_dim, wt);
-        fa_cp_async_commit();
-        fa_cp_async_wait<0>();
-        fa_fence_proxy_async();
-        fa_mbar_arrive(bar_kv);
-#pragma unroll 1
-        for (int it = 0; it < total; it++) {
-            const int s = it % ST, use = it / ST;
-            if (use > 0)
-                while (!fa_mbar_try_wait(bar_empty + 8 * s, (use - 1) & 1)) {
-                }
-            int hq, i0;
-            tile_of(it, hq, i0);
-            const unsigned q = base + O_STAGES + s * STAGE_BYTES;
-            fa_bwg_load<D, BM>(q, (const T *)p.q.ptr + fa_at(p.q, b, 0, hq), p.q.stride_s, i0,
-                               p.seq_q, p.head_dim, wt);
-            fa_bwg_load<D, BM>(q + Q_BYTES, (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq),
-                               p.d_o.stride_s, i0, p.seq_q, p.head_dim, wt);
-            fa_cp_async_commit();
-            // LSE in log2 units, +inf for rows past seq_q and rows that see no key (LSE = -inf),
-            // so that P = exp2(s - inf) = 0 there; Delta 0 past seq_q
-            const int r = wt % BM, i = i0 + r;
-            if (wt < BM) {
-                float l2 = INFINITY;
-                if (i < p.seq_q) {
-                    const float lse = ((const float *)p.lse.ptr)[fa_at(p.lse, b, i, hq)];
-                    l2 = lse != -INFINITY ? fa_lse_log2(lse) : INFINITY;
-                }
-                sL[s * BM + r] = l2;
-            } else {
-                sDl[s * BM + r] =
-                    i < p.seq_q
-                        ? ((const float *)p.delta)[((long long)b * p.heads_q + hq) * p.seq_q + i]
-                        : 0.f;
-            }
-            fa_cp_async_wait<0>();
-            fa_fence_proxy_async();
-            fa_mbar_arrive(bar_full + 8 * s);
-        }
+        fa_bwg_produce<T, D, BN, BM, ST>(p, tiles, base, O_STAGES, sL, sDl, bar_full, j0, hk, b,
+                                         wt);
         return;
     }
 
@@ -189,31 +259,12 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
     };
     // dQ of the tile (hq, i0) into the f32 accumulator
     auto add_dq = [&](const float(&dq)[D / 4], int hq, int i0) {
-        // element 4 j + 2 r + e: query i0 + 16 w + g + 8 r, dim c D / 2 + 8 j + 2 t + e
+    // element 4 j + 2 r + e: query i0 + 16 w + g + 8 r, dim c D / 2 + 8 j + 2 t + e
+#if FA_BWD_WGMMA_DQ_V4
+        fa_bwg_add_dq_v4<D / 2>(p, dq, b, hq, i0, c * (D / 2), w, g, t);
+#else
         float *acc =
             (float *)p.dq_accum + (((long long)b * p.heads_q + hq) * p.seq_q + i0) * p.head_dim;
-#if FA_BWD_WGMMA_DQ_V4
-        // lanes t, t ^ 1 swap halves: even t takes row 16 w + g, odd t row + 8, each the 4
-        // dims c D / 2 + 8 j + 4 (t / 2).. (head_dim is a multiple of 8, dq_accum 256-byte
-        // aligned: 16-byte aligned, and col < head_dim covers all 4)
-        const int odd = t & 1, row = 16 * w + g + 8 * odd;
-        const bool row_ok = i0 + row < p.seq_q;
-        float *at = acc + (long long)row * p.head_dim + c * (D / 2) + 4 * (t / 2);
-#pragma unroll
-        for (int j = 0; j < D / 16; j++) {
-            const float s0 = odd ? dq[4 * j] : dq[4 * j + 2];
-            const float s1 = odd ? dq[4 * j + 1] : dq[4 * j + 3];
-            const float r0 = __shfl_xor_sync(0xffffffffu, s0, 1);
-            const float r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
-            const float v0 = odd ? r0 : dq[4 * j], v1 = odd ? r1 : dq[4 * j + 1];
-            const float v2 = odd ? dq[4 * j + 2] : r0, v3 = odd ? dq[4 * j + 3] : r1;
-            const int col = c * (D / 2) + 8 * j + 4 * (t / 2);
-            if (row_ok && col < p.head_dim)
-                asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(at + 8 * j),
-                             "f"(v0), "f"(v1), "f"(v2), "f"(v3)
-                             : "memory");
-        }
-#else
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             const int row = 16 * w + g + 8 * r;
@@ -438,12 +489,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
             fa_wgmma_hold(dk);
             fa_wgmma_hold(dv);
             fa_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) { // 64-column block kk / 4, 32 bytes a k16 step
-                const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
-                const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
-                fa_wgmma_ss<T, 64>(st, dKa + off, dQb + offq, kk > 0);
-            }
+            fa_bwg_products_over_d<T, D, 64, BN, BM>(st, dKa, dQb);
         };
         auto issue_dp = [&](int it) {
             const unsigned go = base + O_STAGES + (it % ST) * STAGE_BYTES + Q_BYTES;
@@ -451,12 +497,7 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
             fa_wgmma_hold(dk);
             fa_wgmma_hold(dv);
             fa_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
-                const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
-                fa_wgmma_ss<T, 64>(dp, dVa + off, dGb + offq, kk > 0);
-            }
+            fa_bwg_products_over_d<T, D, 64, BN, BM>(dp, dVa, dGb);
         };
         // one turn: S^T and dP^T of tile it, one commit group
         auto issue_next = [&](int it) {
@@ -519,19 +560,9 @@ template <typename T, int D> __device__ __forceinline__ void fa_bwd_wgmma(const 
         fa_wgmma_hold(dv);
         turn_begin();
         fa_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) { // 64-column block kk / 4, 32 bytes a k16 step
-            const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
-            const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
-            fa_wgmma_ss<T, 64>(st, dKa + off, dQb + offq, kk > 0);
-        }
+        fa_bwg_products_over_d<T, D, 64, BN, BM>(st, dKa, dQb);
         fa_wgmma_commit();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
-            const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
-            fa_wgmma_ss<T, 64>(dp, dVa + off, dGb + offq, kk > 0);
-        }
+        fa_bwg_products_over_d<T, D, 64, BN, BM>(dp, dVa, dGb);
         fa_wgmma_commit();
         turn_end(false);
 

@@ -46,61 +46,14 @@ template <typename T> __device__ __forceinline__ void fa_bwd_wgmma256(const fa_c
 
     const int tid = threadIdx.x, wg = tid / 128, wt = tid % 128;
     const int j0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
-    if (tid == 0) {
-        for (int s = 0; s < ST; s++) {
-            fa_mbar_init(bar_full + 8 * s, 128);
-            fa_mbar_init(bar_empty + 8 * s, 256);
-        }
-        fa_mbar_init(bar_kv, 128);
-    }
-    __syncthreads();
+    fa_bwg_init_barriers<ST>(tid, bar_full, bar_empty, bar_kv);
 
     const fa_query_tiles<BM> tiles(p, j0, BN);
     const int total = tiles.total;
 
-    if (wg == 0) { // producer (as fa_bwd_wgmma's)
-        fa_setmaxnreg_dec<FA_BWD_WGMMA_PRODUCER_REGS>();
-        fa_bwg_load<D, BN>(sK, (const T *)p.k.ptr + fa_at(p.k, b, 0, hk), p.k.stride_s, j0, p.seq_k,
-                           p.head_dim, wt);
-        fa_bwg_load<D, BN>(sV, (const T *)p.v.ptr + fa_at(p.v, b, 0, hk), p.v.stride_s, j0, p.seq_k,
-                           p.head_dim, wt);
-        fa_cp_async_commit();
-        fa_cp_async_wait<0>();
-        fa_fence_proxy_async();
-        fa_mbar_arrive(bar_kv);
-#pragma unroll 1
-        for (int it = 0; it < total; it++) {
-            const int s = it % ST, use = it / ST;
-            if (use > 0)
-                while (!fa_mbar_try_wait(bar_empty + 8 * s, (use - 1) & 1)) {
-                }
-            int hq, i0;
-            tiles.tile(p, hk, it, hq, i0);
-            const unsigned q = base + O_STAGES + s * STAGE_BYTES;
-            fa_bwg_load<D, BM>(q, (const T *)p.q.ptr + fa_at(p.q, b, 0, hq), p.q.stride_s, i0,
-                               p.seq_q, p.head_dim, wt);
-            fa_bwg_load<D, BM>(q + Q_BYTES, (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq),
-                               p.d_o.stride_s, i0, p.seq_q, p.head_dim, wt);
-            fa_cp_async_commit();
-            // LSE in log2 units, +inf past seq_q and where a row sees no key (P = 0 there)
-            const int r = wt % BM, i = i0 + r;
-            if (wt < BM) {
-                float l2 = INFINITY;
-                if (i < p.seq_q) {
-                    const float lse = ((const float *)p.lse.ptr)[fa_at(p.lse, b, i, hq)];
-                    l2 = lse != -INFINITY ? fa_lse_log2(lse) : INFINITY;
-                }
-                sL[s * BM + r] = l2;
-            } else {
-                sDl[s * BM + r] =
-                    i < p.seq_q
-                        ? ((const float *)p.delta)[((long long)b * p.heads_q + hq) * p.seq_q + i]
-                        : 0.f;
-            }
-            fa_cp_async_wait<0>();
-            fa_fence_proxy_async();
-            fa_mbar_arrive(bar_full + 8 * s);
-        }
+    if (wg == 0) { // producer
+        fa_bwg_produce<T, D, BN, BM, ST>(p, tiles, base, O_STAGES, sL, sDl, bar_full, j0, hk, b,
+                                         wt);
         return;
     }
 
@@ -136,19 +89,9 @@ template <typename T> __device__ __forceinline__ void fa_bwd_wgmma256(const fa_c
         fa_wgmma_hold(dk);
         fa_wgmma_hold(dv);
         fa_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) { // 64-column block kk / 4, 32 bytes a k16 step
-            const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
-            const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
-            fa_wgmma_ss<T, 32>(st, dKa + off, dQb + offq, kk > 0);
-        }
+        fa_bwg_products_over_d<T, D, 32, BN, BM>(st, dKa, dQb);
         fa_wgmma_commit();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            const unsigned off = ((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
-            const unsigned offq = ((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
-            fa_wgmma_ss<T, 32>(dp, dVa + off, dGb + offq, kk > 0);
-        }
+        fa_bwg_products_over_d<T, D, 32, BN, BM>(dp, dVa, dGb);
         fa_wgmma_commit();
 
         // P^T, element 4 j + 2 r + e at key j0 + 16 w + g + 8 r and query i0 + 32 c + 8 j + 2 t
@@ -267,27 +210,7 @@ template <typename T> __device__ __forceinline__ void fa_bwd_wgmma256(const fa_c
         fa_wgmma_wait<0>();
         fa_wgmma_hold(dq);
 
-        // dQ: element 4 j + 2 r + e at query i0 + 16 w + g + 8 r, dim 128 c + 8 j + 2 t + e;
-        // lanes t, t ^ 1 swap halves so that each adds 4 consecutive dims (16 bytes)
-        float *acc =
-            (float *)p.dq_accum + (((long long)b * p.heads_q + hq) * p.seq_q + i0) * p.head_dim;
-        const int odd = t & 1, row = 16 * w + g + 8 * odd;
-        const bool row_ok = i0 + row < p.seq_q;
-        float *at = acc + (long long)row * p.head_dim + 128 * c + 4 * (t / 2);
-#pragma unroll
-        for (int j = 0; j < 16; j++) {
-            const float s0 = odd ? dq[4 * j] : dq[4 * j + 2];
-            const float s1 = odd ? dq[4 * j + 1] : dq[4 * j + 3];
-            const float r0 = __shfl_xor_sync(0xffffffffu, s0, 1);
-            const float r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
-            const float v0 = odd ? r0 : dq[4 * j], v1 = odd ? r1 : dq[4 * j + 1];
-            const float v2 = odd ? dq[4 * j + 2] : r0, v3 = odd ? dq[4 * j + 3] : r1;
-            const int col = 128 * c + 8 * j + 4 * (t / 2);
-            if (row_ok && col < p.head_dim)
-                asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(at + 8 * j),
-                             "f"(v0), "f"(v1), "f"(v2), "f"(v3)
-                             : "memory");
-        }
+        fa_bwg_add_dq_v4<128>(p, dq, b, hq, i0, 128 * c, w, g, t); // dims 128 c..
     }
 
     // dK (times scale) and dV through the K and V tiles, once both consumers' last dQ is done
