@@ -104,13 +104,12 @@ else()
     list(APPEND fa_vk_generated ${fa_vk_out}/attn_decode_sg32_${variant}.c)
   endforeach()
   # And with a subgroup's K rows read unit by unit and staged through 32 KiB more of shared
-  # memory (FA_DEC_STAGE_K, without its prefetch: +12-35 % on long caches on an H100, docs/
-  # PERF.md), in f16 with 16-bit storage, where vk_decode_plan.c finds the memory for it.
+  # memory (FA_DEC_STAGE_K: +12-35 % on long caches on an H100, docs/PERF.md), in f16 with
+  # 16-bit storage, where vk_decode_plan.c finds the memory for it.
   set(spv ${fa_vk_out}/attn_decode_staged_f16_s16.spv)
   fa_device_code(OUTPUT ${spv}
     COMMAND ${FA_GLSLANG} -V --target-env vulkan1.1 ${fa_vk_defines_f16_s16} -DFA_DEC_STAGE_K
-            -DFA_DEC_STAGE_NO_PREFETCH -I${fa_vk_shader_dir} -o ${spv}
-            ${fa_vk_shader_dir}/attn_decode.comp
+            -I${fa_vk_shader_dir} -o ${spv} ${fa_vk_shader_dir}/attn_decode.comp
     COMMAND ${FA_SPIRV_VAL} --target-env vulkan1.1 ${spv}
     DEPENDS ${fa_vk_shader_dir}/attn_decode.comp ${fa_vk_shader_dir}/fa_common.glsl
             ${fa_vk_shader_dir}/fa_params.glsl ${fa_vk_shader_dir}/fa_spec_ids.h

@@ -104,7 +104,7 @@ FA_FWD_PARAMS_WITH(uint split_keys; uint bt_off; uint bt_sb; uint page_size; uin
 // FA_DEC_STAGE_K: each subgroup reads its step's K rows a piece at a time with neighbouring lanes
 // on neighbouring units of a row (a load touches a row's lines, not one line per lane), stages
 // them here, and each lane takes its own key's units back (units XOR-swizzled by the row, so
-// neither side meets a bank conflict). The next step's first piece is fetched before O += P V.
+// neither side meets a bank conflict). The build's attn_decode_staged module (docs/PERF.md).
 shared uvec4 ks[NSG * SG * PU];
 #endif
 shared vec4 qs[RW * DQ];      // Q (f32); at the end, the workgroup's O
@@ -259,11 +259,6 @@ const uint UPR = DU < PU ? DU : PU;
     // need only the subgroup, but Mesa 26's llvmpipe holds a subgroup that met one more than the
     // others, and never runs the rest of it (its O and LSE went unwritten).
     const uint steps = (n_stop - n_begin + NT - 1u) / NT;
-    uvec4 kr[PU];
-#if defined(FA_DEC_STAGE_K) && !defined(FA_DEC_STAGE_NO_PREFETCH)
-    if (steps > 0u)
-        LOAD_K_TILE(0u, n_begin + sg * SG)
-#endif
     for (uint step = 0u; step < steps; step++) {
         const uint n0 = n_begin + step * NT + sg * SG;
         const bool live = n0 < n_stop; // the same for every lane
@@ -275,15 +270,14 @@ const uint UPR = DU < PU ? DU : PU;
             subgroupBarrier();
         }
         // The first K piece and the first V rows are requested before any is used.
+        uvec4 kr[PU];
         RAW4 vr[VR * QPLM];
 #ifdef FA_DEC_STAGE_K
         // Every subgroup scores every step, past its chunk's end too (all keys invisible): the
         // staging's subgroup barriers must be met as often by each (see above).
         if (live)
             LOAD_V(0u, n0)
-#ifdef FA_DEC_STAGE_NO_PREFETCH
         LOAD_K_TILE(0u, n0)
-#endif
         STAGE_K()
         {
 #else
@@ -340,10 +334,6 @@ const uint UPR = DU < PU ? DU : PU;
                 if (i < R4)
                     ps[t * R4 + i] =
                         vec4(pv[4u * i], pv[4u * i + 1u], pv[4u * i + 2u], pv[4u * i + 3u]);
-#if defined(FA_DEC_STAGE_K) && !defined(FA_DEC_STAGE_NO_PREFETCH)
-            if (step + 1u < steps)
-                LOAD_K_TILE(0u, n0 + NT)
-#endif
         }
         subgroupMemoryBarrierShared();
         subgroupBarrier();
