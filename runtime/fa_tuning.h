@@ -18,6 +18,7 @@
     X(CUDA_BWD4_QTILE_D64)                                                                         \
     X(CUDA_FWD_QTILE_D256)                                                                         \
     X(CUDA_BWD_D256)                                                                               \
+    X(CUDA_BWD_DQ)                                                                                 \
     X(CUDA_DECODE)                                                                                 \
     X(CUDA_F32)                                                                                    \
     X(CUDA_DECODE_WARPS)                                                                           \

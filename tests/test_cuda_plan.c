@@ -15,7 +15,7 @@ typedef struct arch {
 } arch;
 
 /* Opt-in shared memory per block: A100 163 KiB, RTX 30xx / 40xx 99 KiB, H100 / H200 227 KiB. */
-static const fa_cuda_caps defaults = {.bwd4_q128_d64 = true, .bwd_d256 = true};
+static const fa_cuda_caps defaults = {.bwd4_q128_d64 = true, .bwd_d256 = true, .bwd_dq_bulk = true};
 static fa_cuda_caps caps_of(int major, int minor, int smem, bool sm90a)
 {
     fa_cuda_caps c = defaults;
@@ -319,10 +319,20 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
         cr_expect_eq(plan->count, 3, "%s", where);
         cr_expect(plan->accum_offset % 256 == 0 && plan->accum_offset >= rows * sizeof(float), "%s",
                   where);
-        cr_expect_eq(plan->accum_elems, rows * (size_t)pb->head_dim, "%s", where);
+        /* the tiled accumulator: the wgmma kernel's bulk dQ adds (head dims up to 128, no packed
+         * batch), rows rounded up to its 64-row tiles, its head dim wide */
+        const fa_cuda_launch *k = &plan->launches[1];
+        const bool tiled = family_of(k) == FA_CUDA_BWD_WGMMA && fa_cuda_kernels[k->kernel].d <= 128;
+        cr_expect_eq(plan->dq_tiled, tiled ? fa_cuda_kernels[k->kernel].d : 0, "%s", where);
+        const size_t tiled_rows =
+            (size_t)pb->batch * (size_t)pb->heads_q * (size_t)((pb->seq_q + 63) / 64 * 64);
+        cr_expect_eq(plan->accum_elems,
+                     tiled ? tiled_rows * plan->dq_tiled : rows * (size_t)pb->head_dim, "%s",
+                     where);
         cr_expect_eq(plan->workspace_bytes, plan->accum_offset + plan->accum_elems * sizeof(float),
                      "%s", where);
     } else {
+        cr_expect_eq(plan->dq_tiled, 0, "%s", where);
         cr_expect_eq(plan->count, 3, "%s", where);
         cr_expect(last == FA_CUDA_BWD_DQ_MMA || last == FA_CUDA_BWD_DQ_MMA_BIAS ||
                       last == FA_CUDA_BWD_DQ_GEN,

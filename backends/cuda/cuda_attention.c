@@ -382,6 +382,7 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
         status = ensure_workspace(ctx, plan.workspace_bytes, false);
     p.delta = st->workspace;
     p.dq_accum = plan.atomic_dq ? st->workspace + plan.accum_offset : 0;
+    p.dq_tiled = (int)plan.dq_tiled;
     if (status == FA_OK && plan.atomic_dq && plan.accum_elems) {
         CUresult r = st->cu->cuMemsetD32Async(p.dq_accum, 0, plan.accum_elems, st->stream);
         if (r != CUDA_SUCCESS)

@@ -290,6 +290,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     caps->fwd_qtile_d256 = fq == FA_FWD_MMA_BQ_D256 || fq == FA_FWD_MMA_BQ_D256_WIDE ? fq : 0;
     const char *bwd_d256 = fa_knob_value(ctx, FA_KNOB_CUDA_BWD_D256);
     caps->bwd_d256 = !bwd_d256 || strcmp(bwd_d256, "0") != 0;
+    const char *bwd_dq = fa_knob_value(ctx, FA_KNOB_CUDA_BWD_DQ);
+    caps->bwd_dq_bulk = FA_BWD_WGMMA_DQ_BULK && (!bwd_dq || strcmp(bwd_dq, "atomic") != 0);
     const char *f32 = fa_knob_value(ctx, FA_KNOB_CUDA_F32);
     caps->f32_cores = f32 && strcmp(f32, "cores") == 0;
     const char *decode = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE);

@@ -402,11 +402,18 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     /* workspace: Delta (rows floats), then with atomic_dq the (B, Hq, Sq, head_dim) f32 dQ sums */
     const size_t rows = (size_t)pb->batch * (size_t)pb->heads_q * (size_t)pb->seq_q;
     plan->atomic_dq = atomic_dq;
+    /* the wgmma kernel adds dQ by bulk reductions into a tiled accumulator (fa_cuda_abi.h) */
+    plan->dq_tiled = hopper && caps->bwd_dq_bulk && !pb->varlen ? wg_d : 0;
     if (rows > 0) {
         plan->workspace_bytes = rows * sizeof(float);
         if (atomic_dq) {
             plan->accum_offset = (rows * sizeof(float) + 255) / 256 * 256;
-            plan->accum_elems = rows * (size_t)pb->head_dim;
+            plan->accum_elems = plan->dq_tiled
+                                    ? (size_t)pb->batch * (size_t)pb->heads_q *
+                                          (size_t)((pb->seq_q + FA_BWD_WGMMA_QTILE - 1) /
+                                                   FA_BWD_WGMMA_QTILE * FA_BWD_WGMMA_QTILE) *
+                                          plan->dq_tiled
+                                    : rows * (size_t)pb->head_dim;
             plan->workspace_bytes = plan->accum_offset + plan->accum_elems * sizeof(float);
         }
     }
@@ -417,7 +424,8 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     if (atomic_dq) {
         if (hopper)
             add(plan, find(pb->varlen ? FA_CUDA_BWD_WGMMA_VARLEN : FA_CUDA_BWD_WGMMA, dt, wg_d, 0),
-                blocks(pb->seq_k, FA_BWD_WGMMA_KEYS(wg_d)), hkv, b, FA_BWD_WGMMA_THREADS, wg_smem,
+                blocks(pb->seq_k, FA_BWD_WGMMA_KEYS(wg_d)), hkv, b, FA_BWD_WGMMA_THREADS,
+                pb->varlen ? (unsigned)FA_BWD_WGMMA_SMEM_VARLEN(wg_d) : wg_smem,
                 "launching the Hopper (wgmma) dK/dV/dQ");
         else if (hopper256)
             add(plan, find(FA_CUDA_BWD_WGMMA, dt, 256, 0),

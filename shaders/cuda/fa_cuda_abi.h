@@ -84,6 +84,12 @@ typedef struct fa_cuda_params {
      * 0: a factor of 1), so that S = scale dq dk Q K^T and O = dv softmax(S) V. */
     fa_cuda_tensor descale[3];
     int o_dtype;
+    /* Where nonzero (the wgmma backward at head dims up to 128, no packed batch; with
+     * FA_BWD_WGMMA_DQ_BULK), dq_accum is laid out in the kernel's tiles: per (batch, head) the
+     * query rows rounded up to 64, in blocks of 64 rows of dq_tiled (the kernel's head dim)
+     * floats, each block [half of the dims][64 rows][dq_tiled / 2], 16-byte unit u of row r at
+     * u ^ ((r & 3) << 1) (fa_backward_wgmma.cuh; read back by fa_bwd_dq_convert). */
+    int dq_tiled;
 } fa_cuda_params;
 
 /* fa_cuda_params.bias_dtype: fa_dtype's values (the host asserts them). */
@@ -276,10 +282,23 @@ typedef struct fa_cuda_params {
 #ifndef FA_BWD_WGMMA_LD_EARLY
 #define FA_BWD_WGMMA_LD_EARLY 1
 #endif
+/* FA_BWD_WGMMA_DQ_BULK (off: an experiment not yet run on a GPU, docs/PERF.md, thirty-seventh
+ * session): the consumers put dQ into 64 x d floats of shared memory and each warp adds its 16
+ * rows with one bulk reduction (cp.reduce.async.bulk) into an accumulator laid out in the
+ * kernel's tiles (fa_cuda_params.dq_tiled), instead of red.global.add from registers; not in
+ * the packed-batch kernels (whose static shared memory leaves no room). FA_CUDA_BWD_DQ=atomic
+ * keeps red.global.add in such a build. */
+#ifndef FA_BWD_WGMMA_DQ_BULK
+#define FA_BWD_WGMMA_DQ_BULK 0
+#endif
+/* The packed-batch kernels (whose bound parameters take static shared memory) without the bulk
+ * dQ adds' 64 x d floats. */
+#define FA_BWD_WGMMA_SMEM_VARLEN(d)                                                                \
+    (2 * 128 * (d)*2 + FA_BWD_WGMMA_STAGES * (2 * 64 * (d)*2 + 2 * 64 * 4) + 2 * 128 * 64 * 2 +    \
+     8 * (2 * FA_BWD_WGMMA_STAGES + 1) + 1024)
 #define FA_BWD_WGMMA_SMEM(d)                                                                       \
     ((d) == 256 ? FA_BWD_WGMMA256_SMEM                                                             \
-                : 2 * 128 * (d)*2 + FA_BWD_WGMMA_STAGES * (2 * 64 * (d)*2 + 2 * 64 * 4) +          \
-                      2 * 128 * 64 * 2 + 8 * (2 * FA_BWD_WGMMA_STAGES + 1) + 1024)
+                : FA_BWD_WGMMA_SMEM_VARLEN(d) + (FA_BWD_WGMMA_DQ_BULK ? 64 * (d)*4 + 128 : 0))
 /* At head dim 256 (shaders/cuda/fa_backward_wgmma256.cuh): blocks of 64 keys whose two consumers
  * split the head dim; K, V; 2 stages of Q and dO; two buffers of P^T and dS^T (64 x 64 each);
  * LSE and Delta per stage; the mbarriers; 1 KiB to align: 226 KiB of sm_90's 227. */
