@@ -46,7 +46,7 @@
     {                                                                                              \
         if (const fa_cuda_params *s =                                                              \
                 fa_varlen_enter<T>(p, FA_VARLEN_KEY_TILES, FA_BWD_WGMMA_KEYS(D)))                  \
-            fa_bwd_wgmma<T, D, true>(*s);                                                                \
+            fa_bwd_wgmma<T, D, true>(*s);                                                          \
     }
 
 #define FA_INSTANTIATE_(id, name, family, dtype, d, p1, p2)                                        \
