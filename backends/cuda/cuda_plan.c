@@ -408,12 +408,12 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
         plan->workspace_bytes = rows * sizeof(float);
         if (atomic_dq) {
             plan->accum_offset = (rows * sizeof(float) + 255) / 256 * 256;
-            plan->accum_elems = plan->dq_tiled
-                                    ? (size_t)pb->batch * (size_t)pb->heads_q *
-                                          (size_t)((pb->seq_q + FA_BWD_WGMMA_QTILE - 1) /
-                                                   FA_BWD_WGMMA_QTILE * FA_BWD_WGMMA_QTILE) *
-                                          plan->dq_tiled
-                                    : rows * (size_t)pb->head_dim;
+            /* tiled: each head's rows in whole query tiles, the kernel's head dim wide */
+            const size_t q = FA_BWD_WGMMA_QTILE;
+            const size_t tiled_rows =
+                (size_t)pb->batch * (size_t)pb->heads_q * (((size_t)pb->seq_q + q - 1) / q * q);
+            plan->accum_elems =
+                plan->dq_tiled ? tiled_rows * plan->dq_tiled : rows * (size_t)pb->head_dim;
             plan->workspace_bytes = plan->accum_offset + plan->accum_elems * sizeof(float);
         }
     }

@@ -73,20 +73,39 @@ __device__ __forceinline__ void fa_bwg_products_over_d(float (&d)[N / 2], unsign
     }
 }
 
-// The ring's full (the producer's 128 threads arrive) and empty (the consumers' 256) mbarriers,
-// then bar_kv (K and V in), by thread 0 before the whole block goes on.
-template <int ST>
-__device__ __forceinline__ void fa_bwg_init_barriers(int tid, unsigned bar_full, unsigned bar_empty,
-                                                     unsigned bar_kv)
+// A wgmma backward block's shared memory: the dynamic base aligned up to 1 KiB (wgmma's swizzle
+// needs 1 KiB-aligned tiles; FA_BWD_WGMMA_SMEM has the slack), each stage's LSE and Delta rows
+// at O_LSE and O_DELTA, and at O_BAR the ring's full (the producer's 128 threads arrive) and
+// empty (the consumers' 256) mbarriers, then bar_kv (K and V in), which thread 0 sets up before
+// the whole block goes on.
+struct fa_bwg_block {
+    unsigned base;       // shared-space address of the aligned base
+    unsigned char *smem; // the same, generic
+    float *sL, *sDl;     // [stage][row]
+    unsigned bar_full, bar_empty, bar_kv;
+};
+template <int ST, unsigned O_LSE, unsigned O_DELTA, unsigned O_BAR>
+__device__ __forceinline__ fa_bwg_block fa_bwg_block_begin(int tid)
 {
+    extern __shared__ __align__(1024) unsigned char fa_bwg_smem[];
+    fa_bwg_block k;
+    const unsigned raw = fa_smem_addr(fa_bwg_smem);
+    k.base = (raw + 1023) & ~1023u;
+    k.smem = fa_bwg_smem + (k.base - raw);
+    k.sL = (float *)(k.smem + O_LSE);
+    k.sDl = (float *)(k.smem + O_DELTA);
+    k.bar_full = k.base + O_BAR;
+    k.bar_empty = k.bar_full + 8 * ST;
+    k.bar_kv = k.bar_empty + 8 * ST;
     if (tid == 0) {
         for (int s = 0; s < ST; s++) {
-            fa_mbar_init(bar_full + 8 * s, 128);
-            fa_mbar_init(bar_empty + 8 * s, 256);
+            fa_mbar_init(k.bar_full + 8 * s, 128);
+            fa_mbar_init(k.bar_empty + 8 * s, 256);
         }
-        fa_mbar_init(bar_kv, 128);
+        fa_mbar_init(k.bar_kv, 128);
     }
     __syncthreads();
+    return k;
 }
 
 // The producer warpgroup of the wgmma backward kernels: K and V of the block's BN keys into
@@ -199,18 +218,13 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
     static_assert(128 * FA_BWD_WGMMA_PRODUCER_REGS + 256 * FA_BWD_WGMMA_CONSUMER_REGS <= 384 * 168,
                   "producer and consumer registers within the block's");
     static_assert(BYTES + 1024 <= FA_BWD_WGMMA_SMEM(D), "the host's shared memory size");
-    extern __shared__ __align__(1024) unsigned char fa_bwg_smem[];
-    // wgmma's swizzle needs 1 KiB-aligned tiles: align the base (FA_BWD_WGMMA_SMEM has the slack)
-    const unsigned raw = fa_smem_addr(fa_bwg_smem), base = (raw + 1023) & ~1023u;
-    unsigned char *smem = fa_bwg_smem + (base - raw);
-    const unsigned sK = base, sV = base + KV_BYTES;
-    float *sL = (float *)(smem + O_LSE), *sDl = (float *)(smem + O_DELTA); // [stage][row]
-    const unsigned bar_full = base + O_BAR, bar_empty = bar_full + 8 * ST;
-    const unsigned bar_kv = bar_empty + 8 * ST;
-
     const int tid = threadIdx.x, wg = tid / 128, wt = tid % 128;
     const int j0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
-    fa_bwg_init_barriers<ST>(tid, bar_full, bar_empty, bar_kv);
+    const fa_bwg_block blk = fa_bwg_block_begin<ST, O_LSE, O_DELTA, O_BAR>(tid);
+    const unsigned base = blk.base, sK = base, sV = base + KV_BYTES;
+    unsigned char *smem = blk.smem;
+    float *sL = blk.sL, *sDl = blk.sDl;
+    const unsigned bar_full = blk.bar_full, bar_empty = blk.bar_empty, bar_kv = blk.bar_kv;
 
     // query tiles: from the first that sees key j0 to the last that sees the block's last key,
     // for each head of the group

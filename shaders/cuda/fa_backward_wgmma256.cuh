@@ -36,17 +36,13 @@ template <typename T> __device__ __forceinline__ void fa_bwd_wgmma256(const fa_c
     static_assert(128 * FA_BWD_WGMMA_PRODUCER_REGS + 256 * FA_BWD_WGMMA_CONSUMER_REGS <= 384 * 168,
                   "producer and consumer registers within the block's");
     static_assert(BYTES + 1024 <= FA_BWD_WGMMA_SMEM(256), "the host's shared memory size");
-    extern __shared__ __align__(1024) unsigned char fa_bwg256_smem[];
-    const unsigned raw = fa_smem_addr(fa_bwg256_smem), base = (raw + 1023) & ~1023u;
-    unsigned char *smem = fa_bwg256_smem + (base - raw);
-    const unsigned sK = base, sV = base + KV_BYTES;
-    float *sL = (float *)(smem + O_LSE), *sDl = (float *)(smem + O_DELTA); // [stage][row]
-    const unsigned bar_full = base + O_BAR, bar_empty = bar_full + 8 * ST;
-    const unsigned bar_kv = bar_empty + 8 * ST;
-
     const int tid = threadIdx.x, wg = tid / 128, wt = tid % 128;
     const int j0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
-    fa_bwg_init_barriers<ST>(tid, bar_full, bar_empty, bar_kv);
+    const fa_bwg_block blk = fa_bwg_block_begin<ST, O_LSE, O_DELTA, O_BAR>(tid);
+    const unsigned base = blk.base, sK = base, sV = base + KV_BYTES;
+    unsigned char *smem = blk.smem;
+    float *sL = blk.sL, *sDl = blk.sDl;
+    const unsigned bar_full = blk.bar_full, bar_empty = blk.bar_empty, bar_kv = blk.bar_kv;
 
     const fa_query_tiles<BM> tiles(p, j0, BN);
     const int total = tiles.total;
