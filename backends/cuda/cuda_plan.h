@@ -73,7 +73,7 @@ typedef struct fa_cuda_caps {
     int fwd_qtile_d256; /* the forward's query rows per block at head dim 256 (0: by smem) */
     bool bwd_d256;      /* backward v4 at head dims 129-256 (else the general kernels) */
     bool bwd_dq_bulk;   /* the wgmma backward adds dQ by bulk reductions into a tiled accumulator
-                         * (FA_BWD_WGMMA_DQ_BULK builds, unless FA_CUDA_BWD_DQ=atomic) */
+                         * (unless FA_CUDA_BWD_DQ=atomic or built FA_BWD_WGMMA_DQ_BULK=0) */
     int decode_warps;   /* FA_CUDA_DECODE_WARPS: the tensor-core split-key forward's warps per
                          * block (0: the planner's choice) */
     bool f32_cores;     /* FA_CUDA_F32=cores: the f32 forward on the CUDA-core kernel, not 3xTF32

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Backward for sm_90a with warpgroup MMA (wgmma), f16 and bf16 at head dims 64 and 128 (smaller
 // head dims padded with zeros up to them): the algorithm and results of backward v4
-// (fa_backward_v4.cuh: dK, dV in registers, dQ through red.global.add into the f32 accumulator
-// that fa_bwd_dq_convert scales), with FlashAttention-3's split of a block into warpgroups.
+// (fa_backward_v4.cuh: dK, dV in registers, dQ added into the f32 accumulator that
+// fa_bwd_dq_convert scales), with FlashAttention-3's split of a block into warpgroups.
 //
 // A block of 3 warpgroups owns BN = 128 keys of one (batch, KV head); K and V stay in shared
 // memory. Warpgroup 0 is the producer: it keeps few registers (setmaxnreg) and fills a ring of
@@ -19,15 +19,18 @@
 //   3. dV += P^T dO and dK += dS^T Q (m64nDk16, B = dO, Q transposed from shared memory),
 //   4. dS^T also goes to a shared tile (two buffers), and after one barrier of the two
 //      consumers, dQ = dS K (A = dS^T transposed, B = K transposed, 128 keys deep; consumer c
-//      owns dims c D / 2..) is added into the accumulator with red.global.add (.v4.f32 after
-//      a shuffle of lane pairs, FA_BWD_WGMMA_DQ_V4; else .v2).
+//      owns dims c D / 2..) is added into the accumulator: by one bulk reduction a warp from
+//      shared memory into an accumulator in the kernel's tiles (FA_BWD_WGMMA_DQ_BULK, without a
+//      packed batch), else with red.global.add (.v4.f32 after a shuffle of lane pairs,
+//      FA_BWD_WGMMA_DQ_V4; else .v2).
 // Every shared tile is stored as 64-column blocks of 128-byte rows ([D / 64][rows][64]), the
 // 16-byte chunk c of row r at chunk c ^ (r & 7), block bases on 1 KiB: wgmma's 128-byte
 // swizzle, which also keeps the 4-byte stores of dS^T free of bank conflicts.
 // An additive bias only at head dim 64: at 128 its 32 global loads a tile spill (60 bytes, however
 // they are ordered), so the planner sends such calls to backward v4 and the kernel reads none.
-// Compile-time variants, all on by default (measured together on the H200; fa_cuda_abi.h):
-// FA_BWD_WGMMA_PINGPONG, FA_BWD_WGMMA_DQ_V4, FA_BWD_WGMMA_EARLY_S, FA_BWD_WGMMA_LD_EARLY.
+// Compile-time variants, all on by default (measured on the H200; fa_cuda_abi.h):
+// FA_BWD_WGMMA_PINGPONG, FA_BWD_WGMMA_DQ_V4, FA_BWD_WGMMA_EARLY_S, FA_BWD_WGMMA_LD_EARLY,
+// FA_BWD_WGMMA_DQ_BULK.
 #pragma once
 
 #include "fa_mask.cuh"

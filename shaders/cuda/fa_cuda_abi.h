@@ -282,14 +282,14 @@ typedef struct fa_cuda_params {
 #ifndef FA_BWD_WGMMA_LD_EARLY
 #define FA_BWD_WGMMA_LD_EARLY 1
 #endif
-/* FA_BWD_WGMMA_DQ_BULK (off: an experiment not yet run on a GPU, docs/PERF.md, thirty-seventh
- * session): the consumers put dQ into 64 x d floats of shared memory and each warp adds its 16
- * rows with one bulk reduction (cp.reduce.async.bulk) into an accumulator laid out in the
- * kernel's tiles (fa_cuda_params.dq_tiled), instead of red.global.add from registers; not in
- * the packed-batch kernels (whose static shared memory leaves no room). FA_CUDA_BWD_DQ=atomic
- * keeps red.global.add in such a build. */
+/* FA_BWD_WGMMA_DQ_BULK (on since the thirty-eighth session, docs/PERF.md): the consumers put dQ
+ * into 64 x d floats of shared memory and each warp adds its 16 rows with one bulk reduction
+ * (cp.reduce.async.bulk) into an accumulator laid out in the kernel's tiles
+ * (fa_cuda_params.dq_tiled), instead of red.global.add from registers; not in the packed-batch
+ * kernels (whose static shared memory leaves no room). FA_CUDA_BWD_DQ=atomic keeps
+ * red.global.add; 0 compiles the bulk path out. */
 #ifndef FA_BWD_WGMMA_DQ_BULK
-#define FA_BWD_WGMMA_DQ_BULK 0
+#define FA_BWD_WGMMA_DQ_BULK 1
 #endif
 /* The packed-batch kernels (whose bound parameters take static shared memory) without the bulk
  * dQ adds' 64 x d floats. */
