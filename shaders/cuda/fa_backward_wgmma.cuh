@@ -19,18 +19,19 @@
 //   3. dV += P^T dO and dK += dS^T Q (m64nDk16, B = dO, Q transposed from shared memory),
 //   4. dS^T also goes to a shared tile (two buffers), and after one barrier of the two
 //      consumers, dQ = dS K (A = dS^T transposed, B = K transposed, 128 keys deep; consumer c
-//      owns dims c D / 2..) is added into the accumulator: by one bulk reduction a warp from
-//      shared memory into an accumulator in the kernel's tiles (FA_BWD_WGMMA_DQ_BULK, without a
-//      packed batch), else with red.global.add (.v4.f32 after a shuffle of lane pairs,
+//      owns dims c D / 2..; issued before 3., FA_BWD_WGMMA_DQ_FIRST, so that its adds run
+//      while the tensor cores do dV and dK) is added into the accumulator: by one bulk reduction a
+//      warp from shared memory into an accumulator in the kernel's tiles (FA_BWD_WGMMA_DQ_BULK,
+//      without a packed batch), else with red.global.add (.v4.f32 after a shuffle of lane pairs,
 //      FA_BWD_WGMMA_DQ_V4; else .v2).
 // Every shared tile is stored as 64-column blocks of 128-byte rows ([D / 64][rows][64]), the
 // 16-byte chunk c of row r at chunk c ^ (r & 7), block bases on 1 KiB: wgmma's 128-byte
 // swizzle, which also keeps the 4-byte stores of dS^T free of bank conflicts.
 // An additive bias only at head dim 64: at 128 its 32 global loads a tile spill (60 bytes, however
 // they are ordered), so the planner sends such calls to backward v4 and the kernel reads none.
-// Compile-time variants, all on by default (measured on the H200; fa_cuda_abi.h):
+// Compile-time variants, all on by default (measured on the H200 and H100; fa_cuda_abi.h):
 // FA_BWD_WGMMA_PINGPONG, FA_BWD_WGMMA_DQ_V4, FA_BWD_WGMMA_EARLY_S, FA_BWD_WGMMA_LD_EARLY,
-// FA_BWD_WGMMA_DQ_BULK.
+// FA_BWD_WGMMA_DQ_BULK, FA_BWD_WGMMA_DQ_FIRST.
 #pragma once
 
 #include "fa_mask.cuh"
@@ -523,9 +524,8 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
         turn_end(it == total - 1);
     };
     // 4. dQ (64 queries x D / 2 dims of consumer c) = dS K over the 128 keys: A = dS^T
-    // (MN-major), B = K (MN-major), committed behind dV/dK; waits for dV/dK (wait<1>) and
-    // releases stage s, leaving dQ in flight
-    auto dq_product = [&](float(&dq)[D / 4], unsigned ds, int s) {
+    // (MN-major), B = K (MN-major), one commit group
+    auto issue_dq = [&](float(&dq)[D / 4], unsigned ds) {
         fa_named_barrier(1, 256); // both halves of dS^T are in
         const unsigned long long dSa = fa_wgmma_desc(ds, 1, 1024);
         fa_wgmma_fence();
@@ -533,17 +533,55 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
         for (int kk = 0; kk < BN / 16; kk++)
             fa_wgmma_ss<T, D / 2, 1, 1>(dq, dSa + kk * 128, dKb + kk * 128, kk > 0);
         fa_wgmma_commit();
-        fa_wgmma_wait<1>();
+    };
+    // once dV/dK are done: stage s released
+    auto release = [&](int s) {
         fa_wgmma_hold(dv);
         fa_wgmma_hold(dk);
         fa_mbar_arrive(bar_empty + 8 * s); // done with Q and dO of this stage
     };
+    // 3. and 4. of a tile with dS^T in shared memory (ds), but for the last wait: with DQ_FIRST
+    // dQ's group goes first and is added while dV/dK run, `between` (the next tile's S^T and
+    // dP^T, one group, or nothing) is issued after the adds, and dV/dK are awaited (wait<1>
+    // behind `between`'s group, else wait<0>) before the stage's release; else dV/dK first, dQ
+    // behind them (the stage released once dV/dK are done), `between`, and dQ awaited and added.
+    auto products = [&](auto first, const unsigned(&pa)[4][4], const unsigned(&da)[4][4],
+                        unsigned q, unsigned go, unsigned ds, int it, int s, int hq, int i0,
+                        auto between, auto grouped) {
+        constexpr bool busy = decltype(grouped)::value; // `between` issues a group
+        float dq[D / 4];
+        if constexpr (decltype(first)::value) {
+            issue_dq(dq, ds);
+            issue_dvdk(pa, da, q, go, it);
+            fa_wgmma_wait<1>();
+            fa_wgmma_hold(dq);
+            add_dq(dq, hq, i0);
+            between();
+            fa_wgmma_wait<busy ? 1 : 0>();
+            release(s);
+        } else {
+            issue_dvdk(pa, da, q, go, it);
+            issue_dq(dq, ds);
+            fa_wgmma_wait<1>();
+            release(s);
+            between();
+            // (busy: one group, S^T and dP^T, may run on: a wait<2> behind two makes ptxas
+            // serialise, C7514)
+            fa_wgmma_wait<busy ? 1 : 0>();
+            fa_wgmma_hold(dq);
+            add_dq(dq, hq, i0);
+        }
+    };
+    using YES = std::true_type;
+    using NO = std::false_type;
+    auto nothing = []() {};
     constexpr bool EARLY = FA_BWD_WGMMA_EARLY_S && D == 64;
 #if FA_BWD_WGMMA_EARLY_S
     // FA_BWD_WGMMA_EARLY_S, at D = 64: tile it + 1's S^T and dP^T (one commit group) are issued
-    // right after tile it's dQ product, so that the tensor cores have them while dQ is awaited
-    // and added. Not at D = 128, where dQ, S^T, dP^T, dK and dV together (224 of the 232
-    // registers) spill, and ptxas serialises the wgmma (C7514) even with S^T alone early.
+    // within tile it's products (`between`: after its dQ adds, with DQ_FIRST; else right after
+    // its dQ product), so that the tensor cores have them while this tile's products finish.
+    // Not at D = 128, where dQ, S^T, dP^T, dK and dV together (224 of the 232 registers)
+    // spill, and ptxas serialises the wgmma (C7514) even with S^T alone early.
     if constexpr (EARLY) {
         float st[32], dp[32];
         // S^T = K_c Q^T of tile `it` (its stage awaited first), and dP^T = V_c dO^T: 64 keys x 64
@@ -587,19 +625,13 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
             p_ds(st, dp, s, hq, i0, pa, da,
                  std::integral_constant<int, 0>{}); // S^T, dP^T: one group
             store_ds(da, it);
-            issue_dvdk(pa, da, q, go, it);
-            float dq[D / 4];
-            dq_product(dq, ds, s);
-            if constexpr (decltype(early_c)::value) {
-                issue_next(it + 1);
-                // dQ done, the next S^T and dP^T may run on (one group: a wait<2> behind
-                // two makes ptxas serialise, C7514)
-                fa_wgmma_wait<1>();
-            } else {
-                fa_wgmma_wait<0>();
-            }
-            fa_wgmma_hold(dq);
-            add_dq(dq, hq, i0);
+            using FIRST = std::integral_constant<bool, FA_BWD_WGMMA_DQ_FIRST != 0>;
+            if constexpr (decltype(early_c)::value)
+                products(
+                    FIRST{}, pa, da, q, go, ds, it, s, hq, i0, [&]() { issue_next(it + 1); },
+                    YES{});
+            else
+                products(FIRST{}, pa, da, q, go, ds, it, s, hq, i0, nothing, NO{});
         };
         // the last tile apart, so that no wgmma sits in a branch ptxas cannot prove uniform
         if (total > 0) {
@@ -638,12 +670,8 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
         unsigned pa[4][4], da[4][4];
         p_ds(st, dp, s, hq, i0, pa, da, std::integral_constant<int, 1>{});
         store_ds(da, it);
-        issue_dvdk(pa, da, q, go, it);
-        float dq[D / 4];
-        dq_product(dq, ds, s);
-        fa_wgmma_wait<0>();
-        fa_wgmma_hold(dq);
-        add_dq(dq, hq, i0);
+        products(std::integral_constant<bool, FA_BWD_WGMMA_DQ_FIRST != 0>{}, pa, da, q, go, ds, it,
+                 s, hq, i0, nothing, NO{});
     }
 
     if (TILED && p.dq_tiled && lane == 0) // the bulk adds done before the block ends

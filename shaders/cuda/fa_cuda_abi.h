@@ -267,7 +267,7 @@ typedef struct fa_cuda_params {
  * FA_BWD_WGMMA_DQ_V4: dQ added with 16-byte red.global.add.v4.f32 (4 consecutive floats a
  * thread after a shuffle of lane pairs) instead of 8-byte v2.
  * FA_BWD_WGMMA_EARLY_S: at head dim 64 (128 would spill), the next tile's S^T and dP^T issued
- * right after the current tile's dQ product, before its wait and its atomics.
+ * within the current tile's products (after its dQ adds with DQ_FIRST, below).
  * FA_BWD_WGMMA_LD_EARLY: each tile's LSE and Delta read from shared memory before the wgmma
  * waits that precede their use rather than after them. */
 #ifndef FA_BWD_WGMMA_PINGPONG
@@ -288,6 +288,14 @@ typedef struct fa_cuda_params {
  * (fa_cuda_params.dq_tiled), instead of red.global.add from registers; not in the packed-batch
  * kernels (whose static shared memory leaves no room). FA_CUDA_BWD_DQ=atomic keeps
  * red.global.add; 0 compiles the bulk path out. */
+/* FA_BWD_WGMMA_DQ_FIRST (on since the thirty-eighth session: +9-12 % at head dim 128 and
+ * +11-13 % at 64 on an H100, docs/PERF.md): each tile's dQ product issued before dV/dK (after
+ * the two consumers' barrier), so that the dQ adds run while the tensor cores do dV/dK, instead
+ * of dQ queued behind them and the adds after; at 64 the next tile's S^T and dP^T follow the
+ * adds. 0: dV/dK first (the kernel before). */
+#ifndef FA_BWD_WGMMA_DQ_FIRST
+#define FA_BWD_WGMMA_DQ_FIRST 1
+#endif
 #ifndef FA_BWD_WGMMA_DQ_BULK
 #define FA_BWD_WGMMA_DQ_BULK 1
 #endif
