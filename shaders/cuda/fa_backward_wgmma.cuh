@@ -545,12 +545,12 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
     // dP^T, one group, or nothing) is issued after the adds, and dV/dK are awaited (wait<1>
     // behind `between`'s group, else wait<0>) before the stage's release; else dV/dK first, dQ
     // behind them (the stage released once dV/dK are done), `between`, and dQ awaited and added.
-    auto products = [&](auto first, const unsigned(&pa)[4][4], const unsigned(&da)[4][4],
-                        unsigned q, unsigned go, unsigned ds, int it, int s, int hq, int i0,
-                        auto between, auto grouped) {
+    auto products = [&](const unsigned(&pa)[4][4], const unsigned(&da)[4][4], unsigned q,
+                        unsigned go, unsigned ds, int it, int s, int hq, int i0, auto between,
+                        auto grouped) {
         constexpr bool busy = decltype(grouped)::value; // `between` issues a group
         float dq[D / 4];
-        if constexpr (decltype(first)::value) {
+        if constexpr (FA_BWD_WGMMA_DQ_FIRST) {
             issue_dq(dq, ds);
             issue_dvdk(pa, da, q, go, it);
             fa_wgmma_wait<1>();
@@ -625,13 +625,11 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
             p_ds(st, dp, s, hq, i0, pa, da,
                  std::integral_constant<int, 0>{}); // S^T, dP^T: one group
             store_ds(da, it);
-            using FIRST = std::integral_constant<bool, FA_BWD_WGMMA_DQ_FIRST != 0>;
             if constexpr (decltype(early_c)::value)
                 products(
-                    FIRST{}, pa, da, q, go, ds, it, s, hq, i0, [&]() { issue_next(it + 1); },
-                    YES{});
+                    pa, da, q, go, ds, it, s, hq, i0, [&]() { issue_next(it + 1); }, YES{});
             else
-                products(FIRST{}, pa, da, q, go, ds, it, s, hq, i0, nothing, NO{});
+                products(pa, da, q, go, ds, it, s, hq, i0, nothing, NO{});
         };
         // the last tile apart, so that no wgmma sits in a branch ptxas cannot prove uniform
         if (total > 0) {
@@ -670,8 +668,7 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
         unsigned pa[4][4], da[4][4];
         p_ds(st, dp, s, hq, i0, pa, da, std::integral_constant<int, 1>{});
         store_ds(da, it);
-        products(std::integral_constant<bool, FA_BWD_WGMMA_DQ_FIRST != 0>{}, pa, da, q, go, ds, it,
-                 s, hq, i0, nothing, NO{});
+        products(pa, da, q, go, ds, it, s, hq, i0, nothing, NO{});
     }
 
     if (TILED && p.dq_tiled && lane == 0) // the bulk adds done before the block ends

@@ -288,16 +288,16 @@ typedef struct fa_cuda_params {
  * (fa_cuda_params.dq_tiled), instead of red.global.add from registers; not in the packed-batch
  * kernels (whose static shared memory leaves no room). FA_CUDA_BWD_DQ=atomic keeps
  * red.global.add; 0 compiles the bulk path out. */
-/* FA_BWD_WGMMA_DQ_FIRST (on since the thirty-eighth session: +9-12 % at head dim 128 and
+#ifndef FA_BWD_WGMMA_DQ_BULK
+#define FA_BWD_WGMMA_DQ_BULK 1
+#endif
+/* FA_BWD_WGMMA_DQ_FIRST (on since the thirty-eighth session: +5-12 % at head dim 128 and
  * +11-13 % at 64 on an H100, docs/PERF.md): each tile's dQ product issued before dV/dK (after
  * the two consumers' barrier), so that the dQ adds run while the tensor cores do dV/dK, instead
  * of dQ queued behind them and the adds after; at 64 the next tile's S^T and dP^T follow the
  * adds. 0: dV/dK first (the kernel before). */
 #ifndef FA_BWD_WGMMA_DQ_FIRST
 #define FA_BWD_WGMMA_DQ_FIRST 1
-#endif
-#ifndef FA_BWD_WGMMA_DQ_BULK
-#define FA_BWD_WGMMA_DQ_BULK 1
 #endif
 /* The packed-batch kernels (whose bound parameters take static shared memory) without the bulk
  * dQ adds' 64 x d floats. */
