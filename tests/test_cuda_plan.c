@@ -319,13 +319,18 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
         cr_expect_eq(plan->count, 3, "%s", where);
         cr_expect(plan->accum_offset % 256 == 0 && plan->accum_offset >= rows * sizeof(float), "%s",
                   where);
-        /* the tiled accumulator: the wgmma kernel's bulk dQ adds (head dims up to 128, no packed
-         * batch), rows rounded up to its 64-row tiles, its head dim wide */
+        /* the tiled accumulator: the wgmma kernel's bulk dQ adds (head dims up to 128, a packed
+         * batch where FA_BWD_WGMMA_VARLEN_BULK), rows rounded up to its 64-row tiles (a packed
+         * batch's sequences a tile apart), its head dim wide */
         const fa_cuda_launch *k = &plan->launches[1];
-        const bool tiled = family_of(k) == FA_CUDA_BWD_WGMMA && fa_cuda_kernels[k->kernel].d <= 128;
+        const bool tiled =
+            (family_of(k) == FA_CUDA_BWD_WGMMA && fa_cuda_kernels[k->kernel].d <= 128) ||
+            (FA_BWD_WGMMA_VARLEN_BULK && family_of(k) == FA_CUDA_BWD_WGMMA_VARLEN);
         cr_expect_eq(plan->dq_tiled, tiled ? fa_cuda_kernels[k->kernel].d : 0, "%s", where);
-        const size_t tiled_rows =
-            (size_t)pb->batch * (size_t)pb->heads_q * (size_t)((pb->seq_q + 63) / 64 * 64);
+        const size_t b = (size_t)pb->batch, hq = (size_t)pb->heads_q;
+        const size_t tiled_rows = pb->varlen
+                                      ? hq * ((b * (size_t)pb->seq_q + 63) / 64 * 64 + 64 * b)
+                                      : b * hq * (size_t)((pb->seq_q + 63) / 64 * 64);
         cr_expect_eq(plan->accum_elems,
                      tiled ? tiled_rows * plan->dq_tiled : rows * (size_t)pb->head_dim, "%s",
                      where);
@@ -1087,6 +1092,17 @@ Test(cuda_plan, varlen_backward_choices)
                     cr_expect(f == FA_CUDA_BWD_V4_VARLEN || f == FA_CUDA_BWD_WGMMA_VARLEN);
                     cr_expect_eq(f == FA_CUDA_BWD_WGMMA_VARLEN, archs[a].cc_major == 9);
                     cr_expect_eq(family_of(&plan.launches[2]), FA_CUDA_BWD_DQ_CONVERT);
+                    /* FA_BWD_WGMMA_VARLEN_BULK: the tiled accumulator, the sequences (each as
+                     * long as the longest here) a 64-row tile apart */
+                    const int kd = fa_cuda_kernels[plan.launches[1].kernel].d;
+                    const bool tiled = FA_BWD_WGMMA_VARLEN_BULK && archs[a].bwd_dq_bulk &&
+                                       f == FA_CUDA_BWD_WGMMA_VARLEN;
+                    cr_expect_eq(plan.dq_tiled, tiled ? kd : 0, "d %lld", (long long)d);
+                    const size_t hq = (size_t)pb.heads_q,
+                                 all = (size_t)(7 * pb.seq_q + 63) / 64 * 64 + 64 * 7;
+                    if (tiled)
+                        cr_expect_eq(plan.accum_elems, hq * all * (size_t)kd, "d %lld",
+                                     (long long)d);
                     for (unsigned i = 0; i < plan.count; i++) {
                         const fa_cuda_launch *l = &plan.launches[i];
                         int64_t rows, length;

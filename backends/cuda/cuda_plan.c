@@ -403,15 +403,18 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
     const size_t rows = (size_t)pb->batch * (size_t)pb->heads_q * (size_t)pb->seq_q;
     plan->atomic_dq = atomic_dq;
     /* the wgmma kernel adds dQ by bulk reductions into a tiled accumulator (fa_cuda_abi.h) */
-    plan->dq_tiled = hopper && caps->bwd_dq_bulk && !pb->varlen ? wg_d : 0;
+    plan->dq_tiled =
+        hopper && caps->bwd_dq_bulk && (!pb->varlen || FA_BWD_WGMMA_VARLEN_BULK) ? wg_d : 0;
     if (rows > 0) {
         plan->workspace_bytes = rows * sizeof(float);
         if (atomic_dq) {
             plan->accum_offset = (rows * sizeof(float) + 255) / 256 * 256;
-            /* tiled: each head's rows in whole query tiles, the kernel's head dim wide */
-            const size_t q = FA_BWD_WGMMA_QTILE;
+            /* tiled: each head's rows in whole query tiles, the kernel's head dim wide; a packed
+             * batch's sequences (pb: each as long as the longest) a tile apart (fa_varlen.cuh) */
+            const size_t q = FA_BWD_WGMMA_QTILE, b = (size_t)pb->batch;
             const size_t tiled_rows =
-                (size_t)pb->batch * (size_t)pb->heads_q * (((size_t)pb->seq_q + q - 1) / q * q);
+                pb->varlen ? (size_t)pb->heads_q * ((b * (size_t)pb->seq_q + q - 1) / q * q + q * b)
+                           : b * (size_t)pb->heads_q * (((size_t)pb->seq_q + q - 1) / q * q);
             plan->accum_elems =
                 plan->dq_tiled ? tiled_rows * plan->dq_tiled : rows * (size_t)pb->head_dim;
             plan->workspace_bytes = plan->accum_offset + plan->accum_elems * sizeof(float);

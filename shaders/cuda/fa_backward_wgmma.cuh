@@ -211,9 +211,11 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
     constexpr unsigned O_STAGES = 2 * KV_BYTES, O_DS = O_STAGES + ST * STAGE_BYTES;
     constexpr unsigned O_LSE = O_DS + 2 * DS_BYTES, O_DELTA = O_LSE + ST * BM * 4;
     constexpr unsigned O_BAR = O_DELTA + ST * BM * 4;
-    // FA_BWD_WGMMA_DQ_BULK: each consumer's 64 x D / 2 dQ floats, rows of D / 2 floats
+    // FA_BWD_WGMMA_DQ_BULK: each warp's SR rows of D / 2 dQ floats (a packed batch's kernel: 8)
+    constexpr bool TILED = FA_BWD_WGMMA_DQ_BULK && (!VARLEN || FA_BWD_WGMMA_VARLEN_BULK);
+    constexpr int SR = VARLEN ? 8 : 16;
     constexpr unsigned O_DQ = (O_BAR + 8 * (2 * ST + 1) + 127) / 128 * 128;
-    constexpr unsigned BYTES = FA_BWD_WGMMA_DQ_BULK ? O_DQ + BM * D * 4 : O_BAR + 8 * (2 * ST + 1);
+    constexpr unsigned BYTES = TILED ? O_DQ + 8 * SR * D / 2 * 4 : O_BAR + 8 * (2 * ST + 1);
     static_assert((D == 64 || D == 128) && BN == 128 && BM == 64,
                   "two consumers of 64 keys, 64-row query tiles, 64-column blocks");
     static_assert(FA_BWD_WGMMA_THREADS == 384, "a producer and two consumer warpgroups");
@@ -221,7 +223,8 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
     // thread that __launch_bounds__(384, 1) allots the block
     static_assert(128 * FA_BWD_WGMMA_PRODUCER_REGS + 256 * FA_BWD_WGMMA_CONSUMER_REGS <= 384 * 168,
                   "producer and consumer registers within the block's");
-    static_assert(BYTES + 1024 <= FA_BWD_WGMMA_SMEM(D), "the host's shared memory size");
+    static_assert(BYTES + 1024 <= (VARLEN ? FA_BWD_WGMMA_SMEM_VARLEN(D) : FA_BWD_WGMMA_SMEM(D)),
+                  "the host's shared memory size");
     const int tid = threadIdx.x, wg = tid / 128, wt = tid % 128;
     const int j0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
     const fa_bwg_block blk = fa_bwg_block_begin<ST, O_LSE, O_DELTA, O_BAR>(tid);
@@ -280,47 +283,54 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
             if (!(last && c == 1))
                 fa_named_arrive(4 + (1 - c), 256);
     };
-    // FA_BWD_WGMMA_DQ_BULK, where the host lays the accumulator out in tiles (p.dq_tiled: no
-    // packed batch): each warp puts its 16 rows of dQ into shared memory and adds them with one
-    // bulk reduction (cp.reduce.async.bulk) to its 16 rows of the tile's block, [consumer][64
-    // rows][D / 2] floats, 16-byte unit u of row r at u ^ ((r & 3) << 1) (so that the 8-byte
-    // stores meet no bank conflict; fa_bwd_dq_convert reads them back). The warp's previous
-    // add has read its rows before it stores again.
-    constexpr bool TILED = FA_BWD_WGMMA_DQ_BULK && !VARLEN;
+    // FA_BWD_WGMMA_DQ_BULK, where the host lays the accumulator out in tiles (p.dq_tiled; a
+    // packed batch only with FA_BWD_WGMMA_VARLEN_BULK): each warp puts its 16 rows of dQ into
+    // shared memory and adds them with one bulk reduction (cp.reduce.async.bulk) to its 16 rows
+    // of the tile's block, [consumer][64 rows][D / 2] floats, 16-byte unit u of row r at u ^ ((r
+    // & 3) << 1) (so that the 8-byte stores meet no bank conflict; fa_bwd_dq_convert reads them
+    // back); in a packed batch's kernel (SR = 8 staged rows) rows 16 w.. and 16 w + 8.. in turn.
+    // The warp's previous add has read its rows before it stores again.
     constexpr unsigned DQ_ROW = D / 2 * 4; // bytes of a consumer's row
     auto add_dq_bulk = [&](const float(&dq)[D / 4], int hq, int i0) {
         // (computed here: kept across the loop, it spilled)
-        const unsigned buf = fa_smem_addr(smem + O_DQ) + (c * BM + 16 * w) * DQ_ROW;
-        if (lane == 0)
-            asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-        __syncwarp();
-        // element 4 j + 2 r + e: row 16 w + g + 8 r, unit 2 j + t / 2; rows g and g + 8 share
-        // the swizzle, so four addresses and immediate offsets cover the 16 stores
-        const unsigned at0 = buf + g * DQ_ROW + (t >> 1) * 16 + (t & 1) * 8;
-        unsigned at[4];
+        const unsigned buf = fa_smem_addr(smem + O_DQ) + (c * 4 * SR + SR * w) * DQ_ROW;
+        // r0: the first of the rows' halves in this pass (both where SR = 16)
+        auto pass = [&](int r0) {
+            if (lane == 0)
+                asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+            __syncwarp();
+            // element 4 j + 2 r + e: row 16 w + g + 8 r, unit 2 j + t / 2; rows g and g + 8
+            // share the swizzle, so four addresses and immediate offsets cover the 16 stores
+            const unsigned at0 = buf + g * DQ_ROW + (t >> 1) * 16 + (t & 1) * 8;
+            unsigned at[4];
 #pragma unroll
-        for (int k = 0; k < 4; k++)
-            at[k] = at0 + ((k ^ (g & 3)) << 5);
+            for (int k = 0; k < 4; k++)
+                at[k] = at0 + ((k ^ (g & 3)) << 5);
 #pragma unroll
-        for (int r = 0; r < 2; r++)
+            for (int r = r0; r < r0 + SR / 8; r++)
 #pragma unroll
-            for (int j = 0; j < D / 16; j++)
-                asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at[j & 3] + (j >> 2) * 128 +
-                                                                        r * 8 * DQ_ROW),
-                             "f"(dq[4 * j + 2 * r]), "f"(dq[4 * j + 2 * r + 1])
-                             : "memory");
-        fa_fence_proxy_async();
-        __syncwarp();
-        if (lane == 0) {
-            const long long rows = (p.seq_q + BM - 1) / BM * BM; // a head's rows, whole tiles
-            float *dst = (float *)p.dq_accum + (((long long)b * p.heads_q + hq) * rows + i0) * D +
-                         (c * BM + 16 * w) * (D / 2);
-            asm volatile(
-                "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
-                "cp.async.bulk.commit_group;\n" ::"l"(dst),
-                "r"(buf), "n"(16 * DQ_ROW)
-                : "memory");
-        }
+                for (int j = 0; j < D / 16; j++)
+                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(
+                                     at[j & 3] + (j >> 2) * 128 + (r - r0) * 8 * DQ_ROW),
+                                 "f"(dq[4 * j + 2 * r]), "f"(dq[4 * j + 2 * r + 1])
+                                 : "memory");
+            fa_fence_proxy_async();
+            __syncwarp();
+            if (lane == 0) {
+                const long long rows = (p.seq_q + BM - 1) / BM * BM; // a head's rows, whole tiles
+                float *dst = (float *)p.dq_accum +
+                             (((long long)b * p.heads_q + hq) * rows + i0) * D +
+                             (c * BM + 16 * w + 8 * r0) * (D / 2);
+                asm volatile(
+                    "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
+                    "cp.async.bulk.commit_group;\n" ::"l"(dst),
+                    "r"(buf), "n"(SR * DQ_ROW)
+                    : "memory");
+            }
+        };
+        pass(0);
+        if constexpr (SR == 8)
+            pass(1);
     };
     // dQ of the tile (hq, i0) into the f32 accumulator
     auto add_dq = [&](const float(&dq)[D / 4], int hq, int i0) {

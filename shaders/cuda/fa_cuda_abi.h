@@ -84,8 +84,9 @@ typedef struct fa_cuda_params {
      * 0: a factor of 1), so that S = scale dq dk Q K^T and O = dv softmax(S) V. */
     fa_cuda_tensor descale[3];
     int o_dtype;
-    /* Where nonzero (the wgmma backward at head dims up to 128, no packed batch; with
-     * FA_BWD_WGMMA_DQ_BULK), dq_accum is laid out in the kernel's tiles: per (batch, head) the
+    /* Where nonzero (the wgmma backward at head dims up to 128, a packed batch only with
+     * FA_BWD_WGMMA_VARLEN_BULK; with FA_BWD_WGMMA_DQ_BULK), dq_accum is laid out in the kernel's
+     * tiles (a packed batch's sequences apart: fa_varlen_bind): per (batch, head) the
      * query rows rounded up to 64, in blocks of 64 rows of dq_tiled (the kernel's head dim)
      * floats, each block [half of the dims][64 rows][dq_tiled / 2], 16-byte unit u of row r at
      * u ^ ((r & 3) << 1) (fa_backward_wgmma.cuh; read back by fa_bwd_dq_convert). */
@@ -285,8 +286,8 @@ typedef struct fa_cuda_params {
 /* FA_BWD_WGMMA_DQ_BULK (on since the thirty-eighth session, docs/PERF.md): the consumers put dQ
  * into 64 x d floats of shared memory and each warp adds its 16 rows with one bulk reduction
  * (cp.reduce.async.bulk) into an accumulator laid out in the kernel's tiles
- * (fa_cuda_params.dq_tiled), instead of red.global.add from registers; not in the packed-batch
- * kernels (whose static shared memory leaves no room). FA_CUDA_BWD_DQ=atomic keeps
+ * (fa_cuda_params.dq_tiled), instead of red.global.add from registers; in the packed-batch
+ * kernels only with FA_BWD_WGMMA_VARLEN_BULK (below). FA_CUDA_BWD_DQ=atomic keeps
  * red.global.add; 0 compiles the bulk path out. */
 #ifndef FA_BWD_WGMMA_DQ_BULK
 #define FA_BWD_WGMMA_DQ_BULK 1
@@ -299,14 +300,28 @@ typedef struct fa_cuda_params {
 #ifndef FA_BWD_WGMMA_DQ_FIRST
 #define FA_BWD_WGMMA_DQ_FIRST 1
 #endif
-/* The packed-batch kernels (whose bound parameters take static shared memory) without the bulk
- * dQ adds' 64 x d floats. */
-#define FA_BWD_WGMMA_SMEM_VARLEN(d)                                                                \
+/* FA_BWD_WGMMA_VARLEN_BULK (off: an experiment not yet run on a GPU, thirty-eighth session): the
+ * packed-batch kernels add dQ by bulk reductions too, each sequence's accumulator in tiles from
+ * row 64 z + its first row rounded up to 64 (fa_varlen_bind), through half the staging (their
+ * bound parameters' static shared memory leaves no room for all of it): a warp adds its 16 rows
+ * as two reductions of 8, one after the other. */
+#ifndef FA_BWD_WGMMA_VARLEN_BULK
+#define FA_BWD_WGMMA_VARLEN_BULK 0
+#endif
+/* The wgmma backward's shared memory at head dims 64 and 128 without the dQ staging; the staging
+ * (rows of d floats, and 128 bytes to align it); the kernels' sizes, the packed-batch ones with
+ * half of it where they stage at all. */
+#define FA_BWD_WGMMA_SMEM_BASE(d)                                                                  \
     (2 * 128 * (d)*2 + FA_BWD_WGMMA_STAGES * (2 * 64 * (d)*2 + 2 * 64 * 4) + 2 * 128 * 64 * 2 +    \
      8 * (2 * FA_BWD_WGMMA_STAGES + 1) + 1024)
+#define FA_BWD_WGMMA_DQ_STAGING(d, rows) ((rows) * (d)*4 + 128)
+#define FA_BWD_WGMMA_SMEM_VARLEN(d)                                                                \
+    (FA_BWD_WGMMA_SMEM_BASE(d) +                                                                   \
+     (FA_BWD_WGMMA_DQ_BULK && FA_BWD_WGMMA_VARLEN_BULK ? FA_BWD_WGMMA_DQ_STAGING(d, 32) : 0))
 #define FA_BWD_WGMMA_SMEM(d)                                                                       \
     ((d) == 256 ? FA_BWD_WGMMA256_SMEM                                                             \
-                : FA_BWD_WGMMA_SMEM_VARLEN(d) + (FA_BWD_WGMMA_DQ_BULK ? 64 * (d)*4 + 128 : 0))
+                : FA_BWD_WGMMA_SMEM_BASE(d) +                                                      \
+                      (FA_BWD_WGMMA_DQ_BULK ? FA_BWD_WGMMA_DQ_STAGING(d, 64) : 0))
 /* At head dim 256 (shaders/cuda/fa_backward_wgmma256.cuh): blocks of 64 keys whose two consumers
  * split the head dim; K, V; 2 stages of Q and dO; two buffers of P^T and dS^T (64 x 64 each);
  * LSE and Delta per stage; the mbarriers; 1 KiB to align: 226 KiB of sm_90's 227. */

@@ -29,9 +29,10 @@ __device__ __forceinline__ void fa_varlen_range(const fa_cuda_tensor &cu, int to
 // lengths, the mask's offsets realigned on them (bottom-right on the sequence: the host set
 // them against the packed totals), and the backward's workspaces, where the kernels index row i
 // of head h as (z heads_q + h) seq_q + i: sequence z's part starts at heads_q x its first row,
-// so the parts tile the workspace without overlap. ALiBi keeps indexing its slopes by
-// blockIdx.z, one row per sequence where they have one. False where the block (per_block rows
-// or keys of `grid`) lies past its sequence's end: it then has nothing to do.
+// so the parts tile the workspace without overlap (in a tiled dQ accumulator, whole tiles apart).
+// ALiBi keeps indexing its slopes by blockIdx.z, one row per sequence where they have one. False
+// where the block (per_block rows or keys of `grid`) lies past its sequence's end: it then has
+// nothing to do.
 template <typename T>
 __device__ __forceinline__ bool fa_varlen_bind(fa_cuda_params &p, fa_varlen_grid grid,
                                                int per_block)
@@ -62,10 +63,17 @@ __device__ __forceinline__ bool fa_varlen_bind(fa_cuda_params &p, fa_varlen_grid
     p.d_v.ptr += rk * p.d_v.stride_s * sizeof(T);
     p.q.stride_b = p.o.stride_b = p.lse.stride_b = p.d_o.stride_b = p.d_q.stride_b = 0;
     p.k.stride_b = p.v.stride_b = p.d_k.stride_b = p.d_v.stride_b = 0;
-    const long long ws = (long long)p.heads_q * (q0 - (long long)blockIdx.z * sq);
+    const long long z = blockIdx.z, ws = (long long)p.heads_q * (q0 - z * sq);
     p.delta += ws * (long long)sizeof(float);
-    if (p.dq_accum)
+    if (FA_BWD_WGMMA_VARLEN_BULK && p.dq_accum && p.dq_tiled) {
+        // the tiled accumulator (fa_cuda_abi.h): the kernels index (z heads_q + h) rows + i with
+        // rows = sq rounded up to 64; sequence z's part starts at heads_q (64 z + q0 rounded up
+        // to 64), which leaves each part whole tiles apart from the next
+        const long long rows = (sq + 63) / 64 * 64, first = (q0 + 63LL) / 64 * 64 + 64 * z;
+        p.dq_accum += p.heads_q * (first - z * rows) * p.dq_tiled * (long long)sizeof(float);
+    } else if (p.dq_accum) {
         p.dq_accum += ws * p.head_dim * (long long)sizeof(float);
+    }
     return true;
 }
 
