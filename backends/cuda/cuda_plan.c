@@ -411,10 +411,10 @@ void fa_cuda_plan_backward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, 
             plan->accum_offset = (rows * sizeof(float) + 255) / 256 * 256;
             /* tiled: each head's rows in whole query tiles, the kernel's head dim wide; a packed
              * batch's sequences (pb: each as long as the longest) a tile apart (fa_varlen.cuh) */
-            const size_t q = FA_BWD_WGMMA_QTILE, b = (size_t)pb->batch;
+            const size_t b = (size_t)pb->batch, hq = (size_t)pb->heads_q, n = (size_t)pb->seq_q;
             const size_t tiled_rows =
-                pb->varlen ? (size_t)pb->heads_q * ((b * (size_t)pb->seq_q + q - 1) / q * q + q * b)
-                           : b * (size_t)pb->heads_q * (((size_t)pb->seq_q + q - 1) / q * q);
+                pb->varlen ? hq * (FA_BWD_DQ_TILED_ROWS(b * n) + FA_BWD_WGMMA_QTILE * b)
+                           : b * hq * FA_BWD_DQ_TILED_ROWS(n);
             plan->accum_elems =
                 plan->dq_tiled ? tiled_rows * plan->dq_tiled : rows * (size_t)pb->head_dim;
             plan->workspace_bytes = plan->accum_offset + plan->accum_elems * sizeof(float);

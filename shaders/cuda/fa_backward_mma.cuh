@@ -369,10 +369,11 @@ template <typename T> __device__ __forceinline__ void fa_bwd_dq_convert(const fa
     long long at = (((long long)b * p.heads_q + h) * p.seq_q + i) * p.head_dim + ch * 8;
     // the tiled layout (fa_cuda_abi.h): dims 8 ch.. lie in one half, in units u, u + 1 (u even)
     if (FA_BWD_WGMMA_DQ_BULK && p.dq_tiled) {
-        const int w = p.dq_tiled, half = w / 2, r = i % 64, col = ch * 8 % half;
-        const long long rows = (p.seq_q + 63) / 64 * 64;
+        constexpr int BM = FA_BWD_WGMMA_QTILE;
+        const int w = p.dq_tiled, half = w / 2, r = i % BM, col = ch * 8 % half;
+        const long long rows = FA_BWD_DQ_TILED_ROWS(p.seq_q);
         at = (((long long)b * p.heads_q + h) * rows + (i - r)) * w +
-             (ch * 8 / half * 64 + r) * half + ((col / 4) ^ ((r & 3) << 1)) * 4;
+             (ch * 8 / half * BM + r) * half + ((col / 4) ^ ((r & 3) << 1)) * 4;
     }
     const float4 *src = (const float4 *)(acc + at);
     const float4 x = src[0], y = src[1];

@@ -21,9 +21,9 @@
 //      consumers, dQ = dS K (A = dS^T transposed, B = K transposed, 128 keys deep; consumer c
 //      owns dims c D / 2..; issued before 3., FA_BWD_WGMMA_DQ_FIRST, so that its adds run
 //      while the tensor cores do dV and dK) is added into the accumulator: by one bulk reduction a
-//      warp from shared memory into an accumulator in the kernel's tiles (FA_BWD_WGMMA_DQ_BULK,
-//      without a packed batch), else with red.global.add (.v4.f32 after a shuffle of lane pairs,
-//      FA_BWD_WGMMA_DQ_V4; else .v2).
+//      warp from shared memory into an accumulator in the kernel's tiles (FA_BWD_WGMMA_DQ_BULK;
+//      a packed batch only with FA_BWD_WGMMA_VARLEN_BULK), else with red.global.add (.v4.f32
+//      after a shuffle of lane pairs, FA_BWD_WGMMA_DQ_V4; else .v2).
 // Every shared tile is stored as 64-column blocks of 128-byte rows ([D / 64][rows][64]), the
 // 16-byte chunk c of row r at chunk c ^ (r & 7), block bases on 1 KiB: wgmma's 128-byte
 // swizzle, which also keeps the 4-byte stores of dS^T free of bank conflicts.
@@ -200,7 +200,7 @@ __device__ __forceinline__ void fa_bwg_add_dq_v4(const fa_cuda_params &p, const 
     }
 }
 
-// VARLEN: the packed-batch kernel, whose accumulator is never tiled (see add_dq_bulk)
+// VARLEN: the packed-batch kernel (a tiled accumulator only with FA_BWD_WGMMA_VARLEN_BULK)
 template <typename T, int D, bool VARLEN = false>
 __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
 {
@@ -317,7 +317,7 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
             fa_fence_proxy_async();
             __syncwarp();
             if (lane == 0) {
-                const long long rows = (p.seq_q + BM - 1) / BM * BM; // a head's rows, whole tiles
+                const long long rows = FA_BWD_DQ_TILED_ROWS(p.seq_q);
                 float *dst = (float *)p.dq_accum +
                              (((long long)b * p.heads_q + hq) * rows + i0) * D +
                              (c * BM + 16 * w + 8 * r0) * (D / 2);

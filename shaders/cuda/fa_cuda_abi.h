@@ -248,6 +248,10 @@ typedef struct fa_cuda_params {
  * consumers (setmaxnreg): 128 x 40 + 256 x 232 = 384 x 168, the block's whole allotment. */
 #define FA_BWD_WGMMA_KEYS(d) ((d) == 256 ? 64 : 128)
 #define FA_BWD_WGMMA_QTILE 64
+/* n query rows rounded up to whole query tiles: a head's rows in the tiled dQ accumulator
+ * (fa_cuda_params.dq_tiled) */
+#define FA_BWD_DQ_TILED_ROWS(n)                                                                    \
+    (((n) + FA_BWD_WGMMA_QTILE - 1) / FA_BWD_WGMMA_QTILE * FA_BWD_WGMMA_QTILE)
 #define FA_BWD_WGMMA_THREADS 384
 #ifndef FA_BWD_WGMMA_STAGES
 #define FA_BWD_WGMMA_STAGES 3

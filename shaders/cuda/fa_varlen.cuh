@@ -69,7 +69,8 @@ __device__ __forceinline__ bool fa_varlen_bind(fa_cuda_params &p, fa_varlen_grid
         // the tiled accumulator (fa_cuda_abi.h): the kernels index (z heads_q + h) rows + i with
         // rows = sq rounded up to 64; sequence z's part starts at heads_q (64 z + q0 rounded up
         // to 64), which leaves each part whole tiles apart from the next
-        const long long rows = (sq + 63) / 64 * 64, first = (q0 + 63LL) / 64 * 64 + 64 * z;
+        const long long rows = FA_BWD_DQ_TILED_ROWS(sq),
+                        first = FA_BWD_DQ_TILED_ROWS((long long)q0) + FA_BWD_WGMMA_QTILE * z;
         p.dq_accum += p.heads_q * (first - z * rows) * p.dq_tiled * (long long)sizeof(float);
     } else if (p.dq_accum) {
         p.dq_accum += ws * p.head_dim * (long long)sizeof(float);
