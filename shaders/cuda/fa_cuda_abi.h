@@ -304,13 +304,14 @@ typedef struct fa_cuda_params {
 #ifndef FA_BWD_WGMMA_DQ_FIRST
 #define FA_BWD_WGMMA_DQ_FIRST 1
 #endif
-/* FA_BWD_WGMMA_VARLEN_BULK (off: an experiment not yet run on a GPU, thirty-eighth session): the
- * packed-batch kernels add dQ by bulk reductions too, each sequence's accumulator in tiles from
- * row 64 z + its first row rounded up to 64 (fa_varlen_bind), through half the staging (their
- * bound parameters' static shared memory leaves no room for all of it): a warp adds its 16 rows
- * as two reductions of 8, one after the other. */
+/* FA_BWD_WGMMA_VARLEN_BULK (on since the thirty-ninth session: +10-13 % on packed batches at
+ * head dim 128, +4 % at 64 on an H100, docs/PERF.md): the packed-batch kernels add dQ by bulk
+ * reductions too, each sequence's accumulator in tiles from row 64 z + its first row rounded up
+ * to 64 (fa_varlen_bind), through half the staging (their bound parameters' static shared memory
+ * leaves no room for all of it): a warp adds its 16 rows as two reductions of 8, one after the
+ * other. 0: red.global.add in the packed-batch kernels. */
 #ifndef FA_BWD_WGMMA_VARLEN_BULK
-#define FA_BWD_WGMMA_VARLEN_BULK 0
+#define FA_BWD_WGMMA_VARLEN_BULK 1
 #endif
 /* The wgmma backward's shared memory at head dims 64 and 128 without the dQ staging; the staging
  * (rows of d floats, and 128 bytes to align it); the kernels' sizes, the packed-batch ones with
