@@ -136,7 +136,7 @@ static void coverage(const fa_cuda_launch *l, const fa_cuda_problem *pb, int64_t
     case FA_CUDA_FWD_WGMMA:
     case FA_CUDA_FWD_WGMMA_VARLEN:
     case FA_CUDA_FWD_WGMMA_SOFTCAP:
-        *rows = FA_FWD_WGMMA_BQ;
+        *rows = FA_FWD_WGMMA_BQ_D(k->d);
         break;
     case FA_CUDA_FWD_TF32:
         *rows = FA_FWD_TF32_BQ;
@@ -275,11 +275,14 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
                   k->name, k->d, (long long)pb->head_dim);
         if (is_split(k->family) || k->family == FA_CUDA_FWD_MERGE)
             continue; /* check_split */
+        if (k->family == FA_CUDA_FWD_WGMMA || k->family == FA_CUDA_FWD_WGMMA_SOFTCAP ||
+            k->family == FA_CUDA_FWD_WGMMA_VARLEN)
+            cr_expect_eq(l->threads, FA_FWD_WGMMA_THREADS_D(k->d), "%s: %s", where, k->name);
         if ((k->family == FA_CUDA_FWD_WGMMA || k->family == FA_CUDA_FWD_WGMMA_SOFTCAP) &&
             FA_FWD_WGMMA_PERSISTENT(k->d) && !pb->causal) {
             /* persistent: every (query tile, head, batch entry), at most a block per SM */
-            const int64_t items =
-                (pb->seq_q + FA_FWD_WGMMA_BQ - 1) / FA_FWD_WGMMA_BQ * pb->heads_q * pb->batch;
+            const int64_t items = (pb->seq_q + FA_FWD_WGMMA_BQ_D(k->d) - 1) /
+                                  FA_FWD_WGMMA_BQ_D(k->d) * pb->heads_q * pb->batch;
             const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
             cr_expect(l->grid[0] == (unsigned)(items < sms ? items : sms) && l->grid[1] == 1 &&
                           l->grid[2] == 1,
@@ -1396,7 +1399,7 @@ Test(cuda_plan, fp8_takes_the_wgmma_e4m3_kernel_or_nothing)
                 cr_expect_eq(plan.splits, 0, "%s: no split-key path for FP8", where);
                 /* causal: a block a query tile, else a persistent grid of at most a block an SM */
                 const unsigned tiles =
-                    (unsigned)((pb.seq_q + FA_FWD_WGMMA_BQ - 1) / FA_FWD_WGMMA_BQ);
+                    (unsigned)((pb.seq_q + FA_FWD_WGMMA_BQ_D(128) - 1) / FA_FWD_WGMMA_BQ_D(128));
                 const unsigned items = tiles * (unsigned)(pb.heads_q * pb.batch);
                 const unsigned sms =
                     archs[a].caps.sm_count > 0 ? (unsigned)archs[a].caps.sm_count : 1;

@@ -258,14 +258,14 @@ static void add_wgmma_forward(fa_cuda_plan *plan, const fa_cuda_caps *caps,
                               const fa_cuda_problem *pb, fa_cuda_kernel kernel, uint32_t d,
                               unsigned smem, const char *what)
 {
-    unsigned gx = blocks(pb->seq_q, FA_FWD_WGMMA_BQ);
+    unsigned gx = blocks(pb->seq_q, FA_FWD_WGMMA_BQ_D(d));
     int64_t gy = pb->heads_q, gz = pb->batch;
     if (!pb->varlen && !pb->causal && FA_FWD_WGMMA_PERSISTENT(d)) {
         const int64_t items = (int64_t)gx * gy * gz;
         const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
         gx = (unsigned)(items < sms ? items : sms), gy = gz = 1;
     }
-    add(plan, kernel, gx, gy, gz, FA_FWD_WGMMA_THREADS, smem, what);
+    add(plan, kernel, gx, gy, gz, FA_FWD_WGMMA_THREADS_D(d), smem, what);
 }
 
 /* FP8 (e4m3): the wgmma forward's E4M3 row; nothing for a packed batch (the runtime runs it

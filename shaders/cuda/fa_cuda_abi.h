@@ -335,13 +335,21 @@ typedef struct fa_cuda_params {
     (2 * 64 * 256 * 2 + FA_BWD_WGMMA256_STAGES * (2 * 64 * 256 * 2 + 2 * 64 * 4) +                 \
      4 * 64 * 64 * 2 + 8 * (2 * FA_BWD_WGMMA256_STAGES + 1) + 1024)
 
-/* The Hopper forward (shaders/cuda/fa_forward_wgmma.cuh, sm_90a only): three warpgroups, one
- * loading, two computing 64 query rows each with wgmma; K/V tiles of BK keys in a ring of
- * STAGES buffers; the loader keeps LOAD_REGS registers a thread and gives the rest to the two
- * computing warpgroups (MATH_REGS; 128 LOAD + 256 MATH <= 64 Ki). Shared memory: Q, the ring,
- * 4 + 4 STAGES mbarriers, and 1 KiB to align the base. */
-#define FA_FWD_WGMMA_BQ 128
-#define FA_FWD_WGMMA_THREADS 384
+/* The Hopper forward (shaders/cuda/fa_forward_wgmma.cuh, sm_90a only): a loading warpgroup and
+ * FA_FWD_WGMMA_NC(d) computing ones of 64 query rows each (wgmma); K/V tiles of BK keys in a
+ * ring of STAGES buffers; the loader keeps LOAD_REGS registers a thread and gives the rest to
+ * the computing warpgroups (MATH_REGS; 128 LOAD + 128 NC MATH within the block's 64 Ki).
+ * Shared memory: Q, the ring, 4 + 4 STAGES mbarriers, and 1 KiB to align the base.
+ * FA_FWD_WGMMA_WG3_D64 (off: prepared in the thirty-ninth session, not yet run on a GPU): three
+ * computing warpgroups at head dim 64 (192-row blocks, 512 threads), so that two are in their
+ * softmax while the third's products run (docs/PERF.md); their loader keeps 24 registers and
+ * they 160. */
+#ifndef FA_FWD_WGMMA_WG3_D64
+#define FA_FWD_WGMMA_WG3_D64 0
+#endif
+#define FA_FWD_WGMMA_NC(d) ((d) <= 64 && FA_FWD_WGMMA_WG3_D64 ? 3 : 2)
+#define FA_FWD_WGMMA_BQ_D(d) (64 * FA_FWD_WGMMA_NC(d))
+#define FA_FWD_WGMMA_THREADS_D(d) (128 * (FA_FWD_WGMMA_NC(d) + 1))
 #ifndef FA_FWD_WGMMA_STAGES
 #define FA_FWD_WGMMA_STAGES 3
 #endif
@@ -373,8 +381,10 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_MATH_REGS
 #define FA_FWD_WGMMA_MATH_REGS 232
 #endif
+#define FA_FWD_WGMMA_LOAD_REGS_D(d) (FA_FWD_WGMMA_NC(d) == 3 ? 24 : FA_FWD_WGMMA_LOAD_REGS)
+#define FA_FWD_WGMMA_MATH_REGS_D(d) (FA_FWD_WGMMA_NC(d) == 3 ? 160 : FA_FWD_WGMMA_MATH_REGS)
 #define FA_FWD_WGMMA_SMEM(d)                                                                       \
-    ((FA_FWD_WGMMA_PERSISTENT(d) ? 2 : 1) * FA_FWD_WGMMA_BQ * (d)*2 +                              \
+    ((FA_FWD_WGMMA_PERSISTENT(d) ? 2 : 1) * FA_FWD_WGMMA_BQ_D(d) * (d)*2 +                         \
      2 * FA_FWD_WGMMA_STAGES_D(d) * FA_FWD_WGMMA_BK(d) * (d)*2 +                                   \
      8 * (4 + 4 * FA_FWD_WGMMA_STAGES_D(d)) + 1024)
 /* The same kernel on e4m3 inputs (head dim 128 alone: 128-byte rows): 1-byte elements, a ring of
@@ -385,7 +395,7 @@ typedef struct fa_cuda_params {
 #define FA_FWD_WGMMA_STAGES_E4M3 2
 #endif
 #define FA_FWD_WGMMA_SMEM_E4M3(d)                                                                  \
-    (2 * FA_FWD_WGMMA_BQ * (d) + 2 * FA_FWD_WGMMA_STAGES_E4M3 * FA_FWD_WGMMA_BK(d) * (d) +         \
+    (2 * FA_FWD_WGMMA_BQ_D(d) * (d) + 2 * FA_FWD_WGMMA_STAGES_E4M3 * FA_FWD_WGMMA_BK(d) * (d) +    \
      2 * FA_FWD_WGMMA_BK(d) * (d) + 8 * (4 + 4 * FA_FWD_WGMMA_STAGES_E4M3) + 1024)
 
 #endif

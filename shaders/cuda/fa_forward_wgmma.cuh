@@ -4,18 +4,19 @@
 // 256 (smaller head dims padded up with zeros; at 256, tiles of 64 keys and two stages), and for
 // e4m3 (FP8) at head dim 128 (below).
 //
-// A block of three warpgroups owns BQ = 128 query rows of one (batch, head) at a time: one such
+// A block of 1 + NC warpgroups (FA_FWD_WGMMA_NC: two computing ones, or three at head dim 64
+// with FA_FWD_WGMMA_WG3_D64) owns BQ = 64 NC query rows of one (batch, head) at a time: one such
 // work item, or where persistent (FA_FWD_WGMMA_PERSISTENT: non-causal calls at head dims up to
 // 128) one item after another, the next one's Q loaded into a second buffer. Warpgroup 0 only
 // loads: an item's Q, then its K and V tiles of BK keys by cp.async into a ring of
 // FA_FWD_WGMMA_STAGES_D(D) shared buffers, K and V each guarded by a "full" and an "empty"
-// mbarrier, and it gives most of its registers to the other two (setmaxnreg). Warpgroups 1 and 2
+// mbarrier, and it gives most of its registers to the others (setmaxnreg). Warpgroups 1..NC
 // own 64 query rows each. S = Q K^T is one chain of wgmma with both operands in shared memory (64 x
 // BK accumulators in registers); P stays in registers as the A operand of O += P V, V read
 // transposed from shared memory. Step n issues S of tile n together with O += P V of tile n - 1,
 // then runs tile n's mask and online softmax, so the tensor cores get the next batch as soon as the
-// last one ends; the two warpgroups take turns to issue (pingpong), so that one's exp2 runs while
-// the other's products hold the tensor cores.
+// last one ends; the computing warpgroups take turns to issue (pingpong), so that one's exp2 runs
+// while another's products hold the tensor cores.
 //
 // A block visits the key tiles from the one of the first key its first row sees (a window's left
 // bound) to the one of the last key its last row sees; tiles that a window's edge, the causal
@@ -160,6 +161,14 @@ __device__ __forceinline__ void fa_fwdw_store_o(const fa_cuda_params &p, const f
         store(__nv_bfloat16());
 }
 
+// The key tile of the kernel for T at head dim D: FA_FWD_WGMMA_BK, except 64 for bf16 with three
+// computing warpgroups (at 128 keys its masked tiles' remainders of P overflow their 160
+// registers: 1,108 bytes of spills).
+template <typename T, int D>
+constexpr int fa_fwdw_bk = FA_FWD_WGMMA_NC(D) == 3 && std::is_same<T, __nv_bfloat16>::value
+                               ? 64
+                               : FA_FWD_WGMMA_BK(D);
+
 // FOLD: the kernel for a softcap alone (the FWD_WGMMA_SOFTCAP rows), which folds the cap into the
 // exponent (below); in a kernel of its own because the fold's code cost the plain path 4-5 % at
 // head dim 64 when every kernel carried it (docs/PERF.md).
@@ -167,7 +176,8 @@ template <typename T, int D, int BK, bool PERSIST, bool FOLD = false>
 __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 {
     constexpr bool FP8 = fa_is_e4m3<T>;
-    constexpr int BQ = FA_FWD_WGMMA_BQ, CH = D / 8;
+    constexpr int NC = FA_FWD_WGMMA_NC(D), BQ = FA_FWD_WGMMA_BQ_D(D), CH = D / 8;
+    constexpr int THREADS = FA_FWD_WGMMA_THREADS_D(D);
     constexpr int ST = FP8 ? FA_FWD_WGMMA_STAGES_E4M3 : FA_FWD_WGMMA_STAGES_D(D);
     constexpr int NQ = PERSIST ? 2 : 1; // Q buffers: the next item's Q lands during this one
     static_assert(!PERSIST || FA_FWD_WGMMA_PERSISTENT(D), "the host's grid");
@@ -178,14 +188,15 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     constexpr float SLACK = FP8 ? 0.f : FA_FWD_RESCALE_SLACK;
     constexpr int NV = FP8 ? 2 : 0;     // FP8: tiles where V lands before its transpose
     constexpr int OH = D > 128 ? 2 : 1; // O += P V in OH products of D / OH columns
-    static_assert(FA_FWD_WGMMA_THREADS == 384, "a loading and two computing warpgroups");
-    // setmaxnreg.inc waits for registers the loader gave back: both must fit the 168 a thread
-    // that __launch_bounds__(384, 1) allots the block
+    static_assert(THREADS == 128 * (NC + 1) && BQ == 64 * NC && (NC == 2 || (NC == 3 && !FP8)),
+                  "a loading warpgroup and NC computing ones of 64 rows");
+    // setmaxnreg.inc waits for registers the loader gave back: both must fit what
+    // __launch_bounds__(THREADS, 1) allots the block (168 a thread at 384, 128 at 512)
     // FP8: its loader's transpose and copies in flight take more registers, P's fragments half
     // as many
-    constexpr int LOAD_REGS = FP8 ? 56 : FA_FWD_WGMMA_LOAD_REGS;
-    constexpr int MATH_REGS = FP8 ? 224 : FA_FWD_WGMMA_MATH_REGS;
-    static_assert(128 * LOAD_REGS + 256 * MATH_REGS <= 384 * 168,
+    constexpr int LOAD_REGS = FP8 ? 56 : FA_FWD_WGMMA_LOAD_REGS_D(D);
+    constexpr int MATH_REGS = FP8 ? 224 : FA_FWD_WGMMA_MATH_REGS_D(D);
+    static_assert(128 * LOAD_REGS + 128 * NC * MATH_REGS <= THREADS * (65536 / THREADS / 8 * 8),
                   "loading and computing registers within the block's");
     static_assert(NQ * Q_BYTES + (2 * ST + NV) * TILE_BYTES + 8 * (4 + 4 * ST) + 1024 <=
                       (FP8 ? FA_FWD_WGMMA_SMEM_E4M3(D) : FA_FWD_WGMMA_SMEM(D)),
@@ -233,13 +244,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     if (tid == 0) {
         for (int i = 0; i < 2; i++) {
             fa_mbar_init(bar_q + 8 * i, 128);
-            fa_mbar_init(bar_q_empty + 8 * i, 256);
+            fa_mbar_init(bar_q_empty + 8 * i, 128 * NC);
         }
         for (int s = 0; s < ST; s++) {
             fa_mbar_init(bar_full_k + 8 * s, 128);
             fa_mbar_init(bar_full_v + 8 * s, 128);
-            fa_mbar_init(bar_empty_k + 8 * s, 256);
-            fa_mbar_init(bar_empty_v + 8 * s, 256);
+            fa_mbar_init(bar_empty_k + 8 * s, 128 * NC);
+            fa_mbar_init(bar_empty_v + 8 * s, 128 * NC);
         }
     }
     __syncthreads();
@@ -602,18 +613,21 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 }
             softmax_as(it, mask_c, std::false_type{});
         };
-        // Pingpong (FA_FWD_WGMMA_PINGPONG): the two warpgroups take turns to issue their wgmma, so
-        // that one's softmax (exp2 on the SFU) runs while the other's products hold the tensor
-        // cores. Each turn waits for the other warpgroup's arrive; warpgroup 1 gives the first turn
-        // and skips its last arrive, so every arrive meets a wait.
+        // Pingpong (FA_FWD_WGMMA_PINGPONG): the computing warpgroups take turns in a ring to issue
+        // their wgmma, so that the others' softmax (exp2 on the SFU) runs while one's products
+        // hold the tensor cores. Warpgroup cw's turn waits on named barrier TURN + cw, which the
+        // one before it in the ring arrives at when its turn is issued; the last warpgroup gives
+        // the first turn and skips its last arrive, so every arrive meets a wait. (Barriers 1..NC
+        // are the epilogue's.)
+        constexpr int TURN = 1 + NC;
         auto turn_begin = [&]() {
             if constexpr (FA_FWD_WGMMA_PINGPONG)
-                fa_named_barrier(3 + cw, 256);
+                fa_named_barrier(TURN + cw, 256);
         };
         auto turn_end = [&](bool last) {
             if constexpr (FA_FWD_WGMMA_PINGPONG)
-                if (!(last && cw == 1))
-                    fa_named_arrive(3 + (1 - cw), 256);
+                if (!(last && cw == NC - 1))
+                    fa_named_arrive(TURN + (NC == 2 ? 1 - cw : (cw + 1) % NC), 256);
         };
         // Step `it`: S of tile it and O += P V of tile it - 1 in one turn, then (while the other
         // warpgroup's turn runs) K of tile it and V of tile it - 1 go back to the loader and tile
@@ -640,8 +654,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 
         fa_mbar_wait(bar_q + 8 * (k % NQ), (k / NQ) & 1);
         if (ntiles > 0) {
-            if (FA_FWD_WGMMA_PINGPONG && cw == 1)
-                fa_named_arrive(3, 256);
+            if (FA_FWD_WGMMA_PINGPONG && cw == NC - 1)
+                fa_named_arrive(TURN, 256);
             fa_mbar_wait(bar_full_k + 8 * (g % ST), (g / ST) & 1);
             turn_begin();
             fa_wgmma_fence();

@@ -12,26 +12,26 @@
 #define FA_T_E4M3 fa_e4m3
 
 #define FA_INSTANTIATE_FWD_WGMMA(name, T, D, P1, P2)                                               \
-    extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS, 1)                          \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS_D(D), 1)                     \
         name(const __grid_constant__ fa_cuda_params p)                                             \
     {                                                                                              \
-        fa_fwd_wgmma<T, D, FA_FWD_WGMMA_BK(D), FA_FWD_WGMMA_PERSISTENT(D)>(p);                     \
+        fa_fwd_wgmma<T, D, fa_fwdw_bk<T, D>, FA_FWD_WGMMA_PERSISTENT(D)>(p);                       \
     }
 // The same body for a softcap alone, folded into the exponent (the host checks the call).
 #define FA_INSTANTIATE_FWD_WGMMA_SOFTCAP(name, T, D, P1, P2)                                       \
-    extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS, 1)                          \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS_D(D), 1)                     \
         name(const __grid_constant__ fa_cuda_params p)                                             \
     {                                                                                              \
-        fa_fwd_wgmma<T, D, FA_FWD_WGMMA_BK(D), FA_FWD_WGMMA_PERSISTENT(D), true>(p);               \
+        fa_fwd_wgmma<T, D, fa_fwdw_bk<T, D>, FA_FWD_WGMMA_PERSISTENT(D), true>(p);                 \
     }
 // The same body over a packed batch, each block bound to its sequence (fa_varlen.cuh).
 #define FA_INSTANTIATE_FWD_WGMMA_VARLEN(name, T, D, P1, P2)                                        \
-    extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS, 1)                          \
+    extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS_D(D), 1)                     \
         name(const __grid_constant__ fa_cuda_params p)                                             \
     {                                                                                              \
         fa_cuda_params s = p; /* registers: 288 TF/s at N=512 D=128, fa_varlen_enter 268 */        \
-        if (fa_varlen_bind<T>(s, FA_VARLEN_QUERY_TILES, FA_FWD_WGMMA_BQ))                          \
-            fa_fwd_wgmma<T, D, FA_FWD_WGMMA_BK(D), false>(s);                                      \
+        if (fa_varlen_bind<T>(s, FA_VARLEN_QUERY_TILES, FA_FWD_WGMMA_BQ_D(D)))                     \
+            fa_fwd_wgmma<T, D, fa_fwdw_bk<T, D>, false>(s);                                        \
     }
 #define FA_INSTANTIATE_BWD_WGMMA(name, T, D, P1, P2)                                               \
     extern "C" __global__ void __launch_bounds__(FA_BWD_WGMMA_THREADS, 1)                          \
