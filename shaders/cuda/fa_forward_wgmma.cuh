@@ -161,11 +161,13 @@ __device__ __forceinline__ void fa_fwdw_store_o(const fa_cuda_params &p, const f
         store(__nv_bfloat16());
 }
 
-// The key tile of the kernel for T at head dim D: FA_FWD_WGMMA_BK, except 64 for bf16 with three
-// computing warpgroups (at 128 keys its masked tiles' remainders of P overflow their 160
-// registers: 1,108 bytes of spills).
-template <typename T, int D>
-constexpr int fa_fwdw_bk = FA_FWD_WGMMA_NC(D) == 3 && std::is_same<T, __nv_bfloat16>::value
+// The key tile of the kernel for T at head dim D (PLAIN: neither the softcap's nor the packed
+// batches' kernel): FA_FWD_WGMMA_BK, except 64 with three computing warpgroups but for plain
+// f16, since at 128 keys the others overflow their 160 registers (bf16's masked tiles'
+// remainders of P: 1,108 bytes of spills; the softcap's fold: 56; the packed batches' bound
+// parameters: 44).
+template <typename T, int D, bool PLAIN>
+constexpr int fa_fwdw_bk = FA_FWD_WGMMA_NC(D) == 3 && !(PLAIN && std::is_same<T, __half>::value)
                                ? 64
                                : FA_FWD_WGMMA_BK(D);
 
