@@ -279,7 +279,7 @@ static void check_plan(const char *where, const fa_cuda_caps *caps, const fa_cud
             k->family == FA_CUDA_FWD_WGMMA_VARLEN)
             cr_expect_eq(l->threads, FA_FWD_WGMMA_THREADS_D(k->d), "%s: %s", where, k->name);
         if ((k->family == FA_CUDA_FWD_WGMMA || k->family == FA_CUDA_FWD_WGMMA_SOFTCAP) &&
-            FA_FWD_WGMMA_PERSISTENT(k->d) && !pb->causal) {
+            FA_FWD_WGMMA_PERSISTENT_CALL(k->d, pb->causal)) {
             /* persistent: every (query tile, head, batch entry), at most a block per SM */
             const int64_t items = (pb->seq_q + FA_FWD_WGMMA_BQ_D(k->d) - 1) /
                                   FA_FWD_WGMMA_BQ_D(k->d) * pb->heads_q * pb->batch;
@@ -409,7 +409,8 @@ Test(cuda_plan, forward_choices)
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 32), FA_CUDA_K_FWD_MMA_F16_D32);
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_WGMMA_F16_D256);
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_BF16, 136), FA_CUDA_K_FWD_WGMMA_BF16_D256);
-    /* head dims up to 128: persistent (a block per SM) unless causal; 256: a block per item */
+    /* head dims up to 128: persistent (a block per SM) unless causal (but with
+     * FA_FWD_WGMMA_CAUSAL_DYN); 256: a block per item */
     fa_cuda_caps h200 = SM90;
     h200.sm_count = 132;
     fa_cuda_problem many = problem(FA_DTYPE_F16, 128, false); /* 8 tiles x 8 heads x 2 */
@@ -421,8 +422,11 @@ Test(cuda_plan, forward_choices)
     cr_expect(plan_many.launches[0].grid[0] == 132 && plan_many.launches[0].grid[2] == 1);
     many.causal = true;
     fa_cuda_plan_forward(&h200, &many, &plan_many);
-    cr_expect(plan_many.launches[0].grid[0] == 8 && plan_many.launches[0].grid[1] == 8 &&
-              plan_many.launches[0].grid[2] == 3);
+    if (FA_FWD_WGMMA_CAUSAL_DYN)
+        cr_expect(plan_many.launches[0].grid[0] == 132 && plan_many.launches[0].grid[2] == 1);
+    else
+        cr_expect(plan_many.launches[0].grid[0] == 8 && plan_many.launches[0].grid[1] == 8 &&
+                  plan_many.launches[0].grid[2] == 3);
     many.causal = false;
     many.head_dim = 256;
     fa_cuda_plan_forward(&h200, &many, &plan_many);
@@ -1403,7 +1407,7 @@ Test(cuda_plan, fp8_takes_the_wgmma_e4m3_kernel_or_nothing)
                 const unsigned items = tiles * (unsigned)(pb.heads_q * pb.batch);
                 const unsigned sms =
                     archs[a].caps.sm_count > 0 ? (unsigned)archs[a].caps.sm_count : 1;
-                if (pb.causal)
+                if (!FA_FWD_WGMMA_PERSISTENT_CALL(128, pb.causal))
                     cr_expect(l->grid[0] == tiles && l->grid[1] == pb.heads_q &&
                                   l->grid[2] == pb.batch,
                               "%s", where);

@@ -347,6 +347,7 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
     p.splits = plan.splits;
     p.split_keys = plan.split_keys;
     p.index_error = st->index_error;
+    p.item_counter = st->item_counter;
     st->index_pending |= call->has_seqlens_k || call->has_block_table;
     if (plan.splits > 1) {
         p.part_o = st->workspace;

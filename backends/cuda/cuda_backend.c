@@ -233,6 +233,8 @@ static void release_state(fa_cuda_state *st)
             cu->cuMemFree(st->index_error);
         if (st->split_done)
             cu->cuMemFree(st->split_done);
+        if (st->item_counter)
+            cu->cuMemFree(st->item_counter);
         if (st->module)
             cu->cuModuleUnload(st->module);
         if (st->module_sm90)
@@ -248,7 +250,7 @@ static void release_state(fa_cuda_state *st)
 
 /* `count` ints of device memory zeroed on the context's stream: the int the split-key forward
  * marks index values out of range in (fa_cuda_params.index_error), its chunk counts
- * (split_done). */
+ * (split_done), the causal forward's item counter (item_counter). */
 static fa_status alloc_zeroed_ints(fa_context *ctx, fa_cuda_state *st, CUdeviceptr *ptr,
                                    size_t count, const char *what)
 {
@@ -332,6 +334,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     if (status == FA_OK)
         status = alloc_zeroed_ints(ctx, st, &st->split_done, FA_DEC_DONE_SLOTS,
                                    "the split-key chunk counts");
+    if (status == FA_OK)
+        status = alloc_zeroed_ints(ctx, st, &st->item_counter, 2, "the forward's item counter");
     fa_cuda_leave(ctx);
     if (status != FA_OK)
         goto fail;

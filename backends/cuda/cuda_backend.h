@@ -35,7 +35,8 @@ typedef struct fa_cuda_state {
      * seqlens_k or a block table, so that synchronize reads the int back */
     CUdeviceptr index_error;
     bool index_pending;
-    CUdeviceptr split_done; /* fa_cuda_params.split_done's FA_DEC_DONE_SLOTS ints, zeroed once */
+    CUdeviceptr split_done;   /* fa_cuda_params.split_done's FA_DEC_DONE_SLOTS ints, zeroed once */
+    CUdeviceptr item_counter; /* fa_cuda_params.item_counter's two ints, zeroed once */
 } fa_cuda_state;
 
 /* Makes the context's primary context current on this thread (push) / restores (pop). */

@@ -252,7 +252,8 @@ bool fa_cuda_fp8_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, char
 }
 
 /* The wgmma forward's launch: a block a (query tile, head, batch entry), or where persistent
- * (the kernel's FA_FWD_WGMMA_PERSISTENT head dims, neither causal nor packed) at most a block an
+ * (FA_FWD_WGMMA_PERSISTENT_CALL: head dims up to 128, not packed, not causal unless
+ * FA_FWD_WGMMA_CAUSAL_DYN) at most a block an
  * SM taking the items in turn. */
 static void add_wgmma_forward(fa_cuda_plan *plan, const fa_cuda_caps *caps,
                               const fa_cuda_problem *pb, fa_cuda_kernel kernel, uint32_t d,
@@ -260,7 +261,7 @@ static void add_wgmma_forward(fa_cuda_plan *plan, const fa_cuda_caps *caps,
 {
     unsigned gx = blocks(pb->seq_q, FA_FWD_WGMMA_BQ_D(d));
     int64_t gy = pb->heads_q, gz = pb->batch;
-    if (!pb->varlen && !pb->causal && FA_FWD_WGMMA_PERSISTENT(d)) {
+    if (!pb->varlen && FA_FWD_WGMMA_PERSISTENT_CALL(d, pb->causal)) {
         const int64_t items = (int64_t)gx * gy * gz;
         const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
         gx = (unsigned)(items < sms ? items : sms), gy = gz = 1;

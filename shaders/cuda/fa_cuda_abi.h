@@ -91,6 +91,10 @@ typedef struct fa_cuda_params {
      * floats, each block [half of the dims][64 rows][dq_tiled / 2], 16-byte unit u of row r at
      * u ^ ((r & 3) << 1) (fa_backward_wgmma.cuh; read back by fa_bwd_dq_convert). */
     int dq_tiled;
+    /* Two ints, zero between calls (the last block to finish puts them back): the causal wgmma
+     * forward's next work item and its blocks done, where FA_FWD_WGMMA_CAUSAL_DYN deals causal
+     * items to persistent blocks as they ask; else unused. */
+    unsigned long long item_counter;
 } fa_cuda_params;
 
 /* fa_cuda_params.bias_dtype: fa_dtype's values (the host asserts them). */
@@ -374,6 +378,16 @@ typedef struct fa_cuda_params {
  * at 128 (two Q buffers of 32 KiB and two stages of K and V of 32 KiB each: 192 KiB) and at 256
  * (one Q buffer of 64 KiB, K and V of 32 KiB: 197 of 227 KiB). */
 #define FA_FWD_WGMMA_PERSISTENT(d) ((d) <= 128)
+/* FA_FWD_WGMMA_CAUSAL_DYN (off: prepared in the thirty-ninth session, not yet run on a GPU):
+ * causal calls on the persistent grid too, each block's loader taking the next item (heaviest
+ * first) from fa_cuda_params.item_counter when it is ready for one, instead of a block per item
+ * (static deals of causal items lost 6-22 %, docs/PERF.md). */
+#ifndef FA_FWD_WGMMA_CAUSAL_DYN
+#define FA_FWD_WGMMA_CAUSAL_DYN 0
+#endif
+/* whether a call (causal or not) at head dim d gets the persistent grid */
+#define FA_FWD_WGMMA_PERSISTENT_CALL(d, causal)                                                    \
+    (FA_FWD_WGMMA_PERSISTENT(d) && (!(causal) || FA_FWD_WGMMA_CAUSAL_DYN))
 #define FA_FWD_WGMMA_STAGES_D(d) ((d) > 64 ? 2 : FA_FWD_WGMMA_STAGES)
 #ifndef FA_FWD_WGMMA_LOAD_REGS
 #define FA_FWD_WGMMA_LOAD_REGS 40

@@ -222,15 +222,28 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     // heaviest-first items dealt over persistent blocks, 382-392 against 406 TF/s at N=2k) items
     // blockIdx.x, + gridDim.x, ...: a tile's neighbours in that order are the other query tiles
     // of its head, whose K and V are then read from L2.
-    const bool persist = PERSIST && !p.causal;
+    const bool persist = PERSIST && FA_FWD_WGMMA_PERSISTENT_CALL(D, p.causal);
     const int nqt = (p.seq_q + BQ - 1) / BQ;
     const int items = persist ? nqt * p.heads_q * p.batch : 1;
     auto item_of = [&](int k) { return persist ? k * (int)gridDim.x + (int)blockIdx.x : k; };
+    // FA_FWD_WGMMA_CAUSAL_DYN: a causal call's items go to the blocks as their loaders ask
+    // (p.item_counter), heaviest first; the loader passes each on to the computing warpgroups in
+    // item_slot[k % NQ], written before it arrives at that Q buffer's barrier (-1: no more).
+    const bool dyn = FA_FWD_WGMMA_CAUSAL_DYN && persist && p.causal;
+    __shared__ int item_slot[2], item_taken[2];
+    int *const counter = (int *)p.item_counter; // [0] items taken, [1] blocks done
     auto work = [&](int item, int &qt, int &h, int &b) {
         if (!persist) {
             qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
             h = blockIdx.y;
             b = blockIdx.z;
+            return;
+        }
+        if (FA_FWD_WGMMA_CAUSAL_DYN && p.causal) { // the last (heaviest) query tiles first
+            const int hb = p.heads_q * p.batch;
+            qt = nqt - 1 - item / hb;
+            h = item % hb % p.heads_q;
+            b = item % hb / p.heads_q;
             return;
         }
         qt = item % nqt;
@@ -301,8 +314,19 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     if (wg == 0) { // the loader
         fa_setmaxnreg_dec<LOAD_REGS>();
         int g = 0; // key tiles of the earlier items: the ring's position
+        // the loader's item k: its turn in the grid's order, or (dyn) the counter's next, which
+        // thread 0 takes and the loader's warps share (named barrier 7)
+        auto take = [&](int k) {
+            if (!dyn)
+                return item_of(k);
+            if (wt == 0)
+                item_taken[k & 1] = atomicAdd(counter, 1);
+            fa_named_barrier(7, 128);
+            return *(volatile int *)&item_taken[k & 1];
+        };
+        int k = 0;
 #pragma unroll 1
-        for (int k = 0, item = 0; (item = item_of(k)) < items; k++) {
+        for (int item = 0; (item = take(k)) < items; k++) {
             int qt, h, b, t0, ntiles;
             work(item, qt, h, b);
             const int q0 = qt * BQ, hk = h / p.group;
@@ -312,6 +336,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             const T *Vg = (const T *)p.v.ptr + fa_at(p.v, b, 0, hk);
             if (k >= NQ) // the item before last has written its O out of this Q buffer
                 fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
+            if (dyn && wt == 0)
+                item_slot[k % NQ] = item;
             fa_fwdw_load<D, BQ>(sQ + (k % NQ) * Q_BYTES, Qg, p.q.stride_s, q0, p.seq_q, p.head_dim,
                                 wt);
             fa_cp_async_commit();
@@ -354,14 +380,34 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             }
             g += ntiles;
         }
+        if (dyn) { // no items left: the computing warpgroups hear it as item k = -1
+            if (k >= NQ)
+                fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
+            if (wt == 0)
+                item_slot[k % NQ] = -1;
+            fa_mbar_arrive(bar_q + 8 * (k % NQ));
+            // the last block to stop taking items puts the counter back for the next call
+            if (wt == 0 && atomicAdd(counter + 1, 1) == (int)gridDim.x - 1) {
+                atomicExch(counter, 0);
+                atomicExch(counter + 1, 0);
+            }
+        }
         return;
     }
 
     fa_setmaxnreg_inc<MATH_REGS>();
     const int cw = wg - 1, wq = wt >> 5, lane = tid & 31;
     int g = 0; // as the loader's
+    // the computing warpgroups' item k: as the loader's, or (dyn) the one it left in item_slot
+    auto given = [&](int k) {
+        if (!dyn)
+            return item_of(k);
+        fa_mbar_wait(bar_q + 8 * (k % NQ), (k / NQ) & 1);
+        const int item = *(volatile int *)&item_slot[k % NQ];
+        return item < 0 ? items : item;
+    };
 #pragma unroll 1
-    for (int k = 0, item = 0; (item = item_of(k)) < items; k++) {
+    for (int k = 0, item = 0; (item = given(k)) < items; k++) {
         int qt, h, b, t0, ntiles;
         work(item, qt, h, b);
         const int q0 = qt * BQ;
