@@ -253,8 +253,7 @@ bool fa_cuda_fp8_takes(const fa_cuda_caps *caps, const fa_cuda_problem *pb, char
 
 /* The wgmma forward's launch: a block a (query tile, head, batch entry), or where persistent
  * (FA_FWD_WGMMA_PERSISTENT_CALL: head dims up to 128, not packed, not causal unless
- * FA_FWD_WGMMA_CAUSAL_DYN) at most a block an
- * SM taking the items in turn. */
+ * FA_FWD_WGMMA_CAUSAL_DYN) at most a block an SM taking the items in turn. */
 static void add_wgmma_forward(fa_cuda_plan *plan, const fa_cuda_caps *caps,
                               const fa_cuda_problem *pb, fa_cuda_kernel kernel, uint32_t d,
                               unsigned smem, const char *what)
