@@ -239,7 +239,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             b = blockIdx.z;
             return;
         }
-        if (FA_FWD_WGMMA_CAUSAL_DYN && p.causal) { // the last (heaviest) query tiles first
+        if (dyn) { // the last (heaviest) query tiles first
             const int hb = p.heads_q * p.batch;
             qt = nqt - 1 - item / hb;
             h = item % hb % p.heads_q;
@@ -674,7 +674,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         };
         auto turn_end = [&](bool last) {
             if constexpr (FA_FWD_WGMMA_PINGPONG)
-                if (!(last && cw == NC - 1))
+                if (!(last && cw == NC - 1)) // (1 - cw at two: the modulo's code spilled)
                     fa_named_arrive(TURN + (NC == 2 ? 1 - cw : (cw + 1) % NC), 256);
         };
         // Step `it`: S of tile it and O += P V of tile it - 1 in one turn, then (while the other
