@@ -409,8 +409,8 @@ Test(cuda_plan, forward_choices)
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 32), FA_CUDA_K_FWD_MMA_F16_D32);
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_F16, 256), FA_CUDA_K_FWD_WGMMA_F16_D256);
     cr_expect_eq(fwd_kernel(SM90, FA_DTYPE_BF16, 136), FA_CUDA_K_FWD_WGMMA_BF16_D256);
-    /* head dims up to 128: persistent (a block per SM) unless causal (but with
-     * FA_FWD_WGMMA_CAUSAL_DYN); 256: a block per item */
+    /* head dims up to 128: persistent (a block per SM; causal too with FA_FWD_WGMMA_CAUSAL_DYN);
+     * 256: a block per item */
     fa_cuda_caps h200 = SM90;
     h200.sm_count = 132;
     fa_cuda_problem many = problem(FA_DTYPE_F16, 128, false); /* 8 tiles x 8 heads x 2 */
@@ -1401,7 +1401,8 @@ Test(cuda_plan, fp8_takes_the_wgmma_e4m3_kernel_or_nothing)
                 cr_expect_eq(l->kernel, FA_CUDA_K_FWD_WGMMA_E4M3_D128, "%s", where);
                 cr_expect_eq(l->smem, FA_FWD_WGMMA_SMEM_E4M3(128), "%s", where);
                 cr_expect_eq(plan.splits, 0, "%s: no split-key path for FP8", where);
-                /* causal: a block a query tile, else a persistent grid of at most a block an SM */
+                /* a persistent grid of at most a block an SM (causal: with
+                 * FA_FWD_WGMMA_CAUSAL_DYN), else a block a query tile */
                 const unsigned tiles =
                     (unsigned)((pb.seq_q + FA_FWD_WGMMA_BQ_D(128) - 1) / FA_FWD_WGMMA_BQ_D(128));
                 const unsigned items = tiles * (unsigned)(pb.heads_q * pb.batch);

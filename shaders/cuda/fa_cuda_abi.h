@@ -344,12 +344,12 @@ typedef struct fa_cuda_params {
  * ring of STAGES buffers; the loader keeps LOAD_REGS registers a thread and gives the rest to
  * the computing warpgroups (MATH_REGS; 128 LOAD + 128 NC MATH within the block's 64 Ki).
  * Shared memory: Q, the ring, 4 + 4 STAGES mbarriers, and 1 KiB to align the base.
- * FA_FWD_WGMMA_WG3_D64 (off: prepared in the thirty-ninth session, not yet run on a GPU): three
- * computing warpgroups at head dim 64 (192-row blocks, 512 threads), so that two are in their
- * softmax while the third's products run (docs/PERF.md); their loader keeps 24 registers and
+ * FA_FWD_WGMMA_WG3_D64 (on since the fortieth session: +10-25 % at head dim 64 on an H100,
+ * docs/PERF.md): three computing warpgroups at head dim 64 (192-row blocks, 512 threads), so that
+ * two are in their softmax while the third's products run; their loader keeps 24 registers and
  * they 160. */
 #ifndef FA_FWD_WGMMA_WG3_D64
-#define FA_FWD_WGMMA_WG3_D64 0
+#define FA_FWD_WGMMA_WG3_D64 1
 #endif
 #define FA_FWD_WGMMA_NC(d) ((d) <= 64 && FA_FWD_WGMMA_WG3_D64 ? 3 : 2)
 #define FA_FWD_WGMMA_BQ_D(d) (64 * FA_FWD_WGMMA_NC(d))
@@ -378,13 +378,16 @@ typedef struct fa_cuda_params {
  * at 128 (two Q buffers of 32 KiB and two stages of K and V of 32 KiB each: 192 KiB) and at 256
  * (one Q buffer of 64 KiB, K and V of 32 KiB: 197 of 227 KiB). */
 #define FA_FWD_WGMMA_PERSISTENT(d) ((d) <= 128)
-/* FA_FWD_WGMMA_CAUSAL_DYN (off: prepared in the thirty-ninth session, not yet run on a GPU):
- * causal calls on the persistent grid too, each block's loader taking the next item (heaviest
- * first) from fa_cuda_params.item_counter when it is ready for one, instead of a block per item
- * (static deals of causal items lost 6-22 %, docs/PERF.md). */
+/* FA_FWD_WGMMA_CAUSAL_DYN (on since the fortieth session: +4-11 % on causal rows of N 512-2k, an
+ * H100, docs/PERF.md): causal calls on the persistent grid too, each block's loader taking the
+ * next item from fa_cuda_params.item_counter when it is ready for one, instead of a block per
+ * item (static deals of causal items lost 6-22 %). Items heaviest first within sections of
+ * (batch, head) pairs whose K and V fit FA_FWD_WGMMA_DYN_L2 bytes: heaviest first over all of
+ * them lost 3-22 % at head dim 128 (K and V of 132 heads at once). */
 #ifndef FA_FWD_WGMMA_CAUSAL_DYN
-#define FA_FWD_WGMMA_CAUSAL_DYN 0
+#define FA_FWD_WGMMA_CAUSAL_DYN 1
 #endif
+#define FA_FWD_WGMMA_DYN_L2 (16 << 20)
 /* whether a call (causal or not) at head dim d gets the persistent grid */
 #define FA_FWD_WGMMA_PERSISTENT_CALL(d, causal)                                                    \
     (FA_FWD_WGMMA_PERSISTENT(d) && (!(causal) || FA_FWD_WGMMA_CAUSAL_DYN))

@@ -6,17 +6,17 @@
 //
 // A block of 1 + NC warpgroups (FA_FWD_WGMMA_NC: two computing ones, or three at head dim 64
 // with FA_FWD_WGMMA_WG3_D64) owns BQ = 64 NC query rows of one (batch, head) at a time: one such
-// work item, or where persistent (FA_FWD_WGMMA_PERSISTENT: non-causal calls at head dims up to
-// 128) one item after another, the next one's Q loaded into a second buffer. Warpgroup 0 only
-// loads: an item's Q, then its K and V tiles of BK keys by cp.async into a ring of
-// FA_FWD_WGMMA_STAGES_D(D) shared buffers, K and V each guarded by a "full" and an "empty"
-// mbarrier, and it gives most of its registers to the others (setmaxnreg). Warpgroups 1..NC
-// own 64 query rows each. S = Q K^T is one chain of wgmma with both operands in shared memory (64 x
-// BK accumulators in registers); P stays in registers as the A operand of O += P V, V read
-// transposed from shared memory. Step n issues S of tile n together with O += P V of tile n - 1,
-// then runs tile n's mask and online softmax, so the tensor cores get the next batch as soon as the
-// last one ends; the computing warpgroups take turns to issue (pingpong), so that one's exp2 runs
-// while another's products hold the tensor cores.
+// work item, or where persistent (FA_FWD_WGMMA_PERSISTENT_CALL: head dims up to 128, causal
+// calls with FA_FWD_WGMMA_CAUSAL_DYN) one item after another, the next one's Q loaded into a
+// second buffer. Warpgroup 0 only loads: an item's Q, then its K and V tiles of BK keys by
+// cp.async into a ring of FA_FWD_WGMMA_STAGES_D(D) shared buffers, K and V each guarded by a
+// "full" and an "empty" mbarrier, and it gives most of its registers to the others
+// (setmaxnreg). Warpgroups 1..NC own 64 query rows each. S = Q K^T is one chain of wgmma with
+// both operands in shared memory (64 x BK accumulators in registers); P stays in registers as the
+// A operand of O += P V, V read transposed from shared memory. Step n issues S of tile n together
+// with O += P V of tile n - 1, then runs tile n's mask and online softmax, so the tensor cores get
+// the next batch as soon as the last one ends; the computing warpgroups take turns to issue
+// (pingpong), so that one's exp2 runs while another's products hold the tensor cores.
 //
 // A block visits the key tiles from the one of the first key its first row sees (a window's left
 // bound) to the one of the last key its last row sees; tiles that a window's edge, the causal
@@ -217,9 +217,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     const unsigned bar_empty_v = bar_empty_k + 8 * ST;
 
     const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
-    // Work items (query tile, head, batch entry): the grid's one, or where persistent (PERSIST
-    // and not causal: causal blocks of one item each, heaviest first, measured faster than
-    // heaviest-first items dealt over persistent blocks, 382-392 against 406 TF/s at N=2k) items
+    // Work items (query tile, head, batch entry): the grid's one (causal without
+    // FA_FWD_WGMMA_CAUSAL_DYN: heaviest first), or where persistent and not causal items
     // blockIdx.x, + gridDim.x, ...: a tile's neighbours in that order are the other query tiles
     // of its head, whose K and V are then read from L2.
     const bool persist = PERSIST && FA_FWD_WGMMA_PERSISTENT_CALL(D, p.causal);
@@ -227,10 +226,11 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     const int items = persist ? nqt * p.heads_q * p.batch : 1;
     auto item_of = [&](int k) { return persist ? k * (int)gridDim.x + (int)blockIdx.x : k; };
     // FA_FWD_WGMMA_CAUSAL_DYN: a causal call's items go to the blocks as their loaders ask
-    // (p.item_counter), heaviest first; the loader passes each on to the computing warpgroups in
-    // item_slot[k % NQ], written before it arrives at that Q buffer's barrier (-1: no more).
+    // (p.item_counter), heaviest first; the loader passes each on to the computing warpgroups as
+    // its query tile and (batch, head) pair in item_slot[k % NQ], written before it arrives at
+    // that Q buffer's barrier (query tile -1: no more).
     const bool dyn = FA_FWD_WGMMA_CAUSAL_DYN && persist && p.causal;
-    __shared__ int item_slot[2], item_taken[2];
+    __shared__ int item_slot[2][2], item_taken[2];
     int *const counter = (int *)p.item_counter; // [0] items taken, [1] blocks done
     auto work = [&](int item, int &qt, int &h, int &b) {
         if (!persist) {
@@ -239,11 +239,14 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             b = blockIdx.z;
             return;
         }
-        if (dyn) { // the last (heaviest) query tiles first
-            const int hb = p.heads_q * p.batch;
-            qt = nqt - 1 - item / hb;
-            h = item % hb % p.heads_q;
-            b = item % hb / p.heads_q;
+        if (dyn) { // sections of gn (batch, head) pairs, each's last (heaviest) query tiles first
+            const int hb = p.heads_q * p.batch; // gn: the pairs whose K and V fit DYN_L2 bytes
+            const int gn = max(1, min(hb, (int)(FA_FWD_WGMMA_DYN_L2 / (2LL * p.seq_k * D * ES))));
+            const int sec = item / (nqt * gn), r = item - sec * nqt * gn;
+            const int n = min(gn, hb - sec * gn), pair = sec * gn + r % n;
+            qt = nqt - 1 - r / n;
+            h = pair % p.heads_q;
+            b = pair / p.heads_q;
             return;
         }
         qt = item % nqt;
@@ -336,8 +339,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             const T *Vg = (const T *)p.v.ptr + fa_at(p.v, b, 0, hk);
             if (k >= NQ) // the item before last has written its O out of this Q buffer
                 fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
-            if (dyn && wt == 0)
-                item_slot[k % NQ] = item;
+            if (dyn && wt == 0) {
+                item_slot[k % NQ][0] = qt;
+                item_slot[k % NQ][1] = b * p.heads_q + h;
+            }
             fa_fwdw_load<D, BQ>(sQ + (k % NQ) * Q_BYTES, Qg, p.q.stride_s, q0, p.seq_q, p.head_dim,
                                 wt);
             fa_cp_async_commit();
@@ -384,7 +389,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             if (k >= NQ)
                 fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
             if (wt == 0)
-                item_slot[k % NQ] = -1;
+                item_slot[k % NQ][0] = -1;
             fa_mbar_arrive(bar_q + 8 * (k % NQ));
             // the last block to stop taking items puts the counter back for the next call
             if (wt == 0 && atomicAdd(counter + 1, 1) == (int)gridDim.x - 1) {
@@ -398,18 +403,26 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     fa_setmaxnreg_inc<MATH_REGS>();
     const int cw = wg - 1, wq = wt >> 5, lane = tid & 31;
     int g = 0; // as the loader's
-    // the computing warpgroups' item k: as the loader's, or (dyn) the one it left in item_slot
+    // the computing warpgroups' item k: as the loader's, or (dyn) k itself until the loader's slot
+    // says none is left (the item is then read from the slot)
     auto given = [&](int k) {
         if (!dyn)
             return item_of(k);
         fa_mbar_wait(bar_q + 8 * (k % NQ), (k / NQ) & 1);
-        const int item = *(volatile int *)&item_slot[k % NQ];
-        return item < 0 ? items : item;
+        return *(volatile int *)&item_slot[k % NQ][0] < 0 ? items : k;
     };
 #pragma unroll 1
     for (int k = 0, item = 0; (item = given(k)) < items; k++) {
         int qt, h, b, t0, ntiles;
-        work(item, qt, h, b);
+        if (dyn) {
+            const volatile int *const slot = item_slot[k % NQ];
+            const int pair = slot[1];
+            qt = slot[0];
+            h = pair % p.heads_q;
+            b = pair / p.heads_q;
+        } else {
+            work(item, qt, h, b);
+        }
         const int q0 = qt * BQ;
         key_tiles(q0, t0, ntiles);
         const unsigned sQk = sQ + (k % NQ) * Q_BYTES; // this item's Q, then its O on the way out
