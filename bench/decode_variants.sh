@@ -7,9 +7,7 @@
 #   neighbouring 16-byte units and staged through shared memory); `none`, the generic module
 #   (FA_VULKAN_DECODE=plain); `none32` and `stage32`, the sg32 module as built and with
 #   FA_DEC_STAGE_K (through FA_VULKAN_SPV_DIR); the GPU's kernel times (FA_VULKAN_PROFILE=1)
-#   beside each row;
-# - OpenCL, fa_decode.cl with FA_DEC_PREFETCH (the next K/V tile fetched into registers while
-#   this one is used), through FA_OPENCL_BUILD_OPTIONS.
+#   beside each row.
 #
 #   bench/decode_variants.sh prepare [DIR]   here: compiles the staged sg32 module into DIR
 #                                            (default .gpu/dec) with FA_GLSLANG (default
@@ -92,14 +90,6 @@ row() { # variant batch seqlen [bench arguments...]
     printf '%-8s B=%-3s N=%-6s %-14s %s | kernel us: %s\n' "$v" "$b" "$n" "$*" \
         "$(grep ' 32:8 ' "$f.out" | head -1 | tr -s ' ')" "$k" >>"$S"
 }
-clrow() { # OpenCL: plain|pf, batch, seqlen
-    local v=$1 b=$2 n=$3 f=$out/l/cl_$1_$2_$3 env=()
-    [ "$v" = pf ] && env=(FA_OPENCL_BUILD_OPTIONS=-DFA_DEC_PREFETCH)
-    env "${env[@]}" timeout 60 "$tool" bench --backend opencl --decode --head-dim 128 \
-        --batch "$b" --seqlen "$n" >"$f.out" 2>"$f.err"
-    printf 'opencl %-6s B=%-3s N=%-6s %s\n' "$v" "$b" "$n" \
-        "$(grep ' 32:8 ' "$f.out" | head -1 | tr -s ' ')" >>"$S"
-}
 vk_round() {
     echo "vulkan round $1 (batch, cache length, D, heads, ms, GB/s, TF/s)" >>"$S"
     for r in "1 32768" "1 131072" "16 32768" "64 4096" "1 4096" "1 32768 --page-size 256"; do
@@ -117,19 +107,5 @@ vk_round() {
     left 520 && row staged 1 32768 --splits 64
     left 520 && row staged 1 131072 --splits 128
 }
-cl_round() {
-    echo "opencl round $1" >>"$S"
-    for r in "1 32768" "1 131072" "16 32768" "64 4096"; do
-        for v in plain pf; do
-            # shellcheck disable=SC2086
-            left 540 && clrow $v $r
-        done
-    done
-}
 vk_round 1
-FA_OPENCL_BUILD_OPTIONS=-DFA_DEC_PREFETCH timeout 150 "$tool" conformance --backend opencl \
-    --full --filter "$cases" >"$out/l/conf_clpf.txt" 2>&1
-echo "opencl conformance, prefetch: $(tail -1 "$out/l/conf_clpf.txt")" >>"$S"
-cl_round 1
 vk_round 2
-cl_round 2

@@ -20,8 +20,6 @@
 #define RPP ((RWP + NRP - 1) / NRP)    /* score rows per work-item */
 #define NKS (FA_NT / D4)               /* key subsets of the P V phase */
 
-#define PF ((FA_BN * D4 + FA_NT - 1) / FA_NT) /* K and V quads a work-item moves per tile */
-
 /* Elements i..i+3 as f32 (fa_common.cl's raw_load4: one vector load when aligned). */
 inline float4 dec_load4(__global const fa_st *p, long i, bool aligned)
 {
@@ -105,32 +103,8 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
         kx_ = raw_load4(k, k_off + kr_ + hk * k_sh + 4 * (c_), k4);                              \
         vx_ = raw_load4(v, v_off + vr_ + hk * v_sh + 4 * (c_), v4);                              \
     }
-#ifdef FA_DEC_PREFETCH
-    /* FA_DEC_PREFETCH: the next tile's K and V are fetched into registers while this one is
-     * used, as they come (zeros past the chunk's end), and stored to local memory at its top. */
-    fa_raw4 nk[PF], nv[PF];
-#define FETCH_TILE(n0_)                                                                          \
-    for (int i_ = 0; i_ < PF; i_++) {                                                            \
-        const int e_ = t + i_ * FA_NT;                                                           \
-        nk[i_] = nv[i_] = (fa_raw4)(0);                                                          \
-        if (e_ < FA_BN * D4)                                                                     \
-            FETCH_KV((n0_) + e_ / D4, e_ % D4, nk[i_], nv[i_])                                   \
-    }
-    FETCH_TILE(n_begin)
-#endif
     for (long n0 = n_begin; n0 < n_stop; n0 += FA_BN) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile is no longer read */
-#ifdef FA_DEC_PREFETCH
-        for (int i = 0; i < PF; i++) {
-            const int e = t + i * FA_NT;
-            if (e < FA_BN * D4) {
-                kt[e / D4 * LDK + e % D4] = raw_to_f32(nk[i]);
-                vt[e / D4 * LDK + e % D4] = raw_to_f32(nv[i]);
-            }
-        }
-        if (n0 + FA_BN < n_stop)
-            FETCH_TILE(n0 + FA_BN)
-#else
         for (int e = t; e < FA_BN * D4; e += FA_NT) {
             const int jj = e / D4, c = e % D4;
             fa_raw4 kx = (fa_raw4)(0), vx = (fa_raw4)(0);
@@ -138,7 +112,6 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
             kt[jj * LDK + c] = raw_to_f32(kx);
             vt[jj * LDK + c] = raw_to_f32(vx);
         }
-#endif
         barrier(CLK_LOCAL_MEM_FENCE);
         const long n = n0 + j;
         for (int i = 0; i < RPP; i++) {
