@@ -387,7 +387,15 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_CAUSAL_DYN
 #define FA_FWD_WGMMA_CAUSAL_DYN 1
 #endif
+#ifndef FA_FWD_WGMMA_DYN_L2
 #define FA_FWD_WGMMA_DYN_L2 (16 << 20)
+#endif
+/* FA_FWD_WGMMA_Q_WITH_K0 (off: prepared in the fortieth session, not run on a GPU): the 16-bit
+ * loader waits for an item's Q together with its first K tile instead of for Q alone first, one
+ * copy's latency less at each item's start (short sequences: a few key tiles an item). */
+#ifndef FA_FWD_WGMMA_Q_WITH_K0
+#define FA_FWD_WGMMA_Q_WITH_K0 0
+#endif
 /* whether a call (causal or not) at head dim d gets the persistent grid */
 #define FA_FWD_WGMMA_PERSISTENT_CALL(d, causal)                                                    \
     (FA_FWD_WGMMA_PERSISTENT(d) && (!(causal) || FA_FWD_WGMMA_CAUSAL_DYN))

@@ -316,6 +316,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 
     if (wg == 0) { // the loader
         fa_setmaxnreg_dec<LOAD_REGS>();
+        constexpr bool Q_WITH_K0 = FA_FWD_WGMMA_Q_WITH_K0 && !FP8;
         int g = 0; // key tiles of the earlier items: the ring's position
         // the loader's item k: its turn in the grid's order, or (dyn) the counter's next, which
         // thread 0 takes and the loader's warps share (named barrier 7)
@@ -347,10 +348,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                                 wt);
             fa_cp_async_commit();
             // The copies must have landed, and be ordered before wgmma's async-proxy reads, before
-            // the barrier releases them.
-            fa_cp_async_wait<0>();
-            fa_fence_proxy_async();
-            fa_mbar_arrive(bar_q + 8 * (k % NQ));
+            // the barrier releases them. (Q_WITH_K0: Q's copies fly with K(0)'s, both waited for
+            // at the tile loop's first wait, instead of one copy's latency after the other.)
+            if constexpr (!Q_WITH_K0) {
+                fa_cp_async_wait<0>();
+                fa_fence_proxy_async();
+                fa_mbar_arrive(bar_q + 8 * (k % NQ));
+            }
             // K of tile it is needed by step it's S and free once that S is done; V only by step
             // it + 1's P V. So iteration it copies K(it) once S(it - ST) is done and V(it) once P V
             // of tile it - ST is, and K(it) and V(it - 1) are released together: copies that one
@@ -370,6 +374,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     }
                     fa_cp_async_wait<0>();
                     fa_fence_proxy_async();
+                    if (Q_WITH_K0 && it == 0)
+                        fa_mbar_arrive(bar_q + 8 * (k % NQ));
                     if (it < ntiles)
                         fa_mbar_arrive(bar_full_k + 8 * s);
                     if (it > 0)
