@@ -378,7 +378,7 @@ typedef struct fa_cuda_params {
  * at 128 (two Q buffers of 32 KiB and two stages of K and V of 32 KiB each: 192 KiB) and at 256
  * (one Q buffer of 64 KiB, K and V of 32 KiB: 197 of 227 KiB). */
 #define FA_FWD_WGMMA_PERSISTENT(d) ((d) <= 128)
-/* FA_FWD_WGMMA_CAUSAL_DYN (on since the fortieth session: +4-11 % on causal rows of N 512-2k, an
+/* FA_FWD_WGMMA_CAUSAL_DYN (on since the fortieth session: +5-14 % on causal rows of N 512-2k, an
  * H100, docs/PERF.md): causal calls on the persistent grid too, each block's loader taking the
  * next item from fa_cuda_params.item_counter when it is ready for one, instead of a block per
  * item (static deals of causal items lost 6-22 %). Items heaviest first within sections of

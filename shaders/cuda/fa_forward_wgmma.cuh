@@ -241,7 +241,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         }
         if (dyn) { // sections of gn (batch, head) pairs, each's last (heaviest) query tiles first
             const int hb = p.heads_q * p.batch; // gn: the pairs whose K and V fit DYN_L2 bytes
-            const int gn = max(1, min(hb, (int)(FA_FWD_WGMMA_DYN_L2 / (2LL * p.seq_k * D * ES))));
+            const long long kv = max(1LL, 2LL * p.seq_k * D * ES);
+            const int gn = (int)max(1LL, min((long long)hb, FA_FWD_WGMMA_DYN_L2 / kv));
             const int sec = item / (nqt * gn), r = item - sec * nqt * gn;
             const int n = min(gn, hb - sec * gn), pair = sec * gn + r % n;
             qt = nqt - 1 - r / n;
