@@ -163,11 +163,16 @@ __device__ __forceinline__ void fa_fwdw_store_o(const fa_cuda_params &p, const f
 
 // The key tile of the kernel for T at head dim D (PLAIN: neither the softcap's nor the packed
 // batches' kernel): FA_FWD_WGMMA_BK, except 64 with three computing warpgroups but for plain
-// f16, since at 128 keys the others overflow their 160 registers (bf16's masked tiles'
+// f16 (and plain bf16 with FA_FWD_WGMMA_WG3_BF16_BK128, whose masked tiles then run in halves:
+// HALF below), since at 128 keys the others overflow their 160 registers (bf16's masked tiles'
 // remainders of P: 1,108 bytes of spills; the softcap's fold: 56; the packed batches' bound
 // parameters: 44).
+#ifndef FA_FWD_WGMMA_WG3_BF16_BK128
+#define FA_FWD_WGMMA_WG3_BF16_BK128 0
+#endif
 template <typename T, int D, bool PLAIN>
-constexpr int fa_fwdw_bk = FA_FWD_WGMMA_NC(D) == 3 && !(PLAIN && std::is_same<T, __half>::value)
+constexpr int fa_fwdw_bk = FA_FWD_WGMMA_NC(D) == 3 && !(PLAIN && (std::is_same<T, __half>::value ||
+                                                                  FA_FWD_WGMMA_WG3_BF16_BK128))
                                ? 64
                                : FA_FWD_WGMMA_BK(D);
 
@@ -477,6 +482,12 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // where C < 1024, so that C - m keeps the LSE's precision.
         const bool fold = FOLD && cap && !p.has_alibi && !p.bias_dtype && p.softcap_log2 < 1024.f;
         constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
+        // HALF (bf16 at 128-key tiles with three computing warpgroups,
+        // FA_FWD_WGMMA_WG3_BF16_BK128): masked tiles, whose P goes in with its remainder P -
+        // bf16(P), run as two halves of 64 keys, so that a product's P and remainder (16 + 16
+        // registers) fit beside S and O in the 160; the last tile always so, so that the item's
+        // last product is always a half's.
+        constexpr bool HALF = BF16 && NC == 3 && BK == 128;
 
         float o[D / 2];
 #pragma unroll
@@ -487,7 +498,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // P of the previous tile, rounded to T, as the A fragments of O += P V (keys KSTEP k2..,
         // FP8 in fa_fp8_key_of's order); for bf16 on the masked tiles also the remainder
         // P - bf16(P), as in fa_forward_mma.cuh
-        unsigned ph[BK / KSTEP][4], pl[BF16 ? BK / 16 : 1][4];
+        unsigned ph[BK / KSTEP][4], pl[BF16 && !HALF ? BK / 16 : 1][4];
         const unsigned q_at = sQk + cw * 64 * 128;
 
         auto issue_s = [&](int it) {
@@ -521,26 +532,27 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                             fa_wgmma_desc(v_at + k2 * 2048 + h * 2 * BK * 128, BK * 128, 1024);
                         fa_wgmma_rs<T, D / OH>(oh, ph[k2], vd);
                         if constexpr (decltype(lo_c)::value)
-                            fa_wgmma_rs<T, D / OH>(oh, pl[k2 % (BF16 ? BK / 16 : 1)], vd);
+                            fa_wgmma_rs<T, D / OH>(oh, pl[k2 % (BF16 && !HALF ? BK / 16 : 1)], vd);
                     }
             }
         };
         // Mask, online softmax and P of tile `it` from sc (O is not in flight here); fold_c: the
         // softcap folded (a code path of its own, so that the others' code stays as it was).
-        auto softmax_as = [&](int it, auto mask_c, auto fold_c) {
+        auto softmax_as = [&](int it, int koff, auto w_c, auto mask_c, auto fold_c) {
+            constexpr int W = decltype(w_c)::value; // keys from koff: the tile, or half of it
             constexpr bool mask = decltype(mask_c)::value;
             constexpr bool fold_s = decltype(fold_c)::value;
-            const int k0 = (t0 + it) * BK;
+            const int k0 = (t0 + it) * BK + koff;
             // S in units of cs, plus c0: c and 0, or folded -2 C and C
             const float cs = fold_s ? -2.f * p.softcap_log2 : c;
             const float c0 = fold_s ? p.softcap_log2 : 0.f;
             if constexpr (fold_s) {
 #pragma unroll
-                for (int i = 0; i < BK / 2; i++)
+                for (int i = 0; i < W / 2; i++)
                     sc[i] = fa_softcap_recip(sc[i], softcap_k);
             } else if (cap) {
 #pragma unroll
-                for (int i = 0; i < BK / 2; i++)
+                for (int i = 0; i < W / 2; i++)
                     sc[i] = p.softcap_log2 * fa_softcap_tanh(sc[i], softcap_k);
             }
             // row row_lo + 8 r's distance from key k0 + t2 is d(r); sc[4 n + 2 r + e] is that
@@ -555,9 +567,9 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                         // tiles ahead measured slower)
                         fa_bias_prefetch(
                             p, brow,
-                            k0 + BK + (t2 >> 1) * (p.bias_dtype == FA_CUDA_BIAS_F32 ? 32 : 64));
+                            k0 + W + (t2 >> 1) * (p.bias_dtype == FA_CUDA_BIAS_F32 ? 32 : 64));
 #pragma unroll
-                    for (int n = 0; n < BK / 8; n++)
+                    for (int n = 0; n < W / 8; n++)
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
                             float x = fa_alibi(sc[4 * n + 2 * r + e] * s_c, slope,
@@ -571,7 +583,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 #pragma unroll
                 for (int r = 0; r < 2; r++)
 #pragma unroll
-                    for (int n = 0; n < BK / 8; n++)
+                    for (int n = 0; n < W / 8; n++)
 #pragma unroll
                         for (int e = 0; e < 2; e++)
                             sc[4 * n + 2 * r + e] =
@@ -585,7 +597,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                         (p.causal ? min(p.seq_k, row + p.causal_offset + 1) : p.seq_k) - kt;
                     const int beg = p.has_left ? row + p.left_offset - kt : 0;
 #pragma unroll
-                    for (int n = 0; n < BK / 8; n++)
+                    for (int n = 0; n < W / 8; n++)
 #pragma unroll
                         for (int e = 0; e < 2; e++)
                             if (n * 8 + e >= end || n * 8 + e < beg)
@@ -599,13 +611,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 float mx = sc[2 * r];
                 if (cs > 0.f) {
 #pragma unroll
-                    for (int n = 0; n < BK / 8; n++)
+                    for (int n = 0; n < W / 8; n++)
                         mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
                     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 } else {
 #pragma unroll
-                    for (int n = 0; n < BK / 8; n++)
+                    for (int n = 0; n < W / 8; n++)
                         mx = fminf(mx, fminf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
                     mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                     mx = fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
@@ -641,7 +653,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     return fused ? fmaf(s, cs, -m_use[r]) : __fmul_rn(s, cs) - m_use[r];
                 };
 #pragma unroll
-                for (int n = 0; n < BK / 8; n++)
+                for (int n = 0; n < W / 8; n++)
 #pragma unroll
                     for (int r = 0; r < 2; r++) {
                         const float p0 = fa_exp2(arg(sc[4 * n + 2 * r], r));
@@ -655,10 +667,15 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                         } else {
                             const unsigned hi = fa_pack2<T>(p0, p1);
                             ph[n / 2][(n & 1) * 2 + r] = hi;
-                            if constexpr (BF16 && mask)
-                                pl[n / 2][(n & 1) * 2 + r] =
+                            if constexpr (BF16 && mask) { // (HALF: a half's in ph's second half)
+                                const unsigned lo =
                                     fa_pack2<T>(p0 - __uint_as_float(hi << 16),
                                                 p1 - __uint_as_float(hi & 0xffff0000u));
+                                if constexpr (HALF)
+                                    ph[BK / 32 + n / 2][(n & 1) * 2 + r] = lo;
+                                else
+                                    pl[n / 2][(n & 1) * 2 + r] = lo;
+                            }
                         }
                     }
             };
@@ -673,13 +690,14 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             l[0] += sum[0];
             l[1] += sum[1];
         };
+        using WB = std::integral_constant<int, BK>;
         auto softmax = [&](int it, auto mask_c) {
             if constexpr (FOLD && !decltype(mask_c)::value)
                 if (fold) {
-                    softmax_as(it, mask_c, std::true_type{});
+                    softmax_as(it, 0, WB{}, mask_c, std::true_type{});
                     return;
                 }
-            softmax_as(it, mask_c, std::false_type{});
+            softmax_as(it, 0, WB{}, mask_c, std::false_type{});
         };
         // Pingpong (FA_FWD_WGMMA_PINGPONG): the computing warpgroups take turns in a ring to issue
         // their wgmma, so that the others' softmax (exp2 on the SFU) runs while one's products
@@ -720,8 +738,144 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             softmax(it, mask_c);
         };
 
+        // HALF's tiles: S of half h of tile it (64 keys), and the products of P V owed: a whole
+        // tile's (P in ph) or half h's (the first four quads of ph and the remainder's pl)
+        auto half_tiles = [&](int lead, int full) {
+            if constexpr (HALF) {
+                using None = std::integral_constant<int, 0>;  // no product owed
+                using Whole = std::integral_constant<int, 1>; // tile it - 1's, unmasked
+                using HalfB = std::integral_constant<int, 2>; // tile it - 1's second half
+                using W64 = std::integral_constant<int, BK / 2>;
+                float(&s2)[BK / 4] = *reinterpret_cast<float(*)[BK / 4]>(sc); // a half's S
+                auto wait_k = [&](int it) {
+                    fa_mbar_wait(bar_full_k + 8 * ((g + it) % ST), ((g + it) / ST) & 1);
+                };
+                auto wait_v = [&](int it) {
+                    fa_mbar_wait(bar_full_v + 8 * ((g + it) % ST), ((g + it) / ST) & 1);
+                };
+                auto s_half = [&](int it, int h) {
+                    const unsigned k_at = sK + ((g + it) % ST) * TILE_BYTES + h * (BK / 2) * 128;
+#pragma unroll
+                    for (int kk = 0; kk < D / KSTEP; kk++)
+                        fa_wgmma_ss<T, BK / 2>(
+                            s2,
+                            fa_wgmma_desc(q_at + (kk >> 2) * BQ * 128 + (kk & 3) * 32, 16, 1024),
+                            fa_wgmma_desc(k_at + (kk >> 2) * BK * 128 + (kk & 3) * 32, 16, 1024),
+                            kk > 0);
+                };
+                auto pv_half = [&](int it, int h) {
+                    const unsigned v_at = sV + ((g + it) % ST) * TILE_BYTES + h * (BK / 32) * 2048;
+#pragma unroll
+                    for (int k2 = 0; k2 < BK / 32; k2++) {
+                        const unsigned long long vd =
+                            fa_wgmma_desc(v_at + k2 * 2048, BK * 128, 1024);
+                        fa_wgmma_rs<T, D>(o, ph[k2], vd);
+                        fa_wgmma_rs<T, D>(o, ph[BK / 32 + k2], vd);
+                    }
+                };
+                // one turn: S (whole, or half h) of tile it with the product owed for tile it - 1
+                auto turn = [&](int it, int h, auto owed_c) {
+                    constexpr int owed = decltype(owed_c)::value;
+                    fa_wgmma_hold(o);
+                    if constexpr (owed != None::value)
+                        fa_wgmma_hold_u(ph);
+                    if (h < 0) // (S's old values: not read, whatever ran last)
+                        fa_wgmma_fresh(sc);
+                    else
+                        fa_wgmma_fresh(s2);
+                    turn_begin();
+                    fa_wgmma_fence();
+                    if (h < 0)
+                        issue_s(it);
+                    else
+                        s_half(it, h);
+                    if constexpr (owed == Whole::value)
+                        issue_pv(it - 1, std::false_type{});
+                    if constexpr (owed == HalfB::value)
+                        pv_half(it - 1, 1);
+                    fa_wgmma_commit();
+                    turn_end(false);
+                    fa_wgmma_wait<0>();
+                    fa_wgmma_hold(o);
+                };
+                auto whole_tile = [&](int it, auto owed_c) {
+                    constexpr bool owes = decltype(owed_c)::value != None::value;
+                    wait_k(it);
+                    if (owes)
+                        wait_v(it - 1);
+                    turn(it, -1, owed_c);
+                    fa_wgmma_hold(sc);
+                    fa_mbar_arrive(bar_empty_k + 8 * ((g + it) % ST));
+                    if (owes)
+                        fa_mbar_arrive(bar_empty_v + 8 * ((g + it - 1) % ST));
+                    softmax_as(it, 0, WB{}, std::false_type{}, std::false_type{});
+                };
+                auto halved_tile = [&](int it, auto owed_c) {
+                    constexpr bool owes = decltype(owed_c)::value != None::value;
+                    wait_k(it);
+                    if (owes)
+                        wait_v(it - 1);
+                    turn(it, 0, owed_c);
+                    fa_wgmma_hold(s2);
+                    if (owes)
+                        fa_mbar_arrive(bar_empty_v + 8 * ((g + it - 1) % ST));
+                    softmax_as(it, 0, W64{}, std::true_type{}, std::false_type{});
+                    wait_v(it); // the first half's product now, with the second half's S
+                    fa_wgmma_hold_u(ph);
+                    fa_wgmma_hold(o);
+                    fa_wgmma_fresh(s2);
+                    turn_begin();
+                    fa_wgmma_fence();
+                    s_half(it, 1);
+                    pv_half(it, 0);
+                    fa_wgmma_commit();
+                    turn_end(false);
+                    fa_wgmma_wait<0>();
+                    fa_wgmma_hold(s2);
+                    fa_wgmma_hold(o);
+                    fa_mbar_arrive(bar_empty_k + 8 * ((g + it) % ST));
+                    softmax_as(it, BK / 2, W64{}, std::true_type{}, std::false_type{});
+                };
+                // masked [0, lead), whole [lead, fullh), masked [fullh, ntiles): the last tile
+                // halved
+                const int fullh = max(lead, min(full, ntiles - 1));
+                int it = 1;
+                if (lead == 0 && fullh > 0)
+                    whole_tile(0, None{});
+                else
+                    halved_tile(0, None{});
+                for (; it < lead; it++)
+                    halved_tile(it, HalfB{});
+                if (it < fullh && lead > 0)
+                    whole_tile(it++, HalfB{});
+                for (; it < fullh; it++)
+                    whole_tile(it, Whole{});
+                if (it < ntiles && it == fullh && fullh > lead)
+                    halved_tile(it++, Whole{});
+                for (; it < ntiles; it++)
+                    halved_tile(it, HalfB{});
+                // the last tile's second half
+                wait_v(ntiles - 1);
+                fa_wgmma_hold_u(ph);
+                fa_wgmma_hold(o);
+                turn_begin();
+                fa_wgmma_fence();
+                pv_half(ntiles - 1, 1);
+                fa_wgmma_commit();
+                turn_end(true);
+                fa_wgmma_wait<0>();
+                fa_wgmma_hold(o);
+                fa_mbar_arrive(bar_empty_v + 8 * ((g + ntiles - 1) % ST));
+            }
+        };
         fa_mbar_wait(bar_q + 8 * (k % NQ), (k / NQ) & 1);
-        if (ntiles > 0) {
+        if constexpr (HALF) {
+            if (ntiles > 0) {
+                if (FA_FWD_WGMMA_PINGPONG && cw == NC - 1)
+                    fa_named_arrive(TURN, 256);
+                half_tiles(lead, full);
+            }
+        } else if (ntiles > 0) {
             if (FA_FWD_WGMMA_PINGPONG && cw == NC - 1)
                 fa_named_arrive(TURN, 256);
             fa_mbar_wait(bar_full_k + 8 * (g % ST), (g / ST) & 1);
