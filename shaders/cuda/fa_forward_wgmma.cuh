@@ -483,10 +483,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         const bool fold = FOLD && cap && !p.has_alibi && !p.bias_dtype && p.softcap_log2 < 1024.f;
         constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
         // HALF (bf16 at 128-key tiles with three computing warpgroups,
-        // FA_FWD_WGMMA_WG3_BF16_BK128): masked tiles, whose P goes in with its remainder P -
-        // bf16(P), run as two halves of 64 keys, so that a product's P and remainder (16 + 16
-        // registers) fit beside S and O in the 160; the last tile always so, so that the item's
-        // last product is always a half's.
+        // FA_FWD_WGMMA_WG3_BF16_BK128): masked tiles, whose P goes in with its remainder
+        // P - bf16(P), run as two halves of 64 keys (half_tiles), a half's P in ph's first four
+        // quads and its remainder in the last four, so that the registers are a whole tile's as
+        // for f16; the last tile always so, so that the item's last product is always a half's.
         constexpr bool HALF = BF16 && NC == 3 && BK == 128;
 
         float o[D / 2];
