@@ -416,7 +416,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     const int cw = wg - 1, wq = wt >> 5, lane = tid & 31;
     int g = 0; // as the loader's
     // the computing warpgroups' item k: as the loader's, or (dyn) k itself until the loader's slot
-    // says none is left (the item is then read from the slot)
+    // says none is left (the item is then read from the slot; a form returning the item's fields
+    // through references made the softcap's bf16 head-dim-128 kernel spill 44 bytes more)
     auto given = [&](int k) {
         if (!dyn)
             return item_of(k);

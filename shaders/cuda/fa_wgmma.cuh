@@ -51,14 +51,6 @@ template <int R> __device__ __forceinline__ void fa_wgmma_fresh(float (&d)[R])
     for (int i = 0; i < R; i++)
         asm volatile("" : "=f"(d[i])::"memory");
 }
-template <int R, int C> __device__ __forceinline__ void fa_wgmma_fresh_u(unsigned (&d)[R][C])
-{
-#pragma unroll
-    for (int i = 0; i < R; i++)
-#pragma unroll
-        for (int j = 0; j < C; j++)
-            asm volatile("" : "=r"(d[i][j])::"memory");
-}
 // The same for A fragments in registers: written before the wgmma.fence that precedes their use.
 template <int R, int C> __device__ __forceinline__ void fa_wgmma_hold_u(unsigned (&d)[R][C])
 {
