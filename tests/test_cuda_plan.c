@@ -431,6 +431,30 @@ Test(cuda_plan, forward_choices)
     many.head_dim = 256;
     fa_cuda_plan_forward(&h200, &many, &plan_many);
     cr_expect(plan_many.launches[0].grid[0] == 8 && plan_many.launches[0].grid[2] == 3);
+    /* bf16 at head dim 64: the 128-key kernel where a query row sees
+     * FA_FWD_WGMMA_K128_KEYS keys or more on average, else 64; f16 has one kernel */
+    struct {
+        fa_dtype dtype;
+        int64_t seq_q, seq_k;
+        bool causal, window, k128;
+    } rows[] = {{FA_DTYPE_BF16, 1024, 1024, false, false, true},
+                {FA_DTYPE_BF16, 512, 512, false, false, false},
+                {FA_DTYPE_BF16, 2048, 2048, true, false, true},
+                {FA_DTYPE_BF16, 1024, 1024, true, false, false},
+                {FA_DTYPE_BF16, 64, 2048, true, false, true},
+                {FA_DTYPE_BF16, 4096, 4096, false, true, false},
+                {FA_DTYPE_F16, 4096, 4096, false, false, false}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        fa_cuda_problem pb = problem(rows[i].dtype, 64, false);
+        pb.seq_q = rows[i].seq_q, pb.seq_k = rows[i].seq_k;
+        pb.causal = rows[i].causal, pb.window = rows[i].window;
+        fa_cuda_plan plan;
+        fa_cuda_plan_forward(&h200, &pb, &plan);
+        const fa_cuda_kernel_info *k = &fa_cuda_kernels[plan.launches[0].kernel];
+        cr_expect(k->family == FA_CUDA_FWD_WGMMA && k->d == 64 && k->dtype == rows[i].dtype &&
+                      k->p1 == (rows[i].k128 ? 128u : 0u),
+                  "row %zu: %s", i, k->name);
+    }
     /* without the sm_90a image: mma.sync */
     fa_cuda_caps no_wgmma = SM90;
     no_wgmma.wgmma_fwd = false;
@@ -861,6 +885,10 @@ Test(cuda_plan, window_and_softcap_choices)
                         pb.softcap = v & 2;
                         fa_cuda_plan_forward(&caps, &pb, &plan);
                         check_plan(where, &caps, &pb, &plan, false);
+                        /* but a window keeps bf16 at head dim 64 on 64-key tiles */
+                        if (pb.window &&
+                            plain.launches[0].kernel == FA_CUDA_K_FWD_WGMMA_K128_BF16_D64)
+                            plain.launches[0].kernel = FA_CUDA_K_FWD_WGMMA_BF16_D64;
                         cr_expect(same_plan(&plan, &plain), "forward %s", where);
                         pb.window = pb.softcap = false;
                         fa_cuda_plan_backward(&caps, &pb, &plain);
@@ -880,7 +908,7 @@ Test(cuda_plan, window_and_softcap_choices)
      * without the sm_90a image the mma.sync forward and v4 */
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 128, false, false, true, false, NULL),
                  FA_CUDA_K_FWD_WGMMA_F16_D128);
-    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_BF16, 64, false, false, false, true, NULL),
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_BF16, 64, false, false, true, true, NULL),
                  FA_CUDA_K_FWD_WGMMA_BF16_D64);
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 128, true, false, true, true, &second),
                  FA_CUDA_K_BWD_WGMMA_F16_D128);
@@ -1321,6 +1349,10 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     fa_cuda_plan plan;
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
                     mark_chosen(&plan, chosen);
+                    pb.seq_q = pb.seq_k = 512; /* bf16 at 64: 64-key tiles for short rows */
+                    fa_cuda_plan_forward(&archs[a], &pb, &plan);
+                    mark_chosen(&plan, chosen);
+                    pb.seq_q = 1000, pb.seq_k = 1500;
                     pb.softcap = pb.softcap_fold = true; /* the folded softcap's kernels */
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
                     mark_chosen(&plan, chosen);

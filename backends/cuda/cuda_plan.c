@@ -268,6 +268,21 @@ static void add_wgmma_forward(fa_cuda_plan *plan, const fa_cuda_caps *caps,
     add(plan, kernel, gx, gy, gz, FA_FWD_WGMMA_THREADS_D(d), smem, what);
 }
 
+/* bf16 at head dim 64: the 128-key kernel (with three computing warpgroups its masked tiles run
+ * in halves) where a query row sees FA_FWD_WGMMA_K128_KEYS keys or more on average, else 64-key
+ * tiles. On an H100, 128 keys gained 5 % at N=1k, 11-19 % at 2k-16k, 2 % at 2k causal, and lost
+ * 6 % at N=512, 18 % at 512 causal (docs/PERF.md). A window's width is not known here: 64. */
+static bool wgmma_long_rows(const fa_cuda_problem *pb, uint32_t d)
+{
+    if (pb->dtype != FA_DTYPE_BF16 || d != 64 || pb->window)
+        return false;
+    /* causal: the rows see seq_k - seq_q + 1 to seq_k keys (seq_q <= seq_k), half of seq_q less
+     * than seq_k on average */
+    const int64_t shorter = pb->seq_q < pb->seq_k ? pb->seq_q : pb->seq_k;
+    const int64_t seen = pb->causal ? pb->seq_k - shorter / 2 : pb->seq_k;
+    return seen >= FA_FWD_WGMMA_K128_KEYS;
+}
+
 /* FP8 (e4m3): the wgmma forward's E4M3 row; nothing for a packed batch (the runtime runs it
  * sequence by sequence) or a call fa_cuda_fp8_takes refuses. */
 static void plan_fp8(const fa_cuda_caps *caps, const fa_cuda_problem *pb, fa_cuda_plan *plan)
@@ -323,7 +338,8 @@ void fa_cuda_plan_forward(const fa_cuda_caps *caps, const fa_cuda_problem *pb, f
      * rows where the catalogue has one, else nothing */
     if (fast && caps->wgmma_fwd && d >= 64 && row_exists(wg_family, pb->dtype, wg_d, 0) &&
         (int)wg_smem <= caps->smem_optin) {
-        add_wgmma_forward(plan, caps, pb, find(wg_family, pb->dtype, wg_d, 0), wg_d, wg_smem,
+        const uint32_t bk = wg_family == FA_CUDA_FWD_WGMMA && wgmma_long_rows(pb, wg_d) ? 128 : 0;
+        add_wgmma_forward(plan, caps, pb, find(wg_family, pb->dtype, wg_d, bk), wg_d, wg_smem,
                           "launching the Hopper (wgmma) forward");
     } else if (pb->varlen && !(fast && row_exists(FA_CUDA_FWD_MMA_VARLEN, pb->dtype, d, bq)))
         return;

@@ -390,11 +390,10 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_DYN_L2
 #define FA_FWD_WGMMA_DYN_L2 (16 << 20)
 #endif
-/* FA_FWD_WGMMA_Q_WITH_K0 (off: prepared in the fortieth session, not run on a GPU): the 16-bit
- * loader waits for an item's Q together with its first K tile instead of for Q alone first, one
- * copy's latency less at each item's start (short sequences: a few key tiles an item). */
-#ifndef FA_FWD_WGMMA_Q_WITH_K0
-#define FA_FWD_WGMMA_Q_WITH_K0 0
+/* bf16 at head dim 64: the 128-key kernel where a query row sees this many keys or more on
+ * average (the host's choice, cuda_plan.c) */
+#ifndef FA_FWD_WGMMA_K128_KEYS
+#define FA_FWD_WGMMA_K128_KEYS 1024
 #endif
 /* whether a call (causal or not) at head dim d gets the persistent grid */
 #define FA_FWD_WGMMA_PERSISTENT_CALL(d, causal)                                                    \

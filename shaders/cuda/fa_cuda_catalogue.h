@@ -16,7 +16,8 @@
  *
  * Families (geometry in shaders/cuda/fa_cuda_abi.h):
  *   FWD_MMA       tensor-core forward (mma.sync), P1 query rows per block
- *   FWD_WGMMA     Hopper forward (wgmma, sm_90a only)
+ *   FWD_WGMMA     Hopper forward (wgmma, sm_90a only), P1 a key tile other than
+ *                 fa_fwdw_bk's (bf16 at 64: 128 keys for long rows, cuda_plan.c)
  *   FWD_WGMMA_SOFTCAP  the same for a softcap alone, folded into the exponent (the host's
  *                 fa_cuda_problem.softcap_fold)
  *   FWD_MMA_VARLEN, FWD_WGMMA_VARLEN, BWD_V4_VARLEN, BWD_WGMMA_VARLEN  the same kernels over
@@ -218,6 +219,7 @@
     X(FWD_WGMMA_F16_D64, fa_fwd_wgmma_f16_d64, FWD_WGMMA, F16, 64, 0, 0)                           \
     X(FWD_WGMMA_F16_D128, fa_fwd_wgmma_f16_d128, FWD_WGMMA, F16, 128, 0, 0)                        \
     X(FWD_WGMMA_BF16_D64, fa_fwd_wgmma_bf16_d64, FWD_WGMMA, BF16, 64, 0, 0)                        \
+    X(FWD_WGMMA_K128_BF16_D64, fa_fwd_wgmma_k128_bf16_d64, FWD_WGMMA, BF16, 64, 128, 0)            \
     X(FWD_WGMMA_BF16_D128, fa_fwd_wgmma_bf16_d128, FWD_WGMMA, BF16, 128, 0, 0)                     \
     X(FWD_WGMMA_F16_D256, fa_fwd_wgmma_f16_d256, FWD_WGMMA, F16, 256, 0, 0)                        \
     X(FWD_WGMMA_BF16_D256, fa_fwd_wgmma_bf16_d256, FWD_WGMMA, BF16, 256, 0, 0)                     \

@@ -162,17 +162,13 @@ __device__ __forceinline__ void fa_fwdw_store_o(const fa_cuda_params &p, const f
 }
 
 // The key tile of the kernel for T at head dim D (PLAIN: neither the softcap's nor the packed
-// batches' kernel): FA_FWD_WGMMA_BK, except 64 with three computing warpgroups but for plain
-// f16 (and plain bf16 with FA_FWD_WGMMA_WG3_BF16_BK128, whose masked tiles then run in halves:
-// HALF below), since at 128 keys the others overflow their 160 registers (bf16's masked tiles'
-// remainders of P: 1,108 bytes of spills; the softcap's fold: 56; the packed batches' bound
-// parameters: 44).
-#ifndef FA_FWD_WGMMA_WG3_BF16_BK128
-#define FA_FWD_WGMMA_WG3_BF16_BK128 0
-#endif
+// batches' kernel): FA_FWD_WGMMA_BK, except 64 with three computing warpgroups but for plain f16,
+// since at 128 keys the others overflow their 160 registers (bf16's masked tiles' remainders of
+// P: 1,108 bytes of spills; the softcap's fold: 56; the packed batches' bound parameters: 44).
+// Plain bf16 has a 128-key twin too (the catalogue's k128 row), whose masked tiles run in halves
+// (HALF below); the host takes it for long rows only (cuda_plan.c).
 template <typename T, int D, bool PLAIN>
-constexpr int fa_fwdw_bk = FA_FWD_WGMMA_NC(D) == 3 && !(PLAIN && (std::is_same<T, __half>::value ||
-                                                                  FA_FWD_WGMMA_WG3_BF16_BK128))
+constexpr int fa_fwdw_bk = FA_FWD_WGMMA_NC(D) == 3 && !(PLAIN && std::is_same<T, __half>::value)
                                ? 64
                                : FA_FWD_WGMMA_BK(D);
 
@@ -322,7 +318,6 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 
     if (wg == 0) { // the loader
         fa_setmaxnreg_dec<LOAD_REGS>();
-        constexpr bool Q_WITH_K0 = FA_FWD_WGMMA_Q_WITH_K0 && !FP8;
         int g = 0; // key tiles of the earlier items: the ring's position
         // the loader's item k: its turn in the grid's order, or (dyn) the counter's next, which
         // thread 0 takes and the loader's warps share (named barrier 7)
@@ -354,13 +349,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                                 wt);
             fa_cp_async_commit();
             // The copies must have landed, and be ordered before wgmma's async-proxy reads, before
-            // the barrier releases them. (Q_WITH_K0: Q's copies fly with K(0)'s, both waited for
-            // at the tile loop's first wait, instead of one copy's latency after the other.)
-            if constexpr (!Q_WITH_K0) {
-                fa_cp_async_wait<0>();
-                fa_fence_proxy_async();
-                fa_mbar_arrive(bar_q + 8 * (k % NQ));
-            }
+            // the barrier releases them.
+            fa_cp_async_wait<0>();
+            fa_fence_proxy_async();
+            fa_mbar_arrive(bar_q + 8 * (k % NQ));
             // K of tile it is needed by step it's S and free once that S is done; V only by step
             // it + 1's P V. So iteration it copies K(it) once S(it - ST) is done and V(it) once P V
             // of tile it - ST is, and K(it) and V(it - 1) are released together: copies that one
@@ -380,8 +372,6 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     }
                     fa_cp_async_wait<0>();
                     fa_fence_proxy_async();
-                    if (Q_WITH_K0 && it == 0)
-                        fa_mbar_arrive(bar_q + 8 * (k % NQ));
                     if (it < ntiles)
                         fa_mbar_arrive(bar_full_k + 8 * s);
                     if (it > 0)
@@ -483,11 +473,11 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // where C < 1024, so that C - m keeps the LSE's precision.
         const bool fold = FOLD && cap && !p.has_alibi && !p.bias_dtype && p.softcap_log2 < 1024.f;
         constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
-        // HALF (bf16 at 128-key tiles with three computing warpgroups,
-        // FA_FWD_WGMMA_WG3_BF16_BK128): masked tiles, whose P goes in with its remainder
-        // P - bf16(P), run as two halves of 64 keys (half_tiles), a half's P in ph's first four
-        // quads and its remainder in the last four, so that the registers are a whole tile's as
-        // for f16; the last tile always so, so that the item's last product is always a half's.
+        // HALF (bf16 at 128-key tiles with three computing warpgroups, the k128 kernel): masked
+        // tiles, whose P goes in with its remainder P - bf16(P), run as two halves of 64 keys
+        // (half_tiles), a half's P in ph's first four quads and its remainder in the last four,
+        // so that the registers are a whole tile's as for f16; the last tile always so, so that
+        // the item's last product is always a half's.
         constexpr bool HALF = BF16 && NC == 3 && BK == 128;
 
         float o[D / 2];

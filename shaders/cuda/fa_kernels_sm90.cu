@@ -11,11 +11,12 @@
 #define FA_T_BF16 __nv_bfloat16
 #define FA_T_E4M3 fa_e4m3
 
+// P1: a key tile other than fa_fwdw_bk's (0: that one).
 #define FA_INSTANTIATE_FWD_WGMMA(name, T, D, P1, P2)                                               \
     extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS_D(D), 1)                     \
         name(const __grid_constant__ fa_cuda_params p)                                             \
     {                                                                                              \
-        fa_fwd_wgmma<T, D, fa_fwdw_bk<T, D, true>, FA_FWD_WGMMA_PERSISTENT(D)>(p);                 \
+        fa_fwd_wgmma<T, D, (P1) ? (P1) : fa_fwdw_bk<T, D, true>, FA_FWD_WGMMA_PERSISTENT(D)>(p);   \
     }
 // The same body for a softcap alone, folded into the exponent (the host checks the call).
 #define FA_INSTANTIATE_FWD_WGMMA_SOFTCAP(name, T, D, P1, P2)                                       \

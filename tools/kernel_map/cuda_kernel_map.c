@@ -151,12 +151,15 @@ int main(void)
         "`cuda_kernel_map_current` fails when it is stale.\n\n"
         "Columns: compute capability and the shared memory a block may opt in to (and, for the\n"
         "decoding table, the multiprocessors: 108, 84, 132, 132). The tables show\n"
-        "f16 with 16-byte aligned rows; bf16 takes the same kernels in bf16. f32 inputs (but for\n"
-        "the forward, which has its own table), unaligned views and\n"
+        "f16 with 16-byte aligned rows; bf16 takes the same kernels in bf16, but that the wgmma\n"
+        "forward at head dims 40-64 takes `fa_fwd_wgmma_k128_bf16_d64` (128-key tiles) where a\n"
+        "query row sees %d keys or more on average and no window bounds it. f32 inputs (but\n"
+        "for the forward, which has its own table), unaligned views and\n"
         "`FA_CUDA_KERNELS=general` take the CUDA-core kernels (`fa_*_gen_*`). Every\n"
         "backward starts with `fa_bwd_delta_<dtype>` (left out below). Knobs (`FA_CUDA_*`, "
         "README)\n"
-        "change some choices; the defaults are shown.\n");
+        "change some choices; the defaults are shown.\n",
+        FA_FWD_WGMMA_K128_KEYS);
     table("Forward", cols, 4, FA_DTYPE_F16, false, false);
     table("Forward, f32", cols, 4, FA_DTYPE_F32, false, false);
     table("Forward, FP8 (e4m3: head dims that are multiples of 16; an empty cell is "
