@@ -360,6 +360,13 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_PINGPONG
 #define FA_FWD_WGMMA_PINGPONG 1
 #endif
+/* FA_FWD_WGMMA_RING_ITEMS (off: prepared in the forty-first session, not run on a GPU): the
+ * pingpong ring runs on across a block's items instead of starting again at each, so that the
+ * first computing warpgroup's next item starts while the last one's product and epilogue finish
+ * (short rows: a few key tiles an item) */
+#ifndef FA_FWD_WGMMA_RING_ITEMS
+#define FA_FWD_WGMMA_RING_ITEMS 0
+#endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128
 #endif

@@ -414,6 +414,18 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         fa_mbar_wait(bar_q + 8 * (k % NQ), (k / NQ) & 1);
         return *(volatile int *)&item_slot[k % NQ][0] < 0 ? items : k;
     };
+    // Pingpong (FA_FWD_WGMMA_PINGPONG): the computing warpgroups take turns in a ring to issue
+    // their wgmma, so that the others' softmax (exp2 on the SFU) runs while one's products hold
+    // the tensor cores. Warpgroup cw's turn waits on named barrier TURN + cw, which the one before
+    // it in the ring arrives at when its turn is issued; the last warpgroup gives the first turn
+    // and skips its last arrive, so every arrive meets a wait. (Barriers 1..NC are the
+    // epilogue's.) RING (FA_FWD_WGMMA_RING_ITEMS): one ring over all of the block's items, so
+    // that the first warpgroup's next item starts while the last one's product and epilogue
+    // finish; its last arrive is then taken by the first warpgroup after the last item.
+    constexpr int TURN = 1 + NC;
+    constexpr bool RING = FA_FWD_WGMMA_PINGPONG && FA_FWD_WGMMA_RING_ITEMS;
+    if (RING && cw == NC - 1)
+        fa_named_arrive(TURN, 256);
 #pragma unroll 1
     for (int k = 0, item = 0; (item = given(k)) < items; k++) {
         int qt, h, b, t0, ntiles;
@@ -690,20 +702,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 }
             softmax_as(it, 0, WB{}, mask_c, std::false_type{});
         };
-        // Pingpong (FA_FWD_WGMMA_PINGPONG): the computing warpgroups take turns in a ring to issue
-        // their wgmma, so that the others' softmax (exp2 on the SFU) runs while one's products
-        // hold the tensor cores. Warpgroup cw's turn waits on named barrier TURN + cw, which the
-        // one before it in the ring arrives at when its turn is issued; the last warpgroup gives
-        // the first turn and skips its last arrive, so every arrive meets a wait. (Barriers 1..NC
-        // are the epilogue's.)
-        constexpr int TURN = 1 + NC;
         auto turn_begin = [&]() {
             if constexpr (FA_FWD_WGMMA_PINGPONG)
                 fa_named_barrier(TURN + cw, 256);
         };
         auto turn_end = [&](bool last) {
             if constexpr (FA_FWD_WGMMA_PINGPONG)
-                if (!(last && cw == NC - 1)) // (1 - cw at two: the modulo's code spilled)
+                if (RING || !(last && cw == NC - 1)) // (1 - cw at two: the modulo's spilled)
                     fa_named_arrive(TURN + (NC == 2 ? 1 - cw : (cw + 1) % NC), 256);
         };
         // Step `it`: S of tile it and O += P V of tile it - 1 in one turn, then (while the other
@@ -862,12 +867,12 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         fa_mbar_wait(bar_q + 8 * (k % NQ), (k / NQ) & 1);
         if constexpr (HALF) {
             if (ntiles > 0) {
-                if (FA_FWD_WGMMA_PINGPONG && cw == NC - 1)
+                if (FA_FWD_WGMMA_PINGPONG && !RING && cw == NC - 1)
                     fa_named_arrive(TURN, 256);
                 half_tiles(lead, full);
             }
         } else if (ntiles > 0) {
-            if (FA_FWD_WGMMA_PINGPONG && cw == NC - 1)
+            if (FA_FWD_WGMMA_PINGPONG && !RING && cw == NC - 1)
                 fa_named_arrive(TURN, 256);
             fa_mbar_wait(bar_full_k + 8 * (g % ST), (g / ST) & 1);
             turn_begin();
@@ -966,4 +971,6 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         if constexpr (PERSIST) // this warpgroup's rows of the Q buffer are read: it may refill
             fa_mbar_arrive(bar_q_empty + 8 * (k % NQ));
     }
+    if (RING && cw == 0)
+        fa_named_barrier(TURN, 256);
 }
