@@ -367,6 +367,13 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_RING_ITEMS
 #define FA_FWD_WGMMA_RING_ITEMS 0
 #endif
+/* FA_FWD_WGMMA_OVERLAP (off: prepared in the forty-first session, not run on a GPU): a
+ * computing warpgroup's softmax of tile it runs while its own O += P V of tile it - 1 is still in
+ * flight (S and the product committed apart, wgmma.wait_group 1), O's rescale and P's fragments
+ * after (FlashAttention-3's intra-warpgroup overlap) */
+#ifndef FA_FWD_WGMMA_OVERLAP
+#define FA_FWD_WGMMA_OVERLAP 0
+#endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128
 #endif

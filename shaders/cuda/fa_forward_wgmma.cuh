@@ -491,6 +491,11 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // so that the registers are a whole tile's as for f16; the last tile always so, so that
         // the item's last product is always a half's.
         constexpr bool HALF = BF16 && NC == 3 && BK == 128;
+        // OVERLAP's registers (P kept as f32 in S's while the product before reads its
+        // fragments) fit two computing warpgroups' but not three's (f16 at head dim 64: 184
+        // bytes of spills), nor bf16's with the remainders of its masked tiles (40-88 bytes,
+        // even with only its unmasked steps overlapped)
+        constexpr bool OVERLAP = FA_FWD_WGMMA_OVERLAP && NC == 2 && !BF16;
 
         float o[D / 2];
 #pragma unroll
@@ -539,12 +544,39 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     }
             }
         };
+        // P of keys 8 n + t2, + 1 of row row_lo + 8 r into ph (bf16 on masked tiles: and the
+        // remainder P - bf16(P))
+        auto pack_p = [&](int n, int r, float p0, float p1, auto mask_c) {
+            if constexpr (FP8) { // keys 8 n + t2, + 1: bytes 2 (n & 1), + 1 of the fragment
+                // register of rows r and key half (n & 2) / 2
+                unsigned &f = ph[n / 4][r + (n & 2)];
+                const unsigned e = fa_e4m3x2(p0, p1);
+                f = n & 1 ? __byte_perm(f, e, 0x5410) : e;
+            } else {
+                const unsigned hi = fa_pack2<T>(p0, p1);
+                ph[n / 2][(n & 1) * 2 + r] = hi;
+                if constexpr (BF16 && decltype(mask_c)::value) { // (HALF: in ph's second half)
+                    const unsigned lo = fa_pack2<T>(p0 - __uint_as_float(hi << 16),
+                                                    p1 - __uint_as_float(hi & 0xffff0000u));
+                    if constexpr (HALF)
+                        ph[BK / 32 + n / 2][(n & 1) * 2 + r] = lo;
+                    else
+                        pl[n / 2][(n & 1) * 2 + r] = lo;
+                }
+            }
+        };
+        // OVERLAP's deferred work: O's rescale (alpha_o, where rescale_o) and P's fragments
+        float alpha_o[2] = {1.f, 1.f};
+        bool rescale_o = false;
         // Mask, online softmax and P of tile `it` from sc (O is not in flight here); fold_c: the
-        // softcap folded (a code path of its own, so that the others' code stays as it was).
-        auto softmax_as = [&](int it, int koff, auto w_c, auto mask_c, auto fold_c) {
+        // softcap folded (a code path of its own, so that the others' code stays as it was);
+        // defer_c (OVERLAP, while O += P V of the tile before is in flight): P stays in sc as
+        // f32, and O's rescale and P's fragments wait for finish_p.
+        auto softmax_as = [&](int it, int koff, auto w_c, auto mask_c, auto fold_c, auto defer_c) {
             constexpr int W = decltype(w_c)::value; // keys from koff: the tile, or half of it
             constexpr bool mask = decltype(mask_c)::value;
             constexpr bool fold_s = decltype(fold_c)::value;
+            constexpr bool defer = decltype(defer_c)::value;
             const int k0 = (t0 + it) * BK + koff;
             // S in units of cs, plus c0: c and 0, or folded -2 C and C
             const float cs = fold_s ? -2.f * p.softcap_log2 : c;
@@ -632,6 +664,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 grow |= tm[r] > m[r] + SLACK;
             }
             // the lagging max of fa_forward_mma.cuh (FA_FWD_RESCALE_SLACK; FP8: none)
+            if constexpr (defer)
+                rescale_o = false;
             if (__any_sync(0xffffffffu, grow)) {
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
@@ -639,10 +673,15 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     const float alpha = fa_exp2(m[r] - (m_new == -INFINITY ? 0.f : m_new));
                     m[r] = m_new;
                     l[r] *= alpha;
+                    if constexpr (defer) {
+                        alpha_o[r] = alpha;
+                        rescale_o = true;
+                    } else {
 #pragma unroll
-                    for (int n = 0; n < D / 8; n++) {
-                        o[4 * n + 2 * r] *= alpha;
-                        o[4 * n + 2 * r + 1] *= alpha;
+                        for (int n = 0; n < D / 8; n++) {
+                            o[4 * n + 2 * r] *= alpha;
+                            o[4 * n + 2 * r + 1] *= alpha;
+                        }
                     }
                 }
             }
@@ -662,23 +701,11 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                         const float p0 = fa_exp2(arg(sc[4 * n + 2 * r], r));
                         const float p1 = fa_exp2(arg(sc[4 * n + 2 * r + 1], r));
                         sum[r] += p0 + p1;
-                        if constexpr (FP8) { // keys 8 n + t2, + 1: bytes 2 (n & 1), + 1 of the
-                            // fragment register of rows r and key half (n & 2) / 2
-                            unsigned &f = ph[n / 4][r + (n & 2)];
-                            const unsigned e = fa_e4m3x2(p0, p1);
-                            f = n & 1 ? __byte_perm(f, e, 0x5410) : e;
+                        if constexpr (defer) {
+                            sc[4 * n + 2 * r] = p0;
+                            sc[4 * n + 2 * r + 1] = p1;
                         } else {
-                            const unsigned hi = fa_pack2<T>(p0, p1);
-                            ph[n / 2][(n & 1) * 2 + r] = hi;
-                            if constexpr (BF16 && mask) { // (HALF: a half's in ph's second half)
-                                const unsigned lo =
-                                    fa_pack2<T>(p0 - __uint_as_float(hi << 16),
-                                                p1 - __uint_as_float(hi & 0xffff0000u));
-                                if constexpr (HALF)
-                                    ph[BK / 32 + n / 2][(n & 1) * 2 + r] = lo;
-                                else
-                                    pl[n / 2][(n & 1) * 2 + r] = lo;
-                            }
+                            pack_p(n, r, p0, p1, mask_c);
                         }
                     }
             };
@@ -694,13 +721,31 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             l[1] += sum[1];
         };
         using WB = std::integral_constant<int, BK>;
-        auto softmax = [&](int it, auto mask_c) {
+        using Now = std::false_type;
+        auto softmax = [&](int it, auto mask_c, auto defer_c) {
             if constexpr (FOLD && !decltype(mask_c)::value)
                 if (fold) {
-                    softmax_as(it, 0, WB{}, mask_c, std::true_type{});
+                    softmax_as(it, 0, WB{}, mask_c, std::true_type{}, defer_c);
                     return;
                 }
-            softmax_as(it, 0, WB{}, mask_c, std::false_type{});
+            softmax_as(it, 0, WB{}, mask_c, std::false_type{}, defer_c);
+        };
+        // the deferred softmax's end, once O += P V of the tile before has completed
+        auto finish_p = [&](auto mask_c) {
+            if (rescale_o) {
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+#pragma unroll
+                    for (int n = 0; n < D / 8; n++) {
+                        o[4 * n + 2 * r] *= alpha_o[r];
+                        o[4 * n + 2 * r + 1] *= alpha_o[r];
+                    }
+            }
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+                    pack_p(n, r, sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1], mask_c);
         };
         auto turn_begin = [&]() {
             if constexpr (FA_FWD_WGMMA_PINGPONG)
@@ -714,6 +759,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // Step `it`: S of tile it and O += P V of tile it - 1 in one turn, then (while the other
         // warpgroup's turn runs) K of tile it and V of tile it - 1 go back to the loader and tile
         // it's softmax runs.
+        // OVERLAP (FA_FWD_WGMMA_OVERLAP): S and O += P V committed apart, the softmax run once S
+        // has landed while the product is still in flight, O's rescale and P's fragments after.
         auto step = [&](int it, auto lo_c, auto mask_c) {
             fa_mbar_wait(bar_full_k + 8 * ((g + it) % ST), ((g + it) / ST) & 1);
             fa_mbar_wait(bar_full_v + 8 * ((g + it - 1) % ST), ((g + it - 1) / ST) & 1);
@@ -723,15 +770,29 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             turn_begin();
             fa_wgmma_fence();
             issue_s(it);
+            if constexpr (OVERLAP)
+                fa_wgmma_commit();
             issue_pv(it - 1, lo_c);
             fa_wgmma_commit();
             turn_end(false);
-            fa_wgmma_wait<0>();
-            fa_wgmma_hold(sc);
-            fa_wgmma_hold(o);
-            fa_mbar_arrive(bar_empty_k + 8 * ((g + it) % ST));
-            fa_mbar_arrive(bar_empty_v + 8 * ((g + it - 1) % ST));
-            softmax(it, mask_c);
+            if constexpr (OVERLAP) {
+                fa_wgmma_wait<1>();
+                fa_wgmma_hold(sc);
+                fa_mbar_arrive(bar_empty_k + 8 * ((g + it) % ST));
+                softmax(it, mask_c, std::true_type{});
+                fa_wgmma_wait<0>();
+                fa_wgmma_hold(o);
+                fa_wgmma_hold_u(ph);
+                fa_mbar_arrive(bar_empty_v + 8 * ((g + it - 1) % ST));
+                finish_p(mask_c);
+            } else {
+                fa_wgmma_wait<0>();
+                fa_wgmma_hold(sc);
+                fa_wgmma_hold(o);
+                fa_mbar_arrive(bar_empty_k + 8 * ((g + it) % ST));
+                fa_mbar_arrive(bar_empty_v + 8 * ((g + it - 1) % ST));
+                softmax(it, mask_c, Now{});
+            }
         };
 
         // HALF's tiles: S of half h of tile it (64 keys), and the products of P V owed: a whole
@@ -804,7 +865,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     fa_mbar_arrive(bar_empty_k + 8 * ((g + it) % ST));
                     if (owes)
                         fa_mbar_arrive(bar_empty_v + 8 * ((g + it - 1) % ST));
-                    softmax_as(it, 0, WB{}, std::false_type{}, std::false_type{});
+                    softmax_as(it, 0, WB{}, std::false_type{}, std::false_type{}, Now{});
                 };
                 auto halved_tile = [&](int it, auto owed_c) {
                     constexpr bool owes = decltype(owed_c)::value != None::value;
@@ -815,7 +876,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     fa_wgmma_hold(s2);
                     if (owes)
                         fa_mbar_arrive(bar_empty_v + 8 * ((g + it - 1) % ST));
-                    softmax_as(it, 0, W64{}, std::true_type{}, std::false_type{});
+                    softmax_as(it, 0, W64{}, std::true_type{}, std::false_type{}, Now{});
                     wait_v(it); // the first half's product now, with the second half's S
                     fa_wgmma_hold_u(ph);
                     fa_wgmma_hold(o);
@@ -830,7 +891,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     fa_wgmma_hold(s2);
                     fa_wgmma_hold(o);
                     fa_mbar_arrive(bar_empty_k + 8 * ((g + it) % ST));
-                    softmax_as(it, BK / 2, W64{}, std::true_type{}, std::false_type{});
+                    softmax_as(it, BK / 2, W64{}, std::true_type{}, std::false_type{}, Now{});
                 };
                 // masked [0, lead), whole [lead, fullh), masked [fullh, ntiles): the last tile
                 // halved
@@ -884,9 +945,9 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             fa_wgmma_hold(sc);
             fa_mbar_arrive(bar_empty_k + 8 * (g % ST));
             if (lead == 0 && full > 0)
-                softmax(0, std::false_type{});
+                softmax(0, std::false_type{}, Now{});
             else
-                softmax(0, std::true_type{});
+                softmax(0, std::true_type{}, Now{});
             using F = std::false_type;
             using M = std::true_type;
             using Lo = std::integral_constant<bool, BF16>; // the previous tile was masked
