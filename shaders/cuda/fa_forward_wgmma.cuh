@@ -493,9 +493,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         constexpr bool HALF = BF16 && NC == 3 && BK == 128;
         // OVERLAP's registers (P kept as f32 in S's while the product before reads its
         // fragments) fit two computing warpgroups' but not three's (f16 at head dim 64: 184
-        // bytes of spills), nor bf16's with the remainders of its masked tiles (40-88 bytes,
-        // even with only its unmasked steps overlapped)
+        // bytes of spills); bf16 (OVERLAP_BF16) on its unmasked steps alone (with the
+        // remainders of its masked tiles: 40-88 bytes) and not in the softcap's kernels (8-40)
         constexpr bool OVERLAP = FA_FWD_WGMMA_OVERLAP && NC == 2 && !BF16;
+        constexpr bool OVERLAP_BF16 = FA_FWD_WGMMA_OVERLAP && NC == 2 && BF16 && !FOLD;
 
         float o[D / 2];
 #pragma unroll
@@ -762,20 +763,23 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // OVERLAP (FA_FWD_WGMMA_OVERLAP): S and O += P V committed apart, the softmax run once S
         // has landed while the product is still in flight, O's rescale and P's fragments after.
         auto step = [&](int it, auto lo_c, auto mask_c) {
+            constexpr bool OV =
+                OVERLAP || (OVERLAP_BF16 && !decltype(lo_c)::value && !decltype(mask_c)::value);
             fa_mbar_wait(bar_full_k + 8 * ((g + it) % ST), ((g + it) / ST) & 1);
             fa_mbar_wait(bar_full_v + 8 * ((g + it - 1) % ST), ((g + it - 1) / ST) & 1);
             fa_wgmma_hold(o);
             fa_wgmma_hold_u(ph);
-            fa_wgmma_hold_u(pl);
+            if constexpr (!(OV && BF16)) // (bf16's unmasked steps neither read nor write it)
+                fa_wgmma_hold_u(pl);
             turn_begin();
             fa_wgmma_fence();
             issue_s(it);
-            if constexpr (OVERLAP)
+            if constexpr (OV)
                 fa_wgmma_commit();
             issue_pv(it - 1, lo_c);
             fa_wgmma_commit();
             turn_end(false);
-            if constexpr (OVERLAP) {
+            if constexpr (OV) {
                 fa_wgmma_wait<1>();
                 fa_wgmma_hold(sc);
                 fa_mbar_arrive(bar_empty_k + 8 * ((g + it) % ST));
@@ -958,18 +962,36 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 step(it, Lo{}, M{});
             if (it < full && lead > 0) // it == lead
                 step(it++, Lo{}, F{});
-            for (; it < full; it++)
-                step(it, F{}, F{});
-            if (it < ntiles && it == full && full > lead)
-                step(it++, F{}, M{});
-            for (; it < ntiles; it++)
-                step(it, Lo{}, M{});
-            // The last tile's O += P V. For bf16 with the remainder, which is 0 if that tile is not
-            // masked: two wgmma paths chosen at run time would make ptxas serialise every wgmma.
-            if (BF16 && ntiles - 1 >= lead && ntiles - 1 < full)
+            // The last tile's O += P V is for bf16 with the remainder, which is 0 if that tile is
+            // not masked: two wgmma paths chosen at run time would make ptxas serialise every
+            // wgmma.
+            auto no_remainder = [&]() {
 #pragma unroll
                 for (int k2 = 0; k2 < (BF16 ? BK / 16 : 1); k2++)
                     pl[k2][0] = pl[k2][1] = pl[k2][2] = pl[k2][3] = 0u;
+            };
+            if constexpr (OVERLAP_BF16) { // the same order, in a form that shows the compiler
+                // that no remainder lives through the unmasked steps
+                if (full > lead) {
+                    for (; it < full; it++)
+                        step(it, F{}, F{});
+                    if (it < ntiles)
+                        step(it++, F{}, M{});
+                    else
+                        no_remainder();
+                }
+                for (; it < ntiles; it++)
+                    step(it, Lo{}, M{});
+            } else {
+                for (; it < full; it++)
+                    step(it, F{}, F{});
+                if (it < ntiles && it == full && full > lead)
+                    step(it++, F{}, M{});
+                for (; it < ntiles; it++)
+                    step(it, Lo{}, M{});
+                if (BF16 && ntiles - 1 >= lead && ntiles - 1 < full)
+                    no_remainder();
+            }
             fa_mbar_wait(bar_full_v + 8 * ((g + ntiles - 1) % ST), ((g + ntiles - 1) / ST) & 1);
             fa_wgmma_hold(o);
             fa_wgmma_hold_u(ph);
