@@ -492,11 +492,12 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // the item's last product is always a half's.
         constexpr bool HALF = BF16 && NC == 3 && BK == 128;
         // OVERLAP's registers (P kept as f32 in S's while the product before reads its
-        // fragments) fit two computing warpgroups' but not three's (f16 at head dim 64: 184
-        // bytes of spills); bf16 (OVERLAP_BF16) on its unmasked steps alone (with the
-        // remainders of its masked tiles: 40-88 bytes) and not in the softcap's kernels (8-40)
-        constexpr bool OVERLAP = FA_FWD_WGMMA_OVERLAP && NC == 2 && !BF16;
-        constexpr bool OVERLAP_BF16 = FA_FWD_WGMMA_OVERLAP && NC == 2 && BF16 && !FOLD;
+        // fragments) fit two computing warpgroups' 240, and three's 160 on 64-key tiles only
+        // (f16's 128: 184 bytes of spills); bf16 (OVERLAP_BF16) on its unmasked steps alone
+        // (with the remainders of its masked tiles: 40-88 bytes), not in the softcap's kernels
+        constexpr bool OV_REGS = NC == 2 || BK == 64;
+        constexpr bool OVERLAP = FA_FWD_WGMMA_OVERLAP && OV_REGS && !BF16;
+        constexpr bool OVERLAP_BF16 = FA_FWD_WGMMA_OVERLAP && OV_REGS && BF16 && !FOLD;
 
         float o[D / 2];
 #pragma unroll
