@@ -908,6 +908,8 @@ Test(cuda_plan, window_and_softcap_choices)
      * without the sm_90a image the mma.sync forward and v4 */
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 128, false, false, true, false, NULL),
                  FA_CUDA_K_FWD_WGMMA_F16_D128);
+    cr_expect_eq(variant_kernel(SM90, FA_DTYPE_BF16, 64, false, false, false, true, NULL),
+                 FA_CUDA_K_FWD_WGMMA_K128_BF16_D64);
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_BF16, 64, false, false, true, true, NULL),
                  FA_CUDA_K_FWD_WGMMA_BF16_D64);
     cr_expect_eq(variant_kernel(SM90, FA_DTYPE_F16, 128, true, false, true, true, &second),
