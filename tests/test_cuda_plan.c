@@ -431,23 +431,33 @@ Test(cuda_plan, forward_choices)
     many.head_dim = 256;
     fa_cuda_plan_forward(&h200, &many, &plan_many);
     cr_expect(plan_many.launches[0].grid[0] == 8 && plan_many.launches[0].grid[2] == 3);
-    /* bf16 at head dim 64: the 128-key kernel where a query row sees
-     * FA_FWD_WGMMA_K128_KEYS keys or more on average, else 64; f16 has one kernel */
+    /* bf16 at head dim 64: the 128-key kernel where the middle query row sees
+     * FA_FWD_WGMMA_K128_KEYS keys or more, else 64; f16 has one kernel. (left, right: a
+     * window's bounds, -1 none; both -1: no window) */
     struct {
         fa_dtype dtype;
         int64_t seq_q, seq_k;
-        bool causal, window, k128;
-    } rows[] = {{FA_DTYPE_BF16, 1024, 1024, false, false, true},
-                {FA_DTYPE_BF16, 512, 512, false, false, false},
-                {FA_DTYPE_BF16, 2048, 2048, true, false, true},
-                {FA_DTYPE_BF16, 1024, 1024, true, false, false},
-                {FA_DTYPE_BF16, 64, 2048, true, false, true},
-                {FA_DTYPE_BF16, 4096, 4096, false, true, false},
-                {FA_DTYPE_F16, 4096, 4096, false, false, false}};
+        bool causal;
+        int32_t left, right;
+        bool k128;
+    } rows[] = {{FA_DTYPE_BF16, 1024, 1024, false, -1, -1, true},
+                {FA_DTYPE_BF16, 512, 512, false, -1, -1, false},
+                {FA_DTYPE_BF16, 2048, 2048, true, -1, -1, true},
+                {FA_DTYPE_BF16, 1024, 1024, true, -1, -1, false},
+                {FA_DTYPE_BF16, 64, 2048, true, -1, -1, true},
+                {FA_DTYPE_BF16, 700, 1100, true, -1, -1, false},
+                {FA_DTYPE_BF16, 4096, 4096, true, 100, -1, false},
+                {FA_DTYPE_BF16, 4096, 4096, true, 1023, -1, true},
+                {FA_DTYPE_BF16, 4096, 4096, false, 512, 511, true},
+                {FA_DTYPE_BF16, 4096, 4096, false, 500, 500, false},
+                {FA_DTYPE_BF16, 4096, 4096, false, -1, 100, true},
+                {FA_DTYPE_BF16, 300, 4096, false, 50, -1, false},
+                {FA_DTYPE_F16, 4096, 4096, false, -1, -1, false}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         fa_cuda_problem pb = problem(rows[i].dtype, 64, false);
-        pb.seq_q = rows[i].seq_q, pb.seq_k = rows[i].seq_k;
-        pb.causal = rows[i].causal, pb.window = rows[i].window;
+        pb.seq_q = rows[i].seq_q, pb.seq_k = rows[i].seq_k, pb.causal = rows[i].causal;
+        pb.window = rows[i].left >= 0 || rows[i].right >= 0;
+        pb.window_left = rows[i].left, pb.window_right = rows[i].right;
         fa_cuda_plan plan;
         fa_cuda_plan_forward(&h200, &pb, &plan);
         const fa_cuda_kernel_info *k = &fa_cuda_kernels[plan.launches[0].kernel];
@@ -885,7 +895,8 @@ Test(cuda_plan, window_and_softcap_choices)
                         pb.softcap = v & 2;
                         fa_cuda_plan_forward(&caps, &pb, &plan);
                         check_plan(where, &caps, &pb, &plan, false);
-                        /* but a window keeps bf16 at head dim 64 on 64-key tiles */
+                        /* but a window as narrow as this one's (bounds 0: one key a row)
+                         * moves bf16 at head dim 64 to 64-key tiles */
                         if (pb.window &&
                             plain.launches[0].kernel == FA_CUDA_K_FWD_WGMMA_K128_BF16_D64)
                             plain.launches[0].kernel = FA_CUDA_K_FWD_WGMMA_BF16_D64;

@@ -269,18 +269,20 @@ static void add_wgmma_forward(fa_cuda_plan *plan, const fa_cuda_caps *caps,
 }
 
 /* bf16 at head dim 64: the 128-key kernel (with three computing warpgroups its masked tiles run
- * in halves) where a query row sees FA_FWD_WGMMA_K128_KEYS keys or more on average, else 64-key
- * tiles. On an H100, 128 keys gained 5 % at N=1k, 11-19 % at 2k-16k, 2 % at 2k causal, and lost
- * 6 % at N=512, 18 % at 512 causal (docs/PERF.md). A window's width is not known here: 64. */
+ * in halves) where the middle query row sees FA_FWD_WGMMA_K128_KEYS keys or more (causal: half
+ * of seq_q fewer than seq_k; a window: at most its width), else 64-key tiles. On an H100, 128
+ * keys gained 5 % at N=1k, 11-19 % at 2k-16k, 2 % at 2k causal, and lost 6 % at N=512, 18 % at
+ * 512 causal (docs/PERF.md). */
 static bool wgmma_long_rows(const fa_cuda_problem *pb, uint32_t d)
 {
-    if (pb->dtype != FA_DTYPE_BF16 || d != 64 || pb->window)
+    if (pb->dtype != FA_DTYPE_BF16 || d != 64)
         return false;
-    /* causal: the rows see seq_k - seq_q + 1 to seq_k keys (seq_q <= seq_k), half of seq_q less
-     * than seq_k on average */
-    const int64_t shorter = pb->seq_q < pb->seq_k ? pb->seq_q : pb->seq_k;
-    const int64_t seen = pb->causal ? pb->seq_k - shorter / 2 : pb->seq_k;
-    return seen >= FA_FWD_WGMMA_K128_KEYS;
+    const int64_t left = pb->window ? pb->window_left : -1;
+    const int64_t right = pb->causal ? 0 : pb->window ? pb->window_right : -1;
+    const int64_t diag = pb->seq_q / 2 + pb->seq_k - pb->seq_q; /* the middle row's diagonal */
+    const int64_t lo = left >= 0 && diag - left > 0 ? diag - left : 0;
+    const int64_t hi = right >= 0 && diag + right < pb->seq_k - 1 ? diag + right : pb->seq_k - 1;
+    return hi - lo + 1 >= FA_FWD_WGMMA_K128_KEYS;
 }
 
 /* FP8 (e4m3): the wgmma forward's E4M3 row; nothing for a packed batch (the runtime runs it
