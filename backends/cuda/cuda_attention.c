@@ -188,8 +188,8 @@ static fa_cuda_problem problem_of(const fa_attention_call *call, const fa_cuda_p
         .seqlens_k = call->has_seqlens_k,
         .paged = call->has_block_table,
         .window = call->window,
-        .window_left = call->window ? call->window_left : -1,
-        .window_right = call->window ? call->window_right : -1,
+        .window_left = (int32_t)fa_call_left(call),
+        .window_right = (int32_t)fa_call_right(call),
         .softcap = call->softcap > 0.0f,
         .softcap_fold = call->softcap > 0.0f && !call->has_alibi && !call->has_bias &&
                         p->softcap_log2 < 1024.0f,

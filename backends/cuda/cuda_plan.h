@@ -97,7 +97,7 @@ typedef struct fa_cuda_problem {
     bool seqlens_k, paged;
     /* a sliding window (fa_attention_call.window: a left bound, or a right bound past causal's)
      * and logit softcapping, which only some kernels take; the window's bounds (keys before and
-     * after a row's diagonal, -1: none) where `window` is set */
+     * after a row's diagonal, -1: none; fa_call_left, fa_call_right) where `window` is set */
     bool window, softcap;
     int32_t window_left, window_right;
     /* a softcap the wgmma forward folds into its exponent (no ALiBi, no bias, softcap log2 e

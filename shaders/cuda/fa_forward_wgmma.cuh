@@ -567,6 +567,14 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 }
             }
         };
+        // O's row r (row_lo + 8 r) times a
+        auto scale_o = [&](int r, float a) {
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                o[4 * n + 2 * r] *= a;
+                o[4 * n + 2 * r + 1] *= a;
+            }
+        };
         // OVERLAP's deferred work: O's rescale (alpha_o, where rescale_o) and P's fragments
         float alpha_o[2] = {1.f, 1.f};
         bool rescale_o = false;
@@ -679,11 +687,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                         alpha_o[r] = alpha;
                         rescale_o = true;
                     } else {
-#pragma unroll
-                        for (int n = 0; n < D / 8; n++) {
-                            o[4 * n + 2 * r] *= alpha;
-                            o[4 * n + 2 * r + 1] *= alpha;
-                        }
+                        scale_o(r, alpha);
                     }
                 }
             }
@@ -735,19 +739,21 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // the deferred softmax's end, once O += P V of the tile before has completed
         auto finish_p = [&](auto mask_c) {
             if (rescale_o) {
-#pragma unroll
-                for (int r = 0; r < 2; r++)
-#pragma unroll
-                    for (int n = 0; n < D / 8; n++) {
-                        o[4 * n + 2 * r] *= alpha_o[r];
-                        o[4 * n + 2 * r + 1] *= alpha_o[r];
-                    }
+                scale_o(0, alpha_o[0]);
+                scale_o(1, alpha_o[1]);
             }
 #pragma unroll
             for (int n = 0; n < BK / 8; n++)
 #pragma unroll
                 for (int r = 0; r < 2; r++)
                     pack_p(n, r, sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1], mask_c);
+        };
+        // K and V of tile it (counted from this item's first) have landed
+        auto wait_k = [&](int it) {
+            fa_mbar_wait(bar_full_k + 8 * ((g + it) % ST), ((g + it) / ST) & 1);
+        };
+        auto wait_v = [&](int it) {
+            fa_mbar_wait(bar_full_v + 8 * ((g + it) % ST), ((g + it) / ST) & 1);
         };
         auto turn_begin = [&]() {
             if constexpr (FA_FWD_WGMMA_PINGPONG)
@@ -766,8 +772,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         auto step = [&](int it, auto lo_c, auto mask_c) {
             constexpr bool OV =
                 OVERLAP || (OVERLAP_BF16 && !decltype(lo_c)::value && !decltype(mask_c)::value);
-            fa_mbar_wait(bar_full_k + 8 * ((g + it) % ST), ((g + it) / ST) & 1);
-            fa_mbar_wait(bar_full_v + 8 * ((g + it - 1) % ST), ((g + it - 1) / ST) & 1);
+            wait_k(it);
+            wait_v(it - 1);
             fa_wgmma_hold(o);
             fa_wgmma_hold_u(ph);
             if constexpr (!(OV && BF16)) // (bf16's unmasked steps neither read nor write it)
@@ -809,12 +815,6 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 using HalfB = std::integral_constant<int, 2>; // tile it - 1's second half
                 using W64 = std::integral_constant<int, BK / 2>;
                 float(&s2)[BK / 4] = *reinterpret_cast<float(*)[BK / 4]>(sc); // a half's S
-                auto wait_k = [&](int it) {
-                    fa_mbar_wait(bar_full_k + 8 * ((g + it) % ST), ((g + it) / ST) & 1);
-                };
-                auto wait_v = [&](int it) {
-                    fa_mbar_wait(bar_full_v + 8 * ((g + it) % ST), ((g + it) / ST) & 1);
-                };
                 auto s_half = [&](int it, int h) {
                     const unsigned k_at = sK + ((g + it) % ST) * TILE_BYTES + h * (BK / 2) * 128;
 #pragma unroll
@@ -940,7 +940,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         } else if (ntiles > 0) {
             if (FA_FWD_WGMMA_PINGPONG && !RING && cw == NC - 1)
                 fa_named_arrive(TURN, 256);
-            fa_mbar_wait(bar_full_k + 8 * (g % ST), (g / ST) & 1);
+            wait_k(0);
             turn_begin();
             fa_wgmma_fence();
             issue_s(0);
@@ -993,7 +993,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 if (BF16 && ntiles - 1 >= lead && ntiles - 1 < full)
                     no_remainder();
             }
-            fa_mbar_wait(bar_full_v + 8 * ((g + ntiles - 1) % ST), ((g + ntiles - 1) / ST) & 1);
+            wait_v(ntiles - 1);
             fa_wgmma_hold(o);
             fa_wgmma_hold_u(ph);
             fa_wgmma_hold_u(pl);
