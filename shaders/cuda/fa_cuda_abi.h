@@ -360,12 +360,12 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_PINGPONG
 #define FA_FWD_WGMMA_PINGPONG 1
 #endif
-/* FA_FWD_WGMMA_RING_ITEMS (off: prepared in the forty-first session, not run on a GPU): the
- * pingpong ring runs on across a block's items instead of starting again at each, so that the
- * first computing warpgroup's next item starts while the last one's product and epilogue finish
- * (short rows: a few key tiles an item) */
+/* FA_FWD_WGMMA_RING_ITEMS (on since the forty-second session: +5-9 % at head dim 64 and N 512-2k,
+ * +1-3 % at 128, an H100, docs/PERF.md): the pingpong ring runs on across a block's items instead
+ * of starting again at each, so that the first computing warpgroup's next item starts while the
+ * last one's product and epilogue finish (short rows: a few key tiles an item) */
 #ifndef FA_FWD_WGMMA_RING_ITEMS
-#define FA_FWD_WGMMA_RING_ITEMS 0
+#define FA_FWD_WGMMA_RING_ITEMS 1
 #endif
 /* FA_FWD_WGMMA_OVERLAP (off: prepared in the forty-first session, not run on a GPU): a
  * computing warpgroup's softmax of tile it runs while its own O += P V of tile it - 1 is still in
