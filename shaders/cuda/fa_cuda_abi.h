@@ -367,12 +367,13 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_RING_ITEMS
 #define FA_FWD_WGMMA_RING_ITEMS 1
 #endif
-/* FA_FWD_WGMMA_OVERLAP (off: prepared in the forty-first session, not run on a GPU): a
- * computing warpgroup's softmax of tile it runs while its own O += P V of tile it - 1 is still in
- * flight (S and the product committed apart, wgmma.wait_group 1), O's rescale and P's fragments
- * after (FlashAttention-3's intra-warpgroup overlap) */
+/* FA_FWD_WGMMA_OVERLAP (on since the forty-second session, in the kernels with three computing
+ * warpgroups on 64-key tiles: +1-4 %, an H100, docs/PERF.md): a computing warpgroup's softmax of
+ * tile it runs while its own O += P V of tile it - 1 is still in flight (S and the product
+ * committed apart, wgmma.wait_group 1), O's rescale and P's fragments after (FlashAttention-3's
+ * intra-warpgroup overlap) */
 #ifndef FA_FWD_WGMMA_OVERLAP
-#define FA_FWD_WGMMA_OVERLAP 0
+#define FA_FWD_WGMMA_OVERLAP 1
 #endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128

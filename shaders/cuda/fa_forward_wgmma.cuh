@@ -491,13 +491,14 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // so that the registers are a whole tile's as for f16; the last tile always so, so that
         // the item's last product is always a half's.
         constexpr bool HALF = BF16 && NC == 3 && BK == 128;
-        // OVERLAP's registers (P kept as f32 in S's while the product before reads its
-        // fragments) fit two computing warpgroups' 240, and three's 160 on 64-key tiles only
-        // (f16's 128: 184 bytes of spills); bf16 (OVERLAP_BF16) on its unmasked steps alone
-        // (with the remainders of its masked tiles: 40-88 bytes), not in the softcap's kernels
-        constexpr bool OV_REGS = NC == 2 || BK == 64;
+        // OVERLAP where it measured faster (forty-second session): three computing warpgroups
+        // on 64-key tiles, +1-4 %, not the softcap's kernels (-3.5 %); with two warpgroups -3 to
+        // +2 % (pingpong already keeps the tensor cores busy through a softmax), and f16's
+        // 128-key tiles spill (184 bytes). bf16 (OVERLAP_BF16) on its unmasked steps alone (the
+        // remainders of its masked tiles: 40-88 bytes of spills).
+        constexpr bool OV_REGS = NC == 3 && BK == 64 && !FOLD;
         constexpr bool OVERLAP = FA_FWD_WGMMA_OVERLAP && OV_REGS && !BF16;
-        constexpr bool OVERLAP_BF16 = FA_FWD_WGMMA_OVERLAP && OV_REGS && BF16 && !FOLD;
+        constexpr bool OVERLAP_BF16 = FA_FWD_WGMMA_OVERLAP && OV_REGS && BF16;
 
         float o[D / 2];
 #pragma unroll
