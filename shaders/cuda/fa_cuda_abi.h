@@ -375,6 +375,12 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_OVERLAP
 #define FA_FWD_WGMMA_OVERLAP 1
 #endif
+/* FA_FWD_WGMMA_MASK_SPLIT (off: prepared in the forty-second session, not run on a GPU): a masked
+ * tile's scores compared with the row's last visible key alone where no left bound is set (one
+ * comparison and a select a score instead of two and a select) */
+#ifndef FA_FWD_WGMMA_MASK_SPLIT
+#define FA_FWD_WGMMA_MASK_SPLIT 0
+#endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128
 #endif
