@@ -7,6 +7,10 @@
 #   bench/ab_builds.sh prepare NAME=DEFINES...    e.g. base=  st2=FA_FWD_WGMMA_STAGES=2
 # Then on the device (carry .gl and .gpu):
 #   bash bench/ab_builds.sh run ROUNDS ROWS_FILE
+# Or, for the sm_90a kernels alone (about 2.5 minutes an image; build/ must hold the library):
+#   bench/ab_builds.sh prepare-images NAME=DEFINES...   e.g. base=  ring=-DFA_FWD_WGMMA_RING_ITEMS=1
+# packs build/'s library once and an image of fa_kernels_sm90.cu a name, which `run` loads
+# through FA_CUDA_SM90_IMAGE.
 # ROWS_FILE: one row a line, `NAME ARGS...` (flashattn run's arguments; `#` starts a comment).
 # A row whose name starts with `check` runs once per build and must PASS; every other row runs
 # ROUNDS times, the builds in turn within a round. Summary in $OUT/summary.txt, logs in $OUT/l.
@@ -30,12 +34,35 @@ if [ "${1:-}" = prepare ]; then
     tar cf - -C /tmp/ab-pack . | xz -6 -T0 >.gpu/ab.txz
     exit 0
 fi
-[ "${1:-}" = run ] || { echo "usage: $0 prepare NAME=DEFINES... | run ROUNDS ROWS_FILE" >&2; exit 2; }
+if [ "${1:-}" = prepare-images ]; then
+    set -e
+    shift
+    rm -rf /tmp/ab-pack && mkdir -p /tmp/ab-pack/lib .gpu
+    cp -a build/flashattn build/libflashattn.so* /tmp/ab-pack/lib/
+    names=
+    for v in "$@"; do
+        name=${v%%=*} defs=${v#*=}
+        # shellcheck disable=SC2086 # the defines are words
+        nvcc -fatbin -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a $defs -I shaders/cuda \
+            -o "/tmp/ab-pack/$name.fatbin" shaders/cuda/fa_kernels_sm90.cu
+        names="$names $name"
+    done
+    echo "$names" >/tmp/ab-pack/builds
+    touch /tmp/ab-pack/images
+    tar cf - -C /tmp/ab-pack . | xz -6 -T0 >.gpu/ab.txz
+    exit 0
+fi
+[ "${1:-}" = run ] || {
+    echo "usage: $0 prepare NAME=DEFINES... | prepare-images NAME=DEFINES... | run ROUNDS ROWS" >&2
+    exit 2
+}
 rounds=${2:?rounds} rows=${3:?rows file}
 mkdir -p /tmp/ab-pack && xz -dc .gpu/ab.txz | tar xf - -C /tmp/ab-pack
 read -r -a builds </tmp/ab-pack/builds
+images=no build=/tmp/ab-pack/${builds[0]}
+[ -e /tmp/ab-pack/images ] && images=yes build=/tmp/ab-pack/lib
 # shellcheck disable=SC2034 # build: read by gpu_env.sh
-build=/tmp/ab-pack/${builds[0]} out=$OUT/l
+out=$OUT/l
 # shellcheck source=bench/gpu_env.sh
 . "$(dirname "$0")/gpu_env.sh"
 S=$OUT/summary.txt
@@ -43,8 +70,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >
 one() { # log name, build, flashattn run arguments...
     local n=$1 b=$2
     shift 2
-    step "$n" 120 env LD_LIBRARY_PATH="/tmp/ab-pack/$b:$LD_LIBRARY_PATH" \
-        "/tmp/ab-pack/$b/flashattn" run "$@" </dev/null >/dev/null
+    if [ $images = yes ]; then
+        step "$n" 120 env FA_CUDA_SM90_IMAGE="/tmp/ab-pack/$b.fatbin" "$tool" run "$@" </dev/null
+    else
+        step "$n" 120 env LD_LIBRARY_PATH="/tmp/ab-pack/$b:$LD_LIBRARY_PATH" \
+            "/tmp/ab-pack/$b/flashattn" run "$@" </dev/null
+    fi >/dev/null
     printf '%-28s %s %s\n' "$n" "$(grep -m1 '^rate' "$out/$n.txt" | awk '{print $2, $3}')" \
         "$(grep -m1 '^check' "$out/$n.txt" | grep -o 'PASS\|FAIL')" >>"$S"
 }
