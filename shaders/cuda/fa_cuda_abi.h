@@ -381,6 +381,13 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_MASK_SPLIT
 #define FA_FWD_WGMMA_MASK_SPLIT 0
 #endif
+/* FA_FWD_WGMMA_DESC_ADD (off: prepared in the forty-second session, not run on a GPU): the
+ * forward's wgmma descriptors as a tile's first one plus the operand's offset (fa_wgmma_desc_add),
+ * one uniform add a product where building each from its address took four or five (f16 and FP8:
+ * bf16's kernels spill with it) */
+#ifndef FA_FWD_WGMMA_DESC_ADD
+#define FA_FWD_WGMMA_DESC_ADD 0
+#endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128
 #endif

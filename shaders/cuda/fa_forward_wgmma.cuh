@@ -511,15 +511,22 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         // P - bf16(P), as in fa_forward_mma.cuh
         unsigned ph[BK / KSTEP][4], pl[BF16 && !HALF ? BK / 16 : 1][4];
         const unsigned q_at = sQk + cw * 64 * 128;
+        // the descriptor of the operand a + b bytes after `at` (FA_FWD_WGMMA_DESC_ADD: added to
+        // `at`'s, where building each one from its address took four instructions a product;
+        // not for bf16, whose kernels then spill 8-84 bytes)
+        auto desc = [&](unsigned at, unsigned a, unsigned b, unsigned lbo) {
+            if constexpr (FA_FWD_WGMMA_DESC_ADD && !BF16)
+                return fa_wgmma_desc_add(fa_wgmma_desc(at, lbo, 1024), a + b);
+            else
+                return fa_wgmma_desc(at + a + b, lbo, 1024);
+        };
 
         auto issue_s = [&](int it) {
             const unsigned k_at = sK + ((g + it) % ST) * TILE_BYTES;
 #pragma unroll
             for (int kk = 0; kk < D / KSTEP; kk++) {
-                const unsigned long long qd =
-                    fa_wgmma_desc(q_at + (kk >> 2) * BQ * 128 + (kk & 3) * 32, 16, 1024);
-                const unsigned long long kd =
-                    fa_wgmma_desc(k_at + (kk >> 2) * BK * 128 + (kk & 3) * 32, 16, 1024);
+                const unsigned long long qd = desc(q_at, (kk >> 2) * BQ * 128, (kk & 3) * 32, 16);
+                const unsigned long long kd = desc(k_at, (kk >> 2) * BK * 128, (kk & 3) * 32, 16);
                 if constexpr (FP8)
                     fa_wgmma_ss_e4m3_n128(sc, qd, kd, kk > 0);
                 else
@@ -531,7 +538,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             if constexpr (FP8) { // V^T: 128-byte rows of keys, k32 steps along them
 #pragma unroll
                 for (int k2 = 0; k2 < BK / KSTEP; k2++)
-                    fa_wgmma_rs_e4m3_n128(o, ph[k2], fa_wgmma_desc(v_at + k2 * 32, 16, 1024));
+                    fa_wgmma_rs_e4m3_n128(o, ph[k2], desc(v_at, k2 * 32, 0, 16));
             } else {
 #pragma unroll
                 for (int k2 = 0; k2 < BK / 16; k2++)
@@ -540,7 +547,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                         float(&oh)[D / 2 / OH] =
                             *reinterpret_cast<float(*)[D / 2 / OH]>(&o[h * D / 2 / OH]);
                         const unsigned long long vd =
-                            fa_wgmma_desc(v_at + k2 * 2048 + h * 2 * BK * 128, BK * 128, 1024);
+                            desc(v_at, k2 * 2048, h * 2 * BK * 128, BK * 128);
                         fa_wgmma_rs<T, D / OH>(oh, ph[k2], vd);
                         if constexpr (decltype(lo_c)::value)
                             fa_wgmma_rs<T, D / OH>(oh, pl[k2 % (BF16 && !HALF ? BK / 16 : 1)], vd);
@@ -832,17 +839,14 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 #pragma unroll
                     for (int kk = 0; kk < D / KSTEP; kk++)
                         fa_wgmma_ss<T, BK / 2>(
-                            s2,
-                            fa_wgmma_desc(q_at + (kk >> 2) * BQ * 128 + (kk & 3) * 32, 16, 1024),
-                            fa_wgmma_desc(k_at + (kk >> 2) * BK * 128 + (kk & 3) * 32, 16, 1024),
-                            kk > 0);
+                            s2, desc(q_at, (kk >> 2) * BQ * 128, (kk & 3) * 32, 16),
+                            desc(k_at, (kk >> 2) * BK * 128, (kk & 3) * 32, 16), kk > 0);
                 };
                 auto pv_half = [&](int it, int h) {
                     const unsigned v_at = sV + ((g + it) % ST) * TILE_BYTES + h * (BK / 32) * 2048;
 #pragma unroll
                     for (int k2 = 0; k2 < BK / 32; k2++) {
-                        const unsigned long long vd =
-                            fa_wgmma_desc(v_at + k2 * 2048, BK * 128, 1024);
+                        const unsigned long long vd = desc(v_at, k2 * 2048, 0, BK * 128);
                         fa_wgmma_rs<T, D>(o, ph[k2], vd);
                         fa_wgmma_rs<T, D>(o, ph[BK / 32 + k2], vd);
                     }

@@ -23,6 +23,14 @@ __device__ __forceinline__ unsigned long long fa_wgmma_desc(unsigned addr, unsig
            ((unsigned long long)((sbo >> 4) & 0x3fff) << 32) | (1ull << 62);
 }
 
+// The descriptor of the operand `off` bytes after the one `d` describes (same strides): the start
+// address field (bits 0-13: the address >> 4) grows by off >> 4, and never carries into the next
+// field since shared addresses stay below 2^18. One add instead of rebuilding it from an address.
+__device__ __forceinline__ unsigned long long fa_wgmma_desc_add(unsigned long long d, unsigned off)
+{
+    return ((d >> 32) << 32) | (unsigned)((unsigned)d + (off >> 4));
+}
+
 __device__ __forceinline__ void fa_wgmma_fence()
 {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
