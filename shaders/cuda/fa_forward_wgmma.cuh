@@ -649,23 +649,21 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     const int end =
                         (p.causal ? min(p.seq_k, row + p.causal_offset + 1) : p.seq_k) - kt;
                     const int beg = p.has_left ? row + p.left_offset - kt : 0;
+                    auto mask_row = [&](auto left_c) {
+#pragma unroll
+                        for (int n = 0; n < W / 8; n++)
+#pragma unroll
+                            for (int e = 0; e < 2; e++)
+                                if (n * 8 + e >= end ||
+                                    (decltype(left_c)::value && n * 8 + e < beg))
+                                    sc[4 * n + 2 * r + e] = masked;
+                    };
                     // without a left bound (causal, a right bound or the keys' end alone) one
                     // comparison a score (FA_FWD_WGMMA_MASK_SPLIT)
-                    if (!FA_FWD_WGMMA_MASK_SPLIT || p.has_left) {
-#pragma unroll
-                        for (int n = 0; n < W / 8; n++)
-#pragma unroll
-                            for (int e = 0; e < 2; e++)
-                                if (n * 8 + e >= end || n * 8 + e < beg)
-                                    sc[4 * n + 2 * r + e] = masked;
-                    } else {
-#pragma unroll
-                        for (int n = 0; n < W / 8; n++)
-#pragma unroll
-                            for (int e = 0; e < 2; e++)
-                                if (n * 8 + e >= end)
-                                    sc[4 * n + 2 * r + e] = masked;
-                    }
+                    if (!FA_FWD_WGMMA_MASK_SPLIT || p.has_left)
+                        mask_row(std::true_type{});
+                    else
+                        mask_row(std::false_type{});
                 }
             }
             float tm[2];
