@@ -28,6 +28,6 @@ ncu -i "$dir/flashattn.ncu-rep" --page source --csv --print-source sass >"$dir/f
     exit 1
 python3 "$here/sass_counts.py" "$dir/flashattn.csv" >"$dir/flashattn.txt" || exit 1
 ncu --metrics sass__inst_executed_per_opcode,smsp__inst_executed.sum \
-    --print-metric-instances values -k regex:'sdpa|fmha|attn|flash|cudnn' --launch-skip 2 -c 1 \
+    --print-metric-instances details -k regex:'sdpa|fmha|attn|flash|cudnn' --launch-skip 2 -c 1 \
     python3 "$here/sdpa_once.py" "$b" "$h" "$n" "$d" "$c" 0 cudnn "$dtype" >"$dir/cudnn.txt" 2>&1
 head -20 "$dir/flashattn.txt"

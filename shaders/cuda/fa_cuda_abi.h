@@ -375,18 +375,28 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_OVERLAP
 #define FA_FWD_WGMMA_OVERLAP 1
 #endif
-/* FA_FWD_WGMMA_MASK_SPLIT (off: prepared in the forty-second session, not run on a GPU): a masked
+/* FA_FWD_WGMMA_MASK_SPLIT (off: timed in the forty-third session, -5 % at f16 D=64 N=512 causal,
+ * +4.6 % at D=128 causal but nothing there beside FA_FWD_WGMMA_DESC_ADD, an H100): a masked
  * tile's scores compared with the row's last visible key alone where no left bound is set (one
  * comparison and a select a score instead of two and a select) */
 #ifndef FA_FWD_WGMMA_MASK_SPLIT
 #define FA_FWD_WGMMA_MASK_SPLIT 0
 #endif
-/* FA_FWD_WGMMA_DESC_ADD (off: prepared in the forty-second session, not run on a GPU): the
- * forward's wgmma descriptors as a tile's first one plus the operand's offset (fa_wgmma_desc_add),
- * one uniform add a product where building each from its address took four or five (f16 and FP8:
- * bf16's kernels spill with it) */
+/* FA_FWD_WGMMA_DESC_ADD (on since the forty-third session: +4.7 % at f16 D=128 N=512 causal,
+ * +0.5-1.5 % elsewhere, an H100, docs/PERF.md): the forward's wgmma descriptors as a tile's first
+ * one plus the operand's offset (fa_wgmma_desc_add), one uniform add a product where building each
+ * from its address took four or five (f16 and FP8: bf16's kernels spill with it) */
 #ifndef FA_FWD_WGMMA_DESC_ADD
-#define FA_FWD_WGMMA_DESC_ADD 0
+#define FA_FWD_WGMMA_DESC_ADD 1
+#endif
+/* FA_FWD_WGMMA_CAUSAL_END (on since the forty-third session, in the kernels with three computing
+ * warpgroups: +4 % at f16 D=64 N=512 causal, +9 % at N=1000, an H100, docs/PERF.md): a causal
+ * call's 192-row query tiles aligned to the rows' end, so that where seq_q is not a multiple of
+ * the tile the partial tile is the first, which sees the fewest keys, not the last, which sees
+ * them all (N=512: 15 tile steps of 128 keys in place of 17). Rows before 0 are neither loaded nor
+ * written. Not with a bias, whose rows are clamped at the end only */
+#ifndef FA_FWD_WGMMA_CAUSAL_END
+#define FA_FWD_WGMMA_CAUSAL_END 1
 #endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128

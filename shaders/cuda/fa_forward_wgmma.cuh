@@ -44,12 +44,13 @@
 #include "fa_wgmma.cuh"
 
 // Rows [r0, r0 + ROWS) of a (rows x head_dim) view into a tile of ROWS rows: 64-column blocks of
-// ROWS 128-byte rows, swizzled; zeros past row n or column head_dim. Called by the 128 threads of
+// ROWS 128-byte rows, swizzled; zeros past row n or column head_dim (FROM_NEG: and before row 0,
+// where r0 may be negative). Called by the 128 threads of
 // the loading warpgroup (t = 0..127): thread t copies chunk t % CH of every (128 / CH)-th row.
 // Rows a multiple of 8 apart have the same swizzled chunk, so one pointer and one address step
 // through them (few registers: the loader keeps FA_FWD_WGMMA_LOAD_REGS); at head dim 256 they
 // are 4 apart, and every other row's chunk has its bit 2 flipped.
-template <int D, int ROWS, typename T>
+template <int D, int ROWS, bool FROM_NEG = false, typename T>
 __device__ __forceinline__ void fa_fwdw_load(unsigned dst, const T *src, long long stride, int r0,
                                              int n, int head_dim, int t)
 {
@@ -62,7 +63,8 @@ __device__ __forceinline__ void fa_fwdw_load(unsigned dst, const T *src, long lo
     const T *g = src + (long long)(r0 + row) * stride + ch * E;
 #pragma unroll 2
     for (int i = 0; i < ROWS / STEP; i++) {
-        const bool ok = col_ok && r0 + row + i * STEP < n;
+        const int at = r0 + row + i * STEP;
+        const bool ok = col_ok && at < n && (!FROM_NEG || at >= 0);
         const unsigned flip = STEP == 4 ? (unsigned)(i & 1) << 6 : 0u;
         fa_cp_async16((dst + i * STEP * 128) ^ flip, ok ? g : src, ok);
         g += STEP * stride;
@@ -224,6 +226,11 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     // of its head, whose K and V are then read from L2.
     const bool persist = PERSIST && FA_FWD_WGMMA_PERSISTENT_CALL(D, p.causal);
     const int nqt = (p.seq_q + BQ - 1) / BQ;
+    // query tile qt's first row: qt BQ, or (FA_FWD_WGMMA_CAUSAL_END, 192-row tiles) that less the
+    // last tile's padding, the partial tile then the first and rows before 0 neither read nor
+    // written (with two computing warpgroups the switch cost 2-3 % where it had nothing to do)
+    constexpr bool CEND = FA_FWD_WGMMA_CAUSAL_END && NC == 3;
+    const int q_pad = CEND && p.causal && !p.bias_dtype ? nqt * BQ - p.seq_q : 0;
     const int items = persist ? nqt * p.heads_q * p.batch : 1;
     auto item_of = [&](int k) { return persist ? k * (int)gridDim.x + (int)blockIdx.x : k; };
     // FA_FWD_WGMMA_CAUSAL_DYN: a causal call's items go to the blocks as their loaders ask
@@ -334,7 +341,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         for (int item = 0; (item = take(k)) < items; k++) {
             int qt, h, b, t0, ntiles;
             work(item, qt, h, b);
-            const int q0 = qt * BQ, hk = h / p.group;
+            const int q0 = qt * BQ - q_pad, hk = h / p.group;
             key_tiles(q0, t0, ntiles);
             const T *Qg = (const T *)p.q.ptr + fa_at(p.q, b, 0, h);
             const T *Kg = (const T *)p.k.ptr + fa_at(p.k, b, 0, hk);
@@ -345,8 +352,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 item_slot[k % NQ][0] = qt;
                 item_slot[k % NQ][1] = b * p.heads_q + h;
             }
-            fa_fwdw_load<D, BQ>(sQ + (k % NQ) * Q_BYTES, Qg, p.q.stride_s, q0, p.seq_q, p.head_dim,
-                                wt);
+            fa_fwdw_load<D, BQ, CEND>(sQ + (k % NQ) * Q_BYTES, Qg, p.q.stride_s, q0, p.seq_q,
+                                      p.head_dim, wt);
             fa_cp_async_commit();
             // The copies must have landed, and be ordered before wgmma's async-proxy reads, before
             // the barrier releases them.
@@ -438,7 +445,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         } else {
             work(item, qt, h, b);
         }
-        const int q0 = qt * BQ;
+        const int q0 = qt * BQ - q_pad;
         key_tiles(q0, t0, ntiles);
         const unsigned sQk = sQ + (k % NQ) * Q_BYTES; // this item's Q, then its O on the way out
         unsigned char *const q_smem = fa_fwdw_smem + (k % NQ) * Q_BYTES;
@@ -1034,7 +1041,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 const int gr = row_lo + r * 8;
-                if (gr < p.seq_q) // (FP8: l sums P = exp2(s - m + 8))
+                if (gr < p.seq_q && (!CEND || gr >= 0)) // (FP8: l sums P = exp2(s - m + 8))
                     L[gr * p.lse.stride_s] =
                         l[r] != 0.f ? (m[r] + log2f(l[r]) - (FP8 ? 8.f : 0.f)) * FA_LN2 : -INFINITY;
             }
@@ -1060,7 +1067,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             for (int i = 0; i < 64 * CH / 128; i++) {
                 const int cidx = wt + i * 128, row = cidx / CH, ch = cidx % CH, gr = r0 + row;
                 const int srw = 64 * cw + row;
-                if (gr < p.seq_q && ch * 8 < p.head_dim)
+                if (gr < p.seq_q && (!CEND || gr >= 0) && ch * 8 < p.head_dim)
                     *(uint4 *)(Og + gr * p.o.stride_s + ch * 8) =
                         *(const uint4 *)(q_smem + (ch >> 3) * BQ * 128 + srw * 128 +
                                          (((ch & 7) ^ (srw & 7)) << 4));
