@@ -123,6 +123,52 @@ static bool views_aligned(const fa_cuda_params *p, bool backward, size_t es, siz
     return ok;
 }
 
+/* One of q, k and v as the driver's 4-D tensor map (head dim, row, head, batch entry) in 64 x 64
+ * boxes, swizzled as the wgmma forward's tiles are (128-byte rows, 16-byte units XOR the row
+ * mod 8): false where the driver refuses the view (a stride not a multiple of 16 bytes, say). */
+static bool tma_map(const fa_cuda_state *st, unsigned char map[128], const fa_cuda_tensor *t,
+                    fa_dtype dtype, int64_t rows, int64_t heads, int64_t batch, int64_t head_dim)
+{
+    enum { TMA_F16 = 6, TMA_BF16 = 9, TMA_SWIZZLE_128B = 3, TMA_L2_256B = 3 };
+    const unsigned long long es = 2;
+    const unsigned long long dims[4] = {(unsigned long long)head_dim, (unsigned long long)rows,
+                                        (unsigned long long)heads, (unsigned long long)batch};
+    const unsigned long long strides[3] = {(unsigned long long)t->stride_s * es,
+                                           (unsigned long long)t->stride_h * es,
+                                           (unsigned long long)t->stride_b * es};
+    const unsigned box[4] = {64, 64, 1, 1}, one[4] = {1, 1, 1, 1};
+    if (t->stride_s <= 0 || t->stride_h <= 0 || t->stride_b <= 0)
+        return false;
+    return st->cu->cuTensorMapEncodeTiled(map, dtype == FA_DTYPE_BF16 ? TMA_BF16 : TMA_F16, 4,
+                                          (void *)(uintptr_t)t->ptr, dims, strides, box, one, 0,
+                                          TMA_SWIZZLE_128B, TMA_L2_256B, 0) == CUDA_SUCCESS;
+}
+
+/* FA_CUDA_FWD_COPY=tma: the wgmma forward's tiles by tensor-memory copies (p->use_tma) where
+ * the plan is that kernel at a 16-bit dtype on one sequence's rows and the driver takes the
+ * views; else the loader's own copies. */
+static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
+                             const fa_cuda_plan *plan, fa_cuda_params *p)
+{
+    const fa_cuda_state *st = ctx->backend_state;
+    if (!st->caps.fwd_tma || plan->count != 1)
+        return;
+    const fa_cuda_kernel_info *k = &fa_cuda_kernels[plan->launches[0].kernel];
+    if ((k->family != FA_CUDA_FWD_WGMMA && k->family != FA_CUDA_FWD_WGMMA_SOFTCAP) ||
+        (k->dtype != FA_DTYPE_F16 && k->dtype != FA_DTYPE_BF16))
+        return;
+    p->use_tma =
+        tma_map(st, p->tma_map[0], &p->q, call->dtype, call->seq_q, call->heads_q, call->batch,
+                call->head_dim) &&
+        tma_map(st, p->tma_map[1], &p->k, call->dtype, call->seq_k, call->heads_kv, call->batch,
+                call->head_dim) &&
+        tma_map(st, p->tma_map[2], &p->v, call->dtype, call->seq_k, call->heads_kv, call->batch,
+                call->head_dim);
+    fa_log(ctx, FA_LOG_DEBUG, "cuda: %s",
+           p->use_tma ? "the forward's tiles by tensor maps (FA_CUDA_FWD_COPY=tma)"
+                      : "tensor maps refused for these views; the loader copies");
+}
+
 /* Runs one launch of a plan (none where the grid is empty). */
 static fa_status launch(fa_context *ctx, const fa_cuda_launch *l, fa_cuda_params *p)
 {
@@ -356,6 +402,8 @@ fa_status fa_cuda_forward(fa_context *ctx, const fa_attention_call *call)
         p.part_lse = st->workspace + plan.part_lse_offset;
         p.split_done = plan.merge_in_split ? st->split_done : 0;
     }
+    if (status == FA_OK && !call->has_varlen)
+        use_tma_if_asked(ctx, call, &plan, &p);
     if (status == FA_OK)
         status = run_plan(ctx, &plan, &p);
     fa_cuda_leave(ctx);

@@ -302,6 +302,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     caps->decode_warps = decode_warps ? atoi(decode_warps) : 0;
     const char *decode_merge = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE_MERGE);
     caps->decode_merge_kernel = decode_merge && strcmp(decode_merge, "kernel") == 0;
+    const char *fwd_copy = fa_knob_value(ctx, FA_KNOB_CUDA_FWD_COPY);
+    caps->fwd_tma = fwd_copy && strcmp(fwd_copy, "tma") == 0;
     ctx->backend_state = st;
 
     fa_status status = FA_OK;

@@ -92,6 +92,10 @@ enum { CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
     X(cuStreamCreate, "cuStreamCreate", (CUstream * stream, unsigned flags))                       \
     X(cuStreamDestroy, "cuStreamDestroy_v2", (CUstream stream))                                    \
     X(cuStreamSynchronize, "cuStreamSynchronize", (CUstream stream))                               \
+    X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                                            \
+      (void *map, int dtype, unsigned rank, void *address, const unsigned long long *dims,         \
+       const unsigned long long *strides, const unsigned *box, const unsigned *element_strides,    \
+       int interleave, int swizzle, int l2_promotion, int oob_fill))                               \
     X(cuGetErrorName, "cuGetErrorName", (CUresult error, const char **name))                       \
     X(cuGetErrorString, "cuGetErrorString", (CUresult error, const char **text))
 

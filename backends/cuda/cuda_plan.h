@@ -82,6 +82,8 @@ typedef struct fa_cuda_caps {
                          * for f16/bf16 too, not the tensor-core one (fa_decode_mma.cuh) */
     bool decode_merge_kernel; /* FA_CUDA_DECODE_MERGE=kernel: the chunks merged by a launch of
                                * their own (fa_decode_merge), never in the split kernel */
+    bool fwd_tma; /* FA_CUDA_FWD_COPY=tma: the wgmma forward's loader copies tiles by the tensor
+                   * memory accelerator where the views allow (fa_cuda_params.use_tma) */
 } fa_cuda_caps;
 
 /* The call as the planner sees it (validated by the runtime: head_dim a multiple of 8 from 8 to

@@ -5,6 +5,13 @@
 #ifndef FA_CUDA_ABI_H
 #define FA_CUDA_ABI_H
 
+/* The tensor maps' alignment, in C and in CUDA C++ */
+#ifdef __cplusplus
+#define FA_CUDA_ALIGN64 alignas(64)
+#else
+#define FA_CUDA_ALIGN64 _Alignas(64)
+#endif
+
 typedef struct fa_cuda_tensor {
     unsigned long long ptr; /* device address of element (0, 0, 0, 0) */
     long long stride_b, stride_s, stride_h;
@@ -95,6 +102,13 @@ typedef struct fa_cuda_params {
      * forward's next work item and its blocks done, where FA_FWD_WGMMA_CAUSAL_DYN deals causal
      * items to persistent blocks as they ask; else unused. */
     unsigned long long item_counter;
+    /* Where use_tma (the wgmma forward at 16-bit dtypes, not packed; FA_CUDA_FWD_COPY=tma): the
+     * driver's tensor maps (CUtensorMap, 128 bytes, 64-byte aligned) of q, k and v as 4-D views
+     * (head dim, row, head, batch entry) with boxes of 64 head dims x 64 rows and 128-byte
+     * swizzling, which the loading warpgroup's one thread copies tiles through instead of its
+     * 128 threads' 16-byte copies (fa_forward_wgmma.cuh); else unused. */
+    int use_tma;
+    FA_CUDA_ALIGN64 unsigned char tma_map[3][128];
 } fa_cuda_params;
 
 /* fa_cuda_params.bias_dtype: fa_dtype's values (the host asserts them). */
@@ -397,6 +411,15 @@ typedef struct fa_cuda_params {
  * written. Not with a bias, whose rows are clamped at the end only */
 #ifndef FA_FWD_WGMMA_CAUSAL_END
 #define FA_FWD_WGMMA_CAUSAL_END 1
+#endif
+/* FA_FWD_WGMMA_TMA (off: prepared in the forty-third session): the wgmma forward's loader built
+ * with a second form, taken where fa_cuda_params.use_tma (FA_CUDA_FWD_COPY=tma): its first
+ * thread copies each Q, K and V tile by the tensor-memory accelerator (cp.async.bulk.tensor, one
+ * instruction per 64 x 64 box) where the 128 threads' 16-byte copies took about 11 instructions a
+ * copy, 15-18 % of the kernel's instructions at N=512 (docs/PERF.md). With it compiled in, the
+ * head-dim-64 kernels' computing warpgroups spill 12 bytes */
+#ifndef FA_FWD_WGMMA_TMA
+#define FA_FWD_WGMMA_TMA 0
 #endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128

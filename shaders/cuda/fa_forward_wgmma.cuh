@@ -177,7 +177,9 @@ constexpr int fa_fwdw_bk = FA_FWD_WGMMA_NC(D) == 3 && !(PLAIN && std::is_same<T,
 // FOLD: the kernel for a softcap alone (the FWD_WGMMA_SOFTCAP rows), which folds the cap into the
 // exponent (below); in a kernel of its own because the fold's code cost the plain path 4-5 % at
 // head dim 64 when every kernel carried it (docs/PERF.md).
-template <typename T, int D, int BK, bool PERSIST, bool FOLD = false>
+// TMA: the tensor-memory loader compiled in where FA_FWD_WGMMA_TMA (p.use_tma chooses it at run
+// time).
+template <typename T, int D, int BK, bool PERSIST, bool FOLD = false, bool TMA = true>
 __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 {
     constexpr bool FP8 = fa_is_e4m3<T>;
@@ -249,8 +251,9 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         }
         if (dyn) { // sections of gn (batch, head) pairs, each's last (heaviest) query tiles first
             const int hb = p.heads_q * p.batch; // gn: the pairs whose K and V fit DYN_L2 bytes
-            const long long kv = max(1LL, 2LL * p.seq_k * D * ES);
-            const int gn = (int)max(1LL, min((long long)hb, FA_FWD_WGMMA_DYN_L2 / kv));
+            const long long kv = max(1LL, 2LL * p.seq_k * D * ES); // (a 32-bit division below)
+            const int fit = kv >= FA_FWD_WGMMA_DYN_L2 ? 1 : FA_FWD_WGMMA_DYN_L2 / (int)kv;
+            const int gn = max(1, min(hb, fit));
             const int sec = item / (nqt * gn), r = item - sec * nqt * gn;
             const int n = min(gn, hb - sec * gn), pair = sec * gn + r % n;
             qt = nqt - 1 - r / n;
@@ -268,14 +271,18 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         ntiles = max(0, (fa_key_end(p, q0, BQ) + BK - 1) / BK - t0);
     };
 
+    // p.use_tma: the loader's one thread copies each tile by the tensor-memory accelerator and
+    // alone arrives at the full barriers (16-bit dtypes; FP8 transposes V on the way)
+    const bool tma = FA_FWD_WGMMA_TMA && TMA && !FP8 && p.use_tma;
+    const unsigned loaders = tma ? 1 : 128;
     if (tid == 0) {
         for (int i = 0; i < 2; i++) {
-            fa_mbar_init(bar_q + 8 * i, 128);
+            fa_mbar_init(bar_q + 8 * i, loaders);
             fa_mbar_init(bar_q_empty + 8 * i, 128 * NC);
         }
         for (int s = 0; s < ST; s++) {
-            fa_mbar_init(bar_full_k + 8 * s, 128);
-            fa_mbar_init(bar_full_v + 8 * s, 128);
+            fa_mbar_init(bar_full_k + 8 * s, loaders);
+            fa_mbar_init(bar_full_v + 8 * s, loaders);
             fa_mbar_init(bar_empty_k + 8 * s, 128 * NC);
             fa_mbar_init(bar_empty_v + 8 * s, 128 * NC);
         }
@@ -323,8 +330,71 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         }
     };
 
+    // The tensor-memory loader (thread 0 of the loading warpgroup): the same order of items,
+    // waits and tiles as the copying loader below, each tile as boxes of 64 rows x 64 head dims
+    // (p.tma_map: q, k, v) landing in the tile's 128-byte-row blocks, swizzled as wgmma reads
+    // them; rows and head dims outside the tensor (before row 0 too) land as zeros.
+    auto tma_tile = [&](auto rows_c, unsigned dst, int which, int row0, int head, int b,
+                        unsigned bar) {
+        constexpr int ROWS = decltype(rows_c)::value;
+#pragma unroll 1
+        for (int i = 0; i < D / 64 * (ROWS / 64); i++) // box i: column block i / (ROWS / 64)
+            fa_tma_load_4d(dst + i * 64 * 128, p.tma_map[which], 64 * (i / (ROWS / 64)),
+                           row0 + 64 * (i % (ROWS / 64)), head, b, bar);
+    };
+    auto tma_loader = [&]() {
+        int g = 0, k = 0;
+        for (;; k++) {
+            const int item = dyn ? atomicAdd(counter, 1) : item_of(k);
+            if (item >= items)
+                break;
+            int qt, h, b, t0, ntiles;
+            work(item, qt, h, b);
+            const int q0 = qt * BQ - q_pad, hk = h / p.group;
+            key_tiles(q0, t0, ntiles);
+            if (k >= NQ) // the item before last has written its O out of this Q buffer
+                fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
+            if (dyn) {
+                item_slot[k % NQ][0] = qt;
+                item_slot[k % NQ][1] = b * p.heads_q + h;
+            }
+            fa_mbar_arrive_expect_tx(bar_q + 8 * (k % NQ), Q_BYTES);
+            tma_tile(std::integral_constant<int, BQ>{}, sQ + (k % NQ) * Q_BYTES, 0, q0, h, b,
+                     bar_q + 8 * (k % NQ));
+            for (int it = 0; it < ntiles; it++) {
+                const int s = (g + it) % ST, use = (g + it) / ST, key0 = (t0 + it) * BK;
+                if (use > 0)
+                    fa_mbar_wait(bar_empty_k + 8 * s, (use - 1) & 1);
+                fa_mbar_arrive_expect_tx(bar_full_k + 8 * s, TILE_BYTES);
+                tma_tile(std::integral_constant<int, BK>{}, sK + s * TILE_BYTES, 1, key0, hk, b,
+                         bar_full_k + 8 * s);
+                if (use > 0)
+                    fa_mbar_wait(bar_empty_v + 8 * s, (use - 1) & 1);
+                fa_mbar_arrive_expect_tx(bar_full_v + 8 * s, TILE_BYTES);
+                tma_tile(std::integral_constant<int, BK>{}, sV + s * TILE_BYTES, 2, key0, hk, b,
+                         bar_full_v + 8 * s);
+            }
+            g += ntiles;
+        }
+        if (dyn) { // as the copying loader's end below
+            if (k >= NQ)
+                fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
+            item_slot[k % NQ][0] = -1;
+            fa_mbar_arrive(bar_q + 8 * (k % NQ));
+            if (atomicAdd(counter + 1, 1) == (int)gridDim.x - 1) {
+                atomicExch(counter, 0);
+                atomicExch(counter + 1, 0);
+            }
+        }
+    };
+
     if (wg == 0) { // the loader
         fa_setmaxnreg_dec<LOAD_REGS>();
+        if (tma) {
+            if (wt == 0)
+                tma_loader();
+            return;
+        }
         int g = 0; // key tiles of the earlier items: the ring's position
         // the loader's item k: its turn in the grid's order, or (dyn) the counter's next, which
         // thread 0 takes and the loader's warps share (named barrier 7)
@@ -1073,8 +1143,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                                          (((ch & 7) ^ (srw & 7)) << 4));
             }
         }
-        if constexpr (PERSIST) // this warpgroup's rows of the Q buffer are read: it may refill
+        if constexpr (PERSIST) { // this warpgroup's rows of the Q buffer are read: it may refill
+            if (FA_FWD_WGMMA_TMA && TMA && !FP8 && p.use_tma) // (by a tensor copy, the async
+                // proxy: after the epilogue's generic reads; the parameter read again, not kept
+                // in a register)
+                fa_fence_proxy_async();
             fa_mbar_arrive(bar_q_empty + 8 * (k % NQ));
+        }
     }
     if (RING && cw == 0)
         fa_named_barrier(TURN, 256);

@@ -25,14 +25,16 @@
     {                                                                                              \
         fa_fwd_wgmma<T, D, fa_fwdw_bk<T, D, false>, FA_FWD_WGMMA_PERSISTENT(D), true>(p);          \
     }
-// The same body over a packed batch, each block bound to its sequence (fa_varlen.cuh).
+// The same body over a packed batch, each block bound to its sequence (fa_varlen.cuh), without
+// the tensor maps (the host makes none for packed batches; taking their address in this copy of
+// the parameters would put it in local memory).
 #define FA_INSTANTIATE_FWD_WGMMA_VARLEN(name, T, D, P1, P2)                                        \
     extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS_D(D), 1)                     \
         name(const __grid_constant__ fa_cuda_params p)                                             \
     {                                                                                              \
         fa_cuda_params s = p; /* registers: 288 TF/s at N=512 D=128, fa_varlen_enter 268 */        \
         if (fa_varlen_bind<T>(s, FA_VARLEN_QUERY_TILES, FA_FWD_WGMMA_BQ_D(D)))                     \
-            fa_fwd_wgmma<T, D, fa_fwdw_bk<T, D, false>, false>(s);                                 \
+            fa_fwd_wgmma<T, D, fa_fwdw_bk<T, D, false>, false, false, false>(s);                   \
     }
 #define FA_INSTANTIATE_BWD_WGMMA(name, T, D, P1, P2)                                               \
     extern "C" __global__ void __launch_bounds__(FA_BWD_WGMMA_THREADS, 1)                          \

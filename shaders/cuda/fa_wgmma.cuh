@@ -105,6 +105,25 @@ __device__ __forceinline__ void fa_mbar_arrive(unsigned bar)
 {
     asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// Arrives and adds `bytes` to the transactions the barrier's phase waits for (the tensor copies
+// below complete them).
+__device__ __forceinline__ void fa_mbar_arrive_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
+// The box at coordinates (c0, c1, c2, c3) of the tensor map at generic address `map` (a kernel
+// parameter's) into shared memory at dst, completing its bytes on barrier bar; elements outside
+// the tensor (negative coordinates too) land as zeros.
+__device__ __forceinline__ void fa_tma_load_4d(unsigned dst, const void *map, int c0, int c1,
+                                               int c2, int c3, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+                 : "memory");
+}
 // Waits for the phase of parity `parity` of the barrier to complete.
 __device__ __forceinline__ void fa_mbar_wait(unsigned bar, unsigned parity)
 {
