@@ -144,9 +144,10 @@ static bool tma_map(const fa_cuda_state *st, unsigned char map[128], const fa_cu
                                           TMA_SWIZZLE_128B, TMA_L2_256B, 0) == CUDA_SUCCESS;
 }
 
-/* FA_CUDA_FWD_COPY=tma: the wgmma forward's tiles by tensor-memory copies (p->use_tma) where
- * the plan is that kernel at a 16-bit dtype on one sequence's rows and the driver takes the
- * views; else the loader's own copies. */
+/* The wgmma forward's tiles by tensor-memory copies (p->use_tma; caps.fwd_tma) where the plan
+ * is that kernel at a 16-bit dtype and head dim 128 or 256 on one sequence's rows and the driver
+ * takes the views; else the loader's own copies (at head dim 64 the tensor-memory loader's
+ * registers made the kernels spill: FA_FWD_WGMMA_TMA). */
 static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
                              const fa_cuda_plan *plan, fa_cuda_params *p)
 {
@@ -155,17 +156,16 @@ static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
         return;
     const fa_cuda_kernel_info *k = &fa_cuda_kernels[plan->launches[0].kernel];
     if ((k->family != FA_CUDA_FWD_WGMMA && k->family != FA_CUDA_FWD_WGMMA_SOFTCAP) ||
-        (k->dtype != FA_DTYPE_F16 && k->dtype != FA_DTYPE_BF16))
+        (k->dtype != FA_DTYPE_F16 && k->dtype != FA_DTYPE_BF16) || k->d < 128)
         return;
-    p->use_tma =
-        tma_map(st, p->tma_map[0], &p->q, call->dtype, call->seq_q, call->heads_q, call->batch,
-                call->head_dim) &&
-        tma_map(st, p->tma_map[1], &p->k, call->dtype, call->seq_k, call->heads_kv, call->batch,
-                call->head_dim) &&
-        tma_map(st, p->tma_map[2], &p->v, call->dtype, call->seq_k, call->heads_kv, call->batch,
-                call->head_dim);
+    p->use_tma = tma_map(st, p->tma_map[0], &p->q, call->dtype, call->seq_q, call->heads_q,
+                         call->batch, call->head_dim) &&
+                 tma_map(st, p->tma_map[1], &p->k, call->dtype, call->seq_k, call->heads_kv,
+                         call->batch, call->head_dim) &&
+                 tma_map(st, p->tma_map[2], &p->v, call->dtype, call->seq_k, call->heads_kv,
+                         call->batch, call->head_dim);
     fa_log(ctx, FA_LOG_DEBUG, "cuda: %s",
-           p->use_tma ? "the forward's tiles by tensor maps (FA_CUDA_FWD_COPY=tma)"
+           p->use_tma ? "the forward's tiles by tensor maps"
                       : "tensor maps refused for these views; the loader copies");
 }
 

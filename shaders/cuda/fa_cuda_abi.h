@@ -412,12 +412,14 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_CAUSAL_END
 #define FA_FWD_WGMMA_CAUSAL_END 1
 #endif
-/* FA_FWD_WGMMA_TMA (off: prepared in the forty-third session): the wgmma forward's loader built
- * with a second form, taken where fa_cuda_params.use_tma (FA_CUDA_FWD_COPY=tma): its first
+/* FA_FWD_WGMMA_TMA (off: written and measured in the forty-third session, +13 % at head dim 256,
+ * +4-6 % at 128 on an H100, docs/PERF.md; on by default once conformance's --full has run with
+ * it): the wgmma forward's loader built with a second form, at head dims 128 and 256, taken
+ * where fa_cuda_params.use_tma (the host's default where built; FA_CUDA_FWD_COPY): its first
  * thread copies each Q, K and V tile by the tensor-memory accelerator (cp.async.bulk.tensor, one
  * instruction per 64 x 64 box) where the 128 threads' 16-byte copies took about 11 instructions a
- * copy, 15-18 % of the kernel's instructions at N=512 (docs/PERF.md). With it compiled in, the
- * head-dim-64 kernels' computing warpgroups spill 12 bytes */
+ * copy. Not with three computing warpgroups (head dim 64), whose loader keeps 24 registers: with
+ * it compiled in they spilled 12-32 bytes and lost 13 % at N=512 causal */
 #ifndef FA_FWD_WGMMA_TMA
 #define FA_FWD_WGMMA_TMA 0
 #endif

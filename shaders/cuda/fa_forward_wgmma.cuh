@@ -177,8 +177,8 @@ constexpr int fa_fwdw_bk = FA_FWD_WGMMA_NC(D) == 3 && !(PLAIN && std::is_same<T,
 // FOLD: the kernel for a softcap alone (the FWD_WGMMA_SOFTCAP rows), which folds the cap into the
 // exponent (below); in a kernel of its own because the fold's code cost the plain path 4-5 % at
 // head dim 64 when every kernel carried it (docs/PERF.md).
-// TMA: the tensor-memory loader compiled in where FA_FWD_WGMMA_TMA (p.use_tma chooses it at run
-// time).
+// TMA: the tensor-memory loader compiled in where FA_FWD_WGMMA_TMA, with two computing warpgroups
+// (p.use_tma chooses it at run time).
 template <typename T, int D, int BK, bool PERSIST, bool FOLD = false, bool TMA = true>
 __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 {
@@ -273,7 +273,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 
     // p.use_tma: the loader's one thread copies each tile by the tensor-memory accelerator and
     // alone arrives at the full barriers (16-bit dtypes; FP8 transposes V on the way)
-    const bool tma = FA_FWD_WGMMA_TMA && TMA && !FP8 && p.use_tma;
+    constexpr bool TMA_IN = FA_FWD_WGMMA_TMA && TMA && !FP8 && NC == 2; // (NC 3: spills)
+    const bool tma = TMA_IN && p.use_tma;
     const unsigned loaders = tma ? 1 : 128;
     if (tid == 0) {
         for (int i = 0; i < 2; i++) {
@@ -1144,9 +1145,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             }
         }
         if constexpr (PERSIST) { // this warpgroup's rows of the Q buffer are read: it may refill
-            if (FA_FWD_WGMMA_TMA && TMA && !FP8 && p.use_tma) // (by a tensor copy, the async
-                // proxy: after the epilogue's generic reads; the parameter read again, not kept
-                // in a register)
+            if (TMA_IN && p.use_tma) // (by a tensor copy, the async proxy: after the
+                // epilogue's generic reads; the parameter read again, not kept in a register)
                 fa_fence_proxy_async();
             fa_mbar_arrive(bar_q_empty + 8 * (k % NQ));
         }
