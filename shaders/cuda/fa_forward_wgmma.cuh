@@ -45,8 +45,8 @@
 
 // Rows [r0, r0 + ROWS) of a (rows x head_dim) view into a tile of ROWS rows: 64-column blocks of
 // ROWS 128-byte rows, swizzled; zeros past row n or column head_dim (FROM_NEG: and before row 0,
-// where r0 may be negative). Called by the 128 threads of
-// the loading warpgroup (t = 0..127): thread t copies chunk t % CH of every (128 / CH)-th row.
+// where r0 may be negative). Called by the 128 threads of the loading warpgroup (t = 0..127):
+// thread t copies chunk t % CH of every (128 / CH)-th row.
 // Rows a multiple of 8 apart have the same swizzled chunk, so one pointer and one address step
 // through them (few registers: the loader keeps FA_FWD_WGMMA_LOAD_REGS); at head dim 256 they
 // are 4 apart, and every other row's chunk has its bit 2 flipped.
@@ -331,6 +331,20 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         }
     };
 
+    // FA_FWD_WGMMA_CAUSAL_DYN, after the loader's last item k - 1 (by every thread that arrives
+    // at the Q barriers): the computing warpgroups hear that none is left as item k = -1, and the
+    // last block to stop taking items puts the counter back for the next call.
+    auto no_more_items = [&](int k) {
+        if (k >= NQ)
+            fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
+        if (wt == 0)
+            item_slot[k % NQ][0] = -1;
+        fa_mbar_arrive(bar_q + 8 * (k % NQ));
+        if (wt == 0 && atomicAdd(counter + 1, 1) == (int)gridDim.x - 1) {
+            atomicExch(counter, 0);
+            atomicExch(counter + 1, 0);
+        }
+    };
     // The tensor-memory loader (thread 0 of the loading warpgroup): the same order of items,
     // waits and tiles as the copying loader below, each tile as boxes of 64 rows x 64 head dims
     // (p.tma_map: q, k, v) landing in the tile's 128-byte-row blocks, swizzled as wgmma reads
@@ -377,16 +391,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             }
             g += ntiles;
         }
-        if (dyn) { // as the copying loader's end below
-            if (k >= NQ)
-                fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
-            item_slot[k % NQ][0] = -1;
-            fa_mbar_arrive(bar_q + 8 * (k % NQ));
-            if (atomicAdd(counter + 1, 1) == (int)gridDim.x - 1) {
-                atomicExch(counter, 0);
-                atomicExch(counter + 1, 0);
-            }
-        }
+        if (dyn)
+            no_more_items(k);
     };
 
     if (wg == 0) { // the loader
@@ -465,18 +471,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             }
             g += ntiles;
         }
-        if (dyn) { // no items left: the computing warpgroups hear it as item k = -1
-            if (k >= NQ)
-                fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
-            if (wt == 0)
-                item_slot[k % NQ][0] = -1;
-            fa_mbar_arrive(bar_q + 8 * (k % NQ));
-            // the last block to stop taking items puts the counter back for the next call
-            if (wt == 0 && atomicAdd(counter + 1, 1) == (int)gridDim.x - 1) {
-                atomicExch(counter, 0);
-                atomicExch(counter + 1, 0);
-            }
-        }
+        if (dyn)
+            no_more_items(k);
         return;
     }
 
