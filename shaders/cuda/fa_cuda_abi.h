@@ -102,11 +102,12 @@ typedef struct fa_cuda_params {
      * forward's next work item and its blocks done, where FA_FWD_WGMMA_CAUSAL_DYN deals causal
      * items to persistent blocks as they ask; else unused. */
     unsigned long long item_counter;
-    /* Where use_tma (the wgmma forward at 16-bit dtypes, not packed; FA_CUDA_FWD_COPY=tma): the
-     * driver's tensor maps (CUtensorMap, 128 bytes, 64-byte aligned) of q, k and v as 4-D views
-     * (head dim, row, head, batch entry) with boxes of 64 head dims x 64 rows and 128-byte
-     * swizzling, which the loading warpgroup's one thread copies tiles through instead of its
-     * 128 threads' 16-byte copies (fa_forward_wgmma.cuh); else unused. */
+    /* Where use_tma (the wgmma forward at 16-bit dtypes and head dims 128 and 256, not packed,
+     * in a build with FA_FWD_WGMMA_TMA unless FA_CUDA_FWD_COPY=cpasync): the driver's tensor
+     * maps (CUtensorMap, 128 bytes, 64-byte aligned) of q, k and v as 4-D views (head dim, row,
+     * head, batch entry) with boxes of 64 head dims x 64 rows and 128-byte swizzling, which the
+     * loading warpgroup's one thread copies tiles through instead of its 128 threads' 16-byte
+     * copies (fa_forward_wgmma.cuh); else unused. */
     int use_tma;
     FA_CUDA_ALIGN64 unsigned char tma_map[3][128];
 } fa_cuda_params;
@@ -388,13 +389,6 @@ typedef struct fa_cuda_params {
  * intra-warpgroup overlap) */
 #ifndef FA_FWD_WGMMA_OVERLAP
 #define FA_FWD_WGMMA_OVERLAP 1
-#endif
-/* FA_FWD_WGMMA_MASK_SPLIT (off: timed in the forty-third session, -5 % at f16 D=64 N=512 causal,
- * +4.6 % at D=128 causal but nothing there beside FA_FWD_WGMMA_DESC_ADD, an H100): a masked
- * tile's scores compared with the row's last visible key alone where no left bound is set (one
- * comparison and a select a score instead of two and a select) */
-#ifndef FA_FWD_WGMMA_MASK_SPLIT
-#define FA_FWD_WGMMA_MASK_SPLIT 0
 #endif
 /* FA_FWD_WGMMA_DESC_ADD (on since the forty-third session: +4.7 % at f16 D=128 N=512 causal,
  * +0.5-1.5 % elsewhere, an H100, docs/PERF.md): the forward's wgmma descriptors as a tile's first

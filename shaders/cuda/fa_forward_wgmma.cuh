@@ -331,6 +331,17 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         }
     };
 
+    // Before the loader's item k (query tile qt of head h, batch entry b) goes into its Q
+    // buffer: the item before last has written its O out of it; (dyn) the computing warpgroups
+    // are told the item in item_slot, before the Q barrier's arrive.
+    auto q_buffer_for = [&](int k, int qt, int h, int b) {
+        if (k >= NQ)
+            fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
+        if (dyn && wt == 0) {
+            item_slot[k % NQ][0] = qt;
+            item_slot[k % NQ][1] = b * p.heads_q + h;
+        }
+    };
     // FA_FWD_WGMMA_CAUSAL_DYN, after the loader's last item k - 1 (by every thread that arrives
     // at the Q barriers): the computing warpgroups hear that none is left as item k = -1, and the
     // last block to stop taking items puts the counter back for the next call.
@@ -367,12 +378,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             work(item, qt, h, b);
             const int q0 = qt * BQ - q_pad, hk = h / p.group;
             key_tiles(q0, t0, ntiles);
-            if (k >= NQ) // the item before last has written its O out of this Q buffer
-                fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
-            if (dyn) {
-                item_slot[k % NQ][0] = qt;
-                item_slot[k % NQ][1] = b * p.heads_q + h;
-            }
+            q_buffer_for(k, qt, h, b);
             fa_mbar_arrive_expect_tx(bar_q + 8 * (k % NQ), Q_BYTES);
             tma_tile(std::integral_constant<int, BQ>{}, sQ + (k % NQ) * Q_BYTES, 0, q0, h, b,
                      bar_q + 8 * (k % NQ));
@@ -423,12 +429,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             const T *Qg = (const T *)p.q.ptr + fa_at(p.q, b, 0, h);
             const T *Kg = (const T *)p.k.ptr + fa_at(p.k, b, 0, hk);
             const T *Vg = (const T *)p.v.ptr + fa_at(p.v, b, 0, hk);
-            if (k >= NQ) // the item before last has written its O out of this Q buffer
-                fa_mbar_wait(bar_q_empty + 8 * (k % NQ), (k / NQ - 1) & 1);
-            if (dyn && wt == 0) {
-                item_slot[k % NQ][0] = qt;
-                item_slot[k % NQ][1] = b * p.heads_q + h;
-            }
+            q_buffer_for(k, qt, h, b);
             fa_fwdw_load<D, BQ, CEND>(sQ + (k % NQ) * Q_BYTES, Qg, p.q.stride_s, q0, p.seq_q,
                                       p.head_dim, wt);
             fa_cp_async_commit();
@@ -723,21 +724,12 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     const int end =
                         (p.causal ? min(p.seq_k, row + p.causal_offset + 1) : p.seq_k) - kt;
                     const int beg = p.has_left ? row + p.left_offset - kt : 0;
-                    auto mask_row = [&](auto left_c) {
 #pragma unroll
-                        for (int n = 0; n < W / 8; n++)
+                    for (int n = 0; n < W / 8; n++)
 #pragma unroll
-                            for (int e = 0; e < 2; e++)
-                                if (n * 8 + e >= end ||
-                                    (decltype(left_c)::value && n * 8 + e < beg))
-                                    sc[4 * n + 2 * r + e] = masked;
-                    };
-                    // without a left bound (causal, a right bound or the keys' end alone) one
-                    // comparison a score (FA_FWD_WGMMA_MASK_SPLIT)
-                    if (!FA_FWD_WGMMA_MASK_SPLIT || p.has_left)
-                        mask_row(std::true_type{});
-                    else
-                        mask_row(std::false_type{});
+                        for (int e = 0; e < 2; e++)
+                            if (n * 8 + e >= end || n * 8 + e < beg)
+                                sc[4 * n + 2 * r + e] = masked;
                 }
             }
             float tm[2];
