@@ -123,7 +123,7 @@ static bool views_aligned(const fa_cuda_params *p, bool backward, size_t es, siz
     return ok;
 }
 
-/* One of q, k and v as the driver's 4-D tensor map (head dim, row, head, batch entry) in 64 x 64
+/* One of q, k, v and o as the driver's 4-D tensor map (head dim, row, head, batch entry) in 64 x 64
  * boxes, swizzled as the wgmma forward's tiles are (128-byte rows, 16-byte units XOR the row
  * mod 8): false where the driver refuses the view (a stride not a multiple of 16 bytes, say). */
 static bool tma_map(const fa_cuda_state *st, unsigned char map[128], const fa_cuda_tensor *t,
@@ -163,6 +163,8 @@ static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
                  tma_map(st, p->tma_map[1], &p->k, call->dtype, call->seq_k, call->heads_kv,
                          call->batch, call->head_dim) &&
                  tma_map(st, p->tma_map[2], &p->v, call->dtype, call->seq_k, call->heads_kv,
+                         call->batch, call->head_dim) &&
+                 tma_map(st, p->tma_map[3], &p->o, call->dtype, call->seq_q, call->heads_q,
                          call->batch, call->head_dim);
     fa_log(ctx, FA_LOG_DEBUG, "cuda: %s",
            p->use_tma ? "the forward's tiles by tensor maps"

@@ -104,12 +104,13 @@ typedef struct fa_cuda_params {
     unsigned long long item_counter;
     /* Where use_tma (the wgmma forward at 16-bit dtypes and head dims 128 and 256, not packed,
      * in a build with FA_FWD_WGMMA_TMA unless FA_CUDA_FWD_COPY=cpasync): the driver's tensor
-     * maps (CUtensorMap, 128 bytes, 64-byte aligned) of q, k and v as 4-D views (head dim, row,
-     * head, batch entry) with boxes of 64 head dims x 64 rows and 128-byte swizzling, which the
-     * loading warpgroup's one thread copies tiles through instead of its 128 threads' 16-byte
-     * copies (fa_forward_wgmma.cuh); else unused. */
+     * maps (CUtensorMap, 128 bytes, 64-byte aligned) of q, k, v and o as 4-D views (head dim,
+     * row, head, batch entry) with boxes of 64 head dims x 64 rows and 128-byte swizzling, which
+     * the loading warpgroup's one thread copies tiles through instead of its 128 threads' 16-byte
+     * copies (and, FA_FWD_WGMMA_TMA_STORE, O out of its Q buffer; fa_forward_wgmma.cuh); else
+     * unused. */
     int use_tma;
-    FA_CUDA_ALIGN64 unsigned char tma_map[3][128];
+    FA_CUDA_ALIGN64 unsigned char tma_map[4][128];
 } fa_cuda_params;
 
 /* fa_cuda_params.bias_dtype: fa_dtype's values (the host asserts them). */
@@ -416,6 +417,13 @@ typedef struct fa_cuda_params {
  * it compiled in they spilled 12-32 bytes and lost 13 % at N=512 causal */
 #ifndef FA_FWD_WGMMA_TMA
 #define FA_FWD_WGMMA_TMA 0
+#endif
+/* FA_FWD_WGMMA_TMA_STORE (with FA_FWD_WGMMA_TMA; off until measured): the computing warpgroups
+ * leave O in their Q buffer's rows and the tensor-memory loader's thread stores it (one
+ * cp.async.bulk.tensor a 64 x 64 box) before that buffer takes the next Q, where each of their
+ * threads read its part back and stored it 16 bytes at a time. */
+#ifndef FA_FWD_WGMMA_TMA_STORE
+#define FA_FWD_WGMMA_TMA_STORE 0
 #endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128

@@ -275,6 +275,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     // alone arrives at the full barriers (16-bit dtypes; FP8 transposes V on the way)
     constexpr bool TMA_IN = FA_FWD_WGMMA_TMA && TMA && !FP8 && NC == 2; // (NC 3: spills)
     const bool tma = TMA_IN && p.use_tma;
+    // and (TMA_OUT) stores O out of the Q buffer the computing warpgroups left it in
+    constexpr bool TMA_OUT = TMA_IN && FA_FWD_WGMMA_TMA_STORE;
     const unsigned loaders = tma ? 1 : 128;
     if (tid == 0) {
         for (int i = 0; i < 2; i++) {
@@ -368,8 +370,22 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             fa_tma_load_4d(dst + i * 64 * 128, p.tma_map[which], 64 * (i / (ROWS / 64)),
                            row0 + 64 * (i % (ROWS / 64)), head, b, bar);
     };
+    // TMA_OUT: O of the loader's item j (BQ rows from q0 of head h, batch entry b) out of its Q
+    // buffer once the computing warpgroups have left it there (their arrive at its empty barrier)
+    struct Item {
+        int q0, h, b;
+    };
+    auto store_o = [&](int j, Item it) {
+        fa_mbar_wait(bar_q_empty + 8 * (j % NQ), (j / NQ) & 1);
+#pragma unroll 1
+        for (int i = 0; i < D / 64 * (BQ / 64); i++) // box i: column block i / (BQ / 64)
+            fa_tma_store_4d(p.tma_map[3], sQ + (j % NQ) * Q_BYTES + i * 64 * 128,
+                            64 * (i / (BQ / 64)), it.q0 + 64 * (i % (BQ / 64)), it.h, it.b);
+        fa_bulk_commit();
+    };
     auto tma_loader = [&]() {
         int g = 0, k = 0;
+        Item last{}, before{}; // TMA_OUT: items k - 1 and k - 2, whose O may be in a Q buffer
         for (;; k++) {
             const int item = dyn ? atomicAdd(counter, 1) : item_of(k);
             if (item >= items)
@@ -378,6 +394,12 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             work(item, qt, h, b);
             const int q0 = qt * BQ - q_pad, hk = h / p.group;
             key_tiles(q0, t0, ntiles);
+            if (TMA_OUT && k >= NQ) { // item k - NQ's O out before Q(k) goes in
+                store_o(k - NQ, NQ == 2 ? before : last);
+                fa_bulk_wait<0, true>();
+            }
+            before = last;
+            last = Item{q0, h, b};
             q_buffer_for(k, qt, h, b);
             fa_mbar_arrive_expect_tx(bar_q + 8 * (k % NQ), Q_BYTES);
             tma_tile(std::integral_constant<int, BQ>{}, sQ + (k % NQ) * Q_BYTES, 0, q0, h, b,
@@ -397,8 +419,14 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             }
             g += ntiles;
         }
+        if (TMA_OUT && k >= NQ)
+            store_o(k - NQ, NQ == 2 ? before : last);
         if (dyn)
             no_more_items(k);
+        if (TMA_OUT && NQ == 2 && k >= 1)
+            store_o(k - 1, last);
+        if (TMA_OUT) // (read out before the block's shared memory goes)
+            fa_bulk_wait<0, false>();
     };
 
     if (wg == 0) { // the loader
@@ -1121,20 +1149,24 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     *(unsigned *)(q_smem + off) =
                         fa_pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
                 }
-            fa_named_barrier(1 + cw, 128);
+            if (!(TMA_OUT && p.use_tma)) { // (else the loader's thread stores them)
+                fa_named_barrier(1 + cw, 128);
 #pragma unroll
-            for (int i = 0; i < 64 * CH / 128; i++) {
-                const int cidx = wt + i * 128, row = cidx / CH, ch = cidx % CH, gr = r0 + row;
-                const int srw = 64 * cw + row;
-                if (gr < p.seq_q && (!CEND || gr >= 0) && ch * 8 < p.head_dim)
-                    *(uint4 *)(Og + gr * p.o.stride_s + ch * 8) =
-                        *(const uint4 *)(q_smem + (ch >> 3) * BQ * 128 + srw * 128 +
-                                         (((ch & 7) ^ (srw & 7)) << 4));
+                for (int i = 0; i < 64 * CH / 128; i++) {
+                    const int cidx = wt + i * 128, row = cidx / CH, ch = cidx % CH, gr = r0 + row;
+                    const int srw = 64 * cw + row;
+                    if (gr < p.seq_q && (!CEND || gr >= 0) && ch * 8 < p.head_dim)
+                        *(uint4 *)(Og + gr * p.o.stride_s + ch * 8) =
+                            *(const uint4 *)(q_smem + (ch >> 3) * BQ * 128 + srw * 128 +
+                                             (((ch & 7) ^ (srw & 7)) << 4));
+                }
             }
         }
-        if constexpr (PERSIST) { // this warpgroup's rows of the Q buffer are read: it may refill
-            if (TMA_IN && p.use_tma) // (by a tensor copy, the async proxy: after the
-                // epilogue's generic reads; the parameter read again, not kept in a register)
+        // This warpgroup's rows of the Q buffer are read (or hold O for the loader's store): it
+        // may refill (store) them. By a tensor copy, the async proxy: after the epilogue's generic
+        // reads and writes. (The parameter read again, not kept in a register.)
+        if (PERSIST || (TMA_OUT && p.use_tma)) {
+            if (TMA_IN && p.use_tma)
                 fa_fence_proxy_async();
             fa_mbar_arrive(bar_q_empty + 8 * (k % NQ));
         }

@@ -124,6 +124,30 @@ __device__ __forceinline__ void fa_tma_load_4d(unsigned dst, const void *map, in
                  "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
                  : "memory");
 }
+// The box at coordinates (c0, c1, c2, c3) of the tensor map at `map` from shared memory at src
+// (written by the generic proxy: fenced with fa_fence_proxy_async first), in this thread's bulk
+// group; elements outside the tensor are not written.
+__device__ __forceinline__ void fa_tma_store_4d(const void *map, unsigned src, int c0, int c1,
+                                                int c2, int c3)
+{
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group"
+                 " [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(map),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+                 : "memory");
+}
+__device__ __forceinline__ void fa_bulk_commit()
+{
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// This thread's bulk groups but the last N have read their shared memory (READ) or completed.
+template <int N, bool READ>
+__device__ __forceinline__ void fa_bulk_wait()
+{
+    if constexpr (READ)
+        asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+    else
+        asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
 // Waits for the phase of parity `parity` of the barrier to complete.
 __device__ __forceinline__ void fa_mbar_wait(unsigned bar, unsigned parity)
 {
