@@ -144,10 +144,11 @@ static bool tma_map(const fa_cuda_state *st, unsigned char map[128], const fa_cu
                                           TMA_SWIZZLE_128B, TMA_L2_256B, 0) == CUDA_SUCCESS;
 }
 
-/* The wgmma forward's tiles by tensor-memory copies (p->use_tma; caps.fwd_tma) where the plan
- * is that kernel at a 16-bit dtype and head dim 128 or 256 on one sequence's rows and the driver
- * takes the views; else the loader's own copies (at head dim 64 the tensor-memory loader's
- * registers made the kernels spill: FA_FWD_WGMMA_TMA). */
+/* The wgmma forward's tiles (and O) by tensor-memory copies (p->use_tma; caps.fwd_tma) where
+ * the plan is that kernel at a 16-bit dtype on one sequence's rows and the driver takes the views;
+ * else the loader's own copies. At head dim 64 (three computing warpgroups, whose kernels have
+ * that loader only when built with FA_FWD_WGMMA_TMA_NC3) only in such a build or where
+ * FA_CUDA_FWD_COPY=tma asks (an image through FA_CUDA_SM90_IMAGE). */
 static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
                              const fa_cuda_plan *plan, fa_cuda_params *p)
 {
@@ -156,7 +157,8 @@ static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
         return;
     const fa_cuda_kernel_info *k = &fa_cuda_kernels[plan->launches[0].kernel];
     if ((k->family != FA_CUDA_FWD_WGMMA && k->family != FA_CUDA_FWD_WGMMA_SOFTCAP) ||
-        (k->dtype != FA_DTYPE_F16 && k->dtype != FA_DTYPE_BF16) || k->d < 128)
+        (k->dtype != FA_DTYPE_F16 && k->dtype != FA_DTYPE_BF16) ||
+        (k->d < 128 && !FA_FWD_WGMMA_TMA_NC3 && !fa_knob_value(ctx, FA_KNOB_CUDA_FWD_COPY)))
         return;
     p->use_tma = tma_map(st, p->tma_map[0], &p->q, call->dtype, call->seq_q, call->heads_q,
                          call->batch, call->head_dim) &&

@@ -407,23 +407,30 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_CAUSAL_END
 #define FA_FWD_WGMMA_CAUSAL_END 1
 #endif
-/* FA_FWD_WGMMA_TMA (off: written and measured in the forty-third session, +13 % at head dim 256,
- * +4-6 % at 128 on an H100, docs/PERF.md; on by default once conformance's --full has run with
- * it): the wgmma forward's loader built with a second form, at head dims 128 and 256, taken
- * where fa_cuda_params.use_tma (the host's default where built; FA_CUDA_FWD_COPY): its first
+/* FA_FWD_WGMMA_TMA (on since the forty-fourth session: with FA_FWD_WGMMA_TMA_STORE +5-10 % at
+ * head dim 128 and +15-17 % at 256 on an H200, conformance's forward --full passing with both,
+ * docs/PERF.md): the wgmma forward's loader built with a second form, at head dims 128 and 256,
+ * taken where fa_cuda_params.use_tma (the host's default where built; FA_CUDA_FWD_COPY): its first
  * thread copies each Q, K and V tile by the tensor-memory accelerator (cp.async.bulk.tensor, one
  * instruction per 64 x 64 box) where the 128 threads' 16-byte copies took about 11 instructions a
- * copy. Not with three computing warpgroups (head dim 64), whose loader keeps 24 registers: with
- * it compiled in they spilled 12-32 bytes and lost 13 % at N=512 causal */
+ * copy. Not with three computing warpgroups (head dim 64; FA_FWD_WGMMA_TMA_NC3), whose loader
+ * keeps 24 registers: with it compiled in they spilled 12-32 bytes and lost 13 % at N=512
+ * causal on an H100 */
 #ifndef FA_FWD_WGMMA_TMA
-#define FA_FWD_WGMMA_TMA 0
+#define FA_FWD_WGMMA_TMA 1
 #endif
-/* FA_FWD_WGMMA_TMA_STORE (with FA_FWD_WGMMA_TMA; off until measured): the computing warpgroups
- * leave O in their Q buffer's rows and the tensor-memory loader's thread stores it (one
- * cp.async.bulk.tensor a 64 x 64 box) before that buffer takes the next Q, where each of their
- * threads read its part back and stored it 16 bytes at a time. */
+/* FA_FWD_WGMMA_TMA_STORE (with FA_FWD_WGMMA_TMA; on since the forty-fourth session: +1-4 % at
+ * head dim 128 over the tensor-memory loads alone, an H200): the computing warpgroups leave O in
+ * their Q buffer's rows and the tensor-memory loader's thread stores it (one cp.async.bulk.tensor
+ * a 64 x 64 box) before that buffer takes the next Q, where each of their threads read its part
+ * back and stored it 16 bytes at a time. */
 #ifndef FA_FWD_WGMMA_TMA_STORE
-#define FA_FWD_WGMMA_TMA_STORE 0
+#define FA_FWD_WGMMA_TMA_STORE 1
+#endif
+/* FA_FWD_WGMMA_TMA_NC3 (off; with FA_FWD_WGMMA_TMA): the tensor-memory loader and store in the
+ * kernels with three computing warpgroups too (head dim 64), to time them there again */
+#ifndef FA_FWD_WGMMA_TMA_NC3
+#define FA_FWD_WGMMA_TMA_NC3 0
 #endif
 #ifndef FA_FWD_WGMMA_BK_D64
 #define FA_FWD_WGMMA_BK_D64 128

@@ -273,7 +273,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 
     // p.use_tma: the loader's one thread copies each tile by the tensor-memory accelerator and
     // alone arrives at the full barriers (16-bit dtypes; FP8 transposes V on the way)
-    constexpr bool TMA_IN = FA_FWD_WGMMA_TMA && TMA && !FP8 && NC == 2; // (NC 3: spills)
+    constexpr bool TMA_IN = FA_FWD_WGMMA_TMA && TMA && !FP8 && (NC == 2 || FA_FWD_WGMMA_TMA_NC3);
     const bool tma = TMA_IN && p.use_tma;
     // and (TMA_OUT) stores O out of the Q buffer the computing warpgroups left it in
     constexpr bool TMA_OUT = TMA_IN && FA_FWD_WGMMA_TMA_STORE;

@@ -140,8 +140,7 @@ __device__ __forceinline__ void fa_bulk_commit()
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
 // This thread's bulk groups but the last N have read their shared memory (READ) or completed.
-template <int N, bool READ>
-__device__ __forceinline__ void fa_bulk_wait()
+template <int N, bool READ> __device__ __forceinline__ void fa_bulk_wait()
 {
     if constexpr (READ)
         asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
