@@ -24,6 +24,7 @@
     X(CUDA_DECODE_WARPS)                                                                           \
     X(CUDA_DECODE_MERGE)                                                                           \
     X(CUDA_FWD_COPY)                                                                               \
+    X(CUDA_BWD_COPY)                                                                               \
     X(VULKAN_DECODE)                                                                               \
     X(VULKAN_DECODE_MERGE)                                                                         \
     X(VULKAN_MATRIX)                                                                               \

@@ -173,6 +173,28 @@ static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
                       : "tensor maps refused for these views; the loader copies");
 }
 
+/* The wgmma backward's Q and dO tiles by tensor-memory copies (p->use_tma; caps.bwd_tma; maps 0
+ * and 3, the kernels' boxes as the forward's) where its kernel is in the plan at a 16-bit dtype
+ * and the driver takes the views; the plan's other kernels do not read them. */
+static void use_bwd_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
+                                 const fa_cuda_plan *plan, fa_cuda_params *p)
+{
+    const fa_cuda_state *st = ctx->backend_state;
+    bool wgmma = false;
+    for (unsigned i = 0; i < plan->count; i++)
+        wgmma |= fa_cuda_kernels[plan->launches[i].kernel].family == FA_CUDA_BWD_WGMMA;
+    if (!st->caps.bwd_tma || !wgmma ||
+        (call->dtype != FA_DTYPE_F16 && call->dtype != FA_DTYPE_BF16))
+        return;
+    p->use_tma = tma_map(st, p->tma_map[0], &p->q, call->dtype, call->seq_q, call->heads_q,
+                         call->batch, call->head_dim) &&
+                 tma_map(st, p->tma_map[3], &p->d_o, call->dtype, call->seq_q, call->heads_q,
+                         call->batch, call->head_dim);
+    fa_log(ctx, FA_LOG_DEBUG, "cuda: %s",
+           p->use_tma ? "the backward's Q and dO by tensor maps"
+                      : "tensor maps refused for these views; the producer copies");
+}
+
 /* Runs one launch of a plan (none where the grid is empty). */
 static fa_status launch(fa_context *ctx, const fa_cuda_launch *l, fa_cuda_params *p)
 {
@@ -438,6 +460,8 @@ fa_status fa_cuda_backward(fa_context *ctx, const fa_attention_call *call)
     p.delta = st->workspace;
     p.dq_accum = plan.atomic_dq ? st->workspace + plan.accum_offset : 0;
     p.dq_tiled = (int)plan.dq_tiled;
+    if (status == FA_OK && !call->has_varlen)
+        use_bwd_tma_if_asked(ctx, call, &plan, &p);
     if (status == FA_OK && plan.atomic_dq && plan.accum_elems) {
         CUresult r = st->cu->cuMemsetD32Async(p.dq_accum, 0, plan.accum_elems, st->stream);
         if (r != CUDA_SUCCESS)

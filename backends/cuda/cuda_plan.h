@@ -86,6 +86,8 @@ typedef struct fa_cuda_caps {
                    * where the kernel has that loader and the views allow (use_tma): where
                    * built with FA_FWD_WGMMA_TMA, unless FA_CUDA_FWD_COPY=cpasync; =tma asks for
                    * it whatever the build says (an image through FA_CUDA_SM90_IMAGE) */
+    bool bwd_tma; /* the same for the wgmma backward's Q and dO (FA_BWD_WGMMA_TMA,
+                   * FA_CUDA_BWD_COPY) */
 } fa_cuda_caps;
 
 /* The call as the planner sees it (validated by the runtime: head_dim a multiple of 8 from 8 to

@@ -116,14 +116,19 @@ __device__ __forceinline__ fa_bwg_block fa_bwg_block_begin(int tid)
 // the first two tiles at `base` (then one arrive on bar_kv, the mbarrier after the ring's), then
 // each query tile's Q and dO into stage it % ST of the ring at base + stages (Q, then dO), with
 // its rows' LSE (sL) and Delta (sDl), behind the stage's empty mbarrier and before its full one.
-template <typename T, int D, int BN, int BM, int ST>
+// TMA (FA_BWD_WGMMA_TMA; taken where p.use_tma): Q and dO by its first thread's tensor-memory
+// copies (p.tma_map[0] and [3]: 64 x 64 boxes, swizzled as cp.async lays them), whose bytes the
+// full barrier also waits for; LSE and Delta still by the 128 threads.
+template <typename T, int D, int BN, int BM, int ST, bool TMA>
 __device__ __forceinline__ void fa_bwg_produce(const fa_cuda_params &p,
                                                const fa_query_tiles<BM> &tiles, unsigned base,
                                                unsigned stages, float *sL, float *sDl,
                                                unsigned bar_full, int j0, int hk, int b, int wt)
 {
     constexpr unsigned KV_BYTES = BN * D * 2, Q_BYTES = BM * D * 2, STAGE_BYTES = 2 * Q_BYTES;
+    static_assert(BM == 64, "a box's 64 rows a tile");
     const unsigned bar_empty = bar_full + 8 * ST, bar_kv = bar_empty + 8 * ST;
+    const bool tma = TMA && p.use_tma;
     fa_setmaxnreg_dec<FA_BWD_WGMMA_PRODUCER_REGS>();
     fa_bwg_load<D, BN>(base, (const T *)p.k.ptr + fa_at(p.k, b, 0, hk), p.k.stride_s, j0, p.seq_k,
                        p.head_dim, wt);
@@ -142,11 +147,24 @@ __device__ __forceinline__ void fa_bwg_produce(const fa_cuda_params &p,
         int hq, i0;
         tiles.tile(p, hk, it, hq, i0);
         const unsigned q = base + stages + s * STAGE_BYTES;
-        fa_bwg_load<D, BM>(q, (const T *)p.q.ptr + fa_at(p.q, b, 0, hq), p.q.stride_s, i0, p.seq_q,
-                           p.head_dim, wt);
-        fa_bwg_load<D, BM>(q + Q_BYTES, (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq),
-                           p.d_o.stride_s, i0, p.seq_q, p.head_dim, wt);
-        fa_cp_async_commit();
+        if (tma) {
+            if (wt == 0) { // (rows past seq_q and dims past head_dim land as zeros)
+                fa_mbar_expect_tx(bar_full + 8 * s, STAGE_BYTES);
+#pragma unroll 1
+                for (int i = 0; i < D / 64; i++) {
+                    fa_tma_load_4d(q + i * BM * 128, p.tma_map[0], 64 * i, i0, hq, b,
+                                   bar_full + 8 * s);
+                    fa_tma_load_4d(q + Q_BYTES + i * BM * 128, p.tma_map[3], 64 * i, i0, hq, b,
+                                   bar_full + 8 * s);
+                }
+            }
+        } else {
+            fa_bwg_load<D, BM>(q, (const T *)p.q.ptr + fa_at(p.q, b, 0, hq), p.q.stride_s, i0,
+                               p.seq_q, p.head_dim, wt);
+            fa_bwg_load<D, BM>(q + Q_BYTES, (const T *)p.d_o.ptr + fa_at(p.d_o, b, 0, hq),
+                               p.d_o.stride_s, i0, p.seq_q, p.head_dim, wt);
+            fa_cp_async_commit();
+        }
         // LSE in log2 units, +inf for rows past seq_q and rows that see no key (LSE = -inf),
         // so that P = exp2(s - inf) = 0 there; Delta 0 past seq_q
         const int r = wt % BM, i = i0 + r;
@@ -163,8 +181,10 @@ __device__ __forceinline__ void fa_bwg_produce(const fa_cuda_params &p,
                     ? ((const float *)p.delta)[((long long)b * p.heads_q + hq) * p.seq_q + i]
                     : 0.f;
         }
-        fa_cp_async_wait<0>();
-        fa_fence_proxy_async();
+        if (!tma) {
+            fa_cp_async_wait<0>();
+            fa_fence_proxy_async();
+        }
         fa_mbar_arrive(bar_full + 8 * s);
     }
 }
@@ -241,8 +261,8 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
     auto tile_of = [&](int it, int &hq, int &i0) { tiles.tile(p, hk, it, hq, i0); };
 
     if (wg == 0) { // producer
-        fa_bwg_produce<T, D, BN, BM, ST>(p, tiles, base, O_STAGES, sL, sDl, bar_full, j0, hk, b,
-                                         wt);
+        fa_bwg_produce<T, D, BN, BM, ST, FA_BWD_WGMMA_TMA && !VARLEN>(p, tiles, base, O_STAGES, sL,
+                                                                      sDl, bar_full, j0, hk, b, wt);
         return;
     }
 

@@ -48,8 +48,8 @@ template <typename T> __device__ __forceinline__ void fa_bwd_wgmma256(const fa_c
     const int total = tiles.total;
 
     if (wg == 0) { // producer
-        fa_bwg_produce<T, D, BN, BM, ST>(p, tiles, base, O_STAGES, sL, sDl, bar_full, j0, hk, b,
-                                         wt);
+        fa_bwg_produce<T, D, BN, BM, ST, FA_BWD_WGMMA_TMA>(p, tiles, base, O_STAGES, sL, sDl,
+                                                           bar_full, j0, hk, b, wt);
         return;
     }
 

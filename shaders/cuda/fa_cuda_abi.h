@@ -107,8 +107,9 @@ typedef struct fa_cuda_params {
      * maps (CUtensorMap, 128 bytes, 64-byte aligned) of q, k, v and o as 4-D views (head dim,
      * row, head, batch entry) with boxes of 64 head dims x 64 rows and 128-byte swizzling, which
      * the loading warpgroup's one thread copies tiles through instead of its 128 threads' 16-byte
-     * copies (and, FA_FWD_WGMMA_TMA_STORE, O out of its Q buffer; fa_forward_wgmma.cuh); else
-     * unused. */
+     * copies (and, FA_FWD_WGMMA_TMA_STORE, O out of its Q buffer; fa_forward_wgmma.cuh). In the
+     * wgmma backward (FA_BWD_WGMMA_TMA): maps 0 and 3 are q and d_o, the producer's query tiles
+     * (fa_backward_wgmma.cuh). Else unused. */
     int use_tma;
     FA_CUDA_ALIGN64 unsigned char tma_map[4][128];
 } fa_cuda_params;
@@ -323,6 +324,14 @@ typedef struct fa_cuda_params {
  * adds. 0: dV/dK first (the kernel before). */
 #ifndef FA_BWD_WGMMA_DQ_FIRST
 #define FA_BWD_WGMMA_DQ_FIRST 1
+#endif
+/* FA_BWD_WGMMA_TMA (off: written in the forty-fourth session, not yet run on a GPU): the wgmma
+ * backward's producer copies each query tile's Q and dO by its first thread's tensor-memory
+ * copies (two 4-D maps, fa_cuda_params.tma_map[0] and [3]) where fa_cuda_params.use_tma (the
+ * host's default where built; FA_CUDA_BWD_COPY), not by its 128 threads' 16-byte copies; not in
+ * the packed-batch kernels. */
+#ifndef FA_BWD_WGMMA_TMA
+#define FA_BWD_WGMMA_TMA 0
 #endif
 /* FA_BWD_WGMMA_VARLEN_BULK (on since the thirty-ninth session: +10-13 % on packed batches at
  * head dim 128, +4 % at 64 on an H100, docs/PERF.md): the packed-batch kernels add dQ by bulk

@@ -113,6 +113,12 @@ __device__ __forceinline__ void fa_mbar_arrive_expect_tx(unsigned bar, unsigned 
                  "r"(bytes)
                  : "memory");
 }
+// Adds `bytes` to the transactions the barrier's phase waits for, without arriving.
+__device__ __forceinline__ void fa_mbar_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
 // The box at coordinates (c0, c1, c2, c3) of the tensor map at generic address `map` (a kernel
 // parameter's) into shared memory at dst, completing its bytes on barrier bar; elements outside
 // the tensor (negative coordinates too) land as zeros.
