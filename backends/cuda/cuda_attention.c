@@ -123,23 +123,26 @@ static bool views_aligned(const fa_cuda_params *p, bool backward, size_t es, siz
     return ok;
 }
 
-/* One of q, k, v and o as the driver's 4-D tensor map (head dim, row, head, batch entry) in 64 x 64
- * boxes, swizzled as the wgmma forward's tiles are (128-byte rows, 16-byte units XOR the row
- * mod 8): false where the driver refuses the view (a stride not a multiple of 16 bytes, say). */
-static bool tma_map(const fa_cuda_state *st, unsigned char map[128], const fa_cuda_tensor *t,
-                    fa_dtype dtype, int64_t rows, int64_t heads, int64_t batch, int64_t head_dim)
+/* One of the call's views (keys: k or v, else q, o or d_o) as the driver's 4-D tensor map (head
+ * dim, row, head, batch entry) in 64 x 64 boxes, swizzled as the wgmma kernels' tiles are
+ * (128-byte rows, 16-byte units XOR the row mod 8): false where the driver refuses the view (a
+ * stride not a multiple of 16 bytes, say). */
+static bool tma_map(const fa_cuda_state *st, const fa_attention_call *call, unsigned char map[128],
+                    const fa_cuda_tensor *t, bool keys)
 {
     enum { TMA_F16 = 6, TMA_BF16 = 9, TMA_SWIZZLE_128B = 3, TMA_L2_256B = 3 };
     const unsigned long long es = 2;
-    const unsigned long long dims[4] = {(unsigned long long)head_dim, (unsigned long long)rows,
-                                        (unsigned long long)heads, (unsigned long long)batch};
+    const unsigned long long dims[4] = {(unsigned long long)call->head_dim,
+                                        (unsigned long long)(keys ? call->seq_k : call->seq_q),
+                                        (unsigned long long)(keys ? call->heads_kv : call->heads_q),
+                                        (unsigned long long)call->batch};
     const unsigned long long strides[3] = {(unsigned long long)t->stride_s * es,
                                            (unsigned long long)t->stride_h * es,
                                            (unsigned long long)t->stride_b * es};
     const unsigned box[4] = {64, 64, 1, 1}, one[4] = {1, 1, 1, 1};
     if (t->stride_s <= 0 || t->stride_h <= 0 || t->stride_b <= 0)
         return false;
-    return st->cu->cuTensorMapEncodeTiled(map, dtype == FA_DTYPE_BF16 ? TMA_BF16 : TMA_F16, 4,
+    return st->cu->cuTensorMapEncodeTiled(map, call->dtype == FA_DTYPE_BF16 ? TMA_BF16 : TMA_F16, 4,
                                           (void *)(uintptr_t)t->ptr, dims, strides, box, one, 0,
                                           TMA_SWIZZLE_128B, TMA_L2_256B, 0) == CUDA_SUCCESS;
 }
@@ -160,14 +163,10 @@ static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
         (k->dtype != FA_DTYPE_F16 && k->dtype != FA_DTYPE_BF16) ||
         (k->d < 128 && !FA_FWD_WGMMA_TMA_NC3 && !fa_knob_value(ctx, FA_KNOB_CUDA_FWD_COPY)))
         return;
-    p->use_tma = tma_map(st, p->tma_map[0], &p->q, call->dtype, call->seq_q, call->heads_q,
-                         call->batch, call->head_dim) &&
-                 tma_map(st, p->tma_map[1], &p->k, call->dtype, call->seq_k, call->heads_kv,
-                         call->batch, call->head_dim) &&
-                 tma_map(st, p->tma_map[2], &p->v, call->dtype, call->seq_k, call->heads_kv,
-                         call->batch, call->head_dim) &&
-                 tma_map(st, p->tma_map[3], &p->o, call->dtype, call->seq_q, call->heads_q,
-                         call->batch, call->head_dim);
+    p->use_tma = tma_map(st, call, p->tma_map[0], &p->q, false) &&
+                 tma_map(st, call, p->tma_map[1], &p->k, true) &&
+                 tma_map(st, call, p->tma_map[2], &p->v, true) &&
+                 tma_map(st, call, p->tma_map[3], &p->o, false);
     fa_log(ctx, FA_LOG_DEBUG, "cuda: %s",
            p->use_tma ? "the forward's tiles by tensor maps"
                       : "tensor maps refused for these views; the loader copies");
@@ -186,10 +185,8 @@ static void use_bwd_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
     if (!st->caps.bwd_tma || !wgmma ||
         (call->dtype != FA_DTYPE_F16 && call->dtype != FA_DTYPE_BF16))
         return;
-    p->use_tma = tma_map(st, p->tma_map[0], &p->q, call->dtype, call->seq_q, call->heads_q,
-                         call->batch, call->head_dim) &&
-                 tma_map(st, p->tma_map[3], &p->d_o, call->dtype, call->seq_q, call->heads_q,
-                         call->batch, call->head_dim);
+    p->use_tma = tma_map(st, call, p->tma_map[0], &p->q, false) &&
+                 tma_map(st, call, p->tma_map[3], &p->d_o, false);
     fa_log(ctx, FA_LOG_DEBUG, "cuda: %s",
            p->use_tma ? "the backward's Q and dO by tensor maps"
                       : "tensor maps refused for these views; the producer copies");

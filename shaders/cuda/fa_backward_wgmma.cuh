@@ -317,7 +317,7 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
         // r0: the first of the rows' halves in this pass (both where SR = 16)
         auto pass = [&](int r0) {
             if (lane == 0)
-                asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+                fa_bulk_wait<0, true>();
             __syncwarp();
             // element 4 j + 2 r + e: row 16 w + g + 8 r, unit 2 j + t / 2; rows g and g + 8
             // share the swizzle, so four addresses and immediate offsets cover the 16 stores
@@ -341,11 +341,11 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
                 float *dst = (float *)p.dq_accum +
                              (((long long)b * p.heads_q + hq) * rows + i0) * D +
                              (c * BM + 16 * w + 8 * r0) * (D / 2);
-                asm volatile(
-                    "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
-                    "cp.async.bulk.commit_group;\n" ::"l"(dst),
-                    "r"(buf), "n"(SR * DQ_ROW)
-                    : "memory");
+                asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], "
+                             "[%1], %2;\n" ::"l"(dst),
+                             "r"(buf), "n"(SR * DQ_ROW)
+                             : "memory");
+                fa_bulk_commit();
             }
         };
         pass(0);
@@ -702,7 +702,7 @@ __device__ __forceinline__ void fa_bwd_wgmma(const fa_cuda_params &p)
     }
 
     if (TILED && p.dq_tiled && lane == 0) // the bulk adds done before the block ends
-        asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+        fa_bulk_wait<0, false>();
     // dK (times scale) and dV through the K and V tiles (once the other consumer's last dQ is
     // done with K), then 16-byte stores of this consumer's 64 rows
     fa_named_barrier(1, 256);
