@@ -371,12 +371,28 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                            row0 + 64 * (i % (ROWS / 64)), head, b, bar);
     };
     // TMA_OUT: O of the loader's item j (BQ rows from q0 of head h, batch entry b) out of its Q
-    // buffer once the computing warpgroups have left it there (their arrive at its empty barrier)
+    // buffer once the computing warpgroups have left it there (their arrive at its empty barrier).
+    // LEAN (with FA_FWD_WGMMA_TMA_NC3, whose loader has 24 registers): the item's coordinates
+    // read back from its slot (dyn) or worked out again, not kept
+    constexpr bool LEAN = FA_FWD_WGMMA_TMA_NC3;
     struct Item {
         int q0, h, b;
     };
     auto store_o = [&](int j, Item it) {
         fa_mbar_wait(bar_q_empty + 8 * (j % NQ), (j / NQ) & 1);
+        if (LEAN) {
+            int qt;
+            if (dyn) { // (item_slot[j % NQ] is item j's until item j + NQ's Q goes in)
+                const volatile int *const slot = item_slot[j % NQ];
+                const int pair = slot[1];
+                qt = slot[0];
+                it.h = pair % p.heads_q;
+                it.b = pair / p.heads_q;
+            } else {
+                work(item_of(j), qt, it.h, it.b);
+            }
+            it.q0 = qt * BQ - q_pad;
+        }
 #pragma unroll 1
         for (int i = 0; i < D / 64 * (BQ / 64); i++) // box i: column block i / (BQ / 64)
             fa_tma_store_4d(p.tma_map[3], sQ + (j % NQ) * Q_BYTES + i * 64 * 128,
@@ -385,7 +401,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     };
     auto tma_loader = [&]() {
         int g = 0, k = 0;
-        Item last{}, before{}; // TMA_OUT: items k - 1 and k - 2, whose O may be in a Q buffer
+        Item last{}, before{}; // TMA_OUT, not LEAN: items k - 1 and k - 2, O maybe in a Q buffer
         for (;; k++) {
             const int item = dyn ? atomicAdd(counter, 1) : item_of(k);
             if (item >= items)
@@ -398,8 +414,10 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                 store_o(k - NQ, NQ == 2 ? before : last);
                 fa_bulk_wait<0, true>();
             }
-            before = last;
-            last = Item{q0, h, b};
+            if (!LEAN) {
+                before = last;
+                last = Item{q0, h, b};
+            }
             q_buffer_for(k, qt, h, b);
             fa_mbar_arrive_expect_tx(bar_q + 8 * (k % NQ), Q_BYTES);
             tma_tile(std::integral_constant<int, BQ>{}, sQ + (k % NQ) * Q_BYTES, 0, q0, h, b,
