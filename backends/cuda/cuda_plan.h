@@ -82,12 +82,15 @@ typedef struct fa_cuda_caps {
                          * for f16/bf16 too, not the tensor-core one (fa_decode_mma.cuh) */
     bool decode_merge_kernel; /* FA_CUDA_DECODE_MERGE=kernel: the chunks merged by a launch of
                                * their own (fa_decode_merge), never in the split kernel */
-    bool fwd_tma; /* the wgmma forward's loader copies tiles by the tensor-memory accelerator
-                   * where the kernel has that loader and the views allow (use_tma): where
-                   * built with FA_FWD_WGMMA_TMA, unless FA_CUDA_FWD_COPY=cpasync; =tma asks for
-                   * it whatever the build says (an image through FA_CUDA_SM90_IMAGE) */
-    bool bwd_tma; /* the same for the wgmma backward's Q and dO (FA_BWD_WGMMA_TMA,
-                   * FA_CUDA_BWD_COPY) */
+    bool fwd_tma;     /* the wgmma forward's loader copies tiles by the tensor-memory accelerator
+                       * where the kernel has that loader and the views allow (use_tma): where
+                       * built with FA_FWD_WGMMA_TMA, unless FA_CUDA_FWD_COPY=cpasync; =tma asks for
+                       * it whatever the build says (an image through FA_CUDA_SM90_IMAGE) */
+    bool fwd_tma_d64; /* and at head dim 64, whose kernels have that loader only when built with
+                       * FA_FWD_WGMMA_TMA_NC3: in such a build, or where FA_CUDA_FWD_COPY=tma
+                       * asks (for an image) */
+    bool bwd_tma;     /* as fwd_tma, for the wgmma backward's Q and dO (FA_BWD_WGMMA_TMA,
+                       * FA_CUDA_BWD_COPY) */
 } fa_cuda_caps;
 
 /* The call as the planner sees it (validated by the runtime: head_dim a multiple of 8 from 8 to
