@@ -464,42 +464,6 @@ const uint UPR = DU < PU ? DU : PU;
         }
     }
     barrier();
-#ifdef FA_DEC_MERGE_WIDE
-    // FA_DEC_MERGE_WIDE (an experiment): up to NT chunks, each (chunk, row)'s weight once into ps
-    // (free now: NT x RW floats), then each invocation sums its quads eight chunks at a time.
-    if (chunks <= NT) {
-        for (uint i = t; i < NT * RW; i += NT) {
-            const uint c = i / RW, r = i - c * RW, pr = r0 + r;
-            float w = 0.0; // chunks past the last and without a visible key weigh 0
-            if (c < chunks && pr < packed) {
-                const float lse = ws[ws_lse_off + c * out_rows + out_row_of(b, hk, pr, heads_q)];
-                w = lse == NEG_INF ? 0.0 : exp(lse - m_sh[r]);
-            }
-            ps[i >> 2u][i & 3u] = w;
-        }
-        barrier();
-        for (uint e = t; e < RW * DQ; e += NT) {
-            const uint r = e / DQ, dq = e - r * DQ, pr = r0 + r;
-            if (pr >= packed)
-                continue;
-            const uint row = out_row_of(b, hk, pr, heads_q);
-            vec4 acc = vec4(0.0);
-            for (uint c = 0u; c < chunks; c += 8u) {
-#define MERGE_LOAD(k_) ws_v[ws_o + (min(c + (k_), chunks - 1u) * out_rows + row) * DQ + dq]
-#define MERGE_W(k_) ps[((c + (k_)) * RW + r) >> 2u][((c + (k_)) * RW + r) & 3u]
-                const vec4 x0 = MERGE_LOAD(0u), x1 = MERGE_LOAD(1u), x2 = MERGE_LOAD(2u);
-                const vec4 x3 = MERGE_LOAD(3u), x4 = MERGE_LOAD(4u), x5 = MERGE_LOAD(5u);
-                const vec4 x6 = MERGE_LOAD(6u), x7 = MERGE_LOAD(7u);
-                acc += MERGE_W(0u) * x0 + MERGE_W(1u) * x1 + MERGE_W(2u) * x2 + MERGE_W(3u) * x3;
-                acc += MERGE_W(4u) * x4 + MERGE_W(5u) * x5 + MERGE_W(6u) * x6 + MERGE_W(7u) * x7;
-            }
-            const float sum = l_sh[r];
-            store_out(b, hk, pr, dq, sum != 0.0 ? acc / sum : vec4(0.0),
-                      sum != 0.0 ? m_sh[r] + log(sum) : NEG_INF);
-        }
-        return;
-    }
-#endif
     // Invocation t sums quads t, t + NT, ... of the rows over every chunk, four chunks' loads
     // in flight at a time (no register arrays: NVIDIA's compiler would put them in local memory
     // for the whole shader).
