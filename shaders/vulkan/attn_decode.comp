@@ -298,6 +298,14 @@ const uint UPR = DU < PU ? DU : PU;
                     LOAD_K(c)
 #endif
                 }
+#ifdef FA_DEC_FLOOR
+                // FA_DEC_FLOOR (timing only, wrong results): every K word loaded is used, no
+                // product computed
+                [[unroll]] for (uint u = 0u; u < PU; u++)
+                    if (c * PU + u < DU)
+                        s[0] += float((kr[u].x ^ kr[u].y ^ kr[u].z ^ kr[u].w) & 1u);
+                if (false)
+#endif
                 [[unroll]] for (uint u = 0u; u < PU; u++)
                     [[unroll]] for (uint k = 0u; k < QPU; k++) {
                         const vec4 kf = unit_quad(kr[u], k);
@@ -349,7 +357,12 @@ const uint UPR = DU < PU ? DU : PU;
                         [[unroll]] for (uint i = 0u; i < R4M; i++) {
                             const vec4 p = ps[(sg * SG + jj) * R4 + (i < R4 ? i : 0u)];
                             [[unroll]] for (uint q = 0u; q < QPLM; q++) {
+#ifdef FA_DEC_FLOOR
+                                const RAW4 w = vr[j * QPLM + q];
+                                const vec4 vf = vec4(float((w.x ^ w.y) & 1u));
+#else
                                 const vec4 vf = raw4_to_f32(vr[j * QPLM + q]);
+#endif
                                 if (i < R4 && q < QPL) {
                                     o[(4u * i) * QPLM + q] += p.x * vf;
                                     o[(4u * i + 1u) * QPLM + q] += p.y * vf;
