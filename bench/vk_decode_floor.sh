@@ -1,0 +1,51 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The Vulkan decoding kernel (attn_decode.comp, the staged module) against its floor at one
+# decoding step (B=1 Sk=32k D=128, 32 query heads on 8 KV heads, f16): the shipped module, the
+# same kernel without its products (FA_DEC_FLOOR: loads, staging, barriers and softmax; timing
+# only, its results are not attention) and the plain module, at several chunk counts, with the
+# merge in a dispatch of its own so that FA_VULKAN_PROFILE gives the split kernel's GPU time
+# alone, and the driver's statistics (registers) of each pipeline (docs/PERF.md, forty-fifth
+# session).
+#
+# Here (a glslang that compiles the decoding shader; the device has none):
+#   bench/vk_decode_floor.sh prepare            -> .gpu/decfloor/attn_decode_staged_f16_s16.spv
+# On the device (carry .gpu; gpu_env.sh's set-up done, TOOL a build's flashattn):
+#   bench/vk_decode_floor.sh run TOOL [ROUNDS]  one line per (round, chunks, module)
+# A row whose spv= count is 0 ran no override: its number is the shipped module's.
+set -eu
+dir=${FA_DECFLOOR_DIR:-.gpu/decfloor}
+mode=${1:?usage: $0 prepare | run TOOL [ROUNDS]}
+shaders=$(dirname "$0")/../shaders/vulkan
+if [ "$mode" = prepare ]; then
+    mkdir -p "$dir"
+    spv=$dir/attn_decode_staged_f16_s16.spv
+    glslangValidator -V --target-env vulkan1.1 -DDTYPE_F16 -DSTORAGE16 -DFA_DEC_STAGE_K \
+        -DFA_DEC_FLOOR "-I$shaders" -o "$spv" "$shaders/attn_decode.comp" >/dev/null
+    spirv-val --target-env vulkan1.1 "$spv"
+    echo "$spv"
+    exit 0
+fi
+[ "$mode" = run ] || exit 2
+tool=${2:?flashattn}
+rounds=${3:-1}
+vk=(--backend vulkan --seq-q 1 --seq-k 32768 --heads 32 --kv-heads 8 --head-dim 128 --dtype f16)
+log=$(mktemp)
+timeout 30 "$tool" run "${vk[@]}" --warmup 200 --repeat 50 </dev/null >/dev/null 2>&1 || true
+for round in $(seq "$rounds"); do
+    for splits in 32 128 256; do
+        for module in staged floor plain; do
+            e=(FA_VULKAN_PROFILE=1 FA_VULKAN_DECODE_MERGE=kernel FA_VULKAN_PIPELINE_STATS=1)
+            [ "$module" = floor ] && e+=("FA_VULKAN_SPV_DIR=$dir")
+            [ "$module" = plain ] && e+=(FA_VULKAN_DECODE=plain)
+            env "${e[@]}" timeout 30 "$tool" run "${vk[@]}" --splits "$splits" --warmup 100 \
+                --repeat 30 --log info </dev/null >"$log" 2>&1 || true
+            echo "round $round chunks $splits $module:" \
+                "$(grep 'vulkan profile' "$log" | tail -1 |
+                    grep -o 'attn_decode[a-z_]* [0-9.]* us\|attn_merge [0-9.]* us' | tr '\n' ' ')" \
+                "spv=$(grep -c SPV_DIR "$log" || true)"
+            [ "$round" = 1 ] && grep 'attn_decode[a-z_]* statistics' "$log" | head -1 | cut -c1-300
+        done
+    done
+done
+rm -f "$log"
