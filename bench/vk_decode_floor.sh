@@ -1,15 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The Vulkan decoding kernel (attn_decode.comp, the staged module) against its floor at one
-# decoding step (B=1 Sk=32k D=128, 32 query heads on 8 KV heads, f16): the shipped module, the
-# same kernel without its products (FA_DEC_FLOOR: loads, staging, barriers and softmax; timing
-# only, its results are not attention) and the plain module, at several chunk counts, with the
-# merge in a dispatch of its own so that FA_VULKAN_PROFILE gives the split kernel's GPU time
-# alone, and the driver's statistics (registers) of each pipeline (docs/PERF.md, forty-fifth
-# session).
+# The Vulkan decoding kernel (attn_decode.comp, the staged module) against its floor and its
+# variants at one decoding step (B=1 Sk=32k D=128, 32 query heads on 8 KV heads, f16): the
+# shipped module; "floor", the same kernel without its products (FA_DEC_FLOOR: loads, staging,
+# barriers and softmax; timing only, its results are not attention); "plain", the unstaged
+# module; "t256", 256 invocations a workgroup (FA_DEC_THREADS); "pu8", 128-byte K pieces and 16
+# V rows in flight (FA_DEC_PU, FA_DEC_VR: fewer registers); "t256pu8", both. At several chunk
+# counts, with the merge in a dispatch of its own so that FA_VULKAN_PROFILE gives the split
+# kernel's GPU time alone, and the driver's statistics (registers) of each pipeline
+# (docs/PERF.md, forty-fifth session). Each variant but the floor first runs two `--check` rows.
 #
 # Here (a glslang that compiles the decoding shader; the device has none):
-#   bench/vk_decode_floor.sh prepare            -> .gpu/decfloor/attn_decode_staged_f16_s16.spv
+#   bench/vk_decode_floor.sh prepare      -> .gpu/decfloor/NAME/attn_decode_staged_f16_s16.spv
 # On the device (carry .gpu; gpu_env.sh's set-up done, TOOL a build's flashattn):
 #   bench/vk_decode_floor.sh run TOOL [ROUNDS]  one line per (round, chunks, module)
 # A row whose spv= count is 0 ran no override: its number is the shipped module's.
@@ -17,13 +19,19 @@ set -eu
 dir=${FA_DECFLOOR_DIR:-.gpu/decfloor}
 mode=${1:?usage: $0 prepare | run TOOL [ROUNDS]}
 shaders=$(dirname "$0")/../shaders/vulkan
+variants=("floor -DFA_DEC_FLOOR" "t256 -DFA_DEC_THREADS=256" "pu8 -DFA_DEC_PU=8 -DFA_DEC_VR=16"
+    "t256pu8 -DFA_DEC_THREADS=256 -DFA_DEC_PU=8 -DFA_DEC_VR=16")
 if [ "$mode" = prepare ]; then
-    mkdir -p "$dir"
-    spv=$dir/attn_decode_staged_f16_s16.spv
-    glslangValidator -V --target-env vulkan1.1 -DDTYPE_F16 -DSTORAGE16 -DFA_DEC_STAGE_K \
-        -DFA_DEC_FLOOR "-I$shaders" -o "$spv" "$shaders/attn_decode.comp" >/dev/null
-    spirv-val --target-env vulkan1.1 "$spv"
-    echo "$spv"
+    for v in "${variants[@]}"; do
+        read -r name defines <<<"$v"
+        mkdir -p "$dir/$name"
+        spv=$dir/$name/attn_decode_staged_f16_s16.spv
+        # shellcheck disable=SC2086 # the defines are words
+        glslangValidator -V --target-env vulkan1.1 -DDTYPE_F16 -DSTORAGE16 -DFA_DEC_STAGE_K \
+            $defines "-I$shaders" -o "$spv" "$shaders/attn_decode.comp" >/dev/null
+        spirv-val --target-env vulkan1.1 "$spv"
+        echo "$spv"
+    done
     exit 0
 fi
 [ "$mode" = run ] || exit 2
@@ -32,12 +40,24 @@ rounds=${3:-1}
 vk=(--backend vulkan --seq-q 1 --seq-k 32768 --heads 32 --kv-heads 8 --head-dim 128 --dtype f16)
 log=$(mktemp)
 timeout 30 "$tool" run "${vk[@]}" --warmup 200 --repeat 50 </dev/null >/dev/null 2>&1 || true
+for name in t256 pu8 t256pu8; do
+    for shape in "--splits 32" "--batch 3 --seq-q 4 --seq-k 5000 --causal --splits 77"; do
+        # shellcheck disable=SC2086 # the shape is words
+        FA_VULKAN_SPV_DIR=$dir/$name timeout 60 "$tool" run "${vk[@]}" $shape --check \
+            --log warn </dev/null >"$log" 2>&1 || true
+        echo "check $name $shape: $(grep -o 'PASS\|FAIL' "$log" | head -1)" \
+            "spv=$(grep -c SPV_DIR "$log" || true)"
+    done
+done
 for round in $(seq "$rounds"); do
     for splits in 32 128 256; do
-        for module in staged floor plain; do
+        for module in staged plain floor t256 pu8 t256pu8; do
             e=(FA_VULKAN_PROFILE=1 FA_VULKAN_DECODE_MERGE=kernel FA_VULKAN_PIPELINE_STATS=1)
-            [ "$module" = floor ] && e+=("FA_VULKAN_SPV_DIR=$dir")
-            [ "$module" = plain ] && e+=(FA_VULKAN_DECODE=plain)
+            case $module in
+            staged) ;;
+            plain) e+=(FA_VULKAN_DECODE=plain) ;;
+            *) e+=("FA_VULKAN_SPV_DIR=$dir/$module") ;;
+            esac
             env "${e[@]}" timeout 30 "$tool" run "${vk[@]}" --splits "$splits" --warmup 100 \
                 --repeat 30 --log info </dev/null >"$log" 2>&1 || true
             echo "round $round chunks $splits $module:" \

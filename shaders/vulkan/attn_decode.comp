@@ -24,7 +24,16 @@
 #extension GL_GOOGLE_include_directive : require
 #include "fa_common.glsl"
 
-layout(local_size_x = 128) in; // FA_VK_DECODE_THREADS
+// FA_DEC_THREADS, FA_DEC_PU, FA_DEC_VR (experiments, through FA_VULKAN_SPV_DIR; the built modules
+// take the defaults): invocations per workgroup (the host plans for FA_VK_DECODE_THREADS = 128 and
+// dispatches the same grid), K units per piece, and at most this many V rows in flight.
+#ifndef FA_DEC_THREADS
+#define FA_DEC_THREADS 128
+#endif
+#ifndef FA_DEC_PU
+#define FA_DEC_PU 16
+#endif
+layout(local_size_x = FA_DEC_THREADS) in; // FA_VK_DECODE_THREADS
 layout(constant_id = FA_SPEC_DEC_RW) const uint RW = 4; // packed rows per workgroup: 4 or 8
 // FA_DEC_FIXED_SG: the subgroup size as a compile-time constant, so that every loop that indexes
 // a register array has a compile-time trip count and spirv-opt unrolls it (the build's
@@ -45,7 +54,7 @@ layout(constant_id = FA_SPEC_DEC_MERGE) const bool MERGE_HERE = false;
 // for f16 D=128).
 layout(constant_id = FA_SPEC_DEC_ALIGNED) const bool ALIGNED = false;
 
-const uint NT = 128u, NSG = NT / SG;
+const uint NT = FA_DEC_THREADS, NSG = NT / SG;
 // LD_UNIT: the G elements at i_ (i_ % G == 0) as 16 bytes, in one load when v8_ (every offset
 // and stride of the view a multiple of 8), else in pieces; LD_UNIT_ALIGNED: one load, for
 // views whose offsets and strides are multiples of G.
@@ -66,7 +75,7 @@ vec4 unit_quad(uvec4 x, uint k) { return raw4_to_f32(k == 0u ? x.xy : x.zw); }
 #endif
 const uint QPU = G / 4u;                 // quads per unit
 const uint DU = D / G, DQ = D / 4u;      // units, quads per row
-const uint PU = 16u;                     // units per K piece (256 bytes)
+const uint PU = FA_DEC_PU;               // units per K piece (256 bytes)
 const uint KP = (DU + PU - 1u) / PU;     // K pieces per row
 const uint QPL = (DQ + SG - 1u) / SG;    // quads per lane in P V
 #ifdef FA_DEC_FIXED_SG
@@ -75,7 +84,12 @@ const uint QPLM = (64u + SG - 1u) / SG;  // (head dims up to 256)
 const uint VR = SG < 16u ? SG : 16u;     // V rows in flight
 #else
 const uint RWM = RW, QPLM = QPL;
+#ifdef FA_DEC_VR
+const uint VR0 =
+    256u / (QPL * RAW4_BYTES) < uint(FA_DEC_VR) ? 256u / (QPL * RAW4_BYTES) : uint(FA_DEC_VR);
+#else
 const uint VR0 = 256u / (QPL * RAW4_BYTES);
+#endif
 const uint VR = VR0 < SG ? VR0 : SG; // V rows in flight (256 bytes a lane)
 #endif
 const uint R4 = RW / 4u, R4M = RWM / 4u;
