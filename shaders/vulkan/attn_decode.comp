@@ -75,7 +75,7 @@ vec4 unit_quad(uvec4 x, uint k) { return raw4_to_f32(k == 0u ? x.xy : x.zw); }
 #endif
 const uint QPU = G / 4u;                 // quads per unit
 const uint DU = D / G, DQ = D / 4u;      // units, quads per row
-const uint PU = FA_DEC_PU;               // units per K piece (256 bytes)
+const uint PU = FA_DEC_PU;               // units per K piece (16: 256 bytes)
 const uint KP = (DU + PU - 1u) / PU;     // K pieces per row
 const uint QPL = (DQ + SG - 1u) / SG;    // quads per lane in P V
 #ifdef FA_DEC_FIXED_SG
@@ -313,8 +313,8 @@ const uint UPR = DU < PU ? DU : PU;
 #endif
                 }
 #ifdef FA_DEC_FLOOR
-                // FA_DEC_FLOOR (timing only, wrong results): every K word loaded is used, no
-                // product computed
+                // FA_DEC_FLOOR (timing only, wrong results; 16-bit dtypes): every K and V word
+                // loaded is used, no product computed
                 [[unroll]] for (uint u = 0u; u < PU; u++)
                     if (c * PU + u < DU)
                         s[0] += float((kr[u].x ^ kr[u].y ^ kr[u].z ^ kr[u].w) & 1u);
