@@ -163,6 +163,18 @@ __device__ __forceinline__ void fa_mbar_wait(unsigned bar, unsigned parity)
                  "r"(parity)
                  : "memory");
 }
+// The same with a suspend-time hint (ns): the thread may sleep until the phase completes or the
+// hint runs out, where each probe without one returns after a few tens of nanoseconds
+template <unsigned HINT_NS>
+__device__ __forceinline__ void fa_mbar_wait_hint(unsigned bar, unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\n"
+                 "FA_MBAR_WAIT_HINT_%=:\n"
+                 "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1, %2;\n"
+                 "@!done bra FA_MBAR_WAIT_HINT_%=;\n}\n" ::"r"(bar),
+                 "r"(parity), "n"(HINT_NS)
+                 : "memory");
+}
 // One probe of the same: nonzero once the phase of parity `parity` has completed. The backward
 // spins on this in C++ rather than in PTX as fa_mbar_wait does; ptxas schedules the two loops
 // differently, and each kernel keeps the one it was validated with.
