@@ -304,7 +304,9 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     caps->decode_merge_kernel = decode_merge && strcmp(decode_merge, "kernel") == 0;
     const char *fwd_copy = fa_knob_value(ctx, FA_KNOB_CUDA_FWD_COPY);
     caps->fwd_tma = fwd_copy ? strcmp(fwd_copy, "tma") == 0 : FA_FWD_WGMMA_TMA;
-    caps->fwd_tma_d64 = caps->fwd_tma && (FA_FWD_WGMMA_TMA_NC3 || fwd_copy);
+    /* head dim 64 only where FA_CUDA_FWD_COPY=tma asks, even in a FA_FWD_WGMMA_TMA_NC3 build: its
+     * masked calls stop with an illegal instruction there (docs/PERF.md, forty-fifth session) */
+    caps->fwd_tma_d64 = caps->fwd_tma && fwd_copy;
     const char *bwd_copy = fa_knob_value(ctx, FA_KNOB_CUDA_BWD_COPY);
     caps->bwd_tma = bwd_copy ? strcmp(bwd_copy, "tma") == 0 : FA_BWD_WGMMA_TMA;
     ctx->backend_state = st;

@@ -87,8 +87,8 @@ typedef struct fa_cuda_caps {
                        * built with FA_FWD_WGMMA_TMA, unless FA_CUDA_FWD_COPY=cpasync; =tma asks for
                        * it whatever the build says (an image through FA_CUDA_SM90_IMAGE) */
     bool fwd_tma_d64; /* and at head dim 64, whose kernels have that loader only when built with
-                       * FA_FWD_WGMMA_TMA_NC3: in such a build, or where FA_CUDA_FWD_COPY=tma
-                       * asks (for an image) */
+                       * FA_FWD_WGMMA_TMA_NC3: only where FA_CUDA_FWD_COPY=tma asks (such a
+                       * build's masked calls stop with an illegal instruction) */
     bool bwd_tma;     /* as fwd_tma, for the wgmma backward's Q and dO (FA_BWD_WGMMA_TMA,
                        * FA_CUDA_BWD_COPY) */
 } fa_cuda_caps;
