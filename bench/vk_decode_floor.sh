@@ -19,8 +19,10 @@ set -eu
 dir=${FA_DECFLOOR_DIR:-.gpu/decfloor}
 mode=${1:?usage: $0 prepare | run TOOL [ROUNDS]}
 shaders=$(dirname "$0")/../shaders/vulkan
+# NAME DEFINES...: the modules built here; every one but the floor is checked before it is timed
 variants=("floor -DFA_DEC_FLOOR" "t256 -DFA_DEC_THREADS=256" "pu8 -DFA_DEC_PU=8 -DFA_DEC_VR=16"
     "t256pu8 -DFA_DEC_THREADS=256 -DFA_DEC_PU=8 -DFA_DEC_VR=16")
+names=("${variants[@]%% *}")
 if [ "$mode" = prepare ]; then
     for v in "${variants[@]}"; do
         read -r name defines <<<"$v"
@@ -40,7 +42,7 @@ rounds=${3:-1}
 vk=(--backend vulkan --seq-q 1 --seq-k 32768 --heads 32 --kv-heads 8 --head-dim 128 --dtype f16)
 log=$(mktemp)
 timeout 30 "$tool" run "${vk[@]}" --warmup 200 --repeat 50 </dev/null >/dev/null 2>&1 || true
-for name in t256 pu8 t256pu8; do
+for name in "${names[@]:1}"; do
     for shape in "--splits 32" "--batch 3 --seq-q 4 --seq-k 5000 --causal --splits 77"; do
         # shellcheck disable=SC2086 # the shape is words
         FA_VULKAN_SPV_DIR=$dir/$name timeout 60 "$tool" run "${vk[@]}" $shape --check \
@@ -51,7 +53,7 @@ for name in t256 pu8 t256pu8; do
 done
 for round in $(seq "$rounds"); do
     for splits in 32 128 256; do
-        for module in staged plain floor t256 pu8 t256pu8; do
+        for module in staged plain "${names[@]}"; do
             e=(FA_VULKAN_PROFILE=1 FA_VULKAN_DECODE_MERGE=kernel FA_VULKAN_PIPELINE_STATS=1)
             case $module in
             staged) ;;

@@ -378,15 +378,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     struct Item {
         int q0, h, b;
     };
-    // the tensor-memory loader's waits (FA_FWD_WGMMA_LOADER_HINT: with a suspend-time hint)
-    auto loader_wait = [&](unsigned bar, unsigned parity) {
-        if constexpr (FA_FWD_WGMMA_LOADER_HINT > 0)
-            fa_mbar_wait_hint<FA_FWD_WGMMA_LOADER_HINT>(bar, parity);
-        else
-            fa_mbar_wait(bar, parity);
-    };
     auto store_o = [&](int j, Item it) {
-        loader_wait(bar_q_empty + 8 * (j % NQ), (j / NQ) & 1);
+        fa_mbar_wait<FA_FWD_WGMMA_LOADER_HINT>(bar_q_empty + 8 * (j % NQ), (j / NQ) & 1);
         if (LEAN) {
             int qt;
             if (dyn) { // (item_slot[j % NQ] is item j's until item j + NQ's Q goes in)
@@ -432,12 +425,12 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             for (int it = 0; it < ntiles; it++) {
                 const int s = (g + it) % ST, use = (g + it) / ST, key0 = (t0 + it) * BK;
                 if (use > 0)
-                    loader_wait(bar_empty_k + 8 * s, (use - 1) & 1);
+                    fa_mbar_wait<FA_FWD_WGMMA_LOADER_HINT>(bar_empty_k + 8 * s, (use - 1) & 1);
                 fa_mbar_arrive_expect_tx(bar_full_k + 8 * s, TILE_BYTES);
                 tma_tile(std::integral_constant<int, BK>{}, sK + s * TILE_BYTES, 1, key0, hk, b,
                          bar_full_k + 8 * s);
                 if (use > 0)
-                    loader_wait(bar_empty_v + 8 * s, (use - 1) & 1);
+                    fa_mbar_wait<FA_FWD_WGMMA_LOADER_HINT>(bar_empty_v + 8 * s, (use - 1) & 1);
                 fa_mbar_arrive_expect_tx(bar_full_v + 8 * s, TILE_BYTES);
                 tma_tile(std::integral_constant<int, BK>{}, sV + s * TILE_BYTES, 2, key0, hk, b,
                          bar_full_v + 8 * s);

@@ -153,27 +153,26 @@ template <int N, bool READ> __device__ __forceinline__ void fa_bulk_wait()
     else
         asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
-// Waits for the phase of parity `parity` of the barrier to complete.
+// Waits for the phase of parity `parity` of the barrier to complete; HINT_NS > 0 with that
+// suspend-time hint: the thread may sleep until the phase completes or the hint runs out, where
+// each probe without one returns after a few tens of nanoseconds.
+template <unsigned HINT_NS = 0>
 __device__ __forceinline__ void fa_mbar_wait(unsigned bar, unsigned parity)
 {
-    asm volatile("{\n.reg .pred done;\n"
-                 "FA_MBAR_WAIT_%=:\n"
-                 "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra FA_MBAR_WAIT_%=;\n}\n" ::"r"(bar),
-                 "r"(parity)
-                 : "memory");
-}
-// The same with a suspend-time hint (ns): the thread may sleep until the phase completes or the
-// hint runs out, where each probe without one returns after a few tens of nanoseconds
-template <unsigned HINT_NS>
-__device__ __forceinline__ void fa_mbar_wait_hint(unsigned bar, unsigned parity)
-{
-    asm volatile("{\n.reg .pred done;\n"
-                 "FA_MBAR_WAIT_HINT_%=:\n"
-                 "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1, %2;\n"
-                 "@!done bra FA_MBAR_WAIT_HINT_%=;\n}\n" ::"r"(bar),
-                 "r"(parity), "n"(HINT_NS)
-                 : "memory");
+    if constexpr (HINT_NS > 0)
+        asm volatile("{\n.reg .pred done;\n"
+                     "FA_MBAR_WAIT_%=:\n"
+                     "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1, %2;\n"
+                     "@!done bra FA_MBAR_WAIT_%=;\n}\n" ::"r"(bar),
+                     "r"(parity), "n"(HINT_NS)
+                     : "memory");
+    else
+        asm volatile("{\n.reg .pred done;\n"
+                     "FA_MBAR_WAIT_%=:\n"
+                     "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1;\n"
+                     "@!done bra FA_MBAR_WAIT_%=;\n}\n" ::"r"(bar),
+                     "r"(parity)
+                     : "memory");
 }
 // One probe of the same: nonzero once the phase of parity `parity` has completed. The backward
 // spins on this in C++ rather than in PTX as fa_mbar_wait does; ptxas schedules the two loops
