@@ -29,31 +29,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "fa_matrix.glsl"
 
-#ifdef FA_CM_PAIR
-// (Experiment: bench/vk_forward_floors.sh.) Subgroups work in pairs on 2 RM query rows: each
-// takes S for half of a step's keys, so that every K operand read from shared memory feeds two
-// row blocks, and O for half of the head dim, so that a lane holds as many accumulators as at RM
-// rows. The pair's row maxima (and at the end its row sums) meet in shared memory (pm), and P,
-// f16, goes through the K tile's space, free once every subgroup has its S. Two more barriers a
-// step.
-#if !defined(FA_CM_LAYOUT_E) || !defined(FA_CM_COPY_IN_STEP) || !defined(FA_CM_FIXED)
-#error FA_CM_PAIR needs a probed layout, FA_CM_COPY_IN_STEP and a fixed tiling
-#endif
-const uint TR = 2u * TM;             // row blocks of S and O per subgroup
-const uint SJ = BNN / 2u;            // S's column blocks per subgroup
-const uint OC = DN / 2u;             // O's column blocks per subgroup
-const uint RS = TR * CM_M;           // a pair's rows
-const uint LPQ = (BN + 8u) / 8u;     // P's row pitch in the K tile's space, uvec4
-const uint KT_LEN = max(BN * LDT, NSG / 2u * RS * LPQ);
-#define COL(j_) (kc0 + (j_) * CM_N) // S's block j_'s first key in the step
-#else
-#define TR TM
-#define SJ BNN
-#define OC DN
-#define RS RM
-#define COL(j_) ((j_) * CM_N)
-#endif
-
 #ifndef FA_CM_LAYOUT_E
 // The generic row pass (no known accumulator layout): S goes through the subgroup's f32 scratch
 // in shared memory; LPR lanes share a row (SG > RM) or a lane owns RPL rows (SG < RM), and a
@@ -120,12 +95,7 @@ layout(set = 0, binding = 6, std430) readonly buffer variant_block { float varia
 
 FA_FWD_PARAMS_WITH(FA_VARIANT_MEMBERS)
 
-#ifdef FA_CM_PAIR
-shared uvec4 kt[KT_LEN]; // K, then the pairs' P
-shared float pm[NSG * RS]; // the pairs' row maxima and sums, per subgroup
-#else
 shared uvec4 kt[BN * LDT];
-#endif
 shared uvec4 vt[BN * LDT];
 #if !defined(FA_CM_LAYOUT_E) || !defined(FA_CM_A_FROM_C)
 shared uint ps[NSG * RM * LDP]; // P, f16 pairs
@@ -143,13 +113,7 @@ void main()
     const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint hk = h / GQA;
     const uint seq_k = FA_SEQ_K_OF(b);
-#ifdef FA_CM_PAIR
-    const uint r0 = (sg >> 1) * RS;          // the pair's first row in the tile
-    const uint kc0 = (sg & 1u) * (BN / 2u);  // S's first key in a step
-    const uint dc0 = (sg & 1u) * (D / 2u);   // O's first column
-#else
     const uint r0 = sg * RM; // the subgroup's first row in the tile
-#endif
     const int diag = int(seq_k) - int(pc.seq_q); // query i's diagonal is key i + diag
     const float NEG_INF = neg_inf();
     const uint k_base = pc.k_off + b * pc.k_sb + hk * pc.k_sh;
@@ -191,41 +155,8 @@ void main()
 #ifdef FA_CM_LAYOUT_E
     CM_IDX_INIT(cm_idx) // made visible by STAGE_ROWS_A's barriers
 #endif
-#ifdef FA_CM_PAIR
-    MAT_A qa[TR * DK];
-    {
-        uvec4 slo[FPT];
-        uvec4 shi[FPT];
-        STAGE_FETCH(slo, shi, q_buf, q_head + qt * BM * pc.q_ss, pc.q_ss,
-                    min(BM, pc.seq_q - qt * BM), 0u)
-        STAGE_ROWS_A_FROM_N(qa, TR, slo, shi, q_buf, q_head + qt * BM * pc.q_ss, pc.q_ss,
-                            min(BM, pc.seq_q - qt * BM), r0)
-    }
-    // The pair-relative row of each (row block, slot) of this lane, for pm.
-    uint slot_row[TR * NSLOT];
-    {
-        MAT_C ix;
-        CM_IDX_LOAD(ix, cm_idx);
-        [[unroll]] for (uint t = 0; t < TR; t++)
-            [[unroll]] for (uint k = 0; k < NSLOT; k++)
-                slot_row[t * NSLOT + k] = t * CM_M + uint(ix[k << SLOT_SHIFT]) / CM_N;
-    }
-// v_[i] (i < TR NSLOT, per row of this lane) combined by combine_ with the pair's other
-// subgroup's value for the same row, through pm.
-#define PAIR_EXCHANGE(v_, combine_)                                                            \
-    {                                                                                          \
-        if ((lane & LANE_XOR) == 0u)                                                           \
-            [[unroll]] for (uint i_ = 0; i_ < TR * NSLOT; i_++)                                \
-                pm[sg * RS + slot_row[i_]] = v_[i_];                                           \
-        barrier();                                                                             \
-        [[unroll]] for (uint i_ = 0; i_ < TR * NSLOT; i_++)                                    \
-            v_[i_] = combine_(v_[i_], pm[(sg ^ 1u) * RS + slot_row[i_]]);                      \
-    }
-#define PAIR_ADD(a_, b_) ((a_) + (b_))
-#else
     MAT_A qa[LEN_AD];
     STAGE_ROWS_A(qa, q_buf, q_head + qt * BM * pc.q_ss, pc.q_ss, min(BM, pc.seq_q - qt * BM), r0)
-#endif
 
     for (;;) {
         const uint q0 = qt * BM;
@@ -240,8 +171,8 @@ void main()
         [[unroll]] for (uint i = 0; i < TM * DN; i++)
             o[i] = MAT_C(0.0);
 #ifdef FA_CM_LAYOUT_E
-        float m_run[TR * NSLOT], l_part[TR * NSLOT]; // per (row block, slot)
-        [[unroll]] for (uint i = 0; i < TR * NSLOT; i++) {
+        float m_run[TM * NSLOT], l_part[TM * NSLOT]; // per (row block, slot)
+        [[unroll]] for (uint i = 0; i < TM * NSLOT; i++) {
 #else
         const uint s_off = sg * RM * LDS, f_off = sg * RM * CM_N;
         float m_run[RPL], l_part[RPL];
@@ -293,7 +224,7 @@ void main()
 #endif
 
 #ifdef FA_CM_LAYOUT_E
-#if defined(FA_CM_BIAS_EARLY) && !defined(FA_CM_PAIR)
+#ifdef FA_CM_BIAS_EARLY
             // (The catalogue's `bias-early` modules.) The step's whole bias blocks asked for
             // before S's products, so that their latency hides behind them.
             MAT_C bias_m[LEN_CS];
@@ -307,20 +238,7 @@ void main()
             }
 #endif
             MAT_C s[LEN_CS];
-#ifdef FA_CM_PAIR
-            // S = Q K^T for the pair's rows and this subgroup's half of the keys.
-            [[unroll]] for (uint i = 0; i < TR * SJ; i++)
-                s[i] = MAT_C(0.0);
-            [[unroll]] for (uint d = 0; d < DK; d++)
-                [[unroll]] for (uint j = 0; j < SJ; j++) {
-                    MAT_B kb;
-                    coopMatLoad(kb, kt, COL(j) * LDT + d * (CM_K / 8u), LDT, COL_MAJOR);
-                    [[unroll]] for (uint t = 0; t < TR; t++)
-                        s[t * SJ + j] = coopMatMulAdd(qa[t * DK + d], kb, s[t * SJ + j]);
-                }
-#else
             PRODUCT_T(s, qa, kt) // S = Q K^T
-#endif
 #ifdef FA_CM_PRODUCTS_ONLY
             // Timing only (bench/vk_forward_floors.sh): the products, loads and barriers without
             // the row work, P = S; l stays live so that the driver keeps every product.
@@ -328,16 +246,16 @@ void main()
 #else
             if (SOFTCAP) {
                 float unused;
-                [[unroll]] for (uint i = 0; i < TR * SJ; i++)
+                [[unroll]] for (uint i = 0; i < TM * BNN; i++)
                     [[unroll]] for (uint e = 0; e < CE; e++)
                         s[i][e] = fa_score(s[i][e], pc.score_mul, pc.cap_log2, unused);
             } else {
-                [[unroll]] for (uint i = 0; i < TR * SJ; i++)
+                [[unroll]] for (uint i = 0; i < TM * BNN; i++)
                     s[i] = s[i] * pc.scale_log2;
             }
             // ALiBi's distances, the bias, and masks only where the tile has keys past the end or
             // crosses a row's bounds.
-            const bool edge = cm_step_masked(keys, n0, int(q0 + r0) + diag, RS, left, right);
+            const bool edge = cm_step_masked(keys, n0, int(q0 + r0) + diag, RM, left, right);
             if (ALIBI || BIAS != 0u || edge) {
                 MAT_C ix;
                 CM_IDX_LOAD(ix, cm_idx);
@@ -350,29 +268,29 @@ void main()
                         const float r = floor((ix[e] + 0.5) * (1.0 / float(CM_N)));
                         rc[e] = r * float(CM_N + 1u) - ix[e];
                     }
-                    [[unroll]] for (uint t = 0; t < TR; t++)
-                        [[unroll]] for (uint j = 0; j < SJ; j++) {
+                    [[unroll]] for (uint t = 0; t < TM; t++)
+                        [[unroll]] for (uint j = 0; j < BNN; j++) {
                             const float d = float(int(q0 + r0 + t * CM_M) + diag -
-                                                  int(n0 + COL(j)));
+                                                  int(n0 + j * CM_N));
                             [[unroll]] for (uint e = 0; e < CE; e++)
-                                s[t * SJ + j][e] -= slope2 * abs(d + rc[e]);
+                                s[t * BNN + j][e] -= slope2 * abs(d + rc[e]);
                         }
                 }
                 if (BIAS != 0u) {
-                    [[unroll]] for (uint t = 0; t < TR; t++)
-                        [[unroll]] for (uint j = 0; j < SJ; j++) {
-                            const uint i = t * SJ + j;
+                    [[unroll]] for (uint t = 0; t < TM; t++)
+                        [[unroll]] for (uint j = 0; j < BNN; j++) {
+                            const uint i = t * BNN + j;
                             if (bias_blocks && r0 + (t + 1u) * CM_M <= rows &&
-                                COL(j + 1u) <= keys) {
+                                (j + 1u) * CM_N <= keys) {
                                 MAT_C bm;
-#if defined(FA_CM_BIAS_EARLY) && !defined(FA_CM_PAIR)
+#ifdef FA_CM_BIAS_EARLY
                                 if (bias_early)
                                     bm = bias_m[i];
                                 else
 #endif
                                 FA_BIAS_BLOCK(bm,
                                               bias_at.x + (q0 + r0 + t * CM_M) * bias_at.y + n0 +
-                                                  COL(j),
+                                                  j * CM_N,
                                               bias_at.y, ROW_MAJOR)
                                 [[unroll]] for (uint e = 0; e < CE; e++)
                                     s[i][e] = fma(bm[e], LOG2E, s[i][e]);
@@ -380,99 +298,55 @@ void main()
                                 [[unroll]] for (uint e = 0; e < CE; e++) {
                                     const uint v = uint(ix[e]);
                                     s[i][e] += BIAS_AT(r0 + t * CM_M + v / CM_N,
-                                                       COL(j) + v % CM_N);
+                                                       j * CM_N + v % CM_N);
                                 }
                             }
                         }
                 }
                 if (edge) {
-                    [[unroll]] for (uint t = 0; t < TR; t++)
-                        [[unroll]] for (uint j = 0; j < SJ; j++)
+                    [[unroll]] for (uint t = 0; t < TM; t++)
+                        [[unroll]] for (uint j = 0; j < BNN; j++)
                             [[unroll]] for (uint e = 0; e < CE; e++) {
-                                const uint v = uint(ix[e]), c = COL(j) + v % CM_N;
+                                const uint v = uint(ix[e]), c = j * CM_N + v % CM_N;
                                 // the row's diagonal, tile-relative
                                 const int lim =
                                     int(q0 + r0 + t * CM_M + v / CM_N) + diag - int(n0);
                                 if (c >= keys || !fa_sees(int(c), lim, left, right))
-                                    s[t * SJ + j][e] = NEG_INF;
+                                    s[t * BNN + j][e] = NEG_INF;
                             }
                 }
             }
-            float alpha[TR * NSLOT];
-#ifdef FA_CM_PAIR
-            float gm[TR * NSLOT]; // the pair's row maxima of the step
-            [[unroll]] for (uint t = 0; t < TR; t++) {
-                float mx[NSLOT];
-                [[unroll]] for (uint k = 0; k < NSLOT; k++)
-                    mx[k] = NEG_INF;
-                [[unroll]] for (uint j = 0; j < SJ; j++)
-                    [[unroll]] for (uint e = 0; e < CE; e++)
-                        mx[slot_of(e)] = max(mx[slot_of(e)], s[t * SJ + j][e]);
-                [[unroll]] for (uint k = 0; k < NSLOT; k++)
-                    gm[t * NSLOT + k] = group_max(mx[k]);
-            }
-            PAIR_EXCHANGE(gm, max) // also: every subgroup is done reading K
-#endif
-            [[unroll]] for (uint t = 0; t < TR; t++) {
-#ifndef FA_CM_PAIR
+            float alpha[TM * NSLOT];
+            [[unroll]] for (uint t = 0; t < TM; t++) {
                 float mx[NSLOT];
                 [[unroll]] for (uint k = 0; k < NSLOT; k++)
                     mx[k] = NEG_INF;
                 [[unroll]] for (uint j = 0; j < BNN; j++)
                     [[unroll]] for (uint e = 0; e < CE; e++)
                         mx[slot_of(e)] = max(mx[slot_of(e)], s[t * BNN + j][e]);
-#endif
                 [[unroll]] for (uint k = 0; k < NSLOT; k++) {
                     const uint i = t * NSLOT + k;
-#ifdef FA_CM_PAIR
-                    const float m_new = max(m_run[i], gm[i]);
-#else
                     const float m_new = max(m_run[i], group_max(mx[k]));
-#endif
                     // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled.
                     alpha[i] = m_new == NEG_INF ? 1.0 : exp2(m_run[i] - m_new);
                     l_part[i] *= alpha[i];
                     m_run[i] = m_new;
                 }
-                [[unroll]] for (uint j = 0; j < SJ; j++)
+                [[unroll]] for (uint j = 0; j < BNN; j++)
                     [[unroll]] for (uint e = 0; e < CE; e++) {
                         const uint i = t * NSLOT + slot_of(e);
                         const float p =
-                            exp2(s[t * SJ + j][e] - (m_run[i] == NEG_INF ? 0.0 : m_run[i]));
+                            exp2(s[t * BNN + j][e] - (m_run[i] == NEG_INF ? 0.0 : m_run[i]));
                         l_part[i] += p;
-                        s[t * SJ + j][e] = p;
+                        s[t * BNN + j][e] = p;
                     }
                 // Always: skipping it where no maximum grew (subgroupAny) measured 13 % slower.
-                [[unroll]] for (uint d = 0; d < OC; d++)
+                [[unroll]] for (uint d = 0; d < DN; d++)
                     [[unroll]] for (uint e = 0; e < CE; e++)
-                        o[t * OC + d][e] *= alpha[t * NSLOT + slot_of(e)];
+                        o[t * DN + d][e] *= alpha[t * NSLOT + slot_of(e)];
             }
 #endif
-#ifdef FA_CM_PAIR
-            // P into the K tile's space (every subgroup is done with K: PAIR_EXCHANGE's barrier),
-            // then this subgroup's O columns += the pair's P V.
-            {
-                const uint p0 = (sg >> 1) * RS * LPQ;
-                [[unroll]] for (uint t = 0; t < TR; t++)
-                    [[unroll]] for (uint j = 0; j < SJ; j++)
-                        coopMatStore(MAT_H(s[t * SJ + j]), kt, p0 + t * CM_M * LPQ + COL(j) / 8u,
-                                     LPQ, ROW_MAJOR);
-                barrier();
-                [[unroll]] for (uint k = 0; k < BK; k++) {
-                    MAT_A pa[TR];
-                    [[unroll]] for (uint t = 0; t < TR; t++)
-                        coopMatLoad(pa[t], kt, p0 + t * CM_M * LPQ + k * (CM_K / 8u), LPQ,
-                                    ROW_MAJOR);
-                    [[unroll]] for (uint d = 0; d < OC; d++) {
-                        MAT_B vb;
-                        coopMatLoad(vb, vt, k * CM_K * LDT + (dc0 + d * CM_N) / 8u, LDT,
-                                    ROW_MAJOR);
-                        [[unroll]] for (uint t = 0; t < TR; t++)
-                            o[t * OC + d] = coopMatMulAdd(pa[t], vb, o[t * OC + d]);
-                    }
-                }
-            }
-#elif defined(FA_CM_A_FROM_C)
+#ifdef FA_CM_A_FROM_C
             PRODUCT_ACC_REG(o, s, vt) // O += P V
 #else
             TO_SCRATCH_F16(s, ps, p_off)
@@ -539,46 +413,30 @@ void main()
             const uint q1 = qt_next * BM, rows1 = min(BM, pc.seq_q - q1);
             if (!q_fetched)
                 STAGE_FETCH(next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, 0u)
-#ifdef FA_CM_PAIR
-            STAGE_ROWS_A_FROM_N(qa, TR, next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss,
-                                rows1, r0)
-#else
             STAGE_ROWS_A_FROM(qa, next_k, next_v, q_buf, q_head + q1 * pc.q_ss, pc.q_ss, rows1, r0)
-#endif
             FETCH_FIRST_KV(q1, rows1)
         }
 
         // 1 / l per row (0 for a row that saw no key: O = 0, LSE = -inf, never NaN), and the LSE.
         const uint lse_base = pc.lse_off + b * pc.lse_sb + h * pc.lse_sh;
 #ifdef FA_CM_LAYOUT_E
-#ifdef FA_CM_PAIR
-        float ls[TR * NSLOT]; // the pair's row sums
-        [[unroll]] for (uint i = 0; i < TR * NSLOT; i++)
-            ls[i] = group_sum(l_part[i]);
-        PAIR_EXCHANGE(ls, PAIR_ADD)
-#define ROW_SUM(i_) ls[i_]
-#define WRITES_LSE ((lane & LANE_XOR) == 0u && (sg & 1u) == 0u)
-#else
-#define ROW_SUM(i_) group_sum(l_part[i_])
-#define WRITES_LSE ((lane & LANE_XOR) == 0u)
-#endif
         MAT_C ix;
         CM_IDX_LOAD(ix, cm_idx);
-        [[unroll]] for (uint t = 0; t < TR; t++) {
+        [[unroll]] for (uint t = 0; t < TM; t++) {
             float inv[NSLOT];
             [[unroll]] for (uint k = 0; k < NSLOT; k++) {
                 const uint i = t * NSLOT + k;
-                const float l = ROW_SUM(i);
+                const float l = group_sum(l_part[i]);
                 inv[k] = l != 0.0 ? 1.0 / l : 0.0;
                 // The slot's row: that of its first element; one lane of the row writes the LSE.
                 const uint r = r0 + t * CM_M + uint(ix[k << SLOT_SHIFT]) / CM_N;
-                if (pc.has_lse != 0u && WRITES_LSE && r < rows)
+                if (pc.has_lse != 0u && (lane & LANE_XOR) == 0u && r < rows)
                     lse_buf[lse_base + (q0 + r) * pc.lse_ss] =
                         l != 0.0 ? (m_run[i] + log2(l)) * LN2 : NEG_INF;
             }
-            [[unroll]] for (uint d = 0; d < OC; d++)
+            [[unroll]] for (uint d = 0; d < DN; d++)
                 [[unroll]] for (uint e = 0; e < CE; e++)
-                    o[t * OC + d][e] *= inv[slot_of(e)];
+                    o[t * DN + d][e] *= inv[slot_of(e)];
         }
 #else
         [[unroll]] for (uint i = 0; i < RPL; i++) {
@@ -594,12 +452,7 @@ void main()
         SCALE_ROWS(o, DN, rv, f_off)
 #endif
         const uint o_base = pc.o_off + b * pc.o_sb + h * pc.o_sh + q0 * pc.o_ss;
-#ifdef FA_CM_PAIR
-#define PAIR_COL(d_) (dc0 + (d_) * CM_N) / 8u
-        UNSTAGE_ROWS_N(o, TR, OC, PAIR_COL, 1.0, o_buf, o_base, pc.o_ss, rows, r0)
-#else
         UNSTAGE_ROWS(o, 1.0, o_buf, o_base, pc.o_ss, rows, r0)
-#endif
         if (!more)
             break;
         qt = qt_next;

@@ -226,10 +226,6 @@ void subgroup_sync()
 // STAGE_ROWS_A with the first 2 BN rows already fetched into lo_ and hi_ (STAGE_FETCH at 0),
 // which it then reuses for the rest.
 #define STAGE_ROWS_A_FROM(mats_, lo_, hi_, buf_, base_, ss_, valid_, r0_)                      \
-    STAGE_ROWS_A_FROM_N(mats_, TM, lo_, hi_, buf_, base_, ss_, valid_, r0_)
-
-// STAGE_ROWS_A_FROM for tm_ blocks of CM_M rows from r0_ (mats_[t * DK + d], t < tm_).
-#define STAGE_ROWS_A_FROM_N(mats_, tm_, lo_, hi_, buf_, base_, ss_, valid_, r0_)               \
     [[unroll]] for (uint c0_ = 0; c0_ < BM; c0_ += 2u * BN) {                                  \
         barrier();                                                                             \
         if (c0_ > 0u)                                                                          \
@@ -237,7 +233,7 @@ void subgroup_sync()
         TILE_PUT(kt, lo_)                                                                      \
         TILE_PUT(vt, hi_)                                                                      \
         barrier();                                                                             \
-        [[unroll]] for (uint t_ = 0; t_ < (tm_); t_++) {                                       \
+        [[unroll]] for (uint t_ = 0; t_ < TM; t_++) {                                          \
             const uint r_ = (r0_) + t_ * CM_M;                                                 \
             if (r_ >= c0_ && r_ < c0_ + 2u * BN) {                                             \
                 [[unroll]] for (uint d_ = 0; d_ < DK; d_++) {                                  \
@@ -257,23 +253,17 @@ void subgroup_sync()
 // through the tiles kt and vt 2 BN rows at a time, so that global memory sees whole rows
 // (r0_: the subgroup's first row). Starts and ends with the tiles free.
 #define UNSTAGE_ROWS(acc_, scale_, out_, base_, ss_, valid_, r0_)                              \
-    UNSTAGE_ROWS_N(acc_, TM, DN, UNSTAGE_COL, scale_, out_, base_, ss_, valid_, r0_)
-#define UNSTAGE_COL(d_) d_ * (CM_N / 8u)
-
-// UNSTAGE_ROWS for tm_ blocks of CM_M rows from r0_ and dn_ blocks of CM_N columns, block d_'s
-// first column (in uvec4) col_(d_) (acc_[t * dn_ + d]); the subgroups together cover every column.
-#define UNSTAGE_ROWS_N(acc_, tm_, dn_, col_, scale_, out_, base_, ss_, valid_, r0_)            \
     {                                                                                          \
         const uint b_ = (base_), st_ = (ss_), n_ = (valid_);                                   \
         const bool v4_ = ((b_ | st_) & 3u) == 0u, v8_ = ((b_ | st_) & 7u) == 0u;               \
         [[unroll]] for (uint c0_ = 0; c0_ < BM; c0_ += 2u * BN) {                              \
             barrier();                                                                         \
-            [[unroll]] for (uint t_ = 0; t_ < (tm_); t_++) {                                   \
+            [[unroll]] for (uint t_ = 0; t_ < TM; t_++) {                                      \
                 const uint r_ = (r0_) + t_ * CM_M;                                             \
                 if (r_ >= c0_ && r_ < c0_ + 2u * BN) {                                         \
-                    [[unroll]] for (uint d_ = 0; d_ < (dn_); d_++) {                           \
-                        const uint o_ = ((r_ - c0_) % BN) * LDT + col_(d_);                    \
-                        const MAT_H h_ = MAT_H(acc_[t_ * (dn_) + d_] * (scale_));              \
+                    [[unroll]] for (uint d_ = 0; d_ < DN; d_++) {                              \
+                        const uint o_ = ((r_ - c0_) % BN) * LDT + d_ * (CM_N / 8u);            \
+                        const MAT_H h_ = MAT_H(acc_[t_ * DN + d_] * (scale_));                 \
                         if (r_ < c0_ + BN)                                                     \
                             coopMatStore(h_, kt, o_, LDT, ROW_MAJOR);                          \
                         else                                                                   \
