@@ -228,11 +228,19 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     // of its head, whose K and V are then read from L2.
     const bool persist = PERSIST && FA_FWD_WGMMA_PERSISTENT_CALL(D, p.causal);
     const int nqt = (p.seq_q + BQ - 1) / BQ;
+    // p.use_tma: the loader's one thread copies each tile by the tensor-memory accelerator and
+    // alone arrives at the full barriers (16-bit dtypes; FP8 transposes V on the way; `tma`)
+    constexpr bool TMA_IN = FA_FWD_WGMMA_TMA && TMA && !FP8 && (NC == 2 || FA_FWD_WGMMA_TMA_NC3);
+    // and (TMA_OUT) stores O out of the Q buffer the computing warpgroups left it in
+    constexpr bool TMA_OUT = TMA_IN && FA_FWD_WGMMA_TMA_STORE;
     // query tile qt's first row: qt BQ, or (FA_FWD_WGMMA_CAUSAL_END, 192-row tiles) that less the
     // last tile's padding, the partial tile then the first and rows before 0 neither read nor
-    // written (with two computing warpgroups the switch cost 2-3 % where it had nothing to do)
+    // written (with two computing warpgroups the switch cost 2-3 % where it had nothing to do);
+    // with TMA_OUT the padding is whole 64-row boxes, which are skipped: a tensor-memory store
+    // whose box starts before row 0 stops with an illegal instruction (H100)
     constexpr bool CEND = FA_FWD_WGMMA_CAUSAL_END && NC == 3;
-    const int q_pad = CEND && p.causal && !p.bias_dtype ? nqt * BQ - p.seq_q : 0;
+    const int q_pad_rows = CEND && p.causal && !p.bias_dtype ? nqt * BQ - p.seq_q : 0;
+    const int q_pad = TMA_OUT && p.use_tma ? q_pad_rows & ~63 : q_pad_rows;
     const int items = persist ? nqt * p.heads_q * p.batch : 1;
     auto item_of = [&](int k) { return persist ? k * (int)gridDim.x + (int)blockIdx.x : k; };
     // FA_FWD_WGMMA_CAUSAL_DYN: a causal call's items go to the blocks as their loaders ask
@@ -271,12 +279,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         ntiles = max(0, (fa_key_end(p, q0, BQ) + BK - 1) / BK - t0);
     };
 
-    // p.use_tma: the loader's one thread copies each tile by the tensor-memory accelerator and
-    // alone arrives at the full barriers (16-bit dtypes; FP8 transposes V on the way)
-    constexpr bool TMA_IN = FA_FWD_WGMMA_TMA && TMA && !FP8 && (NC == 2 || FA_FWD_WGMMA_TMA_NC3);
     const bool tma = TMA_IN && p.use_tma;
-    // and (TMA_OUT) stores O out of the Q buffer the computing warpgroups left it in
-    constexpr bool TMA_OUT = TMA_IN && FA_FWD_WGMMA_TMA_STORE;
     const unsigned loaders = tma ? 1 : 128;
     if (tid == 0) {
         for (int i = 0; i < 2; i++) {
@@ -395,8 +398,9 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         }
 #pragma unroll 1
         for (int i = 0; i < D / 64 * (BQ / 64); i++) // box i: column block i / (BQ / 64)
-            fa_tma_store_4d(p.tma_map[3], sQ + (j % NQ) * Q_BYTES + i * 64 * 128,
-                            64 * (i / (BQ / 64)), it.q0 + 64 * (i % (BQ / 64)), it.h, it.b);
+            if (!CEND || it.q0 + 64 * (i % (BQ / 64)) >= 0)
+                fa_tma_store_4d(p.tma_map[3], sQ + (j % NQ) * Q_BYTES + i * 64 * 128,
+                                64 * (i / (BQ / 64)), it.q0 + 64 * (i % (BQ / 64)), it.h, it.b);
         fa_bulk_commit();
     };
     auto tma_loader = [&]() {

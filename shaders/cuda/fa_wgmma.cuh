@@ -132,7 +132,8 @@ __device__ __forceinline__ void fa_tma_load_4d(unsigned dst, const void *map, in
 }
 // The box at coordinates (c0, c1, c2, c3) of the tensor map at `map` from shared memory at src
 // (written by the generic proxy: fenced with fa_fence_proxy_async first), in this thread's bulk
-// group; elements outside the tensor are not written.
+// group; elements past the tensor's end are not written, but a box that starts before 0 stops
+// the kernel with an illegal instruction (H100), so callers skip such boxes.
 __device__ __forceinline__ void fa_tma_store_4d(const void *map, unsigned src, int c0, int c1,
                                                 int c2, int c3)
 {
