@@ -305,7 +305,8 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     const char *fwd_copy = fa_knob_value(ctx, FA_KNOB_CUDA_FWD_COPY);
     caps->fwd_tma = fwd_copy ? strcmp(fwd_copy, "tma") == 0 : FA_FWD_WGMMA_TMA;
     /* head dim 64 only where FA_CUDA_FWD_COPY=tma asks, even in a FA_FWD_WGMMA_TMA_NC3 build: its
-     * masked calls stop with an illegal instruction there (docs/PERF.md, forty-fifth session) */
+     * masked calls stopped with an illegal instruction there (forty-fifth session), and the fix
+     * (forty-sixth) has not yet run on a GPU (docs/PERF.md) */
     caps->fwd_tma_d64 = caps->fwd_tma && fwd_copy;
     const char *bwd_copy = fa_knob_value(ctx, FA_KNOB_CUDA_BWD_COPY);
     caps->bwd_tma = bwd_copy ? strcmp(bwd_copy, "tma") == 0 : FA_BWD_WGMMA_TMA;

@@ -88,7 +88,8 @@ typedef struct fa_cuda_caps {
                        * it whatever the build says (an image through FA_CUDA_SM90_IMAGE) */
     bool fwd_tma_d64; /* and at head dim 64, whose kernels have that loader only when built with
                        * FA_FWD_WGMMA_TMA_NC3: only where FA_CUDA_FWD_COPY=tma asks (such a
-                       * build's masked calls stop with an illegal instruction) */
+                       * build's masked calls stopped with an illegal instruction; the fix has
+                       * not yet run) */
     bool bwd_tma;     /* as fwd_tma, for the wgmma backward's Q and dO (FA_BWD_WGMMA_TMA,
                        * FA_CUDA_BWD_COPY) */
 } fa_cuda_caps;

@@ -438,14 +438,16 @@ typedef struct fa_cuda_params {
 #endif
 /* FA_FWD_WGMMA_TMA_NC3 (off; with FA_FWD_WGMMA_TMA): the tensor-memory loader and store in the
  * kernels with three computing warpgroups too (head dim 64). On an H100 (forty-fifth session)
- * +5-6 % on plain calls, but calls with a mask stop with an illegal instruction in the 128-key
- * kernels (f16, and bf16's k128): not yet located */
+ * +5-6 % on plain calls, but calls with a mask stopped with an illegal instruction: O's store of
+ * a box before row 0 (causal tiles aligned to the rows' end; forty-sixth session, fixed then and
+ * not yet run on a GPU) */
 #ifndef FA_FWD_WGMMA_TMA_NC3
 #define FA_FWD_WGMMA_TMA_NC3 0
 #endif
 /* FA_FWD_WGMMA_LOADER_HINT (ns; 0, the default: off): the tensor-memory loader's waits for free
  * stages and for O in its Q buffer with that suspend-time hint (fa_mbar_wait<HINT_NS>). Its polling
- * was 2.2 M of 46.6 M instructions at D=128 N=512 (5 % of one scheduler's issue slots) */
+ * was 2.2 M of 46.6 M instructions at D=128 N=512 (5 % of one scheduler's issue slots); 2000 ns
+ * timed within noise on an H100 but for N=512 causal (+1-4 %; forty-sixth session) */
 #ifndef FA_FWD_WGMMA_LOADER_HINT
 #define FA_FWD_WGMMA_LOADER_HINT 0
 #endif

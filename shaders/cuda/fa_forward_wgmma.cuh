@@ -229,7 +229,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     const bool persist = PERSIST && FA_FWD_WGMMA_PERSISTENT_CALL(D, p.causal);
     const int nqt = (p.seq_q + BQ - 1) / BQ;
     // p.use_tma: the loader's one thread copies each tile by the tensor-memory accelerator and
-    // alone arrives at the full barriers (16-bit dtypes; FP8 transposes V on the way; `tma`)
+    // alone arrives at the full barriers (16-bit dtypes; FP8 transposes V on the way)
     constexpr bool TMA_IN = FA_FWD_WGMMA_TMA && TMA && !FP8 && (NC == 2 || FA_FWD_WGMMA_TMA_NC3);
     // and (TMA_OUT) stores O out of the Q buffer the computing warpgroups left it in
     constexpr bool TMA_OUT = TMA_IN && FA_FWD_WGMMA_TMA_STORE;
@@ -279,7 +279,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         ntiles = max(0, (fa_key_end(p, q0, BQ) + BK - 1) / BK - t0);
     };
 
-    const bool tma = TMA_IN && p.use_tma;
+    const bool tma = TMA_IN && p.use_tma; // this call's loader
     const unsigned loaders = tma ? 1 : 128;
     if (tid == 0) {
         for (int i = 0; i < 2; i++) {
