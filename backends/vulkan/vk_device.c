@@ -424,9 +424,11 @@ fa_status fa_vk_submit(fa_context *ctx, bool wait)
         .pCommandBuffers = &st->cmd,
     };
     fa_vk_frame *f = &st->frames[st->frame];
+    fa_vk_profile_submit(st, false);
     r = st->vk.vkQueueSubmit(st->queue, 1, &submit, f->fence);
     if (r != VK_SUCCESS)
         return fa_vk_fail(ctx, r, "vkQueueSubmit");
+    fa_vk_profile_submit(st, true);
     f->pending = true;
     return wait ? fa_vk_wait(ctx) : fa_vk_check_validation(ctx);
 }

@@ -311,12 +311,14 @@ fa_status fa_vk_decode_workspace(fa_context *ctx, VkDeviceSize size, bool *fresh
 void fa_vk_workspace_release(fa_context *ctx, fa_vk_buffer *buf);
 
 /* vk_profile.c (FA_VULKAN_PROFILE=1; each does nothing where it is off): the query pool; a
- * timestamp at the start of the recording and after each dispatch; the slot's timestamps read
- * once its fence has passed; the summary logged at each synchronize. */
+ * timestamp at the start of the recording and after each dispatch; the host's clock around the
+ * slot's vkQueueSubmit (before: false, after: true); the slot's timestamps read once its fence
+ * has passed; the summary logged at each synchronize. */
 void fa_vk_profile_open(fa_context *ctx, fa_vk_state *st);
 void fa_vk_profile_release(fa_vk_state *st);
 void fa_vk_profile_begin(fa_vk_state *st);
 void fa_vk_profile_dispatch(fa_vk_state *st, fa_vk_kernel kernel);
+void fa_vk_profile_submit(fa_vk_state *st, bool submitted);
 void fa_vk_profile_collect(fa_vk_state *st, unsigned frame);
 void fa_vk_profile_report(fa_context *ctx, fa_vk_state *st);
 const char *fa_vk_kernel_name(fa_vk_kernel kernel);

@@ -4,7 +4,11 @@
  * for. Each fa_context_synchronize logs (info) what the submissions since the last one took on
  * the GPU: per kernel the mean time from the previous timestamp to the end of its dispatches, per
  * submission its span, and the GPU's idle time between one submission's end and the next one's
- * start, which is what the host's recording and submitting cost where it cannot keep ahead. */
+ * start, which is what the host's recording and submitting cost where it cannot keep ahead; and
+ * on the host's clock, per submission, its recording (from fa_vk_begin to vkQueueSubmit), the
+ * vkQueueSubmit call, and the time from its return until the host saw the fence pass (the GPU's
+ * span plus the queue's start and the fence's signal, where the host waits at once). */
+#include "fa_platform.h"
 #include "vk_internal.h"
 
 #include <stdio.h>
@@ -24,6 +28,8 @@ typedef struct fa_vk_profile {
     double span_ns, idle_ns;
     uint64_t submissions, idle_n, last_end;
     bool has_last;
+    double host_begin[FA_VK_FRAMES], host_submit[FA_VK_FRAMES], host_return[FA_VK_FRAMES];
+    double record_s, submit_s, fence_s; /* sums over the submissions */
 } fa_vk_profile;
 
 void fa_vk_profile_open(fa_context *ctx, fa_vk_state *st)
@@ -78,6 +84,14 @@ void fa_vk_profile_begin(fa_vk_state *st)
     st->vk.vkCmdResetQueryPool(st->cmd, p->pool, first, QUERIES);
     st->vk.vkCmdWriteTimestamp(st->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, p->pool, first);
     p->used[st->frame] = 1;
+    p->host_begin[st->frame] = fa_clock_seconds();
+}
+
+void fa_vk_profile_submit(fa_vk_state *st, bool submitted)
+{
+    fa_vk_profile *p = st->profile;
+    if (p)
+        (submitted ? p->host_return : p->host_submit)[st->frame] = fa_clock_seconds();
 }
 
 void fa_vk_profile_dispatch(fa_vk_state *st, fa_vk_kernel kernel)
@@ -96,6 +110,7 @@ void fa_vk_profile_collect(fa_vk_state *st, unsigned frame)
     fa_vk_profile *p = st->profile;
     if (!p || !p->used[frame])
         return;
+    const double seen = fa_clock_seconds();
     uint64_t t[QUERIES];
     const uint32_t n = p->used[frame];
     p->used[frame] = 0;
@@ -114,6 +129,9 @@ void fa_vk_profile_collect(fa_vk_state *st, unsigned frame)
     }
     p->span_ns += (double)(t[n - 1] - t[0]) * p->ns_per_tick;
     p->submissions++;
+    p->record_s += p->host_submit[frame] - p->host_begin[frame];
+    p->submit_s += p->host_return[frame] - p->host_submit[frame];
+    p->fence_s += seen - p->host_return[frame];
     p->last_end = t[n - 1];
     p->has_last = true;
 }
@@ -123,12 +141,15 @@ void fa_vk_profile_report(fa_context *ctx, fa_vk_state *st)
     fa_vk_profile *p = st->profile;
     if (!p || !p->submissions)
         return;
-    char line[512];
+    char line[768];
+    const double n = (double)p->submissions;
     int len = snprintf(line, sizeof line,
                        "vulkan profile: %llu submissions, %.2f us each on the GPU, idle %.2f us "
-                       "between them;",
-                       (unsigned long long)p->submissions, p->span_ns / p->submissions * 1e-3,
-                       p->idle_n ? p->idle_ns / p->idle_n * 1e-3 : 0.0);
+                       "between them; host: recording %.2f us, vkQueueSubmit %.2f us, fence seen "
+                       "%.2f us after it;",
+                       (unsigned long long)p->submissions, p->span_ns / n * 1e-3,
+                       p->idle_n ? p->idle_ns / p->idle_n * 1e-3 : 0.0, p->record_s / n * 1e6,
+                       p->submit_s / n * 1e6, p->fence_s / n * 1e6);
     for (int k = 0; k < FA_VK_KERNEL_COUNT && len > 0 && (size_t)len < sizeof line; k++)
         if (p->kernel_n[k])
             len += snprintf(line + len, sizeof line - (size_t)len, " %s %.2f us x %llu;",
@@ -139,6 +160,7 @@ void fa_vk_profile_report(fa_context *ctx, fa_vk_state *st)
     memset(p->kernel_ns, 0, sizeof p->kernel_ns);
     memset(p->kernel_n, 0, sizeof p->kernel_n);
     p->span_ns = p->idle_ns = 0.0;
+    p->record_s = p->submit_s = p->fence_s = 0.0;
     p->submissions = p->idle_n = 0;
     p->has_last = false;
 }
