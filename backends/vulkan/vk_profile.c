@@ -5,9 +5,10 @@
  * the GPU: per kernel the mean time from the previous timestamp to the end of its dispatches, per
  * submission its span, and the GPU's idle time between one submission's end and the next one's
  * start, which is what the host's recording and submitting cost where it cannot keep ahead; and
- * on the host's clock, per submission, its recording (from fa_vk_begin to vkQueueSubmit), the
- * vkQueueSubmit call, and the time from its return until the host saw the fence pass (the GPU's
- * span plus the queue's start and the fence's signal, where the host waits at once). */
+ * on the host's clock, per submission, its recording (from fa_vk_begin's first command, once the
+ * slot is free and its command buffer begun, to vkQueueSubmit), the vkQueueSubmit call, and the
+ * time from its return until the host saw the fence pass (the GPU's span plus the queue's start
+ * and the fence's signal, where the host waits at once). */
 #include "fa_platform.h"
 #include "vk_internal.h"
 
@@ -90,8 +91,10 @@ void fa_vk_profile_begin(fa_vk_state *st)
 void fa_vk_profile_submit(fa_vk_state *st, bool submitted)
 {
     fa_vk_profile *p = st->profile;
-    if (p)
-        (submitted ? p->host_return : p->host_submit)[st->frame] = fa_clock_seconds();
+    if (!p)
+        return;
+    double *stamp = submitted ? p->host_return : p->host_submit;
+    stamp[st->frame] = fa_clock_seconds();
 }
 
 void fa_vk_profile_dispatch(fa_vk_state *st, fa_vk_kernel kernel)
