@@ -88,7 +88,14 @@ CK_NAME(hsums)(const int n, const CK_NAME(vec) * acc, float *dst)
 static inline void CK_NAME(prefetch)(const void *p, int64_t bytes)
 {
     const uintptr_t end = (uintptr_t)p + (uintptr_t)bytes;
-    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64)
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)63;
+    for (; a + 192 < end; a += 256) { /* unrolled: a row is a few lines */
+        __builtin_prefetch((const void *)a);
+        __builtin_prefetch((const void *)(a + 64));
+        __builtin_prefetch((const void *)(a + 128));
+        __builtin_prefetch((const void *)(a + 192));
+    }
+    for (; a < end; a += 64)
         __builtin_prefetch((const void *)a);
 }
 
@@ -131,40 +138,44 @@ CK_NAME(decode_scores)(const int nq, const fa_dtype dt, const fa_cpu_decode_step
  * product's rounding error (exact, by an FMA): x alone costs up to an ulp of |x| in every P
  * (1.5e-5 at 144, where scores of 1e2 lie), x - m + e an ulp of a small number near the maxima,
  * which dominate O. Where |e| >= 1 (|x| past 2^24) it is left out, as it is meaningless there.
- * Keys past a row's diagonal (visible) get P = 0. */
+ * Keys past a row's diagonal (visible) get P = 0. The loops run over all lds columns (whole
+ * vectors, no branches, so they vectorize): the padding columns see no key and end as P = 0. */
 static void CK_NAME(decode_softmax)(const fa_cpu_decode_step *a, float *alpha)
 {
-    const int rows = a->heads * a->nq;
+    const int rows = a->heads * a->nq, n = (int)a->lds;
     const float c = a->scale;
     float *restrict m = a->m, *restrict l = a->l;
-    for (int r = 0; r < rows; r++)
-        alpha[r] = m[r];
+    float mx[FA_CPU_TILE_Q], mu[FA_CPU_TILE_Q], sum[FA_CPU_TILE_Q];
+    int seen[FA_CPU_TILE_Q]; /* keys [0, seen[r]) of the block, per column */
+    for (int r = 0; r < n; r++) {
+        seen[r] = r >= rows ? 0 : a->visible ? a->visible[r] : a->nk;
+        mx[r] = r < rows ? m[r] : -INFINITY;
+        sum[r] = 0.0f;
+    }
     for (int j = 0; j < a->nk; j++) {
-        const float *sj = a->s + j * a->lds;
-        for (int r = 0; r < rows; r++) {
-            const float x = a->visible && j >= a->visible[r] ? -INFINITY : sj[r] * c;
-            alpha[r] = x > alpha[r] ? x : alpha[r];
+        const float *restrict sj = a->s + j * a->lds;
+        for (int r = 0; r < n; r++) {
+            const float x = j < seen[r] ? sj[r] * c : -INFINITY;
+            mx[r] = x > mx[r] ? x : mx[r];
         }
     }
+    for (int r = 0; r < n; r++)
+        mu[r] = mx[r] == -INFINITY ? 0.0f : mx[r]; /* no key seen yet: keep p = 0 */
     for (int r = 0; r < rows; r++) {
-        const float m_new = alpha[r];
-        const float m_use = m_new == -INFINITY ? 0.0f : m_new; /* no key seen yet: keep p = 0 */
-        alpha[r] = CK_NAME(exp2)(m[r] - m_use);
-        m[r] = m_new;
-        l[r] *= alpha[r];
+        alpha[r] = CK_NAME(exp2)(m[r] - mu[r]);
+        m[r] = mx[r];
     }
     for (int j = 0; j < a->nk; j++) {
-        float *sj = a->s + j * a->lds;
-        for (int r = 0; r < rows; r++) {
-            const float m_use = m[r] == -INFINITY ? 0.0f : m[r];
+        float *restrict sj = a->s + j * a->lds;
+        for (int r = 0; r < n; r++) {
             const float x = sj[r] * c, e = CK_FMAF(sj[r], c, -x);
-            const float p = a->visible && j >= a->visible[r]
-                                ? 0.0f
-                                : CK_NAME(exp2)((x - m_use) + (fabsf(e) < 1.0f ? e : 0.0f));
-            sj[r] = p;
-            l[r] += p;
+            const float p = CK_NAME(exp2)((x - mu[r]) + (fabsf(e) < 1.0f ? e : 0.0f));
+            sj[r] = j < seen[r] ? p : 0.0f;
+            sum[r] += sj[r];
         }
     }
+    for (int r = 0; r < rows; r++)
+        l[r] = l[r] * alpha[r] + sum[r];
 }
 
 /* Pass 3 for head h on the nv vectors of O's columns from d0: O = alpha O + P V. With `tail`

@@ -51,7 +51,7 @@ typedef struct fa_cpu_decode_step {
     float *o;           /* per row, ldo floats (a multiple of FA_CPU_PAD): the accumulator */
     int64_t ldo;
     float *s;    /* scratch of nk x lds floats: S, then P */
-    int64_t lds; /* >= heads * nq */
+    int64_t lds; /* >= heads * nq; a multiple of FA_CPU_PAD keeps pass 2 in whole vectors */
 } fa_cpu_decode_step;
 
 typedef enum fa_cpu_gemm_mode {

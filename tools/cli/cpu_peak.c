@@ -165,35 +165,91 @@ void cpu_peak_measure(double seconds, cpu_peak *out)
     out->threads = threads;
 }
 
+/* The read probe's kernels: XOR-fold n 64-bit words (n a multiple of 16) with the widest loads the
+ * machine has, as the decoding kernels read K and V with theirs; XOR leaves the loads independent
+ * of one another (a float sum must keep its order and was bound by its adds). */
+typedef uint64_t (*read_kernel)(const uint64_t *a, size_t n);
+
+#if defined(CPU_PEAK_X86)
+__attribute__((target("avx512f"))) static uint64_t read_avx512(const uint64_t *a, size_t n)
+{
+    __m512i x0 = _mm512_setzero_si512(), x1 = _mm512_setzero_si512();
+    for (size_t i = 0; i < n; i += 16) {
+        x0 = _mm512_xor_si512(x0, _mm512_loadu_si512(a + i));
+        x1 = _mm512_xor_si512(x1, _mm512_loadu_si512(a + i + 8));
+    }
+    uint64_t lanes[8];
+    _mm512_storeu_si512(lanes, _mm512_xor_si512(x0, x1));
+    return lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3] ^ lanes[4] ^ lanes[5] ^ lanes[6] ^ lanes[7];
+}
+
+__attribute__((target("avx2"))) static uint64_t read_avx2(const uint64_t *a, size_t n)
+{
+    __m256i x0 = _mm256_setzero_si256(), x1 = _mm256_setzero_si256();
+    for (size_t i = 0; i < n; i += 8) {
+        x0 = _mm256_xor_si256(x0, _mm256_loadu_si256((const __m256i *)(a + i)));
+        x1 = _mm256_xor_si256(x1, _mm256_loadu_si256((const __m256i *)(a + i + 4)));
+    }
+    uint64_t lanes[4];
+    _mm256_storeu_si256((__m256i *)lanes, _mm256_xor_si256(x0, x1));
+    return lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3];
+}
+#endif
+
+static uint64_t read_generic(const uint64_t *a, size_t n)
+{
+    uint64_t x[8] = {0};
+    for (size_t i = 0; i < n; i += 8)
+        for (size_t j = 0; j < 8; j++)
+            x[j] ^= a[i + j];
+    return x[0] ^ x[1] ^ x[2] ^ x[3] ^ x[4] ^ x[5] ^ x[6] ^ x[7];
+}
+
+static read_kernel pick_read_kernel(void)
+{
+#if defined(CPU_PEAK_X86)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return read_avx512;
+    if (__builtin_cpu_supports("avx2"))
+        return read_avx2;
+#endif
+    return read_generic;
+}
+
 double cpu_read_bandwidth(void)
 {
-    const size_t n = ((size_t)512 << 20) / sizeof(float);
-    float *a = malloc(n * sizeof(float));
+    const size_t n = ((size_t)512 << 20) / sizeof(uint64_t);
+    uint64_t *a = malloc(n * sizeof(uint64_t));
     if (!a)
         return 0.0;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static)
-#endif
-    for (size_t i = 0; i < n; i++) /* first touch by the thread that reads it later */
-        a[i] = (float)(i & 7);
+    const read_kernel kernel = pick_read_kernel();
     double best = 0.0;
-    volatile float sink = 0.0f;
-    for (int pass = 0; pass < 5; pass++) {
-        float total = 0.0f;
+    volatile uint64_t sink = 0;
+    for (int pass = 0; pass < 6; pass++) { /* pass 0 writes: first touch by the reading thread */
+        uint64_t total = 0;
         const double t0 = cli_now();
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static) reduction(+ : total)
+#pragma omp parallel reduction(^ : total)
+        {
+            const size_t per =
+                (n / 16 + (size_t)omp_get_num_threads() - 1) / (size_t)omp_get_num_threads() * 16;
+            const size_t lo = per * (size_t)omp_get_thread_num();
+            const size_t hi = lo + per < n ? lo + per : n;
+#else
+        {
+            const size_t lo = 0, hi = n;
 #endif
-        for (size_t i = 0; i < n; i += 16) {
-            float part = 0.0f;
-            for (size_t j = 0; j < 16; j++)
-                part += a[i + j];
-            total += part;
+            if (pass == 0)
+                for (size_t i = lo; i < hi; i++)
+                    a[i] = i * 0x9E3779B97F4A7C15u;
+            else if (lo < hi)
+                total ^= kernel(a + lo, hi - lo);
         }
         const double t = cli_now() - t0;
         sink = total;
-        if (t > 0 && (double)(n * sizeof(float)) / t > best)
-            best = (double)(n * sizeof(float)) / t;
+        if (pass > 0 && t > 0 && (double)(n * sizeof(uint64_t)) / t > best)
+            best = (double)(n * sizeof(uint64_t)) / t;
     }
     (void)sink;
     free(a);

@@ -15,8 +15,8 @@ typedef struct cpu_peak {
  * Counts 2 FLOP per lane per FMA. */
 void cpu_peak_measure(double seconds, cpu_peak *out);
 
-/** This machine's memory read rate in GB/s, measured: every OpenMP thread sums its share of a
- * 512 MiB array (far beyond the caches), best of a few passes; 0 when the array cannot be
+/** This machine's memory read rate in GB/s, measured: every OpenMP thread folds its share of a
+ * 512 MiB array (far beyond the caches) by XOR, best of a few passes; 0 when the array cannot be
  * allocated. The yardstick of the CPU backend's decoding, which reads K and V once. */
 double cpu_read_bandwidth(void);
 
