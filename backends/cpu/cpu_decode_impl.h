@@ -142,7 +142,8 @@ CK_NAME(decode_scores)(const int nq, const fa_dtype dt, const fa_cpu_decode_step
  * vectors, no branches, so they vectorize): the padding columns see no key and end as P = 0. */
 static void CK_NAME(decode_softmax)(const fa_cpu_decode_step *a, float *alpha)
 {
-    const int rows = a->heads * a->nq, n = (int)a->lds;
+    const int rows = a->heads * a->nq;
+    const int n = a->lds < FA_CPU_TILE_Q ? (int)a->lds : FA_CPU_TILE_Q; /* rows <= TILE_Q */
     const float c = a->scale;
     float *restrict m = a->m, *restrict l = a->l;
     float mx[FA_CPU_TILE_Q], mu[FA_CPU_TILE_Q], sum[FA_CPU_TILE_Q];
