@@ -217,38 +217,51 @@ static read_kernel pick_read_kernel(void)
     return read_generic;
 }
 
+/* The calling thread's share [lo, hi) of n words, in whole 16-word groups (n a multiple of 16). */
+static void thread_share(size_t n, size_t *lo, size_t *hi)
+{
+#if defined(_OPENMP)
+    const size_t threads = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
+#else
+    const size_t threads = 1, t = 0;
+#endif
+    const size_t per = (n / 16 + threads - 1) / threads * 16;
+    *lo = per * t < n ? per * t : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
 double cpu_read_bandwidth(void)
 {
     const size_t n = ((size_t)512 << 20) / sizeof(uint64_t);
     uint64_t *a = malloc(n * sizeof(uint64_t));
     if (!a)
         return 0.0;
+#if defined(_OPENMP)
+#pragma omp parallel
+#endif
+    { /* first touch by the thread that reads the words later */
+        size_t lo, hi;
+        thread_share(n, &lo, &hi);
+        for (size_t i = lo; i < hi; i++)
+            a[i] = i * 0x9E3779B97F4A7C15u;
+    }
     const read_kernel kernel = pick_read_kernel();
     double best = 0.0;
     volatile uint64_t sink = 0;
-    for (int pass = 0; pass < 6; pass++) { /* pass 0 writes: first touch by the reading thread */
+    for (int pass = 0; pass < 5; pass++) {
         uint64_t total = 0;
         const double t0 = cli_now();
 #if defined(_OPENMP)
 #pragma omp parallel reduction(^ : total)
-        {
-            const size_t per =
-                (n / 16 + (size_t)omp_get_num_threads() - 1) / (size_t)omp_get_num_threads() * 16;
-            const size_t lo = per * (size_t)omp_get_thread_num();
-            const size_t hi = lo + per < n ? lo + per : n;
-#else
-        {
-            const size_t lo = 0, hi = n;
 #endif
-            if (pass == 0)
-                for (size_t i = lo; i < hi; i++)
-                    a[i] = i * 0x9E3779B97F4A7C15u;
-            else if (lo < hi)
-                total ^= kernel(a + lo, hi - lo);
+        {
+            size_t lo, hi;
+            thread_share(n, &lo, &hi);
+            total ^= kernel(a + lo, hi - lo);
         }
         const double t = cli_now() - t0;
         sink = total;
-        if (pass > 0 && t > 0 && (double)(n * sizeof(uint64_t)) / t > best)
+        if (t > 0 && (double)(n * sizeof(uint64_t)) / t > best)
             best = (double)(n * sizeof(uint64_t)) / t;
     }
     (void)sink;
