@@ -400,6 +400,8 @@ static fa_cuda_kernel fwd_kernel(fa_cuda_caps caps, fa_dtype dtype, int64_t d)
     return plan.launches[0].kernel;
 }
 
+static bool same_plan(const fa_cuda_plan *a, const fa_cuda_plan *b);
+
 Test(cuda_plan, forward_choices)
 {
     /* Hopper: wgmma at head dims 33-256 (96 padded to 128, 129-255 to 256), mma.sync at 32 */
@@ -462,8 +464,44 @@ Test(cuda_plan, forward_choices)
         fa_cuda_plan_forward(&h200, &pb, &plan);
         const fa_cuda_kernel_info *k = &fa_cuda_kernels[plan.launches[0].kernel];
         cr_expect(k->family == FA_CUDA_FWD_WGMMA && k->d == 64 && k->dtype == rows[i].dtype &&
-                      k->p1 == (rows[i].k128 ? 128u : 0u),
+                      k->p1 == (rows[i].k128 ? 128u : 0u) && k->p2 == 0,
                   "row %zu: %s", i, k->name);
+        /* with the tensor-memory loader at head dim 64: its twin (same key tile) on calls
+         * without a mask and on masked ones of FA_FWDW_TMA_D64_ROWS query rows or more */
+        fa_cuda_caps tma = h200;
+        tma.fwd_tma = tma.fwd_tma_d64 = true;
+        fa_cuda_plan tma_plan;
+        fa_cuda_plan_forward(&tma, &pb, &tma_plan);
+        const fa_cuda_kernel_info *t = &fa_cuda_kernels[tma_plan.launches[0].kernel];
+        const bool twin = !(pb.causal || pb.window) || pb.seq_q >= FA_FWDW_TMA_D64_ROWS;
+        cr_expect(t->family == k->family && t->dtype == k->dtype && t->d == 64 &&
+                      t->p1 == k->p1 && t->p2 == (twin ? 1u : 0u),
+                  "row %zu with tensor maps: %s", i, t->name);
+        cr_expect(tma_plan.count == 1 && tma_plan.launches[0].threads == plan.launches[0].threads &&
+                      tma_plan.launches[0].smem == plan.launches[0].smem &&
+                      tma_plan.launches[0].grid[0] == plan.launches[0].grid[0],
+                  "row %zu: the twin's launch", i);
+        /* never for a folded softcap or a packed batch, whose kernels have no twin */
+        pb.softcap = pb.softcap_fold = true;
+        fa_cuda_plan_forward(&tma, &pb, &tma_plan);
+        cr_expect(fa_cuda_kernels[tma_plan.launches[0].kernel].family == FA_CUDA_FWD_WGMMA_SOFTCAP,
+                  "row %zu softcap", i);
+        pb.softcap = pb.softcap_fold = false;
+        pb.varlen = true;
+        fa_cuda_plan_forward(&tma, &pb, &tma_plan);
+        cr_expect(tma_plan.count == 0 ||
+                      fa_cuda_kernels[tma_plan.launches[0].kernel].family != FA_CUDA_FWD_WGMMA,
+                  "row %zu packed", i);
+    }
+    /* at head dims 128 and 256 the plan does not change with the head-dim-64 switch */
+    for (int64_t d = 128; d <= 256; d *= 2) {
+        fa_cuda_caps tma = h200;
+        tma.fwd_tma = tma.fwd_tma_d64 = true;
+        fa_cuda_problem pb = problem(FA_DTYPE_F16, d, false);
+        fa_cuda_plan a, b;
+        fa_cuda_plan_forward(&h200, &pb, &a);
+        fa_cuda_plan_forward(&tma, &pb, &b);
+        cr_expect(same_plan(&a, &b), "head dim %lld", (long long)d);
     }
     /* without the sm_90a image: mma.sync */
     fa_cuda_caps no_wgmma = SM90;
@@ -623,8 +661,8 @@ Test(cuda_plan, decoding_splits_the_keys_to_fill_the_device)
     cr_expect_eq(plan.launches[0].kernel, FA_CUDA_K_FWD_SPLIT_F32_D256);
 }
 
-/* Two plans launch the same kernels on the same grids with the same chunks and workspace. */
-/* Plans a and b are the same, but where twins allows a's kernel to be b's twin with a bias. */
+/* Plans a and b launch the same kernels (but where twins allows a's kernel to be b's twin with a
+ * bias) on the same grids with the same chunks and workspace. */
 static bool same_plan_(const fa_cuda_plan *a, const fa_cuda_plan *b, bool twins)
 {
     if (a->count != b->count || a->splits != b->splits || a->split_keys != b->split_keys ||
@@ -1360,10 +1398,17 @@ Test(cuda_plan, every_catalogue_kernel_is_chosen_somewhere)
                     pb.aligned = !(flags & 2);
                     pb.bias = flags & 4; /* the mma.sync kernels' twins */
                     fa_cuda_plan plan;
+                    /* head dim 64 by tensor maps (FA_FWD_WGMMA_TMA's default) */
+                    fa_cuda_caps tma = archs[a];
+                    tma.fwd_tma = tma.fwd_tma_d64 = true;
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
+                    mark_chosen(&plan, chosen);
+                    fa_cuda_plan_forward(&tma, &pb, &plan);
                     mark_chosen(&plan, chosen);
                     pb.seq_q = pb.seq_k = 512; /* bf16 at 64: 64-key tiles for short rows */
                     fa_cuda_plan_forward(&archs[a], &pb, &plan);
+                    mark_chosen(&plan, chosen);
+                    fa_cuda_plan_forward(&tma, &pb, &plan);
                     mark_chosen(&plan, chosen);
                     pb.seq_q = 1000, pb.seq_k = 1500;
                     pb.softcap = pb.softcap_fold = true; /* the folded softcap's kernels */

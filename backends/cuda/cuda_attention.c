@@ -147,9 +147,10 @@ static bool tma_map(const fa_cuda_state *st, const fa_attention_call *call, unsi
                                           TMA_SWIZZLE_128B, TMA_L2_256B, 0) == CUDA_SUCCESS;
 }
 
-/* The wgmma forward's tiles (and O) by tensor-memory copies (p->use_tma; caps.fwd_tma, at head
- * dim 64 caps.fwd_tma_d64) where the plan is that kernel at a 16-bit dtype on one sequence's
- * rows and the driver takes the views; else the loader's own copies. */
+/* The wgmma forward's tiles (and O) by tensor-memory copies (p->use_tma; caps.fwd_tma) where the
+ * plan is that kernel at a 16-bit dtype on one sequence's rows (at head dim 64 the rows built with
+ * that loader, which the plan takes where caps.fwd_tma_d64) and the driver takes the views; else
+ * the loader's own copies. */
 static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
                              const fa_cuda_plan *plan, fa_cuda_params *p)
 {
@@ -159,7 +160,7 @@ static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
     const fa_cuda_kernel_info *k = &fa_cuda_kernels[plan->launches[0].kernel];
     if ((k->family != FA_CUDA_FWD_WGMMA && k->family != FA_CUDA_FWD_WGMMA_SOFTCAP) ||
         (k->dtype != FA_DTYPE_F16 && k->dtype != FA_DTYPE_BF16) ||
-        (k->d < 128 && !st->caps.fwd_tma_d64))
+        (k->d < 128 && k->p2 != 1))
         return;
     p->use_tma = tma_map(st, call, p->tma_map[0], &p->q, false) &&
                  tma_map(st, call, p->tma_map[1], &p->k, true) &&

@@ -303,11 +303,10 @@ static fa_status cuda_context_init(fa_context *ctx, int index)
     const char *decode_merge = fa_knob_value(ctx, FA_KNOB_CUDA_DECODE_MERGE);
     caps->decode_merge_kernel = decode_merge && strcmp(decode_merge, "kernel") == 0;
     const char *fwd_copy = fa_knob_value(ctx, FA_KNOB_CUDA_FWD_COPY);
-    caps->fwd_tma = fwd_copy ? strcmp(fwd_copy, "tma") == 0 : FA_FWD_WGMMA_TMA;
-    /* head dim 64 only where FA_CUDA_FWD_COPY=tma asks, even in a FA_FWD_WGMMA_TMA_NC3 build: its
-     * masked calls stopped with an illegal instruction there (forty-fifth session), and the fix
-     * (forty-sixth) has not yet run on a GPU (docs/PERF.md) */
-    caps->fwd_tma_d64 = caps->fwd_tma && fwd_copy;
+    const bool tma_all = fwd_copy ? strcmp(fwd_copy, "tma") == 0 : FA_FWD_WGMMA_TMA;
+    /* =tma128: at head dims 128 and 256 alone, head dim 64 keeping its copying loader */
+    caps->fwd_tma = tma_all || (fwd_copy && strcmp(fwd_copy, "tma128") == 0);
+    caps->fwd_tma_d64 = tma_all; /* where it pays (cuda_plan.c) */
     const char *bwd_copy = fa_knob_value(ctx, FA_KNOB_CUDA_BWD_COPY);
     caps->bwd_tma = bwd_copy ? strcmp(bwd_copy, "tma") == 0 : FA_BWD_WGMMA_TMA;
     ctx->backend_state = st;

@@ -50,6 +50,10 @@ typedef enum fa_cuda_family {
     FA_CUDA_BWD_DQ_MMA_BIAS,
 } fa_cuda_family;
 
+/* Head dim 64's tensor-memory kernels take masked calls of this many query rows or more
+ * (cuda_plan.c) */
+#define FA_FWDW_TMA_D64_ROWS 2048
+
 /* One catalogue row. */
 typedef struct fa_cuda_kernel_info {
     const char *name;
@@ -86,10 +90,9 @@ typedef struct fa_cuda_caps {
                        * where the kernel has that loader and the views allow (use_tma): where
                        * built with FA_FWD_WGMMA_TMA, unless FA_CUDA_FWD_COPY=cpasync; =tma asks for
                        * it whatever the build says (an image through FA_CUDA_SM90_IMAGE) */
-    bool fwd_tma_d64; /* and at head dim 64, whose kernels have that loader only when built with
-                       * FA_FWD_WGMMA_TMA_NC3: only where FA_CUDA_FWD_COPY=tma asks (such a
-                       * build's masked calls stopped with an illegal instruction; the fix has
-                       * not yet run) */
+    bool fwd_tma_d64; /* and at head dim 64, by its kernels built with that loader (P2 = 1),
+                       * where they gain (cuda_plan.c): as fwd_tma, unless FA_CUDA_FWD_COPY=tma128
+                       * keeps head dim 64's copying loader */
     bool bwd_tma;     /* as fwd_tma, for the wgmma backward's Q and dO (FA_BWD_WGMMA_TMA,
                        * FA_CUDA_BWD_COPY) */
 } fa_cuda_caps;

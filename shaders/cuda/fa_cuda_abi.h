@@ -422,9 +422,10 @@ typedef struct fa_cuda_params {
  * taken where fa_cuda_params.use_tma (the host's default where built; FA_CUDA_FWD_COPY): its first
  * thread copies each Q, K and V tile by the tensor-memory accelerator (cp.async.bulk.tensor, one
  * instruction per 64 x 64 box) where the 128 threads' 16-byte copies took about 11 instructions a
- * copy. Not with three computing warpgroups (head dim 64; FA_FWD_WGMMA_TMA_NC3), whose loader
- * keeps 24 registers: with it compiled in they spilled 12-32 bytes and lost 13 % at N=512
- * causal on an H100 */
+ * copy. With three computing warpgroups (head dim 64), whose loader keeps 24 registers, only in
+ * kernels of their own (FWD_WGMMA rows with P2 = 1): compiled into the others they spilled 12-32
+ * bytes and lost 5-13 % at N=512 causal on an H100, and the host takes them only where they
+ * gained (cuda_plan.c) */
 #ifndef FA_FWD_WGMMA_TMA
 #define FA_FWD_WGMMA_TMA 1
 #endif
@@ -435,14 +436,6 @@ typedef struct fa_cuda_params {
  * back and stored it 16 bytes at a time. */
 #ifndef FA_FWD_WGMMA_TMA_STORE
 #define FA_FWD_WGMMA_TMA_STORE 1
-#endif
-/* FA_FWD_WGMMA_TMA_NC3 (off; with FA_FWD_WGMMA_TMA): the tensor-memory loader and store in the
- * kernels with three computing warpgroups too (head dim 64). On an H100 (forty-fifth session)
- * +5-6 % on plain calls, but calls with a mask stopped with an illegal instruction: O's store of
- * a box before row 0 (causal tiles aligned to the rows' end; forty-sixth session, fixed then and
- * not yet run on a GPU) */
-#ifndef FA_FWD_WGMMA_TMA_NC3
-#define FA_FWD_WGMMA_TMA_NC3 0
 #endif
 /* FA_FWD_WGMMA_LOADER_HINT (ns; 0, the default: off): the tensor-memory loader's waits for free
  * stages and for O in its Q buffer with that suspend-time hint (fa_mbar_wait<HINT_NS>). Its polling

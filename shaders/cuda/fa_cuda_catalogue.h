@@ -17,7 +17,8 @@
  * Families (geometry in shaders/cuda/fa_cuda_abi.h):
  *   FWD_MMA       tensor-core forward (mma.sync), P1 query rows per block
  *   FWD_WGMMA     Hopper forward (wgmma, sm_90a only), P1 a key tile other than
- *                 fa_fwdw_bk's (bf16 at 64: 128 keys for long rows, cuda_plan.c)
+ *                 fa_fwdw_bk's (bf16 at 64: 128 keys for long rows, cuda_plan.c); P2 = 1 the
+ *                 tensor-memory loader at head dim 64 too (each such row after its twin)
  *   FWD_WGMMA_SOFTCAP  the same for a softcap alone, folded into the exponent (the host's
  *                 fa_cuda_problem.softcap_fold)
  *   FWD_MMA_VARLEN, FWD_WGMMA_VARLEN, BWD_V4_VARLEN, BWD_WGMMA_VARLEN  the same kernels over
@@ -224,6 +225,9 @@
     X(FWD_WGMMA_F16_D256, fa_fwd_wgmma_f16_d256, FWD_WGMMA, F16, 256, 0, 0)                        \
     X(FWD_WGMMA_BF16_D256, fa_fwd_wgmma_bf16_d256, FWD_WGMMA, BF16, 256, 0, 0)                     \
     X(FWD_WGMMA_E4M3_D128, fa_fwd_wgmma_e4m3_d128, FWD_WGMMA, E4M3, 128, 0, 0)                     \
+    X(FWD_WGMMA_TMA_F16_D64, fa_fwd_wgmma_tma_f16_d64, FWD_WGMMA, F16, 64, 0, 1)                   \
+    X(FWD_WGMMA_TMA_BF16_D64, fa_fwd_wgmma_tma_bf16_d64, FWD_WGMMA, BF16, 64, 0, 1)                \
+    X(FWD_WGMMA_TMA_K128_BF16_D64, fa_fwd_wgmma_tma_k128_bf16_d64, FWD_WGMMA, BF16, 64, 128, 1)    \
     X(FWD_WGMMA_SOFTCAP_F16_D64, fa_fwd_wgmma_softcap_f16_d64, FWD_WGMMA_SOFTCAP, F16, 64, 0, 0)   \
     X(FWD_WGMMA_SOFTCAP_F16_D128, fa_fwd_wgmma_softcap_f16_d128, FWD_WGMMA_SOFTCAP, F16, 128, 0,   \
       0)                                                                                           \

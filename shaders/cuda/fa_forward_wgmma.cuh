@@ -177,8 +177,9 @@ constexpr int fa_fwdw_bk = FA_FWD_WGMMA_NC(D) == 3 && !(PLAIN && std::is_same<T,
 // FOLD: the kernel for a softcap alone (the FWD_WGMMA_SOFTCAP rows), which folds the cap into the
 // exponent (below); in a kernel of its own because the fold's code cost the plain path 4-5 % at
 // head dim 64 when every kernel carried it (docs/PERF.md).
-// TMA: the tensor-memory loader compiled in where FA_FWD_WGMMA_TMA, with two computing warpgroups
-// (p.use_tma chooses it at run time).
+// TMA: the tensor-memory loader compiled in where FA_FWD_WGMMA_TMA (p.use_tma chooses it at run
+// time): the kernels with two computing warpgroups, and at head dim 64 (three) the catalogue's
+// FWD_WGMMA rows with P2 = 1 alone, whose loader then keeps 24 registers (LEAN, below).
 template <typename T, int D, int BK, bool PERSIST, bool FOLD = false, bool TMA = true>
 __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 {
@@ -230,7 +231,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     const int nqt = (p.seq_q + BQ - 1) / BQ;
     // p.use_tma: the loader's one thread copies each tile by the tensor-memory accelerator and
     // alone arrives at the full barriers (16-bit dtypes; FP8 transposes V on the way)
-    constexpr bool TMA_IN = FA_FWD_WGMMA_TMA && TMA && !FP8 && (NC == 2 || FA_FWD_WGMMA_TMA_NC3);
+    constexpr bool TMA_IN = FA_FWD_WGMMA_TMA && TMA && !FP8;
     // and (TMA_OUT) stores O out of the Q buffer the computing warpgroups left it in
     constexpr bool TMA_OUT = TMA_IN && FA_FWD_WGMMA_TMA_STORE;
     // query tile qt's first row: qt BQ, or (FA_FWD_WGMMA_CAUSAL_END, 192-row tiles) that less the
@@ -375,9 +376,9 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     };
     // TMA_OUT: O of the loader's item j (BQ rows from q0 of head h, batch entry b) out of its Q
     // buffer once the computing warpgroups have left it there (their arrive at its empty barrier).
-    // LEAN (with FA_FWD_WGMMA_TMA_NC3, whose loader has 24 registers): the item's coordinates
+    // LEAN (three computing warpgroups, whose loader has 24 registers): the item's coordinates
     // read back from its slot (dyn) or worked out again, not kept
-    constexpr bool LEAN = FA_FWD_WGMMA_TMA_NC3;
+    constexpr bool LEAN = NC == 3;
     struct Item {
         int q0, h, b;
     };
