@@ -159,8 +159,7 @@ static void use_tma_if_asked(fa_context *ctx, const fa_attention_call *call,
         return;
     const fa_cuda_kernel_info *k = &fa_cuda_kernels[plan->launches[0].kernel];
     if ((k->family != FA_CUDA_FWD_WGMMA && k->family != FA_CUDA_FWD_WGMMA_SOFTCAP) ||
-        (k->dtype != FA_DTYPE_F16 && k->dtype != FA_DTYPE_BF16) ||
-        (k->d < 128 && k->p2 != 1))
+        (k->dtype != FA_DTYPE_F16 && k->dtype != FA_DTYPE_BF16) || (k->d < 128 && k->p2 != 1))
         return;
     p->use_tma = tma_map(st, call, p->tma_map[0], &p->q, false) &&
                  tma_map(st, call, p->tma_map[1], &p->k, true) &&
