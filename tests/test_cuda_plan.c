@@ -441,20 +441,22 @@ Test(cuda_plan, forward_choices)
         int64_t seq_q, seq_k;
         bool causal;
         int32_t left, right;
-        bool k128;
-    } rows[] = {{FA_DTYPE_BF16, 1024, 1024, false, -1, -1, true},
-                {FA_DTYPE_BF16, 512, 512, false, -1, -1, false},
-                {FA_DTYPE_BF16, 2048, 2048, true, -1, -1, true},
-                {FA_DTYPE_BF16, 1024, 1024, true, -1, -1, false},
-                {FA_DTYPE_BF16, 64, 2048, true, -1, -1, true},
-                {FA_DTYPE_BF16, 700, 1100, true, -1, -1, false},
-                {FA_DTYPE_BF16, 4096, 4096, true, 100, -1, false},
-                {FA_DTYPE_BF16, 4096, 4096, true, 1023, -1, true},
-                {FA_DTYPE_BF16, 4096, 4096, false, 512, 511, true},
-                {FA_DTYPE_BF16, 4096, 4096, false, 500, 500, false},
-                {FA_DTYPE_BF16, 4096, 4096, false, -1, 100, true},
-                {FA_DTYPE_BF16, 300, 4096, false, 50, -1, false},
-                {FA_DTYPE_F16, 4096, 4096, false, -1, -1, false}};
+        bool k128, tma; /* tma: the tensor-memory twin where asked (1024 keys as for 128) */
+    } rows[] = {{FA_DTYPE_BF16, 1024, 1024, false, -1, -1, true, true},
+                {FA_DTYPE_BF16, 512, 512, false, -1, -1, false, true},
+                {FA_DTYPE_BF16, 2048, 2048, true, -1, -1, true, true},
+                {FA_DTYPE_BF16, 1024, 1024, true, -1, -1, false, false},
+                {FA_DTYPE_BF16, 64, 2048, true, -1, -1, true, true},
+                {FA_DTYPE_BF16, 700, 1100, true, -1, -1, false, false},
+                {FA_DTYPE_BF16, 4096, 4096, true, 100, -1, false, false},
+                {FA_DTYPE_BF16, 4096, 4096, true, 1023, -1, true, true},
+                {FA_DTYPE_BF16, 4096, 4096, false, 512, 511, true, true},
+                {FA_DTYPE_BF16, 4096, 4096, false, 500, 500, false, false},
+                {FA_DTYPE_BF16, 4096, 4096, false, -1, 100, true, true},
+                {FA_DTYPE_BF16, 300, 4096, false, 50, -1, false, false},
+                {FA_DTYPE_F16, 4096, 4096, false, -1, -1, false, true},
+                {FA_DTYPE_F16, 512, 512, true, -1, -1, false, false},
+                {FA_DTYPE_F16, 4096, 4096, true, 512, -1, false, false}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         fa_cuda_problem pb = problem(rows[i].dtype, 64, false);
         pb.seq_q = rows[i].seq_q, pb.seq_k = rows[i].seq_k, pb.causal = rows[i].causal;
@@ -467,13 +469,13 @@ Test(cuda_plan, forward_choices)
                       k->p1 == (rows[i].k128 ? 128u : 0u) && k->p2 == 0,
                   "row %zu: %s", i, k->name);
         /* with the tensor-memory loader at head dim 64: its twin (same key tile) on calls
-         * without a mask and on masked ones of FA_FWDW_TMA_D64_ROWS query rows or more */
+         * without a mask and on masked ones whose middle row sees FA_FWDW_TMA_D64_KEYS keys */
         fa_cuda_caps tma = h200;
         tma.fwd_tma = tma.fwd_tma_d64 = true;
         fa_cuda_plan tma_plan;
         fa_cuda_plan_forward(&tma, &pb, &tma_plan);
         const fa_cuda_kernel_info *t = &fa_cuda_kernels[tma_plan.launches[0].kernel];
-        const bool twin = !(pb.causal || pb.window) || pb.seq_q >= FA_FWDW_TMA_D64_ROWS;
+        const bool twin = rows[i].tma;
         cr_expect(t->family == k->family && t->dtype == k->dtype && t->d == 64 && t->p1 == k->p1 &&
                       t->p2 == (twin ? 1u : 0u),
                   "row %zu with tensor maps: %s", i, t->name);

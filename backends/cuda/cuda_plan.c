@@ -268,31 +268,36 @@ static void add_wgmma_forward(fa_cuda_plan *plan, const fa_cuda_caps *caps,
     add(plan, kernel, gx, gy, gz, FA_FWD_WGMMA_THREADS_D(d), smem, what);
 }
 
-/* bf16 at head dim 64: the 128-key kernel (with three computing warpgroups its masked tiles run
- * in halves) where the middle query row sees FA_FWD_WGMMA_K128_KEYS keys or more (causal: half
- * of seq_q fewer than seq_k; a window: at most its width), else 64-key tiles. On an H100, 128
- * keys gained 5 % at N=1k, 11-19 % at 2k-16k, 2 % at 2k causal, and lost 6 % at N=512, 18 % at
- * 512 causal (docs/PERF.md). */
-static bool wgmma_long_rows(const fa_cuda_problem *pb, uint32_t d)
+/* The keys the middle query row sees (causal: half of seq_q fewer than seq_k; a window: at most
+ * its width): how long a query tile's work is. */
+static int64_t middle_row_keys(const fa_cuda_problem *pb)
 {
-    if (pb->dtype != FA_DTYPE_BF16 || d != 64)
-        return false;
     const int64_t left = pb->window ? pb->window_left : -1;
     const int64_t right = pb->causal ? 0 : pb->window ? pb->window_right : -1;
     const int64_t diag = pb->seq_q / 2 + pb->seq_k - pb->seq_q; /* the middle row's diagonal */
     const int64_t lo = left >= 0 && diag - left > 0 ? diag - left : 0;
     const int64_t hi = right >= 0 && diag + right < pb->seq_k - 1 ? diag + right : pb->seq_k - 1;
-    return hi - lo + 1 >= FA_FWD_WGMMA_K128_KEYS;
+    return hi - lo + 1;
+}
+
+/* bf16 at head dim 64: the 128-key kernel (with three computing warpgroups its masked tiles run
+ * in halves) where the middle query row sees FA_FWD_WGMMA_K128_KEYS keys or more, else 64-key
+ * tiles. On an H100, 128 keys gained 5 % at N=1k, 11-19 % at 2k-16k, 2 % at 2k causal, and lost
+ * 6 % at N=512, 18 % at 512 causal (docs/PERF.md). */
+static bool wgmma_long_rows(const fa_cuda_problem *pb, uint32_t d)
+{
+    return pb->dtype == FA_DTYPE_BF16 && d == 64 && middle_row_keys(pb) >= FA_FWD_WGMMA_K128_KEYS;
 }
 
 /* Head dim 64 by the tensor-memory loader (its FWD_WGMMA rows with P2 = 1) on calls without a
- * mask, and on masked ones (causal, a window) of FA_FWDW_TMA_D64_ROWS query rows or more. On an
- * H100 (forty-eighth session, f16 TF/s against the copying loader) it gained 6 % at N=512, 0-3 %
- * at 16k, 2.5 % at 2k and 16k causal, and lost 17 % at N=512 causal (bf16 8 %): masked items
- * that short, each with its O stored before the next Q may land, keep the copying loader. */
+ * mask, and on masked ones (causal, a window) where the middle query row sees
+ * FA_FWDW_TMA_D64_KEYS keys or more. On an H100 (forty-eighth session, TF/s against the copying
+ * loader) it gained 7 % at N=512, 6-9 % at 16k, 1-3 % at 2k and 16k causal, and lost 16 % at
+ * N=512 causal (bf16 8 %) and 14 % with a window of 512 keys at 4k: items that short, each with
+ * its O stored before the next Q may land, keep the copying loader. */
 static bool wgmma_tma_d64_pays(const fa_cuda_problem *pb)
 {
-    return !(pb->causal || pb->window) || pb->seq_q >= FA_FWDW_TMA_D64_ROWS;
+    return !(pb->causal || pb->window) || middle_row_keys(pb) >= FA_FWDW_TMA_D64_KEYS;
 }
 
 /* Kernel k's twin with the tensor-memory loader (same family, dtype, head dim and P1; P2 = 1),

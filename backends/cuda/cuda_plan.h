@@ -50,9 +50,9 @@ typedef enum fa_cuda_family {
     FA_CUDA_BWD_DQ_MMA_BIAS,
 } fa_cuda_family;
 
-/* Head dim 64's tensor-memory kernels take masked calls of this many query rows or more
- * (cuda_plan.c) */
-#define FA_FWDW_TMA_D64_ROWS 2048
+/* Head dim 64's tensor-memory kernels take masked calls where the middle query row sees this many
+ * keys or more (cuda_plan.c) */
+#define FA_FWDW_TMA_D64_KEYS 1024
 
 /* One catalogue row. */
 typedef struct fa_cuda_kernel_info {

@@ -157,14 +157,14 @@ int main(void)
         "forward at head dims 40-64 takes `fa_fwd_wgmma_k128_bf16_d64` (128-key tiles) where the\n"
         "middle query row sees %d keys or more (causal and windows counted), and that at\n"
         "head dims 40-64 the tables show calls without a mask: masked calls (causal, a window)\n"
-        "of fewer than %d query rows take the kernels without `tma_` in their name (the\n"
-        "loader's copies, not tensor maps). f32 inputs (but\n"
+        "whose middle query row sees fewer than %d keys take the kernels without `tma_` in\n"
+        "their name (the loader's copies, not tensor maps). f32 inputs (but\n"
         "for the forward, which has its own table), unaligned views and\n"
         "`FA_CUDA_KERNELS=general` take the CUDA-core kernels (`fa_*_gen_*`). Every\n"
         "backward starts with `fa_bwd_delta_<dtype>` (left out below). Knobs (`FA_CUDA_*`, "
         "README)\n"
         "change some choices; the defaults are shown.\n",
-        FA_FWD_WGMMA_K128_KEYS, FA_FWDW_TMA_D64_ROWS);
+        FA_FWD_WGMMA_K128_KEYS, FA_FWDW_TMA_D64_KEYS);
     table("Forward", cols, 4, FA_DTYPE_F16, false, false);
     table("Forward, f32", cols, 4, FA_DTYPE_F32, false, false);
     table("Forward, FP8 (e4m3: head dims that are multiples of 16; an empty cell is "
