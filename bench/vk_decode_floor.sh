@@ -3,12 +3,15 @@
 # The Vulkan decoding kernel (attn_decode.comp, the staged module) against its floor and its
 # variants at one decoding step (B=1 Sk=32k D=128, 32 query heads on 8 KV heads, f16): the
 # shipped module; "floor", the same kernel without its products (FA_DEC_FLOOR: loads, staging,
-# barriers and softmax; timing only, its results are not attention); "plain", the unstaged
-# module; "t256", 256 invocations a workgroup (FA_DEC_THREADS); "pu8", 128-byte K pieces and 16
-# V rows in flight (FA_DEC_PU, FA_DEC_VR: fewer registers); "t256pu8", both. At several chunk
-# counts, with the merge in a dispatch of its own so that FA_VULKAN_PROFILE gives the split
-# kernel's GPU time alone, and the driver's statistics (registers) of each pipeline
-# (docs/PERF.md, forty-fifth session). Each variant but the floor first runs two `--check` rows.
+# barriers and softmax; timing only, its results are not attention); "readN", the chunk's K and V
+# rows only read, N 16-byte loads in flight a lane, without barriers or shared memory
+# (FA_DEC_READ_ONLY, timing only: the grid's read ceiling through the driver); "plain", the
+# unstaged module; "pu8", 128-byte K pieces and 16 V rows in flight (FA_DEC_PU, FA_DEC_VR: fewer
+# registers). (256 invocations a workgroup, FA_DEC_THREADS, lost 2-4x in the forty-eighth
+# session: dropped from the list.) At several chunk counts, with the merge in a dispatch of its
+# own so that FA_VULKAN_PROFILE gives the split kernel's GPU time alone, and the driver's
+# statistics (registers) of each pipeline (docs/PERF.md, forty-fifth and forty-eighth sessions).
+# Each variant but the timing-only ones first runs two `--check` rows.
 #
 # Here (a glslang that compiles the decoding shader; the device has none):
 #   bench/vk_decode_floor.sh prepare      -> .gpu/decfloor/NAME/attn_decode_staged_f16_s16.spv
@@ -20,8 +23,8 @@ dir=${FA_DECFLOOR_DIR:-.gpu/decfloor}
 mode=${1:?usage: $0 prepare | run TOOL [ROUNDS]}
 shaders=$(dirname "$0")/../shaders/vulkan
 # NAME DEFINES...: the modules built here; every one but the floor is checked before it is timed
-variants=("floor -DFA_DEC_FLOOR" "t256 -DFA_DEC_THREADS=256" "pu8 -DFA_DEC_PU=8 -DFA_DEC_VR=16"
-    "t256pu8 -DFA_DEC_THREADS=256 -DFA_DEC_PU=8 -DFA_DEC_VR=16")
+variants=("floor -DFA_DEC_FLOOR" "read4 -DFA_DEC_READ_ONLY=4" "read8 -DFA_DEC_READ_ONLY=8"
+    "read16 -DFA_DEC_READ_ONLY=16" "pu8 -DFA_DEC_PU=8 -DFA_DEC_VR=16")
 names=("${variants[@]%% *}")
 if [ "$mode" = prepare ]; then
     for v in "${variants[@]}"; do
@@ -42,7 +45,8 @@ rounds=${3:-1}
 vk=(--backend vulkan --seq-q 1 --seq-k 32768 --heads 32 --kv-heads 8 --head-dim 128 --dtype f16)
 log=$(mktemp)
 timeout 30 "$tool" run "${vk[@]}" --warmup 200 --repeat 50 </dev/null >/dev/null 2>&1 || true
-for name in "${names[@]:1}"; do
+for name in "${names[@]}"; do
+    case $name in floor | read*) continue ;; esac # (timing only: not attention)
     for shape in "--splits 32" "--batch 3 --seq-q 4 --seq-k 5000 --causal --splits 77"; do
         # shellcheck disable=SC2086 # the shape is words
         FA_VULKAN_SPV_DIR=$dir/$name timeout 60 "$tool" run "${vk[@]}" $shape --check \

@@ -107,6 +107,9 @@ layout(set = 0, binding = 6, std430) coherent buffer done_block { uint done[]; }
 layout(set = 0, binding = 6, std430) coherent buffer ws_block { float ws[]; };
 layout(set = 0, binding = 6, std430) coherent buffer ws_vblock { vec4 ws_v[]; };
 layout(set = 0, binding = 7, std430) readonly buffer bt_block { int bt_buf[]; };
+#ifdef FA_DEC_READ_ONLY
+layout(set = 0, binding = 2, std430) readonly buffer v_ro_block { uvec4 v_ro_q[]; };
+#endif
 
 // split_keys: keys per chunk. A paged cache where page_size > 0: K and V hold num_pages pages
 // (k_sb, v_sb: the page strides; k_ss, v_ss: the row strides within a page), entry b's page p at
@@ -175,6 +178,32 @@ void main()
     const bool paged = pc.page_size != 0u;
     const uint k_base = pc.k_off + (paged ? 0u : b * pc.k_sb) + hk * pc.k_sh;
     const uint v_base = pc.v_off + (paged ? 0u : b * pc.v_sb) + hk * pc.v_sh;
+#ifdef FA_DEC_READ_ONLY
+    // FA_DEC_READ_ONLY=n (timing only, 16-bit dtypes, contiguous caches with 16-byte rows: no
+    // attention, O and the LSE left as they were): the chunk's K rows then its V rows read once,
+    // neighbouring lanes on neighbouring 16-byte units, n loads in flight a lane, no barrier and
+    // no shared memory: the rate at which this grid reads the cache through the driver.
+    {
+        const uint units = (n_stop - n_begin) * DU, NR = FA_DEC_READ_ONLY;
+        uint acc = 0u;
+        for (uint pass = 0u; pass < 2u; pass++) {
+            const uint base = pass == 0u ? k_base : v_base, ss = pass == 0u ? pc.k_ss : pc.v_ss;
+            for (uint e0 = t; e0 < units; e0 += NR * NT) {
+                uvec4 x[NR];
+                [[unroll]] for (uint i = 0u; i < NR; i++) {
+                    const uint e = min(e0 + i * NT, units - 1u), n = n_begin + e / DU;
+                    const uint at = (base + n * ss + e % DU * G) >> 3;
+                    x[i] = pass == 0u ? k_buf_q[at] : v_ro_q[at];
+                }
+                [[unroll]] for (uint i = 0u; i < NR; i++)
+                    acc ^= x[i].x ^ x[i].y ^ x[i].z ^ x[i].w;
+            }
+        }
+        if (acc == 0x9e3779b9u && pc.has_lse != 0u) // (so that the loads are kept)
+            lse_buf[pc.lse_off] = uintBitsToFloat(acc);
+        return;
+    }
+#endif
 
     // Q rows -> shared (f32); packed row pr is query pr % Sq of query head hk * GQA + pr / Sq.
     for (uint e = t; e < RW * DU; e += NT) {
