@@ -441,7 +441,8 @@ Test(cuda_plan, forward_choices)
         int64_t seq_q, seq_k;
         bool causal;
         int32_t left, right;
-        bool k128, tma; /* tma: the tensor-memory twin where asked (1024 keys as for 128) */
+        bool k128, tma; /* tma: the tensor-memory twin where asked (no window; causal: 1024
+                         * keys, as for 128) */
     } rows[] = {{FA_DTYPE_BF16, 1024, 1024, false, -1, -1, true, true},
                 {FA_DTYPE_BF16, 512, 512, false, -1, -1, false, true},
                 {FA_DTYPE_BF16, 2048, 2048, true, -1, -1, true, true},
@@ -449,10 +450,10 @@ Test(cuda_plan, forward_choices)
                 {FA_DTYPE_BF16, 64, 2048, true, -1, -1, true, true},
                 {FA_DTYPE_BF16, 700, 1100, true, -1, -1, false, false},
                 {FA_DTYPE_BF16, 4096, 4096, true, 100, -1, false, false},
-                {FA_DTYPE_BF16, 4096, 4096, true, 1023, -1, true, true},
-                {FA_DTYPE_BF16, 4096, 4096, false, 512, 511, true, true},
+                {FA_DTYPE_BF16, 4096, 4096, true, 1023, -1, true, false},
+                {FA_DTYPE_BF16, 4096, 4096, false, 512, 511, true, false},
                 {FA_DTYPE_BF16, 4096, 4096, false, 500, 500, false, false},
-                {FA_DTYPE_BF16, 4096, 4096, false, -1, 100, true, true},
+                {FA_DTYPE_BF16, 4096, 4096, false, -1, 100, true, false},
                 {FA_DTYPE_BF16, 300, 4096, false, 50, -1, false, false},
                 {FA_DTYPE_F16, 4096, 4096, false, -1, -1, false, true},
                 {FA_DTYPE_F16, 512, 512, true, -1, -1, false, false},
@@ -469,7 +470,8 @@ Test(cuda_plan, forward_choices)
                       k->p1 == (rows[i].k128 ? 128u : 0u) && k->p2 == 0,
                   "row %zu: %s", i, k->name);
         /* with the tensor-memory loader at head dim 64: its twin (same key tile) on calls
-         * without a mask and on masked ones whose middle row sees FA_FWDW_TMA_D64_KEYS keys */
+         * without a mask and on causal ones without a window whose middle row sees
+         * FA_FWDW_TMA_D64_KEYS keys */
         fa_cuda_caps tma = h200;
         tma.fwd_tma = tma.fwd_tma_d64 = true;
         fa_cuda_plan tma_plan;

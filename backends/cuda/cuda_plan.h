@@ -50,8 +50,8 @@ typedef enum fa_cuda_family {
     FA_CUDA_BWD_DQ_MMA_BIAS,
 } fa_cuda_family;
 
-/* Head dim 64's tensor-memory kernels take masked calls where the middle query row sees this many
- * keys or more (cuda_plan.c) */
+/* Head dim 64's tensor-memory kernels take causal calls (without a window) where the middle
+ * query row sees this many keys or more (cuda_plan.c) */
 #define FA_FWDW_TMA_D64_KEYS 1024
 
 /* One catalogue row. */
