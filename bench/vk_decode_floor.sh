@@ -8,9 +8,9 @@
 # read, N 16-byte loads in flight a lane, without barriers or shared memory (FA_DEC_READ_ONLY,
 # timing only: the grid's read ceiling through the driver); "pu8", 128-byte K pieces and 16 V
 # rows in flight (FA_DEC_PU, FA_DEC_VR: fewer registers); "p..." variants of the plain module
-# with more invocations a workgroup (FA_DEC_THREADS) or fewer V rows in flight; "pipe" and
-# "ppipe...", the staged and plain modules with the next step's first K and V requested while
-# this step computes (FA_DEC_PIPELINE). (256 invocations
+# with more invocations a workgroup (FA_DEC_THREADS) or fewer V rows in flight. (The next
+# step's first K and V requested while this step computes, FA_DEC_PIPELINE, lost 4-12 % in the
+# forty-eighth session: removed.) (256 invocations
 # on the staged module lost 2-4x in the forty-eighth session: dropped.) At several chunk counts
 # (CHUNKS, default "32 128 256"), with the merge in a dispatch of its own so that
 # FA_VULKAN_PROFILE gives the split kernel's GPU time alone, and the driver's statistics
@@ -32,8 +32,7 @@ variants=("floor staged -DFA_DEC_FLOOR" "read4 staged -DFA_DEC_READ_ONLY=4"
     "read8 staged -DFA_DEC_READ_ONLY=8" "read16 staged -DFA_DEC_READ_ONLY=16"
     "pu8 staged -DFA_DEC_PU=8 -DFA_DEC_VR=16" "pv8 plain -DFA_DEC_VR=8"
     "p256 plain -DFA_DEC_THREADS=256" "p256v8 plain -DFA_DEC_THREADS=256 -DFA_DEC_VR=8"
-    "p256v4 plain -DFA_DEC_THREADS=256 -DFA_DEC_VR=4" "pipe staged -DFA_DEC_PIPELINE"
-    "ppipe plain -DFA_DEC_PIPELINE" "ppipev16 plain -DFA_DEC_PIPELINE -DFA_DEC_VR=16")
+    "p256v4 plain -DFA_DEC_THREADS=256 -DFA_DEC_VR=4")
 base_of() { # name -> staged or plain
     local v
     for v in "${variants[@]}"; do

@@ -302,30 +302,6 @@ const uint UPR = DU < PU ? DU : PU;
     // need only the subgroup, but Mesa 26's llvmpipe holds a subgroup that met one more than the
     // others, and never runs the rest of it (its O and LSE went unwritten).
     const uint steps = (n_stop - n_begin + NT - 1u) / NT;
-#ifdef FA_DEC_PIPELINE
-    // FA_DEC_PIPELINE (an experiment; contiguous caches): the next step's first K piece (once this
-    // step's scores are done) and first V rows (once its O += P V is) requested into the registers
-    // that just came free, so that a subgroup has loads in flight while it computes; the first
-    // step's before the loop.
-    const bool pipe = !paged;
-    uvec4 kr[PU];
-    RAW4 vr[VR * QPLM];
-    if (pipe) {
-        const uint n0 = n_begin + sg * SG;
-        const uint k_row = k_base + min(n0 + lane, n_stop - 1u) * pc.k_ss;
-#ifdef FA_DEC_STAGE_K
-        LOAD_K_TILE(0u, n0)
-#else
-        if (n0 < n_stop)
-            LOAD_K(0u)
-#endif
-        if (n0 < n_stop)
-            LOAD_V(0u, n0)
-    }
-#define FA_DEC_UNLESS_FETCHED if (!pipe)
-#else
-#define FA_DEC_UNLESS_FETCHED
-#endif
     for (uint step = 0u; step < steps; step++) {
         const uint n0 = n_begin + step * NT + sg * SG;
         const bool live = n0 < n_stop; // the same for every lane
@@ -337,26 +313,20 @@ const uint UPR = DU < PU ? DU : PU;
             subgroupBarrier();
         }
         // The first K piece and the first V rows are requested before any is used.
-#ifndef FA_DEC_PIPELINE
         uvec4 kr[PU];
         RAW4 vr[VR * QPLM];
-#endif
 #ifdef FA_DEC_STAGE_K
         // Every subgroup scores every step, past its chunk's end too (all keys invisible): the
         // staging's subgroup barriers must be met as often by each (see above).
-        FA_DEC_UNLESS_FETCHED {
-            if (live)
-                LOAD_V(0u, n0)
-            LOAD_K_TILE(0u, n0)
-        }
+        if (live)
+            LOAD_V(0u, n0)
+        LOAD_K_TILE(0u, n0)
         STAGE_K()
         {
 #else
         if (live) {
-            FA_DEC_UNLESS_FETCHED {
-                LOAD_K(0u)
-                LOAD_V(0u, n0)
-            }
+            LOAD_K(0u)
+            LOAD_V(0u, n0)
 #endif
 
             float s[RWM];
@@ -391,18 +361,6 @@ const uint UPR = DU < PU ? DU : PU;
                         }
                     }
             }
-#ifdef FA_DEC_PIPELINE
-            if (pipe && step + 1u < steps) { // the next step's first K piece
-                const uint n1 = n0 + NT;
-#ifdef FA_DEC_STAGE_K
-                LOAD_K_TILE(0u, n1)
-#else
-                const uint k_row = k_base + min(n1 + lane, n_stop - 1u) * pc.k_ss;
-                if (n1 < n_stop)
-                    LOAD_K(0u)
-#endif
-            }
-#endif
 
             float pv[RWM];
             [[unroll]] for (uint r = 0u; r < RWM; r++) {
@@ -460,10 +418,6 @@ const uint UPR = DU < PU ? DU : PU;
                 }
             }
         }
-#ifdef FA_DEC_PIPELINE
-        if (pipe && step + 1u < steps && n0 + NT < n_stop) // the next step's first V rows
-            LOAD_V(0u, n0 + NT)
-#endif
         subgroupMemoryBarrierShared();
         subgroupBarrier(); // P and the V rows' offsets are read before the next step rewrites them
     }
