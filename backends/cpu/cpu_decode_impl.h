@@ -18,6 +18,12 @@
  * Reading a head's rows alone instead (a stride of heads x row through memory) measured half
  * the streaming rate here: the hardware prefetchers follow the stream, not the stride. */
 
+/* Pass 3 takes up to CK_DECODE_NV vectors of O's columns at a time where nq rows of them and the
+ * V row's fit CK_DECODE_REGS vector registers (AVX-512 has 32, AVX2 and SSE 16; a few left for
+ * the rest): at head dim 64 with AVX-512 the whole row, each P broadcast feeding four FMAs. */
+#define CK_DECODE_NV 4
+#define CK_DECODE_REGS (CK_VW == 16 ? 28 : 14)
+
 typedef uint16_t CK_NAME(h16) __attribute__((vector_size(CK_VW * 2), aligned(2)));
 typedef uint32_t CK_NAME(u32) __attribute__((vector_size(CK_VW * 4)));
 typedef int32_t CK_NAME(ivec) __attribute__((vector_size(CK_VW * 4)));
@@ -190,13 +196,13 @@ CK_NAME(decode_pv)(const int nq, const int nv, const bool tail, const fa_dtype d
     const void *const *vh = a->v + h;
     const int heads = a->heads;
     alpha += h * nq;
-    CK_NAME(vec) acc[FA_CPU_DECODE_ROWS][CK_NV];
+    CK_NAME(vec) acc[FA_CPU_DECODE_ROWS][CK_DECODE_NV];
     for (int i = 0; i < nq; i++)
         for (int v = 0; v < nv; v++)
             acc[i][v] = alpha[i] * *(const CK_NAME(vec_u) *)(o + i * a->ldo + v * CK_VW);
     for (int j = 0; j < a->nk; j++) {
         const void *vx = vh[j * heads];
-        CK_NAME(vec) vv[CK_NV];
+        CK_NAME(vec) vv[CK_DECODE_NV];
         for (int v = 0; v < nv; v++)
             vv[v] = tail && v == nv - 1 ? CK_NAME(row_tail)(dt, vx, d0 + v * CK_VW, a->dim)
                                         : CK_NAME(row_vec)(dt, vx, d0 + v * CK_VW);
@@ -218,10 +224,15 @@ CK_NAME(decode_rows)(const int nq, const fa_dtype dt, const fa_cpu_decode_step *
     float alpha[FA_CPU_TILE_Q];
     CK_NAME(decode_scores)(nq, dt, a);
     CK_NAME(decode_softmax)(a, alpha);
-    /* O's columns padded to FA_CPU_PAD: whole vectors, CK_NV at a time, then what is left */
+    /* O's columns padded to FA_CPU_PAD: whole vectors, CK_DECODE_NV at a time where the rows'
+     * accumulators and the V row fit the registers (each P broadcast feeding that many FMAs),
+     * else CK_NV, then what is left */
     const int padded = (a->dim + FA_CPU_PAD - 1) / FA_CPU_PAD * FA_CPU_PAD;
+    const bool wide = (nq + 1) * CK_DECODE_NV <= CK_DECODE_REGS;
     for (int h = 0; h < a->heads; h++) {
         int d0 = 0;
+        for (; wide && d0 + CK_DECODE_NV * CK_VW <= a->dim; d0 += CK_DECODE_NV * CK_VW)
+            CK_NAME(decode_pv)(nq, CK_DECODE_NV, false, dt, a, h, alpha, d0);
         for (; d0 + CK_NV * CK_VW <= a->dim; d0 += CK_NV * CK_VW)
             CK_NAME(decode_pv)(nq, CK_NV, false, dt, a, h, alpha, d0);
         for (; d0 + CK_VW <= a->dim; d0 += CK_VW)
@@ -260,3 +271,5 @@ static void CK_NAME(decode_block)(const fa_cpu_decode_step *a)
 #undef CK_DECODE_DTYPE
 #undef CK_DECODE_CASE
 }
+#undef CK_DECODE_NV
+#undef CK_DECODE_REGS
