@@ -8,15 +8,14 @@
 # read, N 16-byte loads in flight a lane, without barriers or shared memory (FA_DEC_READ_ONLY,
 # timing only: the grid's read ceiling through the driver); "pu8", 128-byte K pieces and 16 V
 # rows in flight (FA_DEC_PU, FA_DEC_VR: fewer registers); "p..." variants of the plain module
-# with more invocations a workgroup (FA_DEC_THREADS) or fewer V rows in flight. (The next
-# step's first K and V requested while this step computes, FA_DEC_PIPELINE, lost 4-12 % in the
-# forty-eighth session: removed.) (256 invocations
-# on the staged module lost 2-4x in the forty-eighth session: dropped.) At several chunk counts
-# (CHUNKS, default "32 128 256"), with the merge in a dispatch of its own so that
-# FA_VULKAN_PROFILE gives the split kernel's GPU time alone, and the driver's statistics
-# (registers) of each pipeline (docs/PERF.md, forty-fifth and forty-eighth sessions). Each
-# variant but the timing-only ones first runs two `--check` rows. ONLY="NAME ..." runs those
-# variants alone (with the two shipped modules).
+# with more invocations a workgroup (FA_DEC_THREADS) or fewer V rows in flight. (In the
+# forty-eighth session 256 invocations on the staged module lost 2-4x and the next step's first
+# K and V requested while this step computes, FA_DEC_PIPELINE, 4-12 %: both dropped, the switch
+# removed.) At several chunk counts (CHUNKS, default "32 128 256"), with the merge in a dispatch
+# of its own so that FA_VULKAN_PROFILE gives the split kernel's GPU time alone, and the driver's
+# statistics (registers) of each pipeline (docs/PERF.md, forty-fifth and forty-eighth sessions).
+# Each variant but the timing-only ones first runs two `--check` rows. ONLY="NAME ..." runs
+# those variants alone (with the two shipped modules).
 #
 # Here (a glslang that compiles the decoding shader; the device has none):
 #   bench/vk_decode_floor.sh prepare      -> .gpu/decfloor/NAME/attn_decode_*.spv

@@ -477,9 +477,8 @@ Test(cuda_plan, forward_choices)
         fa_cuda_plan tma_plan;
         fa_cuda_plan_forward(&tma, &pb, &tma_plan);
         const fa_cuda_kernel_info *t = &fa_cuda_kernels[tma_plan.launches[0].kernel];
-        const bool twin = rows[i].tma;
         cr_expect(t->family == k->family && t->dtype == k->dtype && t->d == 64 && t->p1 == k->p1 &&
-                      t->p2 == (twin ? 1u : 0u),
+                      t->p2 == (rows[i].tma ? 1u : 0u),
                   "row %zu with tensor maps: %s", i, t->name);
         cr_expect(tma_plan.count == 1 && tma_plan.launches[0].threads == plan.launches[0].threads &&
                       tma_plan.launches[0].smem == plan.launches[0].smem &&
