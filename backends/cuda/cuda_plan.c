@@ -293,7 +293,7 @@ static bool wgmma_long_rows(const fa_cuda_problem *pb, uint32_t d)
  * mask, and on causal ones without a window where the middle query row sees
  * FA_FWDW_TMA_D64_KEYS keys or more. On an H100 (forty-eighth session, TF/s against the copying
  * loader) it gained 7 % at N=512, 6-9 % at 16k, 1-3.5 % at 2k and 16k causal; it lost 16 % at
- * N=512 causal (bf16 8 %), 14 % with a window of 512 keys at N=4k and 5.5 % with one of 2048 at
+ * N=512 causal (bf16 8 %), 13 % with a window of 512 keys at N=4k and 5.5 % with one of 2048 at
  * 16k: items that short, each with its O stored before the next Q may land, and windowed
  * calls keep the copying loader. */
 static bool wgmma_tma_d64_pays(const fa_cuda_problem *pb)
