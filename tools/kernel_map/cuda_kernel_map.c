@@ -154,7 +154,7 @@ int main(void)
         "Columns: compute capability and the shared memory a block may opt in to (and, for the\n"
         "decoding table, the multiprocessors: 108, 84, 132, 132). The tables show\n"
         "f16 with 16-byte aligned rows; bf16 takes the same kernels in bf16, but that the wgmma\n"
-        "forward at head dims 40-64 takes `fa_fwd_wgmma_k128_bf16_d64` (128-key tiles) where the\n"
+        "forward at head dims 40-64 takes the 128-key kernels (`*_k128_bf16_d64`) where the\n"
         "middle query row sees %d keys or more (causal and windows counted), and that at\n"
         "head dims 40-64 the tables show calls without a mask: calls with a window, and causal\n"
         "calls whose middle query row sees fewer than %d keys, take the kernels without `tma_`\n"
