@@ -18,15 +18,15 @@
     extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS_D(D), 1)                     \
         name(const __grid_constant__ fa_cuda_params p)                                             \
     {                                                                                              \
-        fa_fwd_wgmma<T, D, (P1) ? (P1) : fa_fwdw_bk<T, D, true>, FA_FWD_WGMMA_PERSISTENT(D), false, \
-                     FA_FWDW_TMA(D, P2)>(p);                                                       \
+        fa_fwd_wgmma<T, D, (P1) ? (P1) : fa_fwdw_bk<T, D, true>, FA_FWD_WGMMA_PERSISTENT(D),       \
+                     false, FA_FWDW_TMA(D, P2)>(p);                                                \
     }
 // The same body for a softcap alone, folded into the exponent (the host checks the call).
 #define FA_INSTANTIATE_FWD_WGMMA_SOFTCAP(name, T, D, P1, P2)                                       \
     extern "C" __global__ void __launch_bounds__(FA_FWD_WGMMA_THREADS_D(D), 1)                     \
         name(const __grid_constant__ fa_cuda_params p)                                             \
     {                                                                                              \
-        fa_fwd_wgmma<T, D, fa_fwdw_bk<T, D, false>, FA_FWD_WGMMA_PERSISTENT(D), true,             \
+        fa_fwd_wgmma<T, D, fa_fwdw_bk<T, D, false>, FA_FWD_WGMMA_PERSISTENT(D), true,              \
                      FA_FWDW_TMA(D, 0)>(p);                                                        \
     }
 // The same body over a packed batch, each block bound to its sequence (fa_varlen.cuh), without

@@ -92,24 +92,39 @@ static float fma_generic(int64_t iters)
 
 typedef float (*fma_kernel)(int64_t iters);
 
-static fma_kernel pick_kernel(int *lanes, const char **isa)
+/* The widest vector set this machine runs, for both probes. */
+typedef enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512 } isa_level;
+
+static isa_level machine_isa(void)
 {
 #if defined(CPU_PEAK_X86)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) {
+    if (__builtin_cpu_supports("avx512f"))
+        return ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return ISA_AVX2;
+#endif
+    return ISA_GENERIC;
+}
+
+static fma_kernel pick_kernel(int *lanes, const char **isa)
+{
+    switch (machine_isa()) {
+#if defined(CPU_PEAK_X86)
+    case ISA_AVX512:
         *lanes = 16;
         *isa = "avx512f";
         return fma_avx512;
-    }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    case ISA_AVX2:
         *lanes = 8;
         *isa = "avx2+fma";
         return fma_avx2;
-    }
 #endif
-    *lanes = 4;
-    *isa = "generic";
-    return fma_generic;
+    default:
+        *lanes = 4;
+        *isa = "generic";
+        return fma_generic;
+    }
 }
 
 /* Runs `iters` on every thread; returns wall seconds. `sink` keeps the results alive. */
@@ -207,14 +222,16 @@ static uint64_t read_generic(const uint64_t *a, size_t n)
 
 static read_kernel pick_read_kernel(void)
 {
+    switch (machine_isa()) {
 #if defined(CPU_PEAK_X86)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
+    case ISA_AVX512:
         return read_avx512;
-    if (__builtin_cpu_supports("avx2"))
+    case ISA_AVX2:
         return read_avx2;
 #endif
-    return read_generic;
+    default:
+        return read_generic;
+    }
 }
 
 /* The calling thread's share [lo, hi) of n words, in whole 16-word groups (n a multiple of 16). */
