@@ -226,7 +226,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     // Work items (query tile, head, batch entry): the grid's one (causal without
     // FA_FWD_WGMMA_CAUSAL_DYN: heaviest first), or where persistent and not causal items
     // blockIdx.x, + gridDim.x, ...: a tile's neighbours in that order are the other query tiles
-    // of its head, whose K and V are then read from L2.
+    // of its head, whose K and V are then read from L2 (but for a bias shared by the batch
+    // entries: those first, fa_bias_order).
     const bool persist = PERSIST && FA_FWD_WGMMA_PERSISTENT_CALL(D, p.causal);
     const int nqt = (p.seq_q + BQ - 1) / BQ;
     // p.use_tma: the loader's one thread copies each tile by the tensor-memory accelerator and
@@ -253,9 +254,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
     int *const counter = (int *)p.item_counter; // [0] items taken, [1] blocks done
     auto work = [&](int item, int &qt, int &h, int &b) {
         if (!persist) {
-            qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+            qt = blockIdx.x;
             h = blockIdx.y;
             b = blockIdx.z;
+            if (p.bias_dtype)
+                fa_bias_order(p, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
+                              gridDim.x, gridDim.y, gridDim.z, qt, h, b);
+            qt = p.causal ? (int)gridDim.x - 1 - qt : qt;
             return;
         }
         if (dyn) { // sections of gn (batch, head) pairs, each's last (heaviest) query tiles first
@@ -266,8 +271,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
             const int sec = item / (nqt * gn), r = item - sec * nqt * gn;
             const int n = min(gn, hb - sec * gn), pair = sec * gn + r % n;
             qt = nqt - 1 - r / n;
-            h = pair % p.heads_q;
-            b = pair / p.heads_q;
+            const bool by_b = p.bias_dtype && p.batch > 1 && p.bias.stride_b == 0;
+            h = by_b ? pair / p.batch : pair % p.heads_q; // (fa_bias_order)
+            b = by_b ? pair % p.batch : pair / p.heads_q;
+            return;
+        }
+        if (p.bias_dtype) {
+            fa_bias_order(p, item, nqt, p.heads_q, p.batch, qt, h, b);
             return;
         }
         qt = item % nqt;

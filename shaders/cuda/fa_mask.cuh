@@ -104,6 +104,21 @@ __device__ __forceinline__ float fa_bias(const fa_cuda_params &p, long long at, 
                                                         : __uint_as_float((unsigned)x << 16));
 }
 
+// Work item f of nx x ny x nz (query tiles, heads, batch entries; x fastest) as (x, y, z). Where
+// every batch entry reads the same bias (its batch stride 0), the batch entry is the fastest index
+// instead: blocks running together then read each bias tile once from memory and from L2 after,
+// instead of once per batch entry. Selects, not branches: the kernels' registers are scarce.
+__device__ __forceinline__ void fa_bias_order(const fa_cuda_params &p, unsigned f, int nx, int ny,
+                                              int nz, int &x, int &y, int &z)
+{
+    const bool by_b = p.bias_dtype && nz > 1 && p.bias.stride_b == 0;
+    const unsigned n0 = by_b ? nz : nx, n1 = by_b ? nx : ny;
+    const int a0 = (int)(f % n0), r = (int)(f / n0), a1 = r % (int)n1, a2 = r / (int)n1;
+    x = by_b ? a1 : a0;
+    y = by_b ? a2 : a1;
+    z = by_b ? a0 : a2;
+}
+
 // threadIdx.x, read so that nothing derived from it is hoisted out of a kernel's loop (as
 // fa_bwd4_tid): the bias's row addresses, hoisted, stayed in registers or spilled for every call.
 __device__ __forceinline__ int fa_tid_opaque()

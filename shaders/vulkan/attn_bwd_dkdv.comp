@@ -21,8 +21,9 @@ vec4 dv[4u * K_TM * K_TN];
 void main()
 {
     const uint lid = gl_LocalInvocationID.x;
-    const uint n0 = gl_WorkGroupID.x * BN, hk = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint heads_q = gl_NumWorkGroups.y * GQA;
+    const uvec3 wg = fa_bias_order(gl_NumWorkGroups.z * heads_q);
+    const uint n0 = wg.x * BN, hk = wg.y, b = wg.z;
     const uint keys = min(BN, pc.seq_k - n0);
     const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag
     const uint kb = pc.k_off + b * pc.k_sb + hk * pc.k_sh + n0 * pc.k_ss;

@@ -21,8 +21,9 @@ void main()
 {
     const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
     const uint tid = gl_LocalInvocationID.x;
-    const uint n0 = gl_WorkGroupID.x * BM, hk = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint heads_q = gl_NumWorkGroups.y * GQA;
+    const uvec3 wg = fa_bias_order(gl_NumWorkGroups.z * heads_q);
+    const uint n0 = wg.x * BM, hk = wg.y, b = wg.z;
     const uint keys = min(BM, pc.seq_k - n0);
     const uint r0 = sg * RM;
     const int diag = int(pc.seq_k) - int(pc.seq_q); // query i's diagonal is key i + diag

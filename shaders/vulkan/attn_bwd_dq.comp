@@ -16,7 +16,8 @@ vec4 acc[4u * Q_TM * Q_TN];
 void main()
 {
     const uint lid = gl_LocalInvocationID.x;
-    const uint m0 = gl_WorkGroupID.x * BM, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    const uvec3 wg = fa_bias_order(gl_NumWorkGroups.z * gl_NumWorkGroups.y);
+    const uint m0 = wg.x * BM, h = wg.y, b = wg.z;
     const uint hk = h / GQA;
     const uint rows = min(BM, pc.seq_q - m0);
     const int diag = int(pc.seq_k) - int(pc.seq_q); // query i sees key j iff j <= i + diag

@@ -28,7 +28,8 @@ shared float dl_r[NSG * RM * CM_N];
 void main()
 {
     const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
-    const uint q0 = gl_WorkGroupID.x * BM, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    const uvec3 wg = fa_bias_order(gl_NumWorkGroups.z * gl_NumWorkGroups.y);
+    const uint q0 = wg.x * BM, h = wg.y, b = wg.z;
     const uint hk = h / GQA, heads_q = gl_NumWorkGroups.y;
     const uint rows = min(BM, pc.seq_q - q0);
     const uint r0 = sg * RM;

@@ -335,7 +335,8 @@ void pv_steps(uint c0, uint c1)
 void main()
 {
     const uint lid = gl_LocalInvocationID.x;
-    const uint q0 = gl_WorkGroupID.x * BM, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    const uvec3 wg = fa_bias_order(gl_NumWorkGroups.z * gl_NumWorkGroups.y);
+    const uint q0 = wg.x * BM, h = wg.y, b = wg.z;
     const uint hk = h / GQA;
     const uint seq_k = FA_SEQ_K_OF(b);
     const uint rows = min(BM, pc.seq_q - q0);

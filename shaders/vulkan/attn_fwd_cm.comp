@@ -110,7 +110,8 @@ shared float rv[NSG * RM * CM_N]; // row factors
 void main()
 {
     const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
-    const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    const uvec3 wg = fa_bias_order(gl_NumWorkGroups.z * gl_NumWorkGroups.y);
+    const uint h = wg.y, b = wg.z;
     const uint hk = h / GQA;
     const uint seq_k = FA_SEQ_K_OF(b);
     const uint r0 = sg * RM; // the subgroup's first row in the tile
@@ -129,12 +130,12 @@ void main()
 // and keys.
 #define BIAS_AT(r_, c_) fa_bias(bias_at, q0 + (r_), n0 + (c_), (r_) < rows && (c_) < keys)
 
-    // The workgroup takes the query tiles gl_WorkGroupID.x + i gl_NumWorkGroups.x of its head
+    // The workgroup takes the query tiles wg.x + i gl_NumWorkGroups.x of its head
     // (the host launches fewer workgroups than tiles where there are many: vk_attention.c). The
     // first K and V tiles are fetched while Q is staged; for the next query tile, its first Q
     // rows during the current tile's last key step, its first K and V tiles during the current
     // tile's output (short sequences have few steps to hide these loads behind).
-    uint qt = gl_WorkGroupID.x;
+    uint qt = wg.x;
     uvec4 next_k[FPT];
     uvec4 next_v[FPT];
 #ifdef FA_CM_COPY_IN_STEP

@@ -20,6 +20,41 @@ uvec2 fa_bias_at(uint bh_count, uint b, uint h, uint m0, uint n0)
     }
     return at_ss;
 }
+// The workgroup's ID as the shader uses it: gl_WorkGroupID, but where every batch entry or every
+// head reads the same bias (a zero stride), the workgroups that read the same bias tiles get
+// neighbouring IDs (the shared index fastest, then x, then the rest). Neighbouring IDs run at the
+// same time, so each bias tile comes from memory once and from L2 for the others, instead of once
+// per batch entry or head. Any permutation of the IDs is a valid schedule.
+uvec3 fa_bias_order(uint bh_count)
+{
+    uvec3 id = gl_WorkGroupID;
+    if (BIAS != 0u) {
+        const uint at = ALIBI ? bh_count : 0u;
+        const uvec3 n = gl_NumWorkGroups;
+        const bool by_b = n.z > 1u && floatBitsToUint(FA_BIAS_VIEW(at + 1u)) == 0u;
+        const bool by_h = n.y > 1u && floatBitsToUint(FA_BIAS_VIEW(at + 3u)) == 0u;
+        if (by_b || by_h) {
+            uint f = id.x + n.x * (id.y + n.y * id.z);
+            if (by_b) {
+                id.z = f % n.z;
+                f /= n.z;
+            }
+            if (by_h) {
+                id.y = f % n.y;
+                f /= n.y;
+            }
+            id.x = f % n.x;
+            f /= n.x;
+            if (!by_h) {
+                id.y = f % n.y;
+                f /= n.y;
+            }
+            if (!by_b)
+                id.z = f;
+        }
+    }
+    return id;
+}
 // The bias of query row r and key c from fa_bias_at's element (read only where inside), times
 // log2(e).
 float fa_bias(uvec2 at, uint r, uint c, bool inside)
