@@ -211,7 +211,11 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
     const unsigned sP = fa_smem_addr(pP), sdS = sP + P_BYTES;
     const unsigned sLa = fa_smem_addr(sL), sDa = fa_smem_addr(sD);
 
-    const int j0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+    int kx = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+    if (BIAS && p.bias_dtype)
+        fa_bias_order(p, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), gridDim.x,
+                      gridDim.y, gridDim.z, kx, hk, b);
+    const int j0 = kx * BN;
     {
         const int tid = threadIdx.x;
         fa_bwd4_load<D, BN>(sK, (const T *)p.k.ptr + fa_at(p.k, b, 0, hk), p.k.stride_s, j0,
@@ -222,7 +226,7 @@ __device__ __forceinline__ void fa_bwd_v4(const fa_cuda_params &p)
 
     // query tiles: from the first that sees key j0 to the last that sees the block's last key,
     // for each head of the group
-    const fa_query_tiles<BM> tiles(p, j0, BN);
+    const fa_query_tiles<BM> tiles(p, j0, BN, kx);
     const int total = tiles.total;
     auto tile_of = [&](int it, int &hq, int &i0) { tiles.tile(p, hk, it, hq, i0); };
     auto load_tile = [&](int it, int buf) {

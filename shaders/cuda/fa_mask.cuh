@@ -186,17 +186,18 @@ template <int TILE> __device__ __forceinline__ int fa_query_begin(const fa_cuda_
 
 // The query tiles of TILE rows that a block of `keys` keys from j0 visits, for each query head of
 // its group: `total` steps over nq tiles from fa_query_begin to the last query that sees the
-// block's last key, head by head; non-causal blocks start at a tile rotated by their index, so
-// that their dQ atomics spread over the rows.
+// block's last key, head by head; non-causal blocks start at a tile rotated by their index bx
+// (of the key blocks), so that their dQ atomics spread over the rows.
 template <int TILE> struct fa_query_tiles {
     int qbeg, nq, total, rot;
-    __device__ __forceinline__ fa_query_tiles(const fa_cuda_params &p, int j0, int keys)
+    __device__ __forceinline__ fa_query_tiles(const fa_cuda_params &p, int j0, int keys,
+                                              unsigned bx = blockIdx.x)
     {
         qbeg = fa_query_begin<TILE>(p, j0);
         const int qend = fa_query_end(p, min(j0 + keys, p.seq_k) - 1);
         nq = qbeg < qend ? (qend - qbeg + TILE - 1) / TILE : 0;
         total = nq * p.group;
-        rot = p.causal || nq == 0 ? 0 : (int)(blockIdx.x % nq);
+        rot = p.causal || nq == 0 ? 0 : (int)(bx % nq);
     }
     // Step it's query head hq (of KV head hk's group) and first row i0.
     __device__ __forceinline__ void tile(const fa_cuda_params &p, int hk, int it, int &hq,
