@@ -400,6 +400,12 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_OVERLAP
 #define FA_FWD_WGMMA_OVERLAP 1
 #endif
+/* FA_FWD_WGMMA_BIAS_PAIRS (forty-ninth session, off: written and built, not yet run on a GPU):
+ * the wgmma forward reads a bias on tiles without a mask two neighbouring keys a load, where the
+ * bias's base and strides allow it (docs/PERF.md, "What to try next" item 12). */
+#ifndef FA_FWD_WGMMA_BIAS_PAIRS
+#define FA_FWD_WGMMA_BIAS_PAIRS 0
+#endif
 /* FA_FWD_WGMMA_DESC_ADD (on since the forty-third session: +4.7 % at f16 D=128 N=512 causal,
  * +0.5-1.5 % elsewhere, an H100, docs/PERF.md): the forward's wgmma descriptors as a tile's first
  * one plus the operand's offset (fa_wgmma_desc_add), one uniform add a product where building each

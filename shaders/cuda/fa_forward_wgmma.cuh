@@ -611,6 +611,13 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
         }
         const bool cap = p.softcap != 0.f;
         const bool logs = cap || p.bias_dtype || (p.has_alibi && scale_log2 == 0.f);
+        // FA_FWD_WGMMA_BIAS_PAIRS: the bias's base and strides even (in elements, the base
+        // aligned to two), so that a lane reads its two neighbouring keys in one load
+        const bool bias_f32 = p.bias_dtype == FA_CUDA_BIAS_F32;
+        const bool bias_pairs =
+            p.bias_dtype &&
+            (((unsigned long long)p.bias.ptr & (bias_f32 ? 7u : 3u)) |
+             ((unsigned long long)(p.bias.stride_b | p.bias.stride_s | p.bias.stride_h) & 1u)) == 0;
         const float c = logs ? 1.f : scale_log2;
         const float slope = fa_alibi_slope(p, b, h) / c;
         const float masked = c > 0.f ? -INFINITY : INFINITY;
@@ -760,13 +767,36 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
 #pragma unroll
                     for (int n = 0; n < W / 8; n++)
 #pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            float x = fa_alibi(sc[4 * n + 2 * r + e] * s_c, slope,
-                                               d(r) - (float)(8 * n + e));
-                            if (p.bias_dtype)
-                                x += fa_bias(p, brow, k0 + t2 + 8 * n + e);
-                            sc[4 * n + 2 * r + e] = x;
+                        for (int e = 0; e < 2; e++)
+                            sc[4 * n + 2 * r + e] = fa_alibi(sc[4 * n + 2 * r + e] * s_c, slope,
+                                                             d(r) - (float)(8 * n + e));
+                    if (FA_FWD_WGMMA_BIAS_PAIRS && !mask && bias_pairs) {
+                        // a tile without a mask has every key inside: a lane's two keys in one
+                        // load at an immediate offset from the row's pointer
+                        const char *row = (const char *)p.bias.ptr +
+                                          (brow + k0 + t2) * (bias_f32 ? 4 : 2);
+#pragma unroll
+                        for (int n = 0; n < W / 8; n++) {
+                            float2 v;
+                            if (bias_f32) {
+                                v = __ldg((const float2 *)row + 4 * n);
+                            } else {
+                                const unsigned u = __ldg((const unsigned *)row + 4 * n);
+                                v = p.bias_dtype == FA_CUDA_BIAS_F16
+                                        ? __half22float2(*(const __half2 *)&u)
+                                        : make_float2(__uint_as_float(u << 16),
+                                                      __uint_as_float(u & 0xffff0000u));
+                            }
+                            sc[4 * n + 2 * r] += FA_LOG2E * v.x;
+                            sc[4 * n + 2 * r + 1] += FA_LOG2E * v.y;
                         }
+                    } else if (p.bias_dtype) {
+#pragma unroll
+                        for (int n = 0; n < W / 8; n++)
+#pragma unroll
+                            for (int e = 0; e < 2; e++)
+                                sc[4 * n + 2 * r + e] += fa_bias(p, brow, k0 + t2 + 8 * n + e);
+                    }
                 }
             } else if (p.has_alibi) {
 #pragma unroll
