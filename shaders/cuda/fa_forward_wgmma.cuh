@@ -773,8 +773,8 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                     if (FA_FWD_WGMMA_BIAS_PAIRS && !mask && bias_pairs) {
                         // a tile without a mask has every key inside: a lane's two keys in one
                         // load at an immediate offset from the row's pointer
-                        const char *row = (const char *)p.bias.ptr +
-                                          (brow + k0 + t2) * (bias_f32 ? 4 : 2);
+                        const char *row =
+                            (const char *)p.bias.ptr + (brow + k0 + t2) * (bias_f32 ? 4 : 2);
 #pragma unroll
                         for (int n = 0; n < W / 8; n++) {
                             float2 v;
