@@ -400,11 +400,11 @@ typedef struct fa_cuda_params {
 #ifndef FA_FWD_WGMMA_OVERLAP
 #define FA_FWD_WGMMA_OVERLAP 1
 #endif
-/* FA_FWD_WGMMA_BIAS_PAIRS (forty-ninth session, off: written and built, not yet run on a GPU):
- * the wgmma forward reads a bias on tiles without a mask two neighbouring keys a load, where the
- * bias's base and strides allow it (docs/PERF.md, "What to try next" item 12). */
+/* FA_FWD_WGMMA_BIAS_PAIRS (on since the forty-ninth session: the f32 bias row 1.26x faster on an
+ * H100, docs/PERF.md): the wgmma forward reads a bias on tiles without a mask two neighbouring
+ * keys a load, where the bias's base and strides allow it. */
 #ifndef FA_FWD_WGMMA_BIAS_PAIRS
-#define FA_FWD_WGMMA_BIAS_PAIRS 0
+#define FA_FWD_WGMMA_BIAS_PAIRS 1
 #endif
 /* FA_FWD_WGMMA_DESC_ADD (on since the forty-third session: +4.7 % at f16 D=128 N=512 causal,
  * +0.5-1.5 % elsewhere, an H100, docs/PERF.md): the forward's wgmma descriptors as a tile's first
