@@ -96,7 +96,11 @@ const uint R4 = RW / 4u, R4M = RWM / 4u;
 
 TENSOR_U(0, q_buf)
 TENSOR_U(1, k_buf)
+#ifdef FA_DEC_MATRIX
+TENSOR_U(2, v_buf)
+#else
 TENSOR4(2, v_buf)
+#endif
 TENSOR4(3, o_buf)
 layout(set = 0, binding = 4, std430) buffer lse_block { float lse_buf[]; };
 FA_SEQLENS_BINDING
@@ -117,6 +121,28 @@ layout(set = 0, binding = 2, std430) readonly buffer v_ro_block { uvec4 v_ro_q[]
 // them anyway, so that no value reads outside K and V). 128 bytes in all.
 FA_FWD_PARAMS_WITH(uint split_keys; uint bt_off; uint bt_sb; uint page_size; uint num_pages;)
 
+#ifdef FA_DEC_MATRIX
+// FA_DEC_MATRIX (an experiment, f16 with the head dim, the subgroup size and the device's matrix
+// shape FA_DEC_CM_M x _N x _K fixed at compile time, and the probed accumulator layout
+// FA_CM_LAYOUT_* and FA_CM_A_FROM_C, as the forward's catalogue modules are): the products on
+// cooperative matrices. The workgroup's query rows, zero-padded to CM_M, are the A matrices of
+// S = Q K^T; each subgroup walks its own steps of SK keys, copying the step's K and V rows into
+// tiles of its own with neighbouring lanes on neighbouring 16-byte units (the next step's copy in
+// flight while this one multiplies: no workgroup barrier in the loop), and P, in registers, is
+// the A matrix of O += P V. At the end each subgroup's O goes through its tiles to be combined.
+#if !defined(FA_CM_LAYOUT_E) || !defined(FA_CM_A_FROM_C) || !defined(FA_DEC_FIXED_SG)
+#error "FA_DEC_MATRIX needs the probed layout (FA_CM_LAYOUT_*, FA_CM_A_FROM_C) and FA_DEC_FIXED_SG"
+#endif
+const uint CM_M = FA_DEC_CM_M, CM_N = FA_DEC_CM_N, CM_K = FA_DEC_CM_K;
+#include "fa_cm_core.glsl"
+const uint SK = CM_N < CM_M ? CM_M : CM_N; // keys a step (a Q block fits a K tile)
+const uint BNN = SK / CM_N, LDT = DU + 1u;  // score blocks a step; tile pitch in units
+const uint DK = D / CM_K, DN = D / CM_N;    // matrices along the head dim (as K, as N)
+const uint FPL = SK * DU / SG;              // units of a step's K (and of its V) a lane
+const uint TILE = 2u * SK * LDT;            // a subgroup's K tile, then its V tile
+shared uvec4 kvs[NSG * TILE];
+shared float cm_idx[CM_M * CM_N];
+#endif
 #ifdef FA_DEC_STAGE_K
 // FA_DEC_STAGE_K: each subgroup reads its step's K rows a piece at a time with neighbouring lanes
 // on neighbouring units of a row (a load touches a row's lines, not one line per lane), stages
@@ -125,8 +151,10 @@ FA_FWD_PARAMS_WITH(uint split_keys; uint bt_off; uint bt_sb; uint page_size; uin
 shared uvec4 ks[NSG * SG * PU];
 #endif
 shared vec4 qs[RW * DQ];      // Q (f32); at the end, the workgroup's O
+#ifndef FA_DEC_MATRIX
 shared vec4 ps[NT * R4];      // P: lane t's RW values at t * R4
 shared uint vrow[NT];         // paged: lane t's V row offset
+#endif
 shared float m_sh[NSG * RW];  // the subgroups' row maxima
 shared float l_sh[NSG * RW];  // and row sums
 shared bool last_sh;          // this workgroup merges the chunks
@@ -205,6 +233,7 @@ void main()
     }
 #endif
 
+#ifndef FA_DEC_MATRIX
     // Q rows -> shared (f32); packed row pr is query pr % Sq of query head hk * GQA + pr / Sq.
     for (uint e = t; e < RW * DU; e += NT) {
         const uint r = e / DU, u = e - r * DU, pr = r0 + r;
@@ -217,6 +246,7 @@ void main()
             qs[r * DQ + u * QPU + k] = unit_quad(x, k);
     }
     barrier();
+#endif
 
 // Where key n_ of this sequence lies in K and V, from k_base and v_base.
 #define KEY_PAGE(n_)                                                                           \
@@ -286,6 +316,154 @@ const uint UPR = DU < PU ? DU : PU;
     }
 #endif
 
+#ifdef FA_DEC_MATRIX
+    const bool v8 = view_fits(pc.v_off | pc.v_sb | pc.v_ss | pc.v_sh, 7u);
+    const uint tile = sg * TILE;
+    // The workgroup's Q rows as A matrices (rows past RW or the packed rows zero), through the
+    // subgroup's K tile; packed row pr is query pr % Sq of query head hk * GQA + pr / Sq.
+    for (uint e = lane; e < CM_M * DU; e += SG) {
+        const uint r = e / DU, u = e - r * DU, pr = r0 + r;
+        uvec4 x = uvec4(0);
+        if (r < RW && pr < packed) {
+            const uint i = pr % pc.seq_q, h = hk * GQA + pr / pc.seq_q;
+            x = LD_UNIT(q_buf, pc.q_off + b * pc.q_sb + h * pc.q_sh + i * pc.q_ss + u * G, q8, q4);
+        }
+        kvs[tile + r * LDT + u] = x;
+    }
+    CM_IDX_INIT(cm_idx)
+    barrier();
+    MAT_A qa[DK];
+    [[unroll]] for (uint d = 0u; d < DK; d++)
+        coopMatLoad(qa[d], kvs, tile + d * (CM_K / 8u), LDT, ROW_MAJOR);
+    MAT_C ix;
+    CM_IDX_LOAD(ix, cm_idx);
+    subgroup_sync(); // Q is read before the first step (or O) overwrites the tile
+    uint col[CE]; // each element's column, and its row's last visible key
+    int lim[CE];
+    [[unroll]] for (uint e = 0u; e < CE; e++) {
+        const uint v = uint(ix[e]);
+        col[e] = v % CM_N;
+        lim[e] = int((r0 + v / CM_N) % pc.seq_q) + diag;
+    }
+    MAT_C o[DN];
+    [[unroll]] for (uint d = 0u; d < DN; d++)
+        o[d] = MAT_C(0.0);
+    float m[NSLOT], l[NSLOT]; // per row slot; l the lane's part of the row's sum
+    [[unroll]] for (uint k = 0u; k < NSLOT; k++) {
+        m[k] = NEG_INF;
+        l[k] = 0.0;
+    }
+
+// The step at n0_'s K and V rows into kx_ and vx_: unit e = lane + SG i is unit e % DU of key
+// e / DU (keys past the chunk's end read as its last).
+#define LOAD_KV(kx_, vx_, n0_)                                                                 \
+    [[unroll]] for (uint i_ = 0u; i_ < FPL; i_++) {                                            \
+        const uint e_ = lane + SG * i_, j_ = e_ / DU, u_ = e_ - j_ * DU;                       \
+        const uint kk_ = min((n0_) + j_, n_stop - 1u);                                         \
+        const uint ka_ = k_base + KEY_ROW(kk_, pc.k_sb, pc.k_ss) + u_ * G;                     \
+        const uint va_ = v_base + KEY_ROW(kk_, pc.v_sb, pc.v_ss) + u_ * G;                     \
+        kx_[i_] = k_units ? LD_UNIT_ALIGNED(k_buf, ka_) : LD_UNIT(k_buf, ka_, k8, k4);         \
+        vx_[i_] = v8 ? LD_UNIT_ALIGNED(v_buf, va_) : LD_UNIT(v_buf, va_, v8, v4);              \
+    }
+
+    // Every subgroup takes the same number of steps (see the scalar form below).
+    const uint steps = (n_stop - n_begin + NSG * SK - 1u) / (NSG * SK);
+    uvec4 kx[FPL];
+    uvec4 vx[FPL];
+    if (steps > 0u)
+        LOAD_KV(kx, vx, n_begin + sg * SK)
+    for (uint step = 0u; step < steps; step++) {
+        const uint n0 = n_begin + (step * NSG + sg) * SK;
+        // The tiles; V rows past the chunk's end zero, so that they add nothing to O.
+        [[unroll]] for (uint i = 0u; i < FPL; i++) {
+            const uint e = lane + SG * i, j = e / DU, u = e - j * DU;
+            kvs[tile + j * LDT + u] = kx[i];
+            kvs[tile + (SK + j) * LDT + u] = n0 + j < n_stop ? vx[i] : uvec4(0);
+        }
+        subgroup_sync();
+        if (step + 1u < steps)
+            LOAD_KV(kx, vx, n0 + NSG * SK)
+        if (n0 < n_stop) { // the same for every lane
+            MAT_C s[BNN];
+            [[unroll]] for (uint j = 0u; j < BNN; j++)
+                s[j] = MAT_C(0.0);
+            [[unroll]] for (uint d = 0u; d < DK; d++)
+                [[unroll]] for (uint j = 0u; j < BNN; j++) {
+                    MAT_B kb;
+                    coopMatLoad(kb, kvs, tile + j * CM_N * LDT + d * (CM_K / 8u), LDT, COL_MAJOR);
+                    s[j] = coopMatMulAdd(qa[d], kb, s[j]);
+                }
+            float mx[NSLOT];
+            [[unroll]] for (uint k = 0u; k < NSLOT; k++)
+                mx[k] = NEG_INF;
+            [[unroll]] for (uint j = 0u; j < BNN; j++)
+                [[unroll]] for (uint e = 0u; e < CE; e++) {
+                    const uint key = n0 + j * CM_N + col[e];
+                    const bool visible = key < n_stop && (!CAUSAL || int(key) <= lim[e]);
+                    const float x = visible ? s[j][e] * pc.scale_log2 : NEG_INF;
+                    s[j][e] = x;
+                    mx[slot_of(e)] = max(mx[slot_of(e)], x);
+                }
+            float alpha[NSLOT], mu[NSLOT];
+            [[unroll]] for (uint k = 0u; k < NSLOT; k++) {
+                const float m_new = max(m[k], group_max(mx[k]));
+                // m_new = -inf: no key visible so far, so P = 0 and nothing is rescaled
+                const bool none = m_new == NEG_INF;
+                alpha[k] = none ? 1.0 : exp2(m[k] - m_new);
+                mu[k] = none ? 0.0 : m_new;
+                m[k] = m_new;
+                l[k] *= alpha[k];
+            }
+            [[unroll]] for (uint j = 0u; j < BNN; j++)
+                [[unroll]] for (uint e = 0u; e < CE; e++) {
+                    const float p = exp2(s[j][e] - mu[slot_of(e)]);
+                    s[j][e] = p;
+                    l[slot_of(e)] += p;
+                }
+            [[unroll]] for (uint d = 0u; d < DN; d++)
+                [[unroll]] for (uint e = 0u; e < CE; e++)
+                    o[d][e] *= alpha[slot_of(e)];
+            [[unroll]] for (uint j = 0u; j < BNN; j++) { // CM_K = CM_N: P's block j is A
+                MAT_A pa;
+                ACC_TO_A(pa, s[j])
+                [[unroll]] for (uint d = 0u; d < DN; d++) {
+                    MAT_B vb;
+                    coopMatLoad(vb, kvs, tile + (SK + j * CM_K) * LDT + d * (CM_N / 8u), LDT,
+                                ROW_MAJOR);
+                    o[d] = coopMatMulAdd(pa, vb, o[d]);
+                }
+            }
+        }
+        subgroup_sync(); // the tiles are read before the next step rewrites them
+    }
+
+    // Each subgroup's row maxima and sums, and its O (f32, rows of D) in its tiles; then the
+    // workgroup's O, each subgroup's scaled to the rows' largest maxima, into qs.
+    [[unroll]] for (uint k = 0u; k < NSLOT; k++)
+        l[k] = group_sum(l[k]);
+    [[unroll]] for (uint e = 0u; e < CE; e++) {
+        const uint r = uint(ix[e]) / CM_N;
+        if (r < RW) { // lanes of a row write the same values
+            m_sh[sg * RW + r] = m[slot_of(e)];
+            l_sh[sg * RW + r] = l[slot_of(e)];
+        }
+    }
+    [[unroll]] for (uint d = 0u; d < DN; d++)
+        coopMatStore(o[d], kvs, tile + d * (CM_N / 4u), DQ, ROW_MAJOR);
+    barrier();
+    for (uint e = t; e < RW * DQ; e += NT) {
+        const uint r = e / DQ, dq = e - r * DQ;
+        float mx = NEG_INF;
+        [[unroll]] for (uint x = 0u; x < NSG; x++)
+            mx = max(mx, m_sh[x * RW + r]);
+        vec4 acc = vec4(0.0);
+        [[unroll]] for (uint x = 0u; x < NSG; x++)
+            if (m_sh[x * RW + r] != NEG_INF) // a subgroup that saw no key adds nothing
+                acc += exp2(m_sh[x * RW + r] - mx) * uintBitsToFloat(kvs[x * TILE + r * DQ + dq]);
+        qs[e] = acc;
+    }
+    barrier();
+#else
     int lim[RWM]; // each row's last visible key
     float m[RWM], l[RWM];
     vec4 o[RWM * QPLM];
@@ -453,6 +631,8 @@ const uint UPR = DU < PU ? DU : PU;
                 }
         barrier();
     }
+
+#endif
 
     const bool split = gl_NumWorkGroups.x > 1u;
     const uint heads_q = gl_NumWorkGroups.y / row_chunks * GQA;

@@ -21,11 +21,6 @@
 //   where each lane works on whole row segments (the row pass), and a per-row factor becomes an
 //   RM x CM_N matrix of repeated rows multiplied element by element (attn_fwd_cm.comp).
 // A subgroup owns RM = TM * CM_M rows of a workgroup's BM.
-#extension GL_KHR_cooperative_matrix : require
-#extension GL_KHR_memory_scope_semantics : require
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_GOOGLE_include_directive : require
 #include "fa_common.glsl"
 
@@ -46,12 +41,7 @@ layout(constant_id = FA_SPEC_CM_BN) const uint BN = 32;
 layout(local_size_x = 128, local_size_x_id = FA_SPEC_CM_WG) in; // SG * NSG
 #endif
 
-#define MAT_A coopmat<float16_t, gl_ScopeSubgroup, CM_M, CM_K, gl_MatrixUseA>
-#define MAT_B coopmat<float16_t, gl_ScopeSubgroup, CM_K, CM_N, gl_MatrixUseB>
-#define MAT_C coopmat<float, gl_ScopeSubgroup, CM_M, CM_N, gl_MatrixUseAccumulator>
-#define MAT_H coopmat<float16_t, gl_ScopeSubgroup, CM_M, CM_N, gl_MatrixUseAccumulator>
-#define ROW_MAJOR gl_CooperativeMatrixLayoutRowMajor
-#define COL_MAJOR gl_CooperativeMatrixLayoutColumnMajor
+#include "fa_cm_core.glsl"
 
 const uint NT = SG * NSG;
 const uint RM = TM * CM_M;                 // rows per subgroup
@@ -63,39 +53,7 @@ const uint DK = D / CM_K, DN = D / CM_N;   // matrices along the head dim (as K,
 const uint BK = BN / CM_K, BNN = BN / CM_N; // matrices along a step's columns (as K, as N)
 const uint FPT = (BN * D8 + NT - 1u) / NT;  // 8-element groups of one tile per invocation
 
-#ifdef FA_CM_LAYOUT_E
-// The accumulators' layout as the host probed it (vk_matrix_layout.c) and this module was
-// compiled for: a lane holds CE elements of a CM_M x CM_N accumulator; element e is in the
-// lane's row slot (e >> SLOT_SHIFT) % NSLOT (one row per slot); the lanes holding the same rows
-// differ only in the bits of LANE_XOR, and together hold all of those rows.
-const uint CE = FA_CM_LAYOUT_E, SLOT_SHIFT = FA_CM_LAYOUT_SHIFT;
-const uint NSLOT = 1u << FA_CM_LAYOUT_BITS, LANE_XOR = FA_CM_LAYOUT_XOR;
-uint slot_of(uint e) { return (e >> SLOT_SHIFT) & (NSLOT - 1u); }
-float group_max(float x)
-{
-    [[unroll]] for (uint o = 1u; o < SG; o <<= 1)
-        if ((LANE_XOR & o) != 0u)
-            x = max(x, subgroupShuffleXor(x, o));
-    return x;
-}
-float group_sum(float x)
-{
-    [[unroll]] for (uint o = 1u; o < SG; o <<= 1)
-        if ((LANE_XOR & o) != 0u)
-            x += subgroupShuffleXor(x, o);
-    return x;
-}
-#endif
-
 #ifdef FA_CM_A_FROM_C
-// The accumulator c_ (CM_M x CM_N) as the A matrix a_ (CM_M x CM_K, CM_K = CM_N) of the next
-// product, in registers: a lane holds the same FA_CM_A_ELEMENTS elements of both, A's element
-// e being the accumulator's element (FA_CM_A_FROM_C >> 4 e) & 15 (probed by the host:
-// vk_matrix_layout.c; the constant indices let spirv-opt keep both in registers).
-#define ACC_TO_A(a_, c_)                                                                       \
-    [[unroll]] for (uint e_ = 0; e_ < FA_CM_A_ELEMENTS; e_++)                                  \
-        a_[e_] = float16_t(c_[(uint(FA_CM_A_FROM_C) >> (4u * e_)) & 15u]);
-
 // acc_[t * DN + d] += A B, where A is the RM x BN result cs_[t * BNN + k] (turned into A
 // matrices in registers) and B the BN x D tile tile_ (row-major).
 #define PRODUCT_ACC_REG(acc_, cs_, tile_)                                                      \
@@ -169,14 +127,6 @@ float group_sum(float x)
         }                                                                                      \
     }
 
-// The index matrix: element (r, c) of cm_idx_ holds r * CM_N + c (CM_IDX_INIT fills the shared
-// table, all invocations, before a barrier), so that an invocation learns the row and column of
-// each element it holds of any matrix of type MAT_C.
-#define CM_IDX_INIT(tab_)                                                                      \
-    for (uint i_ = gl_LocalInvocationID.x; i_ < CM_M * CM_N; i_ += NT)                         \
-        tab_[i_] = float(i_);
-#define CM_IDX_LOAD(m_, tab_) coopMatLoad(m_, tab_, 0u, CM_N, ROW_MAJOR)
-
 // The keys [x, y) that the query rows [q0, q0 + rows) see, a query's diagonal being its index
 // plus diag (seq_k - seq_q): every key but where causal or a window (fa_left, fa_right: -1 for
 // none) bounds them; empty where x >= y.
@@ -193,13 +143,6 @@ bool cm_step_masked(uint keys, uint n0, int qd0, uint n, int left, int right)
 {
     return keys < BN || (right >= 0 && int(n0 + BN) - 1 > qd0 + right) ||
            (left >= 0 && int(n0) < qd0 + int(n) - 1 - left);
-}
-
-// Makes a subgroup's shared-memory writes visible to its other lanes.
-void subgroup_sync()
-{
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
 }
 
 // Loads the subgroup's RM rows (from its first row r0_ in the workgroup's BM) of a tensor into
