@@ -189,6 +189,7 @@ set(FA_VK_CM_TILINGS
 set(fa_cat_symbols)
 set(fa_cat_names)
 set(fa_cat_rows)
+set(fa_cat_decode_keys)
 set(fa_cm_opt)
 if(fa_cm_glslang AND NOT fa_cm_why)
   get_filename_component(fa_cm_bin ${fa_cm_glslang} DIRECTORY)
@@ -300,6 +301,40 @@ if(fa_cm_opt)
     if(only_kinds)
       string(REPLACE ";" "|" only_re "${only_kinds}")
       list(FILTER kinds INCLUDE REGEX "^(${only_re})$")
+    endif()
+    # The decoding forward on the matrices (attn_decode.comp's FA_DEC_MATRIX, vk_decode.c): once
+    # per shape, subgroup size and layout with an A permutation, from the first such tiling that
+    # names no kernels, at head dims up to 128 and the tiling's DMAX.
+    set(dec_key "${m}_${n}_${k}_${sg}${lay_name}")
+    if(NOT a_from_c STREQUAL "0" AND NOT only_kinds AND m EQUAL n AND n EQUAL k
+       AND NOT dec_key IN_LIST fa_cat_decode_keys)
+      list(APPEND fa_cat_decode_keys ${dec_key})
+      math(EXPR dec_nsg "128 / ${sg}")
+      list(JOIN lay ", " dec_lay)
+      set(dec_dmax 128)
+      if(tmax LESS dec_dmax)
+        set(dec_dmax ${tmax})
+      endif()
+      foreach(d RANGE ${k} ${dec_dmax} ${k})
+        set(name attn_decode_cm_${m}x${n}x${k}_sg${sg}${lay_name}_d${d})
+        set(spv ${fa_vk_out}/cat_${name}.spv)
+        fa_device_code(OUTPUT ${spv}
+          COMMAND ${fa_cm_glslang} -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16
+                  -I${fa_vk_shader_dir} -DFA_FIXED_D=${d} -DFA_DEC_MATRIX -DFA_DEC_CM_M=${m}
+                  -DFA_DEC_CM_N=${n} -DFA_DEC_CM_K=${k} -DFA_DEC_FIXED_SG=${sg} ${lay_defs}
+                  ${a_defs} -o ${spv}.raw ${fa_vk_shader_dir}/attn_decode.comp
+          COMMAND ${fa_cm_opt} --target-env=vulkan1.3 --loop-unroll -O ${spv}.raw -o ${spv}
+          COMMAND ${fa_cm_val} --target-env vulkan1.3 ${spv}
+          DEPENDS ${fa_vk_shader_dir}/attn_decode.comp ${fa_cm_headers}
+          COMMENT "Compiling, unrolling and validating ${name}"
+          VERBATIM)
+        fa_embed(${fa_vk_out}/cat_${name}.c fa_spv_cat_${name} ${spv})
+        list(APPEND fa_vk_generated ${fa_vk_out}/cat_${name}.c)
+        list(APPEND fa_cat_symbols fa_spv_cat_${name})
+        list(APPEND fa_cat_names ${name})
+        string(APPEND fa_cat_rows "    {FA_VK_MATRIX_DECODE, ${d}, {${m}, ${n}, ${k}}, ${sg}, "
+          "${dec_nsg}, 1, ${m}, {${dec_lay}, ${a_from_c}}},\n")
+      endforeach()
     endif()
     foreach(kind IN LISTS kinds)
       # The forward and the dQ pass (rows: queries) take the row form and the A permutation; the

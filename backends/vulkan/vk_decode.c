@@ -3,10 +3,14 @@
  * shaders/vulkan/attn_decode.comp over chunks of the keys (vk_decode_plan.c chooses); several
  * chunks are merged by the last workgroup of each group in that dispatch, or, where the groups
  * outnumber the workspace's counts, by attn_merge.comp after it, in the same submission. In f16
- * at head dims up to 128, where shared memory allows, the module that stages K (the plan's
- * `staged`). Developer knobs: FA_VULKAN_DECODE=0 leaves every call to the other kernels, =plain
- * keeps the unstaged module; FA_VULKAN_DECODE_MERGE=kernel always merges with attn_merge.comp. */
+ * on the matrix path, where the catalogue has a module for the device's shape, probed layout and
+ * the head dim, its products run on cooperative matrices (matrix_module); else at head dims up to
+ * 128, where shared memory allows, the module that stages K (the plan's `staged`). Developer
+ * knobs: FA_VULKAN_DECODE=0 leaves every call to the other kernels, =scalar keeps the scalar
+ * modules, =plain the unstaged one; FA_VULKAN_DECODE_MERGE=kernel always merges with
+ * attn_merge.comp. */
 #include "vk_internal.h"
+#include "vk_matrix_catalogue.h"
 
 #include <string.h>
 
@@ -76,6 +80,47 @@ static fa_vk_kernel plan_kernel(fa_context *ctx, const fa_vk_decode_plan *plan,
                : FA_VK_DECODE;
 }
 
+/* The catalogue's decoding module on cooperative matrices for this call, into spec's matrix
+ * fields: f16 in 16-bit storage on the matrix path, the plan's subgroup size and at most the
+ * shape's rows a workgroup, at a shape the device lists whose probed layout the module was
+ * compiled for, where its shared memory fits; false where there is none (or FA_VULKAN_DECODE
+ * names a scalar module). */
+static bool matrix_module(fa_context *ctx, const fa_attention_call *call,
+                          const fa_vk_decode_plan *plan, fa_vk_spec *spec)
+{
+    const fa_vk_state *st = fa_vk_state_of(ctx);
+    const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
+    const bool scalar =
+        knob && (!strcmp(knob, "scalar") || !strcmp(knob, "plain") || !strcmp(knob, "sg32"));
+    if (!st->matrix || scalar ||
+        fa_vk_storage_of(st, call->dtype) != FA_VK_F16_S16 || call->dtype != FA_DTYPE_F16)
+        return false;
+    const fa_vk_matrix_caps *caps = &st->matrix_caps;
+    for (uint32_t i = 0; i < fa_vk_catalogue_count; i++) {
+        const fa_vk_matrix_tiling *t = &fa_vk_catalogue_tilings[i];
+        if (t->kernel != FA_VK_MATRIX_DECODE || t->d != (uint32_t)call->head_dim ||
+            t->subgroup != plan->subgroup || plan->rows > t->shape.m ||
+            fa_vk_decode_matrix_shared_bytes(t->d, plan->rows, t->subgroup, t->shape.m) >
+                st->phys->info.shared_memory_bytes)
+            continue;
+        for (uint32_t s = 0; s < caps->shape_count && s < FA_VK_MATRIX_MAX_SHAPES; s++) {
+            if (memcmp(&caps->shapes[s], &t->shape, sizeof t->shape) ||
+                memcmp(&caps->layouts[s], &t->layout, sizeof t->layout))
+                continue;
+            spec->cm_m = t->shape.m;
+            spec->cm_n = t->shape.n;
+            spec->cm_k = t->shape.k;
+            spec->cm_sg = t->subgroup;
+            spec->cm_nsg = t->subgroups;
+            spec->cm_tm = t->tm;
+            spec->cm_bn = t->bn;
+            spec->cm_layout = t->layout;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* attn_decode.comp's ALIGNED: Q and K in whole 16-byte units, V and O in quads. */
 static uint32_t views_aligned(const fa_vk_fwd_push *p, fa_dtype dtype)
 {
@@ -105,7 +150,7 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
         (uint32_t)call->num_pages,
     };
     _Static_assert(sizeof push == 128, "the decoding forward's push constants fill 128 bytes");
-    const fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
+    fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
                              .causal = call->causal,
                              .gqa = (uint32_t)(Hq / Hkv),
                              .dec_rw = plan->rows,
@@ -113,8 +158,10 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
                              .dec_merge = plan->merge_in_split,
                              .dec_aligned = views_aligned(&push.common, call->dtype)};
     const fa_vk_spec merge_spec = {.head_dim = (uint32_t)call->head_dim};
+    const fa_vk_kernel kernel =
+        matrix_module(ctx, call, plan, &spec) ? FA_VK_DECODE_CM : plan_kernel(ctx, plan, storage);
     VkPipeline decode, merge = VK_NULL_HANDLE;
-    fa_status s = fa_vk_pipeline_get(ctx, plan_kernel(ctx, plan, storage), storage, &spec, &decode);
+    fa_status s = fa_vk_pipeline_get(ctx, kernel, storage, &spec, &decode);
     if (s == FA_OK && split && !plan->merge_in_split)
         s = fa_vk_pipeline_get(ctx, FA_VK_MERGE, storage, &merge_spec, &merge);
     if (s == FA_OK)
@@ -139,7 +186,7 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
         ws,
         call->has_block_table ? fa_vk_handle(&call->block_table) : fa_vk_handle(&call->q),
     };
-    s = fa_vk_dispatch(ctx, plan_kernel(ctx, plan, storage), decode, buffers, &push, sizeof push,
+    s = fa_vk_dispatch(ctx, kernel, decode, buffers, &push, sizeof push,
                        (uint32_t)plan->split.splits, (uint32_t)Hkv * plan->row_groups, (uint32_t)B);
     if (s != FA_OK || !split || plan->merge_in_split)
         return s;

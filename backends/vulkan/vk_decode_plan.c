@@ -13,6 +13,16 @@ uint32_t fa_vk_decode_shared_bytes(uint32_t d, uint32_t rows, uint32_t subgroup)
     return q + p + offsets + stats;
 }
 
+uint32_t fa_vk_decode_matrix_shared_bytes(uint32_t d, uint32_t rows, uint32_t subgroup, uint32_t m)
+{
+    const uint32_t subgroups = FA_VK_DECODE_THREADS / subgroup;
+    const uint32_t tiles = subgroups * 2u * m * (d + 8u) * 2u; /* K and V, m keys a subgroup */
+    const uint32_t index = 4u * m * m;                         /* the index matrix */
+    const uint32_t o = rows * d * 4u;                          /* the workgroup's O, f32 */
+    const uint32_t stats = 2u * subgroups * rows * 4u;         /* m, l */
+    return tiles + index + o + stats;
+}
+
 /* The subgroup size the pipeline runs at: the device's only one; else, where a pipeline may
  * require one, 32 (the rows of a V tile a subgroup loads) or the nearest the device has; else 0. */
 static uint32_t subgroup_size(const fa_vk_decode_device *dev)

@@ -71,6 +71,10 @@ typedef struct fa_vk_decode_plan {
  * subgroups of `subgroup`. */
 uint32_t fa_vk_decode_shared_bytes(uint32_t d, uint32_t rows, uint32_t subgroup);
 
+/* The shared memory attn_decode.comp declares with FA_DEC_MATRIX (the decoding forward on
+ * cooperative matrices of m x m x m, vk_decode.c) for `rows` packed rows at head dim d. */
+uint32_t fa_vk_decode_matrix_shared_bytes(uint32_t d, uint32_t rows, uint32_t subgroup, uint32_t m);
+
 /* Whether the call takes the decoding path, and its plan; false with the reason in `why`. The
  * rule: at most FA_VK_DECODE_MAX_ROWS packed rows per KV head (4 or 8 a workgroup), head dim a
  * multiple of 8 up to 256, subgroup arithmetic, one subgroup size of 4 to 64 invocations (the

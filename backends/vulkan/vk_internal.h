@@ -77,6 +77,7 @@ typedef enum fa_vk_kernel {
     FA_VK_MERGE,
     FA_VK_DECODE_SG32,   /* the decoding forward compiled for subgroups of 32 and unrolled */
     FA_VK_DECODE_STAGED, /* the decoding forward with K staged in shared memory (f16, 16-bit) */
+    FA_VK_DECODE_CM,     /* the decoding forward on cooperative matrices (catalogue modules) */
     FA_VK_KERNEL_COUNT
 } fa_vk_kernel;
 

@@ -70,6 +70,7 @@ static const char *const kernel_names[FA_VK_KERNEL_COUNT] = {
     "attn_fwd",    "attn_bwd_prep",    "attn_bwd_dkdv",    "attn_bwd_dq",
     "attn_fwd_cm", "attn_bwd_dkdv_cm", "attn_bwd_dq_cm",   "matrix_layout",
     "attn_decode", "attn_merge",       "attn_decode_sg32", "attn_decode_staged",
+    "attn_decode_cm",
 };
 
 const char *fa_vk_kernel_name(fa_vk_kernel kernel)
@@ -82,13 +83,13 @@ const char *fa_vk_kernel_name(fa_vk_kernel kernel)
 static bool is_matrix_kernel(fa_vk_kernel kernel)
 {
     return kernel == FA_VK_FWD_CM || kernel == FA_VK_BWD_DKDV_CM || kernel == FA_VK_BWD_DQ_CM ||
-           kernel == FA_VK_MATRIX_LAYOUT;
+           kernel == FA_VK_MATRIX_LAYOUT || kernel == FA_VK_DECODE_CM;
 }
 
 /* Storage-buffer bindings of each kernel, numbered 0..n-1 (see shaders/vulkan/). */
 uint32_t fa_vk_kernel_bindings(fa_vk_kernel kernel)
 {
-    static const uint32_t n[FA_VK_KERNEL_COUNT] = {8, 4, 8, 7, 8, 8, 7, 1, 8, 3, 8, 8};
+    static const uint32_t n[FA_VK_KERNEL_COUNT] = {8, 4, 8, 7, 8, 8, 7, 1, 8, 3, 8, 8, 8};
     return n[kernel];
 }
 
@@ -272,11 +273,13 @@ static void log_statistics(fa_context *ctx, fa_vk_kernel kernel, VkPipeline pipe
 /* The catalogue entry compiled for this matrix kernel's head dim, tiling and layout, or -1. */
 static int catalogue_index(fa_vk_kernel kernel, const fa_vk_spec *spec)
 {
-    if (kernel != FA_VK_FWD_CM && kernel != FA_VK_BWD_DKDV_CM && kernel != FA_VK_BWD_DQ_CM)
+    if (kernel != FA_VK_FWD_CM && kernel != FA_VK_BWD_DKDV_CM && kernel != FA_VK_BWD_DQ_CM &&
+        kernel != FA_VK_DECODE_CM)
         return -1;
     const fa_vk_matrix_kernel k = kernel == FA_VK_FWD_CM        ? FA_VK_MATRIX_FWD
                                   : kernel == FA_VK_BWD_DKDV_CM ? FA_VK_MATRIX_DKDV
-                                                                : FA_VK_MATRIX_DQ;
+                                  : kernel == FA_VK_BWD_DQ_CM   ? FA_VK_MATRIX_DQ
+                                                                : FA_VK_MATRIX_DECODE;
     for (uint32_t i = 0; i < fa_vk_catalogue_count; i++) {
         const fa_vk_matrix_tiling *t = &fa_vk_catalogue_tilings[i];
         if (t->kernel == k && t->d == spec->head_dim && t->shape.m == spec->cm_m &&
@@ -380,8 +383,8 @@ static fa_status create_pipeline(fa_context *ctx, fa_vk_kernel kernel, fa_vk_sto
     /* The matrix kernels and the decoding forward run at their plan's subgroup size: where the
      * device has several, it is required, with full subgroups where the device can promise them
      * (both features are enabled with the matrix path's: vk_device.c, fa_vk_decode_plan_for). */
-    const bool decode =
-        kernel == FA_VK_DECODE || kernel == FA_VK_DECODE_SG32 || kernel == FA_VK_DECODE_STAGED;
+    const bool decode = kernel == FA_VK_DECODE || kernel == FA_VK_DECODE_SG32 ||
+                        kernel == FA_VK_DECODE_STAGED || kernel == FA_VK_DECODE_CM;
     const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
         .requiredSubgroupSize = decode ? spec->dec_sg : spec->cm_sg,

@@ -135,7 +135,11 @@ FA_FWD_PARAMS_WITH(uint split_keys; uint bt_off; uint bt_sb; uint page_size; uin
 #endif
 const uint CM_M = FA_DEC_CM_M, CM_N = FA_DEC_CM_N, CM_K = FA_DEC_CM_K;
 #include "fa_cm_core.glsl"
+#ifdef FA_DEC_SK
+const uint SK = FA_DEC_SK; // (experiments: a multiple of CM_N and CM_M)
+#else
 const uint SK = CM_N < CM_M ? CM_M : CM_N; // keys a step (a Q block fits a K tile)
+#endif
 const uint BNN = SK / CM_N, LDT = DU + 1u;  // score blocks a step; tile pitch in units
 const uint DK = D / CM_K, DN = D / CM_N;    // matrices along the head dim (as K, as N)
 const uint FPL = SK * DU / SG;              // units of a step's K (and of its V) a lane
