@@ -503,6 +503,9 @@ static const edge_spec decodes[] = {
     {FA_DTYPE_F16, 2, 3, 300, 8, 2, 256, 0, true, false, false, " splitkv=5", 5},
     {FA_DTYPE_F16, 2, 4, 2, 4, 1, 64, 0, true, false, false, " splitkv=2 edge:no-key-rows", 2},
     {FA_DTYPE_BF16, 1, 1, 16000, 16, 16, 96, 0, false, false, false, " splitkv=64", 64},
+    /* f16 at a head dim where lavapipe's 32 KiB of shared memory holds the Vulkan decoding
+     * module on matrices (CI's vulkan_matrix_lavapipe_decode) */
+    {FA_DTYPE_F16, 2, 2, 1500, 8, 2, 32, 0, true, false, false, " splitkv=3", 3},
 };
 
 /* ---- sliding windows and logit softcapping (fa_attention_desc.window, softcap) ---- */
