@@ -200,3 +200,16 @@ Test(vk_decode_plan, the_staged_module_where_its_memory_fits)
     cr_assert(fa_vk_decode_plan_select(&nvidia, &pb, &p, why, sizeof why), "%s", why);
     cr_assert(p.staged && p.rows == 8 && p.shared_bytes <= nvidia.shared_memory_bytes);
 }
+
+Test(vk_decode_plan, the_matrix_module_where_its_memory_fits)
+{
+    /* NVIDIA's 48 KiB (16x16x16, subgroups of 32): every head dim up to 128 at 8 rows a
+     * workgroup; lavapipe's 32 KiB (8x8x8, subgroups of 8, 16 subgroups' tiles): up to 48 */
+    for (uint32_t d = 16; d <= 128; d += 16)
+        cr_assert_leq(fa_vk_decode_matrix_shared_bytes(d, 8, 32, 16), 48u * 1024u, "d=%u", d);
+    cr_assert_leq(fa_vk_decode_matrix_shared_bytes(48, 8, 8, 8), 32u * 1024u);
+    cr_assert_gt(fa_vk_decode_matrix_shared_bytes(56, 8, 8, 8), 32u * 1024u);
+    /* the tiles (K and V, m keys of d + 8 halfs per subgroup), the index matrix, O, m and l */
+    cr_assert_eq(fa_vk_decode_matrix_shared_bytes(128, 4, 32, 16),
+                 4 * 2 * 16 * 136 * 2 + 4 * 16 * 16 + 4 * 128 * 4 + 2 * 4 * 4 * 4);
+}
