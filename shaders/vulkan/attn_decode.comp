@@ -8,8 +8,9 @@
 // writes its normalised O (f32) and LSE to the workspace, and either the last workgroup of the
 // group to finish combines them (MERGE_HERE) or attn_merge.comp does, in a dispatch of its own.
 //
-// Each subgroup walks its own steps of SG keys (the chunk's keys n, n + NT, ... from its first),
-// with no workgroup barrier until the end:
+// In the scalar form each subgroup walks its own steps of SG keys (the chunk's keys n, n + NT,
+// ... from its first), with no workgroup barrier until the end (FA_DEC_MATRIX's steps run their
+// products on cooperative matrices instead):
 // - lane j scores key j of the step: its K row comes straight from global memory in pieces of
 //   256 bytes, the first requested together with the lane's slices of the step's V rows, so that
 //   a subgroup has up to 16 KiB in flight; Q (f32) from shared memory;
@@ -122,14 +123,15 @@ layout(set = 0, binding = 2, std430) readonly buffer v_ro_block { uvec4 v_ro_q[]
 FA_FWD_PARAMS_WITH(uint split_keys; uint bt_off; uint bt_sb; uint page_size; uint num_pages;)
 
 #ifdef FA_DEC_MATRIX
-// FA_DEC_MATRIX (an experiment, f16 with the head dim, the subgroup size and the device's matrix
-// shape FA_DEC_CM_M x _N x _K fixed at compile time, and the probed accumulator layout
-// FA_CM_LAYOUT_* and FA_CM_A_FROM_C, as the forward's catalogue modules are): the products on
-// cooperative matrices. The workgroup's query rows, zero-padded to CM_M, are the A matrices of
-// S = Q K^T; each subgroup walks its own steps of SK keys, copying the step's K and V rows into
-// tiles of its own with neighbouring lanes on neighbouring 16-byte units (the next step's copy in
-// flight while this one multiplies: no workgroup barrier in the loop), and P, in registers, is
-// the A matrix of O += P V. At the end each subgroup's O goes through its tiles to be combined.
+// FA_DEC_MATRIX (the catalogue's attn_decode_cm modules, backends/vulkan/matrix_shaders.cmake:
+// f16, with the head dim, the subgroup size, the device's matrix shape FA_DEC_CM_M x _N x _K
+// and its probed accumulator layout, FA_CM_LAYOUT_* and FA_CM_A_FROM_C, fixed at compile time,
+// as the forward's are): the products on cooperative matrices. The workgroup's query rows,
+// zero-padded to CM_M, are the A matrices of S = Q K^T; each subgroup walks its own steps of SK
+// keys, copying the step's K and V rows into tiles of its own with neighbouring lanes on
+// neighbouring 16-byte units (the next step's copy in flight while this one multiplies: no
+// workgroup barrier in the loop), and P, in registers, is the A matrix of O += P V. At the end
+// each subgroup's O goes through its tiles to be combined.
 #if !defined(FA_CM_LAYOUT_E) || !defined(FA_CM_A_FROM_C) || !defined(FA_DEC_FIXED_SG)
 #error "FA_DEC_MATRIX needs the probed layout (FA_CM_LAYOUT_*, FA_CM_A_FROM_C) and FA_DEC_FIXED_SG"
 #endif
