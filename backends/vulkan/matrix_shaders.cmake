@@ -186,6 +186,24 @@ set(FA_VK_CM_TILINGS
   "dkdv: 16 16 16 32 8 1 16 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128 copy bias-early;fwd: 16 16 16 32 8 1 64 8 2 1 3 0x76543210 64-64 copy;fwd: 16 16 16 32 8 1 32 8 2 1 3 0x76543210 256-256 copy bias-early;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64;fwd: 8 8 8 8 4 2 16 8 0 3 7 0x76543210 64 copy"
   CACHE STRING
   "Cooperative-matrix tilings compiled ahead per head dim ([KERNELS:] M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]] [copy] [bias-early]; ';' between)")
+# One catalogue module: `name`, compiled from `src` with the defines after `row` (its
+# fa_vk_matrix_tiling initializer in matrix_catalogue.c), unrolled, validated and embedded.
+macro(fa_cat_module name src row)
+  set(fa_cat_spv ${fa_vk_out}/cat_${name}.spv)
+  fa_device_code(OUTPUT ${fa_cat_spv}
+    COMMAND ${fa_cm_glslang} -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16
+            -I${fa_vk_shader_dir} ${ARGN} -o ${fa_cat_spv}.raw ${src}
+    COMMAND ${fa_cm_opt} --target-env=vulkan1.3 --loop-unroll -O ${fa_cat_spv}.raw -o ${fa_cat_spv}
+    COMMAND ${fa_cm_val} --target-env vulkan1.3 ${fa_cat_spv}
+    DEPENDS ${src} ${fa_cm_headers}
+    COMMENT "Compiling, unrolling and validating ${name}"
+    VERBATIM)
+  fa_embed(${fa_vk_out}/cat_${name}.c fa_spv_cat_${name} ${fa_cat_spv})
+  list(APPEND fa_vk_generated ${fa_vk_out}/cat_${name}.c)
+  list(APPEND fa_cat_symbols fa_spv_cat_${name})
+  list(APPEND fa_cat_names ${name})
+  string(APPEND fa_cat_rows "    {${row}},\n")
+endmacro()
 set(fa_cat_symbols)
 set(fa_cat_names)
 set(fa_cat_rows)
@@ -317,23 +335,11 @@ if(fa_cm_opt)
       endif()
       foreach(d RANGE ${k} ${dec_dmax} ${k})
         set(name attn_decode_cm_${m}x${n}x${k}_sg${sg}${lay_name}_d${d})
-        set(spv ${fa_vk_out}/cat_${name}.spv)
-        fa_device_code(OUTPUT ${spv}
-          COMMAND ${fa_cm_glslang} -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16
-                  -I${fa_vk_shader_dir} -DFA_FIXED_D=${d} -DFA_DEC_MATRIX -DFA_DEC_CM_M=${m}
-                  -DFA_DEC_CM_N=${n} -DFA_DEC_CM_K=${k} -DFA_DEC_FIXED_SG=${sg} ${lay_defs}
-                  ${a_defs} -o ${spv}.raw ${fa_vk_shader_dir}/attn_decode.comp
-          COMMAND ${fa_cm_opt} --target-env=vulkan1.3 --loop-unroll -O ${spv}.raw -o ${spv}
-          COMMAND ${fa_cm_val} --target-env vulkan1.3 ${spv}
-          DEPENDS ${fa_vk_shader_dir}/attn_decode.comp ${fa_cm_headers}
-          COMMENT "Compiling, unrolling and validating ${name}"
-          VERBATIM)
-        fa_embed(${fa_vk_out}/cat_${name}.c fa_spv_cat_${name} ${spv})
-        list(APPEND fa_vk_generated ${fa_vk_out}/cat_${name}.c)
-        list(APPEND fa_cat_symbols fa_spv_cat_${name})
-        list(APPEND fa_cat_names ${name})
-        string(APPEND fa_cat_rows "    {FA_VK_MATRIX_DECODE, ${d}, {${m}, ${n}, ${k}}, ${sg}, "
-          "${dec_nsg}, 1, ${m}, {${dec_lay}, ${a_from_c}}},\n")
+        set(row "FA_VK_MATRIX_DECODE, ${d}, {${m}, ${n}, ${k}}, ${sg}, ${dec_nsg}, 1, ${m}")
+        fa_cat_module(${name} ${fa_vk_shader_dir}/attn_decode.comp
+          "${row}, {${dec_lay}, ${a_from_c}}" -DFA_FIXED_D=${d} -DFA_DEC_MATRIX
+          -DFA_DEC_CM_M=${m} -DFA_DEC_CM_N=${n} -DFA_DEC_CM_K=${k} -DFA_DEC_FIXED_SG=${sg}
+          ${lay_defs} ${a_defs})
       endforeach()
     endif()
     foreach(kind IN LISTS kinds)
@@ -366,25 +372,12 @@ if(fa_cm_opt)
         if(NOT rn EQUAL 0 OR d LESS tmin)
           continue()
         endif()
-        set(name ${fa_cat_src_${kind}}_${m}x${n}x${k}_sg${sg}x${nsg}_tm${tm}_bn${bn}${kind_name}_d${d})
-        set(spv ${fa_vk_out}/cat_${name}.spv)
-        fa_device_code(OUTPUT ${spv}
-          COMMAND ${fa_cm_glslang} -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16
-                  -I${fa_vk_shader_dir} -DFA_FIXED_D=${d} -DFA_CM_FIXED -DFA_CM_FIXED_M=${m}
-                  -DFA_CM_FIXED_N=${n} -DFA_CM_FIXED_K=${k} -DFA_CM_FIXED_SG=${sg}
-                  -DFA_CM_FIXED_NSG=${nsg} -DFA_CM_FIXED_TM=${tm} -DFA_CM_FIXED_BN=${bn}
-                  ${kind_defs} -o ${spv}.raw ${src}
-          COMMAND ${fa_cm_opt} --target-env=vulkan1.3 --loop-unroll -O ${spv}.raw -o ${spv}
-          COMMAND ${fa_cm_val} --target-env vulkan1.3 ${spv}
-          DEPENDS ${src} ${fa_cm_headers}
-          COMMENT "Compiling, unrolling and validating ${name}"
-          VERBATIM)
-        fa_embed(${fa_vk_out}/cat_${name}.c fa_spv_cat_${name} ${spv})
-        list(APPEND fa_vk_generated ${fa_vk_out}/cat_${name}.c)
-        list(APPEND fa_cat_symbols fa_spv_cat_${name})
-        list(APPEND fa_cat_names ${name})
-        string(APPEND fa_cat_rows
-          "    {${kind}, ${d}, {${m}, ${n}, ${k}}, ${sg}, ${nsg}, ${tm}, ${bn}, {${lay_row}}},\n")
+        set(name ${fa_cat_src_${kind}}_${m}x${n}x${k}_sg${sg}x${nsg}_tm${tm}_bn${bn}${kind_name})
+        fa_cat_module(${name}_d${d} ${src}
+          "${kind}, ${d}, {${m}, ${n}, ${k}}, ${sg}, ${nsg}, ${tm}, ${bn}, {${lay_row}}"
+          -DFA_FIXED_D=${d} -DFA_CM_FIXED -DFA_CM_FIXED_M=${m} -DFA_CM_FIXED_N=${n}
+          -DFA_CM_FIXED_K=${k} -DFA_CM_FIXED_SG=${sg} -DFA_CM_FIXED_NSG=${nsg}
+          -DFA_CM_FIXED_TM=${tm} -DFA_CM_FIXED_BN=${bn} ${kind_defs})
       endforeach()
     endforeach()
   endforeach()

@@ -108,7 +108,7 @@ static bool matrix_plans_bwd(const fa_context *ctx, const fa_attention_call *cal
            matrix_plan(ctx, FA_VK_MATRIX_DQ, call, dq);
 }
 
-static void matrix_spec(const fa_vk_matrix_plan *p, fa_vk_spec *spec)
+void fa_vk_matrix_spec(const fa_vk_matrix_plan *p, fa_vk_spec *spec)
 {
     spec->cm_m = p->shape.m;
     spec->cm_n = p->shape.n;
@@ -339,7 +339,7 @@ static fa_status forward(fa_context *ctx, const fa_attention_call *call)
     fa_vk_matrix_plan plan;
     if (matrix_plan(ctx, FA_VK_MATRIX_FWD, call, &plan)) {
         kernel = FA_VK_FWD_CM;
-        matrix_spec(&plan, &spec);
+        fa_vk_matrix_spec(&plan, &spec);
         rows = plan.rows;
     } else {
         fa_fwd_tiling t;
@@ -489,8 +489,8 @@ static fa_status record_backward(fa_context *ctx, const fa_attention_call *call,
                                       .softcap = call->softcap > 0.0f,
                                       .alibi = call->has_alibi,
                                       .bias = spec.bias};
-        matrix_spec(&plan_dkdv, &spec);
-        matrix_spec(&plan_dq, &spec_dq);
+        fa_vk_matrix_spec(&plan_dkdv, &spec);
+        fa_vk_matrix_spec(&plan_dq, &spec_dq);
         rows_k = plan_dkdv.rows;
         rows_q = plan_dq.rows;
     }

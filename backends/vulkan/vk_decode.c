@@ -92,8 +92,8 @@ static bool matrix_module(fa_context *ctx, const fa_attention_call *call,
     const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
     const bool scalar =
         knob && (!strcmp(knob, "scalar") || !strcmp(knob, "plain") || !strcmp(knob, "sg32"));
-    if (!st->matrix || scalar ||
-        fa_vk_storage_of(st, call->dtype) != FA_VK_F16_S16 || call->dtype != FA_DTYPE_F16)
+    if (!st->matrix || scalar || fa_vk_storage_of(st, call->dtype) != FA_VK_F16_S16 ||
+        call->dtype != FA_DTYPE_F16)
         return false;
     const fa_vk_matrix_caps *caps = &st->matrix_caps;
     for (uint32_t i = 0; i < fa_vk_catalogue_count; i++) {
@@ -107,14 +107,13 @@ static bool matrix_module(fa_context *ctx, const fa_attention_call *call,
             if (memcmp(&caps->shapes[s], &t->shape, sizeof t->shape) ||
                 memcmp(&caps->layouts[s], &t->layout, sizeof t->layout))
                 continue;
-            spec->cm_m = t->shape.m;
-            spec->cm_n = t->shape.n;
-            spec->cm_k = t->shape.k;
-            spec->cm_sg = t->subgroup;
-            spec->cm_nsg = t->subgroups;
-            spec->cm_tm = t->tm;
-            spec->cm_bn = t->bn;
-            spec->cm_layout = t->layout;
+            const fa_vk_matrix_plan p = {.shape = t->shape,
+                                         .subgroup = t->subgroup,
+                                         .subgroups = t->subgroups,
+                                         .tm = t->tm,
+                                         .bn = t->bn,
+                                         .layout = t->layout};
+            fa_vk_matrix_spec(&p, spec);
             return true;
         }
     }
@@ -151,12 +150,12 @@ static fa_status record(fa_context *ctx, const fa_attention_call *call,
     };
     _Static_assert(sizeof push == 128, "the decoding forward's push constants fill 128 bytes");
     fa_vk_spec spec = {.head_dim = (uint32_t)call->head_dim,
-                             .causal = call->causal,
-                             .gqa = (uint32_t)(Hq / Hkv),
-                             .dec_rw = plan->rows,
-                             .dec_sg = plan->subgroup,
-                             .dec_merge = plan->merge_in_split,
-                             .dec_aligned = views_aligned(&push.common, call->dtype)};
+                       .causal = call->causal,
+                       .gqa = (uint32_t)(Hq / Hkv),
+                       .dec_rw = plan->rows,
+                       .dec_sg = plan->subgroup,
+                       .dec_merge = plan->merge_in_split,
+                       .dec_aligned = views_aligned(&push.common, call->dtype)};
     const fa_vk_spec merge_spec = {.head_dim = (uint32_t)call->head_dim};
     const fa_vk_kernel kernel =
         matrix_module(ctx, call, plan, &spec) ? FA_VK_DECODE_CM : plan_kernel(ctx, plan, storage);

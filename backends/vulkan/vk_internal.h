@@ -264,6 +264,8 @@ extern const char fa_vk_matrix_build_note[];
  * catalogue module was compiled for a layout of, into st->matrix_caps.layouts (left zero where
  * the probe cannot run or the layout has no usable form; never fails the context). */
 void fa_vk_matrix_layout_probe(fa_context *ctx);
+/* A matrix kernel's specialization (its spec's cm_* fields) from its plan (vk_attention.c). */
+void fa_vk_matrix_spec(const fa_vk_matrix_plan *p, fa_vk_spec *spec);
 
 /* vk_device.c */
 fa_status fa_vk_context_init(fa_context *ctx, int index);

@@ -18,9 +18,9 @@ typedef struct fa_vk_matrix_shape {
 } fa_vk_matrix_shape;
 
 typedef enum fa_vk_matrix_kernel {
-    FA_VK_MATRIX_FWD = 0, /* rows: queries; steps: key tiles of bn */
-    FA_VK_MATRIX_DKDV,    /* rows: keys; steps: query tiles of bn */
-    FA_VK_MATRIX_DQ,      /* rows: queries; steps: key tiles of bn */
+    FA_VK_MATRIX_FWD = 0,      /* rows: queries; steps: key tiles of bn */
+    FA_VK_MATRIX_DKDV,         /* rows: keys; steps: query tiles of bn */
+    FA_VK_MATRIX_DQ,           /* rows: queries; steps: key tiles of bn */
     FA_VK_MATRIX_KERNEL_COUNT, /* the kernels the planner tiles; past them, catalogue kinds: */
     /* the decoding forward (attn_decode.comp's FA_DEC_MATRIX; vk_decode.c picks its module) */
     FA_VK_MATRIX_DECODE = FA_VK_MATRIX_KERNEL_COUNT

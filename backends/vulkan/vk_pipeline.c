@@ -67,10 +67,9 @@ static const spv_blob spirv[FA_VK_KERNEL_COUNT][FA_VK_STORAGE_COUNT] = {
 };
 
 static const char *const kernel_names[FA_VK_KERNEL_COUNT] = {
-    "attn_fwd",    "attn_bwd_prep",    "attn_bwd_dkdv",    "attn_bwd_dq",
-    "attn_fwd_cm", "attn_bwd_dkdv_cm", "attn_bwd_dq_cm",   "matrix_layout",
-    "attn_decode", "attn_merge",       "attn_decode_sg32", "attn_decode_staged",
-    "attn_decode_cm",
+    "attn_fwd",         "attn_bwd_prep",      "attn_bwd_dkdv",  "attn_bwd_dq", "attn_fwd_cm",
+    "attn_bwd_dkdv_cm", "attn_bwd_dq_cm",     "matrix_layout",  "attn_decode", "attn_merge",
+    "attn_decode_sg32", "attn_decode_staged", "attn_decode_cm",
 };
 
 const char *fa_vk_kernel_name(fa_vk_kernel kernel)
