@@ -14,11 +14,17 @@
 
 #include <string.h>
 
+/* Whether FA_VULKAN_DECODE is set to `value`. */
+static bool decode_knob_is(fa_context *ctx, const char *value)
+{
+    const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
+    return knob && !strcmp(knob, value);
+}
+
 bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk_decode_plan *plan)
 {
     /* FA_VULKAN_DECODE=0: off. */
-    const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
-    if (knob && !strcmp(knob, "0"))
+    if (decode_knob_is(ctx, "0"))
         return false;
     /* attn_decode.comp has none of the variants (its push constants are full): the scalar
      * forward serves */
@@ -50,7 +56,7 @@ bool fa_vk_decode_plan_for(fa_context *ctx, const fa_attention_call *call, fa_vk
         .element_bytes = call->dtype == FA_DTYPE_F32 ? 4u : 2u,
         .num_splits = call->num_splits,
         /* FA_VULKAN_DECODE=plain or sg32: the unstaged modules */
-        .stageable = !(knob && (!strcmp(knob, "plain") || !strcmp(knob, "sg32"))) &&
+        .stageable = !decode_knob_is(ctx, "plain") && !decode_knob_is(ctx, "sg32") &&
                      fa_vk_kernel_built(FA_VK_DECODE_STAGED, fa_vk_storage_of(st, call->dtype)),
     };
     char why[160];
@@ -73,8 +79,7 @@ static fa_vk_kernel plan_kernel(fa_context *ctx, const fa_vk_decode_plan *plan,
 {
     if (plan->staged)
         return FA_VK_DECODE_STAGED;
-    const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
-    const bool sg32 = knob && !strcmp(knob, "sg32");
+    const bool sg32 = decode_knob_is(ctx, "sg32");
     return plan->subgroup == 32 && sg32 && fa_vk_kernel_built(FA_VK_DECODE_SG32, storage)
                ? FA_VK_DECODE_SG32
                : FA_VK_DECODE;
@@ -89,9 +94,8 @@ static bool matrix_module(fa_context *ctx, const fa_attention_call *call,
                           const fa_vk_decode_plan *plan, fa_vk_spec *spec)
 {
     const fa_vk_state *st = fa_vk_state_of(ctx);
-    const char *knob = fa_knob_value(ctx, FA_KNOB_VULKAN_DECODE);
-    const bool scalar =
-        knob && (!strcmp(knob, "scalar") || !strcmp(knob, "plain") || !strcmp(knob, "sg32"));
+    const bool scalar = decode_knob_is(ctx, "scalar") || decode_knob_is(ctx, "plain") ||
+                        decode_knob_is(ctx, "sg32");
     if (!st->matrix || scalar || fa_vk_storage_of(st, call->dtype) != FA_VK_F16_S16 ||
         call->dtype != FA_DTYPE_F16)
         return false;

@@ -777,16 +777,7 @@ __device__ __forceinline__ void fa_fwd_wgmma(const fa_cuda_params &p)
                             (const char *)p.bias.ptr + (brow + k0 + t2) * (bias_f32 ? 4 : 2);
 #pragma unroll
                         for (int n = 0; n < W / 8; n++) {
-                            float2 v;
-                            if (bias_f32) {
-                                v = __ldg((const float2 *)row + 4 * n);
-                            } else {
-                                const unsigned u = __ldg((const unsigned *)row + 4 * n);
-                                v = p.bias_dtype == FA_CUDA_BIAS_F16
-                                        ? __half22float2(*(const __half2 *)&u)
-                                        : make_float2(__uint_as_float(u << 16),
-                                                      __uint_as_float(u & 0xffff0000u));
-                            }
+                            const float2 v = fa_bias_pair(p, bias_f32, row, 8 * n);
                             sc[4 * n + 2 * r] += FA_LOG2E * v.x;
                             sc[4 * n + 2 * r + 1] += FA_LOG2E * v.y;
                         }

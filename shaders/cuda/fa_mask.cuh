@@ -161,6 +161,21 @@ __device__ __forceinline__ float fa_bias_at(const fa_cuda_params &p, const void 
                                                  : __uint_as_float((unsigned)x << 16));
 }
 
+// Keys j and j + 1 of a row pointer from fa_bias_ptr (or of the same form) in one load, as the
+// bias's values (not yet times log2 e): the row's address and j even, which the caller checks
+// from the view's base and strides. f32: p.bias_dtype == FA_CUDA_BIAS_F32, as the caller holds it
+// (read again from the parameters, it cost a load and a compare at every use).
+__device__ __forceinline__ float2 fa_bias_pair(const fa_cuda_params &p, bool f32, const void *row,
+                                               int j)
+{
+    if (f32)
+        return __ldg((const float2 *)((const float *)row + j));
+    const unsigned u = __ldg((const unsigned *)((const unsigned short *)row + j));
+    return p.bias_dtype == FA_CUDA_BIAS_F16
+               ? __half22float2(*(const __half2 *)&u)
+               : make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+}
+
 template <typename F> __device__ __forceinline__ void fa_bias_tiles(const fa_cuda_params &p, F &&f)
 {
     if (p.bias_dtype == FA_CUDA_BIAS_F32)

@@ -368,8 +368,8 @@ const uint UPR = DU < PU ? DU : PU;
         const uint kk_ = min((n0_) + j_, n_stop - 1u);                                         \
         const uint ka_ = k_base + KEY_ROW(kk_, pc.k_sb, pc.k_ss) + u_ * G;                     \
         const uint va_ = v_base + KEY_ROW(kk_, pc.v_sb, pc.v_ss) + u_ * G;                     \
-        kx_[i_] = k_units ? LD_UNIT_ALIGNED(k_buf, ka_) : LD_UNIT(k_buf, ka_, k8, k4);         \
-        vx_[i_] = v8 ? LD_UNIT_ALIGNED(v_buf, va_) : LD_UNIT(v_buf, va_, v8, v4);              \
+        kx_[i_] = LD_UNIT(k_buf, ka_, k8, k4);                                                 \
+        vx_[i_] = LD_UNIT(v_buf, va_, v8, v4);                                                 \
     }
 
     // Every subgroup takes the same number of steps (see the scalar form below).
