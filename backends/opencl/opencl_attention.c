@@ -334,38 +334,47 @@ typedef struct dec_tiles {
     int bn;
 } dec_tiles;
 
-/* Local memory of fa_decode for `rows` packed rows and tiles of bn keys at head dim d. */
-static uint64_t dec_local_bytes(int d, int rows, int bn)
+/* Local memory of fa_decode for `rows` packed rows and tiles of bn keys at head dim d, the K and
+ * V tiles kept as stored (quads of `elem` bytes a value). */
+static uint64_t dec_local_bytes(int d, int rows, int bn, int elem)
 {
     const uint64_t rwp = (uint64_t)(rows + 3) / 4 * 4, d4 = (uint64_t)d / 4;
-    return 2 * (uint64_t)bn * (d4 + 1) * 16 + rwp * d4 * 16 + rwp * (uint64_t)bn * 4 + 3 * rwp * 4;
+    return 2 * (uint64_t)bn * (d4 + 1) * 4 * (uint64_t)elem + rwp * d4 * 16 +
+           rwp * (uint64_t)bn * 4 + 3 * rwp * 4;
 }
 
-/* Whether the decoding kernels may run: FA_OPENCL_DECODE=0 sends decoding calls to the ordinary
- * forward (a way around a driver that fails on them), anything else leaves them on. */
-static bool decode_enabled(const fa_context *ctx)
+/* FA_OPENCL_DECODE: 0 sends decoding calls to the ordinary forward (a way around a driver that
+ * fails on them); 16, 32 or 64 caps the decoding kernel's key tile (tuning); anything else, or
+ * nothing, leaves the kernels on with the largest tile that fits. The cap, or 0 for off. */
+static int decode_key_cap(const fa_context *ctx)
 {
     const char *knob = fa_knob_value(ctx, FA_KNOB_OPENCL_DECODE);
-    return !(knob && !strcmp(knob, "0"));
+    if (!knob)
+        return 64;
+    const long n = strtol(knob, NULL, 10);
+    return !strcmp(knob, "0") ? 0 : n == 16 || n == 32 || n == 64 ? (int)n : 64;
 }
 
 /* Calls with at most DEC_MAX_ROWS query rows per KV head take the decoding kernels, with the
- * largest key tile of 64, 32 or 16 whose local memory fits (decode_enabled permitting). */
+ * largest key tile of 64, 32 or 16 whose local memory fits (decode_key_cap permitting). */
 static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
                         const fa_attention_call *call, size_t max_wg, void *tiles, int *nt,
                         char *options, size_t size)
 {
     dec_tiles *t = tiles;
     const int64_t rows = call->seq_q * (call->heads_q / call->heads_kv);
+    const int cap = decode_key_cap(ctx);
     /* fa_decode.cl has no window, softcap, ALiBi or bias: the forward serves those calls */
-    if (!decode_enabled(ctx) || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window ||
+    if (!cap || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window ||
         call->softcap > 0.0f || call->has_alibi || call->has_bias)
         return false;
     static const int tiles_bn[3] = {64, 32, 16};
+    const int elem = call->dtype == FA_DTYPE_F32 ? 4 : 2;
     t->bn = 0;
     for (int i = 0; i < 3 && !t->bn; i++)
-        if (dec_local_bytes((int)call->head_dim, (int)rows, tiles_bn[i]) + 64 <=
-            dev->local_mem_bytes)
+        if (tiles_bn[i] <= cap &&
+            dec_local_bytes((int)call->head_dim, (int)rows, tiles_bn[i], elem) + 64 <=
+                dev->local_mem_bytes)
             t->bn = tiles_bn[i];
     if (!t->bn)
         return false;

@@ -5,8 +5,9 @@
  * being query r % Sq of query head hk * GQA + r / Sq), so each K and V row is read once for all.
  * OpenCL 1.2 has no subgroup operations: the row statistics go through local memory.
  *
- * Per tile of FA_BN keys (5 barriers): K and V -> local f32; scores (work-item t: key
- * t % BN, rows t / BN + NRP i) -> st; per row (work-items t < BM): the new maximum and alpha;
+ * Per tile of FA_BN keys (5 barriers): K and V -> local memory as stored (f16 and bf16 tiles take
+ * half the bytes of f32 ones, so more work-groups share a compute unit; each element is converted
+ * where it is read, once, as before); scores (work-item t: key t % BN, rows t / BN + NRP i) -> st; per row (work-items t < BM): the new maximum and alpha;
  * P = exp2(S - m) in place; then the row sums (t < BM) and O = alpha O + P V (work-item t: the
  * float4 column t % D4 of every row, keys t / D4 + NKS x), the key subsets summed at the end.
  * One chunk writes O and the LSE; several write their normalised O and LSE to the workspace
@@ -14,11 +15,14 @@
  * table[b][n / page_size], clamped into [0, num_pages). */
 
 #define D4 (FA_D / 4)
-#define LDK (D4 + 1)                   /* float4 per local K/V row */
+#define LDK (D4 + 1)                   /* quads per local K/V row */
 #define RWP ((FA_BM + 3) / 4 * 4)      /* rows, padded */
 #define NRP (FA_NT / FA_BN)            /* row parts of the score phase */
 #define RPP ((RWP + NRP - 1) / NRP)    /* score rows per work-item */
 #define NKS (FA_NT / D4)               /* key subsets of the P V phase */
+#if FA_BN < RWP
+#error "the K and V tiles hold the rows' f32 O at the end: FA_BN must be at least RWP"
+#endif
 
 /* Elements i..i+3 as f32 (fa_common.cl's raw_load4: one vector load when aligned). */
 inline float4 dec_load4(__global const fa_st *p, long i, bool aligned)
@@ -47,7 +51,8 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
           long t_ss, long t_sh, long page_size, long num_pages, int seq_q, int seq_k,
           float scale_log2, int split_keys, __global float *ws, long ws_lse_off)
 {
-    __local float4 kt[FA_BN * LDK], vt[FA_BN * LDK];
+    __local fa_raw4 kv[2 * FA_BN * LDK] __attribute__((aligned(16)));
+    __local fa_raw4 *kt = kv, *vt = kv + FA_BN * LDK;
     __local float4 qs[RWP * D4];
     __local float st[RWP * FA_BN];
     __local float row_m[RWP], row_l[RWP], row_a[RWP];
@@ -109,8 +114,8 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
             const int jj = e / D4, c = e % D4;
             fa_raw4 kx = (fa_raw4)(0), vx = (fa_raw4)(0);
             FETCH_KV(n0 + jj, c, kx, vx)
-            kt[jj * LDK + c] = raw_to_f32(kx);
-            vt[jj * LDK + c] = raw_to_f32(vx);
+            kt[jj * LDK + c] = kx;
+            vt[jj * LDK + c] = vx;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const long n = n0 + j;
@@ -120,7 +125,7 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
                 break;
             float s = 0.0f;
             for (int c = 0; c < D4; c++) {
-                const float4 kx = kt[j * LDK + c], qx = qs[r * D4 + c];
+                const float4 kx = raw_to_f32(kt[j * LDK + c]), qx = qs[r * D4 + c];
                 s = fma(kx.w, qx.w, fma(kx.z, qx.z, fma(kx.y, qx.y, fma(kx.x, qx.x, s))));
             }
             const bool visible = n < n_stop && (!FA_CAUSAL || n <= (long)(r % seq_q) + diag);
@@ -153,19 +158,21 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
             for (int r = 0; r < RWP; r++)
                 acc[r] *= row_a[r];
             for (int jj = ks; jj < FA_BN; jj += NKS) {
-                const float4 vx = vt[jj * LDK + cg];
+                const float4 vx = raw_to_f32(vt[jj * LDK + cg]);
                 for (int r = 0; r < RWP; r++)
                     acc[r] += st[r * FA_BN + jj] * vx;
             }
         }
     }
 
-    /* O: the key subsets added up, one after the other, in the K tile's memory */
+    /* O: the key subsets added up, one after the other, in the tiles' memory (RWP x D4 float4
+     * fit in 2 x FA_BN x LDK quads of 8 or 16 bytes since FA_BN >= RWP) */
+    __local float4 *os = (__local float4 *)kv;
     for (int x = 0; x < NKS; x++) {
         barrier(CLK_LOCAL_MEM_FENCE);
         if (ks == x)
             for (int r = 0; r < RWP; r++)
-                kt[r * D4 + cg] = x == 0 ? acc[r] : kt[r * D4 + cg] + acc[r];
+                os[r * D4 + cg] = x == 0 ? acc[r] : os[r * D4 + cg] + acc[r];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -177,7 +184,7 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
         if (r >= FA_BM || r >= packed)
             continue;
         const float l = row_l[r], m = row_m[r];
-        const float4 out = l != 0.0f ? kt[r * D4 + c] / l : (float4)(0.0f);
+        const float4 out = l != 0.0f ? os[r * D4 + c] / l : (float4)(0.0f);
         const float lse_r = l != 0.0f ? (m + log2(l)) * FA_LN2 : -INFINITY;
         const long i = r % seq_q, h = hk * FA_GQA + r / seq_q;
         if (split) {
