@@ -218,7 +218,7 @@ static bool backward_plan(const fa_context *ctx, const fa_cl_device *dev,
 
 /* The decoding kernels (below): work-items per work-group, the most packed query rows per KV
  * head, and the work-groups a compute unit is assumed to keep busy (the chunk count). */
-enum { DEC_NT = 128, DEC_MAX_ROWS = 16, DEC_GROUPS_PER_UNIT = 4 };
+enum { DEC_NT = 128, DEC_MAX_ROWS = 16, DEC_GROUPS_PER_UNIT = 8 };
 static bool decode_applies(const fa_context *ctx, const fa_cl_device *dev,
                            const fa_attention_call *call);
 
@@ -368,14 +368,18 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
     if (!cap || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window ||
         call->softcap > 0.0f || call->has_alibi || call->has_bias)
         return false;
+    /* The largest key tile whose local memory leaves room for a second work-group (several
+     * must share a compute unit to keep enough reads in flight: docs/PERF.md), else the largest
+     * that fits at all. */
     static const int tiles_bn[3] = {64, 32, 16};
     const int elem = call->dtype == FA_DTYPE_F32 ? 4 : 2;
     t->bn = 0;
-    for (int i = 0; i < 3 && !t->bn; i++)
-        if (tiles_bn[i] <= cap &&
-            dec_local_bytes((int)call->head_dim, (int)rows, tiles_bn[i], elem) + 64 <=
-                dev->local_mem_bytes)
-            t->bn = tiles_bn[i];
+    for (int pass = 0; pass < 2 && !t->bn; pass++)
+        for (int i = 0; i < 3 && !t->bn; i++)
+            if (tiles_bn[i] <= cap &&
+                dec_local_bytes((int)call->head_dim, (int)rows, tiles_bn[i], elem) + 64 <=
+                    dev->local_mem_bytes / (pass == 0 ? 2 : 1))
+                t->bn = tiles_bn[i];
     if (!t->bn)
         return false;
     fa_cl_options o = {0};

@@ -6,8 +6,9 @@
  * OpenCL 1.2 has no subgroup operations: the row statistics go through local memory.
  *
  * Per tile of FA_BN keys (5 barriers): K and V -> local memory as stored (f16 and bf16 tiles take
- * half the bytes of f32 ones, so more work-groups share a compute unit; each element is converted
- * where it is read, once, as before); scores (work-item t: key t % BN, rows t / BN + NRP i) -> st; per row (work-items t < BM): the new maximum and alpha;
+ * half the bytes of f32 ones, so more work-groups share a compute unit; elements are converted
+ * where they are read: V's once, K's by each of the NRP work-items scoring that key); scores
+ * (work-item t: key t % BN, rows t / BN + NRP i) -> st; per row (work-items t < BM): the new maximum and alpha;
  * P = exp2(S - m) in place; then the row sums (t < BM) and O = alpha O + P V (work-item t: the
  * float4 column t % D4 of every row, keys t / D4 + NKS x), the key subsets summed at the end.
  * One chunk writes O and the LSE; several write their normalised O and LSE to the workspace
@@ -128,7 +129,9 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
                 const float4 kx = raw_to_f32(kt[j * LDK + c]), qx = qs[r * D4 + c];
                 s = fma(kx.w, qx.w, fma(kx.z, qx.z, fma(kx.y, qx.y, fma(kx.x, qx.x, s))));
             }
-            const bool visible = n < n_stop && (!FA_CAUSAL || n <= (long)(r % seq_q) + diag);
+            bool visible = n < n_stop;
+            if (FA_CAUSAL)
+                visible = visible && n <= (long)(r % seq_q) + diag;
             st[r * FA_BN + j] = visible ? s * scale_log2 : -INFINITY;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
