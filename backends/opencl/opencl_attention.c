@@ -335,12 +335,12 @@ typedef struct dec_tiles {
 } dec_tiles;
 
 /* Local memory of fa_decode for `rows` packed rows and tiles of bn keys at head dim d, the K and
- * V tiles kept as stored (quads of `elem` bytes a value). */
+ * V tiles kept as stored (quads of `elem` bytes a value); the scores' parts take DEC_NT x rows. */
 static uint64_t dec_local_bytes(int d, int rows, int bn, int elem)
 {
     const uint64_t rwp = (uint64_t)(rows + 3) / 4 * 4, d4 = (uint64_t)d / 4;
     return 2 * (uint64_t)bn * (d4 + 1) * 4 * (uint64_t)elem + rwp * d4 * 16 +
-           rwp * (uint64_t)bn * 4 + 3 * rwp * 4;
+           rwp * (uint64_t)bn * 4 + (uint64_t)DEC_NT * rwp * 4 + 3 * rwp * 4;
 }
 
 /* FA_OPENCL_DECODE: 0 sends decoding calls to the ordinary forward (a way around a driver that
