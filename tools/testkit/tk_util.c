@@ -31,19 +31,34 @@ static double rand_unit(uint64_t *state)
     return ((double)(fa_testkit_splitmix64(state) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
 }
 
+/* splitmix64's state moves by this constant a draw, so the state k draws on is known: the fill
+ * runs in chunks on OpenMP's threads and writes what one sequential pass would. */
+#define SPLITMIX64_GAMMA 0x9e3779b97f4a7c15ull
+#define FILL_CHUNK_PAIRS ((size_t)1 << 16)
+
 void fa_testkit_fill_random(void *dst, fa_dtype dtype, size_t n, uint64_t seed)
 {
-    uint64_t state = seed ^ 0x5851f42d4c957f2dull;
-    bool any_nonzero = false;
-    for (size_t i = 0; i < n; i += 2) {
-        /* Box-Muller: two N(0,1) values, clipped to +-4 so no tail dominates an error max. */
-        double r = sqrt(-2.0 * log(rand_unit(&state)));
-        double a = 6.283185307179586 * rand_unit(&state);
-        double x[2] = {r * cos(a), r * sin(a)};
-        for (size_t k = 0; k < 2 && i + k < n; k++) {
-            double y = x[k] > 4.0 ? 4.0 : (x[k] < -4.0 ? -4.0 : x[k]);
-            fa_testkit_store(dst, dtype, i + k, y);
-            any_nonzero |= fa_testkit_load(dst, dtype, i + k) != 0.0;
+    const uint64_t start = seed ^ 0x5851f42d4c957f2dull;
+    const size_t pairs = (n + 1) / 2;
+    const long long chunks = (long long)((pairs + FILL_CHUNK_PAIRS - 1) / FILL_CHUNK_PAIRS);
+    int any_nonzero = 0;
+#pragma omp parallel for schedule(static) reduction(| : any_nonzero) if (chunks > 1)
+    for (long long c = 0; c < chunks; c++) {
+        const size_t first = (size_t)c * FILL_CHUNK_PAIRS;
+        const size_t last = first + FILL_CHUNK_PAIRS < pairs ? first + FILL_CHUNK_PAIRS : pairs;
+        uint64_t state = start + (uint64_t)(2 * first) * SPLITMIX64_GAMMA; /* two draws a pair */
+        for (size_t pair = first; pair < last; pair++) {
+            /* Box-Muller: two N(0,1) values, clipped to +-4 so no tail dominates an error max. */
+            const double r = sqrt(-2.0 * log(rand_unit(&state)));
+            const double a = 6.283185307179586 * rand_unit(&state);
+            const double x[2] = {r * cos(a), r * sin(a)};
+            for (size_t k = 0; k < 2 && 2 * pair + k < n; k++) {
+                const size_t i = 2 * pair + k;
+                const double y = x[k] > 4.0 ? 4.0 : (x[k] < -4.0 ? -4.0 : x[k]);
+                fa_testkit_store(dst, dtype, i, y);
+                if (!any_nonzero)
+                    any_nonzero = fa_testkit_load(dst, dtype, i) != 0.0;
+            }
         }
     }
     if (n > 0 && !any_nonzero)
