@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The decoding kernel's form that lavapipe would not choose (bench/decode_variants.sh times it on
-# a GPU), kept correct here: the build's staged Vulkan module (attn_decode_staged, chosen where
-# 32 KiB more shared memory than lavapipe's fits) standing in for the generic f16 one through
-# FA_VULKAN_SPV_DIR, on `run --check` shapes that cover split chunks, a partial last step,
-# causal rows, paged caches and head dims 64, 128 and 256. Without a Vulkan device (or a build
-# without the staged module) the test is skipped (77).
+# The decoding kernels' forms that lavapipe and PoCL would not choose, kept correct here on
+# `run --check` shapes that cover split chunks, a partial last step, causal rows, paged caches and
+# head dims 64, 128 and 256: the build's staged Vulkan module (attn_decode_staged, chosen where
+# 32 KiB more shared memory than lavapipe's fits; bench/decode_variants.sh times it on a GPU)
+# standing in for the generic f16 one through FA_VULKAN_SPV_DIR; OpenCL's experimental kernel of
+# 32 work-items (FA_OPENCL_DECODE=w32, docs/PERF.md). Without a Vulkan or OpenCL device (or a
+# build without the staged module) that part is skipped; with neither, the test (77).
 #
 #   tests/decode_variants_check.sh CLI   (the staged module beside it, in shaders/vulkan)
 set -u
@@ -49,6 +50,10 @@ if [ -f "$staged" ] && "$cli" devices 2>/dev/null | grep -q '^  vulkan .* availa
         "FA_VULKAN_SPV_DIR=$work/staged" -- --backend vulkan
     ran=1
 fi
+if "$cli" devices 2>/dev/null | grep -q '^  opencl .* available'; then
+    check "opencl w32" "-DFA_DEC_W32=1" FA_OPENCL_DECODE=w32 -- --backend opencl
+    ran=1
+fi
 [ -f "$work/failed" ] && status=1
-[ "$ran" = 1 ] || { echo "decode-variants: no Vulkan device or staged module: skipped"; exit 77; }
+[ "$ran" = 1 ] || { echo "decode-variants: no Vulkan or OpenCL device: skipped"; exit 77; }
 exit $status

@@ -332,7 +332,10 @@ static size_t tiles_of(int64_t n, int tile)
 
 typedef struct dec_tiles {
     int bn;
+    bool w32; /* the experiment FA_OPENCL_DECODE=w32 (fa_decode.cl's FA_DEC_W32) */
 } dec_tiles;
+
+enum { DEC_W32 = 32, DEC_W32_GROUPS_PER_UNIT = 32 };
 
 /* Local memory of fa_decode for `rows` packed rows and tiles of bn keys at head dim d, the K and
  * V tiles kept as stored (quads of `elem` bytes a value); the scores' parts take DEC_NT x rows. */
@@ -344,13 +347,15 @@ static uint64_t dec_local_bytes(int d, int rows, int bn, int elem)
 }
 
 /* FA_OPENCL_DECODE: 0 sends decoding calls to the ordinary forward (a way around a driver that
- * fails on them); 16, 32 or 64 caps the decoding kernel's key tile (tuning); anything else, or
- * nothing, leaves the kernels on with the largest tile that fits. The cap, or 0 for off. */
-static int decode_key_cap(const fa_context *ctx)
+ * fails on them); 16, 32 or 64 caps the decoding kernel's key tile (tuning); w32 takes the
+ * experimental kernel of 32 work-items (the key tile 32); anything else, or nothing, leaves the
+ * kernels on with the largest tile that fits. The cap, or 0 for off. */
+static int decode_key_cap(const fa_context *ctx, bool *w32)
 {
     const char *knob = fa_knob_value(ctx, FA_KNOB_OPENCL_DECODE);
-    if (!knob)
-        return 64;
+    *w32 = knob && !strcmp(knob, "w32");
+    if (!knob || *w32)
+        return *w32 ? 32 : 64;
     const long n = strtol(knob, NULL, 10);
     return !strcmp(knob, "0") ? 0 : n == 16 || n == 32 || n == 64 ? (int)n : 64;
 }
@@ -363,7 +368,8 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
 {
     dec_tiles *t = tiles;
     const int64_t rows = call->seq_q * (call->heads_q / call->heads_kv);
-    const int cap = decode_key_cap(ctx);
+    bool w32;
+    const int cap = decode_key_cap(ctx, &w32);
     /* fa_decode.cl has no window, softcap, ALiBi or bias: the forward serves those calls */
     if (!cap || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window ||
         call->softcap > 0.0f || call->has_alibi || call->has_bias)
@@ -380,13 +386,24 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
                 dec_local_bytes((int)call->head_dim, (int)rows, tiles_bn[i], elem) + 64 <=
                     dev->local_mem_bytes / (pass == 0 ? 2 : 1))
                 t->bn = tiles_bn[i];
+    t->w32 = w32;
+    if (w32) { /* K and V tiles of 32 keys, Q, and the step's scores */
+        const uint64_t rwp = (uint64_t)(rows + 3) / 4 * 4, d4 = (uint64_t)call->head_dim / 4;
+        const uint64_t bytes = 2 * DEC_W32 * (d4 + 1) * 4 * (uint64_t)elem + rwp * d4 * 16 +
+                               rwp * DEC_W32 * 4;
+        t->bn = bytes + 64 <= dev->local_mem_bytes ? DEC_W32 : 0;
+    }
     if (!t->bn)
         return false;
     fa_cl_options o = {0};
     common_options(dev, call, DEC_NT, (int)rows, t->bn, &o);
-    write_options(options, size, "-cl-std=CL1.2", o, false,
-                  fa_knob_value(ctx, FA_KNOB_OPENCL_BUILD_OPTIONS));
-    *nt = DEC_NT;
+    const char *extra = fa_knob_value(ctx, FA_KNOB_OPENCL_BUILD_OPTIONS);
+    char w32_extra[320];
+    if (w32)
+        snprintf(w32_extra, sizeof w32_extra, "-DFA_DEC_W32=1%s%.255s", extra ? " " : "",
+                 extra ? extra : "");
+    write_options(options, size, "-cl-std=CL1.2", o, false, w32 ? w32_extra : extra);
+    *nt = w32 ? DEC_W32 : DEC_NT; /* the merge kernel takes DEC_NT */
     return true;
 }
 
@@ -409,12 +426,13 @@ static void arg_long(args *a, int64_t v)
 
 /* The decoding forward: fa_decode over the key chunks fa_split_choose picks, then, with
  * several, fa_decode_merge. */
-static fa_status decode_forward(fa_context *ctx, const fa_attention_call *call, fa_cl_program *prog)
+static fa_status decode_forward(fa_context *ctx, const fa_attention_call *call, fa_cl_program *prog,
+                                bool w32)
 {
     fa_cl_state *st = ctx->backend_state;
     const fa_split sp =
         fa_split_choose(call->batch * call->heads_kv, call->seq_k, st->dev->info.compute_units,
-                        DEC_GROUPS_PER_UNIT, call->num_splits);
+                        w32 ? DEC_W32_GROUPS_PER_UNIT : DEC_GROUPS_PER_UNIT, call->num_splits);
     const uint64_t rows = (uint64_t)call->batch * (uint64_t)call->heads_q * (uint64_t)call->seq_q;
     const uint64_t part_rows = (uint64_t)sp.splits * rows;
     const uint64_t lse_off = (part_rows * (uint64_t)call->head_dim + 63) / 64 * 64;
@@ -443,9 +461,9 @@ static fa_status decode_forward(fa_context *ctx, const fa_attention_call *call, 
     arg_int(&a, sp.keys_per_split);
     arg_mem(&a, ws);
     arg_long(&a, (int64_t)lse_off);
-    const size_t global[3] = {(size_t)sp.splits * DEC_NT, (size_t)call->heads_kv,
-                              (size_t)call->batch};
-    const size_t local[3] = {DEC_NT, 1, 1};
+    const size_t nt = w32 ? DEC_W32 : DEC_NT;
+    const size_t global[3] = {(size_t)sp.splits * nt, (size_t)call->heads_kv, (size_t)call->batch};
+    const size_t local[3] = {nt, 1, 1}, merge_local[3] = {DEC_NT, 1, 1};
     fa_status status = launch(ctx, &a, "fa_decode", global, local);
     if (status != FA_OK || sp.splits == 1)
         return status;
@@ -459,7 +477,7 @@ static fa_status decode_forward(fa_context *ctx, const fa_attention_call *call, 
     arg_int(&m, call->seq_q);
     const size_t merge_global[3] = {(size_t)call->seq_q * DEC_NT, (size_t)call->heads_q,
                                     (size_t)call->batch};
-    return launch(ctx, &m, "fa_decode_merge", merge_global, local);
+    return launch(ctx, &m, "fa_decode_merge", merge_global, merge_local);
 }
 
 fa_status fa_cl_forward(fa_context *ctx, const fa_attention_call *call)
@@ -470,7 +488,7 @@ fa_status fa_cl_forward(fa_context *ctx, const fa_attention_call *call)
         fa_cl_program *dprog;
         fa_status status = prepare(ctx, call, FA_CL_SOURCE_DECODE, decode_plan, &dt, &dprog);
         if (status == FA_OK)
-            return decode_forward(ctx, call, dprog);
+            return decode_forward(ctx, call, dprog, dt.w32);
         /* only a driver's work-group limit below the kernels' size falls back */
         if (call->has_block_table ||
             (status != FA_ERROR_UNSUPPORTED && status != FA_ERROR_UNSUPPORTED_HEAD_DIM))

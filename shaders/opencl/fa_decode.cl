@@ -23,6 +23,9 @@
 #define RPP ((RWP + NRP - 1) / NRP)    /* score rows per work-item */
 #define NKS (FA_NT / D4)               /* key subsets of the P V phase */
 #define DQ ((D4 + NRP - 1) / NRP)      /* K quads a work-item dots with every row */
+#ifndef FA_DEC_W32
+#define FA_DEC_W32 0
+#endif
 #if FA_BN < RWP
 #error "the K and V tiles hold the rows' f32 O at the end: FA_BN must be at least RWP"
 #endif
@@ -44,6 +47,18 @@ inline long dec_key_row(long n, long b, long sb, long ss, __global const int *ta
     return page * sb + n % page_size * ss;
 }
 
+/* Quad c_ of key n_'s K and V rows into kx_ and vx_ (raw), left as they are past the chunk. */
+#define FETCH_KV(n_, c_, kx_, vx_)                                                               \
+    if ((n_) < n_stop) {                                                                         \
+        const long kr_ = dec_key_row((n_), b, k_sb, k_ss, table, t_off, t_sb, t_ss, page_size,   \
+                                     num_pages);                                                 \
+        const long vr_ = dec_key_row((n_), b, v_sb, v_ss, table, t_off, t_sb, t_ss, page_size,   \
+                                     num_pages);                                                 \
+        kx_ = raw_load4(k, k_off + kr_ + hk * k_sh + 4 * (c_), k4);                              \
+        vx_ = raw_load4(v, v_off + vr_ + hk * v_sh + 4 * (c_), v4);                              \
+    }
+
+#if !FA_DEC_W32
 __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void
 fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
           __global const fa_st *k, long k_off, long k_sb, long k_ss, long k_sh,
@@ -102,16 +117,6 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
     for (int r = 0; r < RWP; r++)
         acc[r] = (float4)(0.0f);
 
-/* Quad c_ of key n_'s K and V rows into kx_ and vx_ (raw), left as they are past the chunk. */
-#define FETCH_KV(n_, c_, kx_, vx_)                                                               \
-    if ((n_) < n_stop) {                                                                         \
-        const long kr_ = dec_key_row((n_), b, k_sb, k_ss, table, t_off, t_sb, t_ss, page_size,   \
-                                     num_pages);                                                 \
-        const long vr_ = dec_key_row((n_), b, v_sb, v_ss, table, t_off, t_sb, t_ss, page_size,   \
-                                     num_pages);                                                 \
-        kx_ = raw_load4(k, k_off + kr_ + hk * k_sh + 4 * (c_), k4);                              \
-        vx_ = raw_load4(v, v_off + vr_ + hk * v_sh + 4 * (c_), v4);                              \
-    }
     for (long n0 = n_begin; n0 < n_stop; n0 += FA_BN) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile is no longer read */
         for (int e = t; e < FA_BN * D4; e += FA_NT) {
@@ -226,6 +231,164 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
     (void)s_ss;
     (void)s_sh;
 }
+#else
+/* Experiment (FA_OPENCL_DECODE=w32; docs/PERF.md, fifty-first session): work-groups of W32
+ * work-items, one warp on NVIDIA, where a barrier costs little, so that many groups share a
+ * compute unit and each walks its chunk on its own. Per step of W32 keys: K and V -> local
+ * memory as stored (neighbouring work-items on neighbouring quads); work-item j scores key j
+ * against every row (its K row converted once) -> pst; every work-item then reads the step's
+ * scores (the same address across the group: broadcasts) and keeps the rows' maxima and sums
+ * itself, so no row phase and no row statistics in local memory; O = alpha O + P V with
+ * work-item t owning quads t + W32 u of every row, which it writes at the end as fa_decode
+ * does (the split's workspace layout is the same, so fa_decode_merge combines the chunks). */
+#define W32 32
+#define UQ ((D4 + W32 - 1) / W32) /* quads of O's columns a work-item owns */
+#if FA_BN != W32
+#error "FA_DEC_W32 takes steps of FA_BN = 32 keys"
+#endif
+
+__kernel __attribute__((reqd_work_group_size(W32, 1, 1))) void
+fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
+          __global const fa_st *k, long k_off, long k_sb, long k_ss, long k_sh,
+          __global const fa_st *v, long v_off, long v_sb, long v_ss, long v_sh, __global fa_st *o,
+          long o_off, long o_sb, long o_ss, long o_sh, __global float *lse, long l_off, long l_sb,
+          long l_ss, long l_sh, int has_lse, __global const int *lens, long s_off, long s_sb,
+          long s_ss, long s_sh, int has_lens, __global const int *table, long t_off, long t_sb,
+          long t_ss, long t_sh, long page_size, long num_pages, int seq_q, int seq_k,
+          float scale_log2, int split_keys, __global float *ws, long ws_lse_off)
+{
+    __local fa_raw4 kt[W32 * LDK], vt[W32 * LDK];
+    __local float4 qs[RWP * D4];
+    __local float pst[RWP * W32];
+
+    const int t = (int)get_local_id(0);
+    const long chunk = get_group_id(0), hk = get_group_id(1), b = get_group_id(2);
+    const int packed = FA_GQA * seq_q;
+    int sk = seq_k;
+    if (has_lens) {
+        const int n = lens[s_off + b * s_sb];
+        sk = n < 0 ? 0 : n > seq_k ? seq_k : n;
+    }
+    const int diag = sk - seq_q; /* query i sees key j iff j <= i + diag */
+    const long n_begin = min((long)chunk * split_keys, (long)sk);
+    long n_stop = min((long)sk, n_begin + split_keys);
+    if (FA_CAUSAL) {
+        int i_max = 0;
+        for (int r = 0; r < FA_BM && r < packed; r++)
+            i_max = max(i_max, r % seq_q);
+        n_stop = clamp((long)i_max + diag + 1, n_begin, n_stop);
+    }
+    const bool q4 = ((q_off | q_sb | q_ss | q_sh) & 3) == 0;
+    const bool k4 = ((k_off | k_sb | k_ss | k_sh) & 3) == 0;
+    const bool v4 = ((v_off | v_sb | v_ss | v_sh) & 3) == 0;
+
+    for (int e = t; e < RWP * D4; e += W32) {
+        const int r = e / D4, c = e % D4;
+        float4 x = (float4)(0.0f);
+        if (r < FA_BM && r < packed) {
+            const long i = r % seq_q, h = hk * FA_GQA + r / seq_q;
+            x = dec_load4(q, q_off + b * q_sb + h * q_sh + i * q_ss + 4 * c, q4);
+        }
+        qs[e] = x;
+    }
+    float m[RWP], l[RWP];
+    float4 acc[RWP][UQ];
+    for (int r = 0; r < RWP; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+        for (int u = 0; u < UQ; u++)
+            acc[r][u] = (float4)(0.0f);
+    }
+
+    for (long n0 = n_begin; n0 < n_stop; n0 += W32) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* the previous step is no longer read */
+        for (int e = t; e < W32 * D4; e += W32) {
+            const int jj = e / D4, c = e % D4;
+            fa_raw4 kx = (fa_raw4)(0), vx = (fa_raw4)(0);
+            FETCH_KV(n0 + jj, c, kx, vx)
+            kt[jj * LDK + c] = kx;
+            vt[jj * LDK + c] = vx;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        {
+            float s[RWP];
+            for (int r = 0; r < RWP; r++)
+                s[r] = 0.0f;
+            for (int c = 0; c < D4; c++) {
+                const float4 kx = raw_to_f32(kt[t * LDK + c]);
+                for (int r = 0; r < RWP; r++) {
+                    const float4 qx = qs[r * D4 + c];
+                    s[r] = fma(kx.w, qx.w, fma(kx.z, qx.z, fma(kx.y, qx.y, fma(kx.x, qx.x, s[r]))));
+                }
+            }
+            const long n = n0 + t;
+            for (int r = 0; r < RWP; r++) {
+                bool visible = n < n_stop;
+                if (FA_CAUSAL)
+                    visible = visible && n <= (long)(r % seq_q) + diag;
+                pst[r * W32 + t] = visible ? s[r] * scale_log2 : -INFINITY;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int r = 0; r < RWP; r++) {
+            float mx = m[r];
+            for (int jj = 0; jj < W32; jj++)
+                mx = fmax(mx, pst[r * W32 + jj]);
+            /* m = -inf: nothing visible so far, so nothing is rescaled */
+            const float alpha = mx == -INFINITY ? 1.0f : exp2(m[r] - mx);
+            const float mu = mx == -INFINITY ? 0.0f : mx;
+            m[r] = mx;
+            float sum = 0.0f;
+            float4 a[UQ];
+            for (int u = 0; u < UQ; u++)
+                a[u] = acc[r][u] * alpha;
+            for (int jj = 0; jj < W32; jj++) {
+                const float pj = exp2(pst[r * W32 + jj] - mu);
+                sum += pj;
+                for (int u = 0; u < UQ; u++) {
+                    const int c = t + W32 * u;
+                    if (c < D4)
+                        a[u] += pj * raw_to_f32(vt[jj * LDK + c]);
+                }
+            }
+            l[r] = l[r] * alpha + sum;
+            for (int u = 0; u < UQ; u++)
+                acc[r][u] = a[u];
+        }
+    }
+
+    const bool split = get_num_groups(0) > 1;
+    const long heads_q = get_num_groups(1) * FA_GQA;
+    const long out_rows = get_num_groups(2) * heads_q * seq_q;
+    for (int r = 0; r < FA_BM && r < packed; r++) {
+        const float lse_r = l[r] != 0.0f ? (m[r] + log2(l[r])) * FA_LN2 : -INFINITY;
+        const long i = r % seq_q, h = hk * FA_GQA + r / seq_q;
+        for (int u = 0; u < UQ; u++) {
+            const int c = t + W32 * u;
+            if (c >= D4)
+                continue;
+            const float4 out = l[r] != 0.0f ? acc[r][u] / l[r] : (float4)(0.0f);
+            if (split) {
+                const long row = chunk * out_rows + (b * heads_q + h) * seq_q + i;
+                vstore4(out, 0, ws + row * FA_D + 4 * c);
+                if (c == 0)
+                    ws[ws_lse_off + row] = lse_r;
+            } else {
+                const long at = o_off + b * o_sb + h * o_sh + i * o_ss + 4 * c;
+                fa_store(o, at, out.x);
+                fa_store(o, at + 1, out.y);
+                fa_store(o, at + 2, out.z);
+                fa_store(o, at + 3, out.w);
+                if (c == 0 && has_lse)
+                    lse[l_off + b * l_sb + h * l_sh + i * l_ss] = lse_r;
+            }
+        }
+    }
+    (void)t_sh;
+    (void)s_ss;
+    (void)s_sh;
+}
+#endif
 
 /* The chunks' results combined exactly: one work-group per output row (query i, query head h,
  * batch b); w_c = exp(LSE_c - max), O = sum w_c O_c / sum w_c, LSE = max + log(sum w_c). */
