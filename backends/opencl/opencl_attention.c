@@ -371,8 +371,8 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
     bool w32;
     const int cap = decode_key_cap(ctx, &w32);
     /* fa_decode.cl has no window, softcap, ALiBi or bias: the forward serves those calls */
-    if (!cap || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window ||
-        call->softcap > 0.0f || call->has_alibi || call->has_bias)
+    if (!cap || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window || call->softcap > 0.0f ||
+        call->has_alibi || call->has_bias)
         return false;
     /* The largest key tile whose local memory leaves room for a second work-group (several
      * must share a compute unit to keep enough reads in flight: docs/PERF.md), else the largest
@@ -389,8 +389,8 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
     t->w32 = w32;
     if (w32) { /* K and V tiles of 32 keys, Q, and the step's scores */
         const uint64_t rwp = (uint64_t)(rows + 3) / 4 * 4, d4 = (uint64_t)call->head_dim / 4;
-        const uint64_t bytes = 2 * DEC_W32 * (d4 + 1) * 4 * (uint64_t)elem + rwp * d4 * 16 +
-                               rwp * DEC_W32 * 4;
+        const uint64_t bytes =
+            2 * DEC_W32 * (d4 + 1) * 4 * (uint64_t)elem + rwp * d4 * 16 + rwp * DEC_W32 * 4;
         t->bn = bytes + 64 <= dev->local_mem_bytes ? DEC_W32 : 0;
     }
     if (!t->bn)
