@@ -47,27 +47,97 @@ inline long dec_key_row(long n, long b, long sb, long ss, __global const int *ta
     return page * sb + n % page_size * ss;
 }
 
-/* Quad c_ of key n_'s K and V rows into kx_ and vx_ (raw), left as they are past the chunk. */
-#define FETCH_KV(n_, c_, kx_, vx_)                                                               \
-    if ((n_) < n_stop) {                                                                         \
-        const long kr_ = dec_key_row((n_), b, k_sb, k_ss, table, t_off, t_sb, t_ss, page_size,   \
-                                     num_pages);                                                 \
-        const long vr_ = dec_key_row((n_), b, v_sb, v_ss, table, t_off, t_sb, t_ss, page_size,   \
-                                     num_pages);                                                 \
-        kx_ = raw_load4(k, k_off + kr_ + hk * k_sh + 4 * (c_), k4);                              \
-        vx_ = raw_load4(v, v_off + vr_ + hk * v_sh + 4 * (c_), v4);                              \
+/* The kernels' arguments: views as (offset, batch, seq, head strides) in elements. */
+#define DEC_PARAMS                                                                                 \
+    __global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,                          \
+        __global const fa_st *k, long k_off, long k_sb, long k_ss, long k_sh,                      \
+        __global const fa_st *v, long v_off, long v_sb, long v_ss, long v_sh, __global fa_st *o,   \
+        long o_off, long o_sb, long o_ss, long o_sh, __global float *lse, long l_off, long l_sb,   \
+        long l_ss, long l_sh, int has_lse, __global const int *lens, long s_off, long s_sb,        \
+        long s_ss, long s_sh, int has_lens, __global const int *table, long t_off, long t_sb,      \
+        long t_ss, long t_sh, long page_size, long num_pages, int seq_q, int seq_k,                \
+        float scale_log2, int split_keys, __global float *ws, long ws_lse_off
+
+/* The keys [*begin, *stop) of chunk `chunk` of a sequence (its length from lens[s_at] where
+ * has_lens), and the diagonal: query i sees key j iff j <= i + diagonal. */
+inline int dec_chunk_keys(__global const int *lens, long s_at, int has_lens, int seq_q, int seq_k,
+                          int packed, long chunk, int split_keys, long *begin, long *stop)
+{
+    int sk = seq_k;
+    if (has_lens) {
+        const int n = lens[s_at];
+        sk = n < 0 ? 0 : n > seq_k ? seq_k : n;
+    }
+    const int diag = sk - seq_q;
+    *begin = min(chunk * split_keys, (long)sk);
+    *stop = min((long)sk, *begin + split_keys);
+    if (FA_CAUSAL) {
+        int i_max = 0;
+        for (int r = 0; r < FA_BM && r < packed; r++)
+            i_max = max(i_max, r % seq_q);
+        *stop = clamp((long)i_max + diag + 1, *begin, *stop);
+    }
+    return diag;
+}
+
+/* The KV head's packed query rows as f32 into qs (RWP x D4 quads, rows past them 0), by
+ * work-items t, t + nt, ...; q_at is the batch entry's start. */
+inline void dec_load_q(__local float4 *qs, int t, int nt, __global const fa_st *q, long q_at,
+                       long q_ss, long q_sh, bool aligned, long hk, int seq_q, int packed)
+{
+    for (int e = t; e < RWP * D4; e += nt) {
+        const int r = e / D4, c = e % D4;
+        float4 x = (float4)(0.0f);
+        if (r < FA_BM && r < packed) {
+            const long i = r % seq_q, h = hk * FA_GQA + r / seq_q;
+            x = dec_load4(q, q_at + h * q_sh + i * q_ss + 4 * c, aligned);
+        }
+        qs[e] = x;
+    }
+}
+
+/* Quad c of an output row and, with c = 0, its LSE: to the workspace's row ws_row when the keys
+ * are split, else to o (the row at o_at) and lse (at l_at; NULL: not asked for). */
+inline void dec_store(float4 out, float lse_r, int c, bool split, __global float *ws, long ws_row,
+                      long ws_lse_off, __global fa_st *o, long o_at, __global float *lse,
+                      long l_at)
+{
+    if (split) {
+        vstore4(out, 0, ws + ws_row * FA_D + 4 * c);
+        if (c == 0)
+            ws[ws_lse_off + ws_row] = lse_r;
+    } else {
+        fa_store(o, o_at + 4 * c, out.x);
+        fa_store(o, o_at + 4 * c + 1, out.y);
+        fa_store(o, o_at + 4 * c + 2, out.z);
+        fa_store(o, o_at + 4 * c + 3, out.w);
+        if (c == 0 && lse)
+            lse[l_at] = lse_r;
+    }
+}
+
+/* The tile of FA_BN keys from n0_ into kt and vt as stored (rows past the chunk 0), by
+ * work-items t, t + nt_, ...: neighbouring work-items on neighbouring quads of a row. */
+#define STAGE_KV(n0_, nt_)                                                                         \
+    for (int e_ = t; e_ < FA_BN * D4; e_ += (nt_)) {                                               \
+        const int jj_ = e_ / D4, c_ = e_ % D4;                                                     \
+        const long n_ = (n0_) + jj_;                                                               \
+        fa_raw4 kx_ = (fa_raw4)(0), vx_ = (fa_raw4)(0);                                            \
+        if (n_ < n_stop) {                                                                         \
+            const long kr_ = dec_key_row(n_, b, k_sb, k_ss, table, t_off, t_sb, t_ss, page_size,   \
+                                         num_pages);                                               \
+            const long vr_ = dec_key_row(n_, b, v_sb, v_ss, table, t_off, t_sb, t_ss, page_size,   \
+                                         num_pages);                                               \
+            kx_ = raw_load4(k, k_off + kr_ + hk * k_sh + 4 * c_, k4);                              \
+            vx_ = raw_load4(v, v_off + vr_ + hk * v_sh + 4 * c_, v4);                              \
+        }                                                                                          \
+        kt[jj_ * LDK + c_] = kx_;                                                                  \
+        vt[jj_ * LDK + c_] = vx_;                                                                  \
     }
 
 #if !FA_DEC_W32
 __kernel __attribute__((reqd_work_group_size(FA_NT, 1, 1))) void
-fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
-          __global const fa_st *k, long k_off, long k_sb, long k_ss, long k_sh,
-          __global const fa_st *v, long v_off, long v_sb, long v_ss, long v_sh, __global fa_st *o,
-          long o_off, long o_sb, long o_ss, long o_sh, __global float *lse, long l_off, long l_sb,
-          long l_ss, long l_sh, int has_lse, __global const int *lens, long s_off, long s_sb,
-          long s_ss, long s_sh, int has_lens, __global const int *table, long t_off, long t_sb,
-          long t_ss, long t_sh, long page_size, long num_pages, int seq_q, int seq_k,
-          float scale_log2, int split_keys, __global float *ws, long ws_lse_off)
+fa_decode(DEC_PARAMS)
 {
     __local fa_raw4 kv[2 * FA_BN * LDK] __attribute__((aligned(16)));
     __local fa_raw4 *kt = kv, *vt = kv + FA_BN * LDK;
@@ -79,33 +149,13 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
     const int t = (int)get_local_id(0);
     const long chunk = get_group_id(0), hk = get_group_id(1), b = get_group_id(2);
     const int packed = FA_GQA * seq_q;
-    int sk = seq_k;
-    if (has_lens) {
-        const int n = lens[s_off + b * s_sb];
-        sk = n < 0 ? 0 : n > seq_k ? seq_k : n;
-    }
-    const int diag = sk - seq_q; /* query i sees key j iff j <= i + diag */
-    const long n_begin = min((long)chunk * split_keys, (long)sk);
-    long n_stop = min((long)sk, n_begin + split_keys);
-    if (FA_CAUSAL) {
-        int i_max = 0;
-        for (int r = 0; r < FA_BM && r < packed; r++)
-            i_max = max(i_max, r % seq_q);
-        n_stop = clamp((long)i_max + diag + 1, n_begin, n_stop);
-    }
+    long n_begin, n_stop;
+    const int diag = dec_chunk_keys(lens, s_off + b * s_sb, has_lens, seq_q, seq_k, packed, chunk,
+                                    split_keys, &n_begin, &n_stop);
     const bool q4 = ((q_off | q_sb | q_ss | q_sh) & 3) == 0;
     const bool k4 = ((k_off | k_sb | k_ss | k_sh) & 3) == 0;
     const bool v4 = ((v_off | v_sb | v_ss | v_sh) & 3) == 0;
-
-    for (int e = t; e < RWP * D4; e += FA_NT) {
-        const int r = e / D4, c = e % D4;
-        float4 x = (float4)(0.0f);
-        if (r < FA_BM && r < packed) {
-            const long i = r % seq_q, h = hk * FA_GQA + r / seq_q;
-            x = dec_load4(q, q_off + b * q_sb + h * q_sh + i * q_ss + 4 * c, q4);
-        }
-        qs[e] = x;
-    }
+    dec_load_q(qs, t, FA_NT, q, q_off + b * q_sb, q_ss, q_sh, q4, hk, seq_q, packed);
     for (int r = t; r < RWP; r += FA_NT) {
         row_m[r] = -INFINITY;
         row_l[r] = 0.0f;
@@ -119,13 +169,7 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
 
     for (long n0 = n_begin; n0 < n_stop; n0 += FA_BN) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile is no longer read */
-        for (int e = t; e < FA_BN * D4; e += FA_NT) {
-            const int jj = e / D4, c = e % D4;
-            fa_raw4 kx = (fa_raw4)(0), vx = (fa_raw4)(0);
-            FETCH_KV(n0 + jj, c, kx, vx)
-            kt[jj * LDK + c] = kx;
-            vt[jj * LDK + c] = vx;
-        }
+        STAGE_KV(n0, FA_NT)
         barrier(CLK_LOCAL_MEM_FENCE);
         /* work-item (j, p) dots quads [p DQ, p DQ + DQ) of key j's K row, converted once, with
          * every row; then the NRP parts are summed, scaled and masked pair by pair */
@@ -212,20 +256,9 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
         const float4 out = l != 0.0f ? os[r * D4 + c] / l : (float4)(0.0f);
         const float lse_r = l != 0.0f ? (m + log2(l)) * FA_LN2 : -INFINITY;
         const long i = r % seq_q, h = hk * FA_GQA + r / seq_q;
-        if (split) {
-            const long row = chunk * out_rows + (b * heads_q + h) * seq_q + i;
-            vstore4(out, 0, ws + row * FA_D + 4 * c);
-            if (c == 0)
-                ws[ws_lse_off + row] = lse_r;
-        } else {
-            const long at = o_off + b * o_sb + h * o_sh + i * o_ss + 4 * c;
-            fa_store(o, at, out.x);
-            fa_store(o, at + 1, out.y);
-            fa_store(o, at + 2, out.z);
-            fa_store(o, at + 3, out.w);
-            if (c == 0 && has_lse)
-                lse[l_off + b * l_sb + h * l_sh + i * l_ss] = lse_r;
-        }
+        dec_store(out, lse_r, c, split, ws, chunk * out_rows + (b * heads_q + h) * seq_q + i,
+                  ws_lse_off, o, o_off + b * o_sb + h * o_sh + i * o_ss, has_lse ? lse : NULL,
+                  l_off + b * l_sb + h * l_sh + i * l_ss);
     }
     (void)t_sh; /* views come as (offset, batch, seq, head strides); these are unused */
     (void)s_ss;
@@ -248,14 +281,7 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
 #endif
 
 __kernel __attribute__((reqd_work_group_size(W32, 1, 1))) void
-fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
-          __global const fa_st *k, long k_off, long k_sb, long k_ss, long k_sh,
-          __global const fa_st *v, long v_off, long v_sb, long v_ss, long v_sh, __global fa_st *o,
-          long o_off, long o_sb, long o_ss, long o_sh, __global float *lse, long l_off, long l_sb,
-          long l_ss, long l_sh, int has_lse, __global const int *lens, long s_off, long s_sb,
-          long s_ss, long s_sh, int has_lens, __global const int *table, long t_off, long t_sb,
-          long t_ss, long t_sh, long page_size, long num_pages, int seq_q, int seq_k,
-          float scale_log2, int split_keys, __global float *ws, long ws_lse_off)
+fa_decode(DEC_PARAMS)
 {
     __local fa_raw4 kt[W32 * LDK], vt[W32 * LDK];
     __local float4 qs[RWP * D4];
@@ -264,33 +290,13 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
     const int t = (int)get_local_id(0);
     const long chunk = get_group_id(0), hk = get_group_id(1), b = get_group_id(2);
     const int packed = FA_GQA * seq_q;
-    int sk = seq_k;
-    if (has_lens) {
-        const int n = lens[s_off + b * s_sb];
-        sk = n < 0 ? 0 : n > seq_k ? seq_k : n;
-    }
-    const int diag = sk - seq_q; /* query i sees key j iff j <= i + diag */
-    const long n_begin = min((long)chunk * split_keys, (long)sk);
-    long n_stop = min((long)sk, n_begin + split_keys);
-    if (FA_CAUSAL) {
-        int i_max = 0;
-        for (int r = 0; r < FA_BM && r < packed; r++)
-            i_max = max(i_max, r % seq_q);
-        n_stop = clamp((long)i_max + diag + 1, n_begin, n_stop);
-    }
+    long n_begin, n_stop;
+    const int diag = dec_chunk_keys(lens, s_off + b * s_sb, has_lens, seq_q, seq_k, packed, chunk,
+                                    split_keys, &n_begin, &n_stop);
     const bool q4 = ((q_off | q_sb | q_ss | q_sh) & 3) == 0;
     const bool k4 = ((k_off | k_sb | k_ss | k_sh) & 3) == 0;
     const bool v4 = ((v_off | v_sb | v_ss | v_sh) & 3) == 0;
-
-    for (int e = t; e < RWP * D4; e += W32) {
-        const int r = e / D4, c = e % D4;
-        float4 x = (float4)(0.0f);
-        if (r < FA_BM && r < packed) {
-            const long i = r % seq_q, h = hk * FA_GQA + r / seq_q;
-            x = dec_load4(q, q_off + b * q_sb + h * q_sh + i * q_ss + 4 * c, q4);
-        }
-        qs[e] = x;
-    }
+    dec_load_q(qs, t, W32, q, q_off + b * q_sb, q_ss, q_sh, q4, hk, seq_q, packed);
     float m[RWP], l[RWP];
     float4 acc[RWP][UQ];
     for (int r = 0; r < RWP; r++) {
@@ -302,13 +308,7 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
 
     for (long n0 = n_begin; n0 < n_stop; n0 += W32) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous step is no longer read */
-        for (int e = t; e < W32 * D4; e += W32) {
-            const int jj = e / D4, c = e % D4;
-            fa_raw4 kx = (fa_raw4)(0), vx = (fa_raw4)(0);
-            FETCH_KV(n0 + jj, c, kx, vx)
-            kt[jj * LDK + c] = kx;
-            vt[jj * LDK + c] = vx;
-        }
+        STAGE_KV(n0, W32)
         barrier(CLK_LOCAL_MEM_FENCE);
         {
             float s[RWP];
@@ -368,20 +368,9 @@ fa_decode(__global const fa_st *q, long q_off, long q_sb, long q_ss, long q_sh,
             if (c >= D4)
                 continue;
             const float4 out = l[r] != 0.0f ? acc[r][u] / l[r] : (float4)(0.0f);
-            if (split) {
-                const long row = chunk * out_rows + (b * heads_q + h) * seq_q + i;
-                vstore4(out, 0, ws + row * FA_D + 4 * c);
-                if (c == 0)
-                    ws[ws_lse_off + row] = lse_r;
-            } else {
-                const long at = o_off + b * o_sb + h * o_sh + i * o_ss + 4 * c;
-                fa_store(o, at, out.x);
-                fa_store(o, at + 1, out.y);
-                fa_store(o, at + 2, out.z);
-                fa_store(o, at + 3, out.w);
-                if (c == 0 && has_lse)
-                    lse[l_off + b * l_sb + h * l_sh + i * l_ss] = lse_r;
-            }
+            dec_store(out, lse_r, c, split, ws, chunk * out_rows + (b * heads_q + h) * seq_q + i,
+                      ws_lse_off, o, o_off + b * o_sb + h * o_sh + i * o_ss,
+                      has_lse ? lse : NULL, l_off + b * l_sb + h * l_sh + i * l_ss);
         }
     }
     (void)t_sh;
