@@ -354,10 +354,10 @@ static int decode_key_cap(const fa_context *ctx, bool *w32)
 {
     const char *knob = fa_knob_value(ctx, FA_KNOB_OPENCL_DECODE);
     *w32 = knob && !strcmp(knob, "w32");
-    if (!knob || *w32)
-        return *w32 ? 32 : 64;
-    const long n = strtol(knob, NULL, 10);
-    return !strcmp(knob, "0") ? 0 : n == 16 || n == 32 || n == 64 ? (int)n : 64;
+    if (*w32)
+        return DEC_W32;
+    const long n = knob ? strtol(knob, NULL, 10) : 64;
+    return knob && !strcmp(knob, "0") ? 0 : n == 16 || n == 32 || n == 64 ? (int)n : 64;
 }
 
 /* Calls with at most DEC_MAX_ROWS query rows per KV head take the decoding kernels, with the
@@ -380,12 +380,6 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
     static const int tiles_bn[3] = {64, 32, 16};
     const int elem = call->dtype == FA_DTYPE_F32 ? 4 : 2;
     t->bn = 0;
-    for (int pass = 0; pass < 2 && !t->bn; pass++)
-        for (int i = 0; i < 3 && !t->bn; i++)
-            if (tiles_bn[i] <= cap &&
-                dec_local_bytes((int)call->head_dim, (int)rows, tiles_bn[i], elem) + 64 <=
-                    dev->local_mem_bytes / (pass == 0 ? 2 : 1))
-                t->bn = tiles_bn[i];
     t->w32 = w32;
     if (w32) { /* K and V tiles of 32 keys, Q, and the step's scores */
         const uint64_t rwp = (uint64_t)(rows + 3) / 4 * 4, d4 = (uint64_t)call->head_dim / 4;
@@ -393,6 +387,12 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
             2 * DEC_W32 * (d4 + 1) * 4 * (uint64_t)elem + rwp * d4 * 16 + rwp * DEC_W32 * 4;
         t->bn = bytes + 64 <= dev->local_mem_bytes ? DEC_W32 : 0;
     }
+    for (int pass = 0; pass < 2 && !w32 && !t->bn; pass++)
+        for (int i = 0; i < 3 && !t->bn; i++)
+            if (tiles_bn[i] <= cap &&
+                dec_local_bytes((int)call->head_dim, (int)rows, tiles_bn[i], elem) + 64 <=
+                    dev->local_mem_bytes / (pass == 0 ? 2 : 1))
+                t->bn = tiles_bn[i];
     if (!t->bn)
         return false;
     fa_cl_options o = {0};

@@ -10,9 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* splitmix64's state moves by this constant a draw, so the state k draws on is known (the fill
+ * below jumps to each chunk's). */
+#define SPLITMIX64_GAMMA 0x9e3779b97f4a7c15ull
+
 uint64_t fa_testkit_splitmix64(uint64_t *state)
 {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (*state += SPLITMIX64_GAMMA);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
@@ -31,9 +35,8 @@ static double rand_unit(uint64_t *state)
     return ((double)(fa_testkit_splitmix64(state) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
 }
 
-/* splitmix64's state moves by this constant a draw, so the state k draws on is known: the fill
- * runs in chunks on OpenMP's threads and writes what one sequential pass would. */
-#define SPLITMIX64_GAMMA 0x9e3779b97f4a7c15ull
+/* The fill runs in chunks of pairs on OpenMP's threads, each from the state its first draw
+ * would see, and so writes what one sequential pass would. */
 #define FILL_CHUNK_PAIRS ((size_t)1 << 16)
 
 void fa_testkit_fill_random(void *dst, fa_dtype dtype, size_t n, uint64_t seed)
