@@ -381,10 +381,10 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
     const int elem = call->dtype == FA_DTYPE_F32 ? 4 : 2;
     t->bn = 0;
     t->w32 = w32;
-    if (w32) { /* K and V tiles of 32 keys, Q, and the step's scores */
+    if (w32) { /* K and V tiles of 32 keys, Q, and the step's scores and P */
         const uint64_t rwp = (uint64_t)(rows + 3) / 4 * 4, d4 = (uint64_t)call->head_dim / 4;
         const uint64_t bytes =
-            2 * DEC_W32 * (d4 + 1) * 4 * (uint64_t)elem + rwp * d4 * 16 + rwp * DEC_W32 * 4;
+            2 * DEC_W32 * (d4 + 1) * 4 * (uint64_t)elem + rwp * d4 * 16 + 2 * rwp * DEC_W32 * 4;
         t->bn = bytes + 64 <= dev->local_mem_bytes ? DEC_W32 : 0;
     }
     for (int pass = 0; pass < 2 && !w32 && !t->bn; pass++)

@@ -270,10 +270,11 @@ fa_decode(DEC_PARAMS)
  * compute unit and each walks its chunk on its own. Per step of W32 keys: K and V -> local
  * memory as stored (neighbouring work-items on neighbouring quads); work-item j scores key j
  * against every row (its K row converted once) -> pst; every work-item then reads the step's
- * scores (the same address across the group: broadcasts) and keeps the rows' maxima and sums
- * itself, so no row phase and no row statistics in local memory; O = alpha O + P V with
- * work-item t owning quads t + W32 u of every row, which it writes at the end as fa_decode
- * does (the split's workspace layout is the same, so fa_decode_merge combines the chunks). */
+ * scores (the same address across the group: broadcasts), keeps the rows' maxima itself and
+ * writes its own key's P -> ppst, so no serial row phase and no row statistics in local memory;
+ * O = alpha O + P V (each V quad converted once) and the rows' sums with work-item t owning
+ * quads t + W32 u of every row, which it writes at the end as fa_decode does (the split's
+ * workspace layout is the same, so fa_decode_merge combines the chunks). Four barriers a step. */
 #define W32 32
 #define UQ ((D4 + W32 - 1) / W32) /* quads of O's columns a work-item owns */
 #if FA_BN != W32
@@ -285,7 +286,7 @@ fa_decode(DEC_PARAMS)
 {
     __local fa_raw4 kt[W32 * LDK], vt[W32 * LDK];
     __local float4 qs[RWP * D4];
-    __local float pst[RWP * W32];
+    __local float pst[RWP * W32], ppst[RWP * W32]; /* the step's scores, then its P */
 
     const int t = (int)get_local_id(0);
     const long chunk = get_group_id(0), hk = get_group_id(1), b = get_group_id(2);
@@ -310,51 +311,59 @@ fa_decode(DEC_PARAMS)
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous step is no longer read */
         STAGE_KV(n0, W32)
         barrier(CLK_LOCAL_MEM_FENCE);
-        {
-            float s[RWP];
-            for (int r = 0; r < RWP; r++)
-                s[r] = 0.0f;
-            for (int c = 0; c < D4; c++) {
-                const float4 kx = raw_to_f32(kt[t * LDK + c]);
-                for (int r = 0; r < RWP; r++) {
-                    const float4 qx = qs[r * D4 + c];
-                    s[r] = fma(kx.w, qx.w, fma(kx.z, qx.z, fma(kx.y, qx.y, fma(kx.x, qx.x, s[r]))));
-                }
-            }
-            const long n = n0 + t;
+        float s[RWP];
+        for (int r = 0; r < RWP; r++)
+            s[r] = 0.0f;
+        for (int c = 0; c < D4; c++) {
+            const float4 kx = raw_to_f32(kt[t * LDK + c]);
             for (int r = 0; r < RWP; r++) {
-                bool visible = n < n_stop;
-                if (FA_CAUSAL)
-                    visible = visible && n <= (long)(r % seq_q) + diag;
-                pst[r * W32 + t] = visible ? s[r] * scale_log2 : -INFINITY;
+                const float4 qx = qs[r * D4 + c];
+                s[r] = fma(kx.w, qx.w, fma(kx.z, qx.z, fma(kx.y, qx.y, fma(kx.x, qx.x, s[r]))));
             }
         }
+        const long n = n0 + t;
+        for (int r = 0; r < RWP; r++) {
+            bool visible = n < n_stop;
+            if (FA_CAUSAL)
+                visible = visible && n <= (long)(r % seq_q) + diag;
+            s[r] = visible ? s[r] * scale_log2 : -INFINITY;
+            pst[r * W32 + t] = s[r];
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
+        /* every work-item: the rows' new maxima from the step's scores (broadcast reads), then
+         * P of its own key into ppst */
+        float alpha[RWP];
         for (int r = 0; r < RWP; r++) {
             float mx = m[r];
             for (int jj = 0; jj < W32; jj++)
                 mx = fmax(mx, pst[r * W32 + jj]);
             /* m = -inf: nothing visible so far, so nothing is rescaled */
-            const float alpha = mx == -INFINITY ? 1.0f : exp2(m[r] - mx);
-            const float mu = mx == -INFINITY ? 0.0f : mx;
+            alpha[r] = mx == -INFINITY ? 1.0f : exp2(m[r] - mx);
             m[r] = mx;
-            float sum = 0.0f;
-            float4 a[UQ];
-            for (int u = 0; u < UQ; u++)
-                a[u] = acc[r][u] * alpha;
-            for (int jj = 0; jj < W32; jj++) {
-                const float pj = exp2(pst[r * W32 + jj] - mu);
-                sum += pj;
-                for (int u = 0; u < UQ; u++) {
-                    const int c = t + W32 * u;
-                    if (c < D4)
-                        a[u] += pj * raw_to_f32(vt[jj * LDK + c]);
-                }
-            }
-            l[r] = l[r] * alpha + sum;
-            for (int u = 0; u < UQ; u++)
-                acc[r][u] = a[u];
+            ppst[r * W32 + t] = exp2(s[r] - (mx == -INFINITY ? 0.0f : mx));
         }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        float sum[RWP];
+        for (int r = 0; r < RWP; r++) {
+            sum[r] = 0.0f;
+            for (int u = 0; u < UQ; u++)
+                acc[r][u] *= alpha[r];
+        }
+        for (int jj = 0; jj < W32; jj++) {
+            float4 vx[UQ];
+            for (int u = 0; u < UQ; u++) {
+                const int c = t + W32 * u;
+                vx[u] = c < D4 ? raw_to_f32(vt[jj * LDK + c]) : (float4)(0.0f);
+            }
+            for (int r = 0; r < RWP; r++) {
+                const float pj = ppst[r * W32 + jj];
+                sum[r] += pj;
+                for (int u = 0; u < UQ; u++)
+                    acc[r][u] += pj * vx[u];
+            }
+        }
+        for (int r = 0; r < RWP; r++)
+            l[r] = l[r] * alpha[r] + sum[r];
     }
 
     const bool split = get_num_groups(0) > 1;
