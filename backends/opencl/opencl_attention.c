@@ -7,6 +7,7 @@
 #include "fa_fwd_tiling.h"
 #include "fa_split.h"
 #include "opencl_backend.h"
+#include "opencl_decode_plan.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -216,9 +217,6 @@ static bool backward_plan(const fa_context *ctx, const fa_cl_device *dev,
     return true;
 }
 
-/* The decoding kernels (below): work-items per work-group, the most packed query rows per KV
- * head, and the work-groups a compute unit is assumed to keep busy (the chunk count). */
-enum { DEC_NT = 128, DEC_MAX_ROWS = 16, DEC_GROUPS_PER_UNIT = 8 };
 static bool decode_applies(const fa_context *ctx, const fa_cl_device *dev,
                            const fa_attention_call *call);
 
@@ -245,7 +243,7 @@ fa_status fa_cl_check_call(fa_context *ctx, const fa_attention_call *call, bool 
         return fa_fail(ctx, FA_ERROR_UNSUPPORTED,
                        "opencl: a paged KV cache only on the decoding path (at most %d query rows "
                        "per KV head, README)",
-                       DEC_MAX_ROWS);
+                       FA_CL_DEC_MAX_ROWS);
     if (call->seq_q > max_seq || call->seq_k > max_seq || call->heads_q > INT_MAX)
         return fa_fail(ctx, FA_ERROR_TOO_LARGE,
                        "sequence lengths %lld/%lld exceed the OpenCL kernels' limit %lld",
@@ -335,17 +333,6 @@ typedef struct dec_tiles {
     bool w32; /* the experiment FA_OPENCL_DECODE=w32 (fa_decode.cl's FA_DEC_W32) */
 } dec_tiles;
 
-enum { DEC_W32 = 32, DEC_W32_GROUPS_PER_UNIT = 32 };
-
-/* Local memory of fa_decode for `rows` packed rows and tiles of bn keys at head dim d, the K and
- * V tiles kept as stored (quads of `elem` bytes a value); the scores' parts take DEC_NT x rows. */
-static uint64_t dec_local_bytes(int d, int rows, int bn, int elem)
-{
-    const uint64_t rwp = (uint64_t)(rows + 3) / 4 * 4, d4 = (uint64_t)d / 4;
-    return 2 * (uint64_t)bn * (d4 + 1) * 4 * (uint64_t)elem + rwp * d4 * 16 +
-           rwp * (uint64_t)bn * 4 + (uint64_t)DEC_NT * rwp * 4 + 3 * rwp * 4;
-}
-
 /* FA_OPENCL_DECODE: 0 sends decoding calls to the ordinary forward (a way around a driver that
  * fails on them); 16, 32 or 64 caps the decoding kernel's key tile (tuning); w32 takes the
  * experimental kernel of 32 work-items (the key tile 32); anything else, or nothing, leaves the
@@ -355,13 +342,13 @@ static int decode_key_cap(const fa_context *ctx, bool *w32)
     const char *knob = fa_knob_value(ctx, FA_KNOB_OPENCL_DECODE);
     *w32 = knob && !strcmp(knob, "w32");
     if (*w32)
-        return DEC_W32;
+        return FA_CL_DEC_W32;
     const long n = knob ? strtol(knob, NULL, 10) : 64;
     return knob && !strcmp(knob, "0") ? 0 : n == 16 || n == 32 || n == 64 ? (int)n : 64;
 }
 
-/* Calls with at most DEC_MAX_ROWS query rows per KV head take the decoding kernels, with the
- * largest key tile of 64, 32 or 16 whose local memory fits (decode_key_cap permitting). */
+/* Calls with at most FA_CL_DEC_MAX_ROWS query rows per KV head take the decoding kernels
+ * (decode_key_cap permitting), with the key tile of fa_cl_decode_key_tile. */
 static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
                         const fa_attention_call *call, size_t max_wg, void *tiles, int *nt,
                         char *options, size_t size)
@@ -371,39 +358,26 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
     bool w32;
     const int cap = decode_key_cap(ctx, &w32);
     /* fa_decode.cl has no window, softcap, ALiBi or bias: the forward serves those calls */
-    if (!cap || rows > DEC_MAX_ROWS || max_wg < DEC_NT || call->window || call->softcap > 0.0f ||
-        call->has_alibi || call->has_bias)
+    if (!cap || rows > FA_CL_DEC_MAX_ROWS || max_wg < FA_CL_DEC_NT || call->window ||
+        call->softcap > 0.0f || call->has_alibi || call->has_bias)
         return false;
-    /* The largest key tile whose local memory leaves room for a second work-group (several
-     * must share a compute unit to keep enough reads in flight: docs/PERF.md), else the largest
-     * that fits at all. */
-    static const int tiles_bn[3] = {64, 32, 16};
-    const int elem = call->dtype == FA_DTYPE_F32 ? 4 : 2;
-    t->bn = 0;
+    /* several work-groups must share a compute unit to keep enough reads in flight (docs/PERF.md,
+     * fifty-first session): opencl_decode_plan.c */
     t->w32 = w32;
-    if (w32) { /* K and V tiles of 32 keys, Q, and the step's scores and P */
-        const uint64_t rwp = (uint64_t)(rows + 3) / 4 * 4, d4 = (uint64_t)call->head_dim / 4;
-        const uint64_t bytes =
-            2 * DEC_W32 * (d4 + 1) * 4 * (uint64_t)elem + rwp * d4 * 16 + 2 * rwp * DEC_W32 * 4;
-        t->bn = bytes + 64 <= dev->local_mem_bytes ? DEC_W32 : 0;
-    }
-    for (int pass = 0; pass < 2 && !w32 && !t->bn; pass++)
-        for (int i = 0; i < 3 && !t->bn; i++)
-            if (tiles_bn[i] <= cap &&
-                dec_local_bytes((int)call->head_dim, (int)rows, tiles_bn[i], elem) + 64 <=
-                    dev->local_mem_bytes / (pass == 0 ? 2 : 1))
-                t->bn = tiles_bn[i];
+    t->bn =
+        fa_cl_decode_key_tile((int)call->head_dim, (int)rows, call->dtype == FA_DTYPE_F32 ? 4 : 2,
+                              dev->local_mem_bytes, cap, w32);
     if (!t->bn)
         return false;
     fa_cl_options o = {0};
-    common_options(dev, call, DEC_NT, (int)rows, t->bn, &o);
+    common_options(dev, call, FA_CL_DEC_NT, (int)rows, t->bn, &o);
     const char *extra = fa_knob_value(ctx, FA_KNOB_OPENCL_BUILD_OPTIONS);
     char w32_extra[320];
     if (w32)
         snprintf(w32_extra, sizeof w32_extra, "-DFA_DEC_W32=1%s%.255s", extra ? " " : "",
                  extra ? extra : "");
     write_options(options, size, "-cl-std=CL1.2", o, false, w32 ? w32_extra : extra);
-    *nt = w32 ? DEC_W32 : DEC_NT; /* the merge kernel takes DEC_NT */
+    *nt = w32 ? FA_CL_DEC_W32 : FA_CL_DEC_NT; /* the merge kernel takes FA_CL_DEC_NT */
     return true;
 }
 
@@ -430,9 +404,9 @@ static fa_status decode_forward(fa_context *ctx, const fa_attention_call *call, 
                                 bool w32)
 {
     fa_cl_state *st = ctx->backend_state;
-    const fa_split sp =
-        fa_split_choose(call->batch * call->heads_kv, call->seq_k, st->dev->info.compute_units,
-                        w32 ? DEC_W32_GROUPS_PER_UNIT : DEC_GROUPS_PER_UNIT, call->num_splits);
+    const fa_split sp = fa_split_choose(
+        call->batch * call->heads_kv, call->seq_k, st->dev->info.compute_units,
+        w32 ? FA_CL_DEC_W32_GROUPS_PER_UNIT : FA_CL_DEC_GROUPS_PER_UNIT, call->num_splits);
     const uint64_t rows = (uint64_t)call->batch * (uint64_t)call->heads_q * (uint64_t)call->seq_q;
     const uint64_t part_rows = (uint64_t)sp.splits * rows;
     const uint64_t lse_off = (part_rows * (uint64_t)call->head_dim + 63) / 64 * 64;
@@ -461,9 +435,9 @@ static fa_status decode_forward(fa_context *ctx, const fa_attention_call *call, 
     arg_int(&a, sp.keys_per_split);
     arg_mem(&a, ws);
     arg_long(&a, (int64_t)lse_off);
-    const size_t nt = w32 ? DEC_W32 : DEC_NT;
+    const size_t nt = w32 ? FA_CL_DEC_W32 : FA_CL_DEC_NT;
     const size_t global[3] = {(size_t)sp.splits * nt, (size_t)call->heads_kv, (size_t)call->batch};
-    const size_t local[3] = {nt, 1, 1}, merge_local[3] = {DEC_NT, 1, 1};
+    const size_t local[3] = {nt, 1, 1}, merge_local[3] = {FA_CL_DEC_NT, 1, 1};
     fa_status status = launch(ctx, &a, "fa_decode", global, local);
     if (status != FA_OK || sp.splits == 1)
         return status;
@@ -475,7 +449,7 @@ static fa_status decode_forward(fa_context *ctx, const fa_attention_call *call, 
     arg_view(&m, call->has_lse ? &call->lse : &none);
     arg_int(&m, call->has_lse ? 1 : 0);
     arg_int(&m, call->seq_q);
-    const size_t merge_global[3] = {(size_t)call->seq_q * DEC_NT, (size_t)call->heads_q,
+    const size_t merge_global[3] = {(size_t)call->seq_q * FA_CL_DEC_NT, (size_t)call->heads_q,
                                     (size_t)call->batch};
     return launch(ctx, &m, "fa_decode_merge", merge_global, merge_local);
 }
