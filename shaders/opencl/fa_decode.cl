@@ -9,9 +9,9 @@
  * half the bytes of f32 ones, so more work-groups share a compute unit; each element is
  * converted once, where it is read); the scores' parts (work-item t: key t % BN, the head dim's
  * part t / BN, every row) -> sp; their sums, scaled and masked -> st; per row (work-items
- * t < BM): the new maximum and alpha;
- * P = exp2(S - m) in place; then the row sums (t < BM) and O = alpha O + P V (work-item t: the
- * float4 column t % D4 of every row, keys t / D4 + NKS x), the key subsets summed at the end.
+ * t < BM): the new maximum and alpha; P = exp2(S - m) in place; then the row sums (t < BM) and
+ * O = alpha O + P V (work-item t: the float4 column t % D4 of every row, keys t / D4 + NKS x),
+ * the key subsets summed at the end. FA_DEC_W32 builds an experiment instead (below).
  * One chunk writes O and the LSE; several write their normalised O and LSE to the workspace
  * for fa_decode_merge. A paged cache maps key n of entry b to row n % page_size of page
  * table[b][n / page_size], clamped into [0, num_pages). */
@@ -20,7 +20,7 @@
 #define LDK (D4 + 1)                   /* quads per local K/V row */
 #define RWP ((FA_BM + 3) / 4 * 4)      /* rows, padded */
 #define NRP (FA_NT / FA_BN)            /* work-items a key (head-dim parts; exp2 rows) */
-#define RPP ((RWP + NRP - 1) / NRP)    /* score rows per work-item */
+#define RPP ((RWP + NRP - 1) / NRP)    /* rows a work-item exponentiates */
 #define NKS (FA_NT / D4)               /* key subsets of the P V phase */
 #define DQ ((D4 + NRP - 1) / NRP)      /* K quads a work-item dots with every row */
 #ifndef FA_DEC_W32
