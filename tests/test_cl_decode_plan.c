@@ -58,8 +58,8 @@ Test(cl_decode_plan, a_second_work_group_fits_where_it_can)
 Test(cl_decode_plan, bytes_count_what_the_kernel_declares)
 {
     /* fa_decode at f16, D=128, 4 rows, 32 keys: K and V tiles 2 x 32 x 33 x 8, Q 4 x 32 x 16, the
-     * scores 4 x 32 x 4, their parts 128 x 4 x 4, three row statistics 3 x 4 x 4 */
-    cr_assert_eq(fa_cl_decode_local_bytes(128, 4, 32, 2, false), 16896 + 2048 + 512 + 2048 + 48);
+     * scores 4 x 32 x 4, three row statistics 3 x 4 x 4 (the driver's 19,504 on the H100) */
+    cr_assert_eq(fa_cl_decode_local_bytes(128, 4, 32, 2, false), 16896 + 2048 + 512 + 48);
     /* the w32 kernel: the same tiles and Q, the step's scores and P */
     cr_assert_eq(fa_cl_decode_local_bytes(128, 4, 32, 2, true), 16896 + 2048 + 1024);
 }

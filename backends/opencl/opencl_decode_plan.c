@@ -11,8 +11,8 @@ uint64_t fa_cl_decode_local_bytes(int head_dim, int rows, int bn, int elem, bool
     const uint64_t tiles = 2 * (uint64_t)bn * (d4 + 1) * 4 * (uint64_t)elem, q = rwp * d4 * 16;
     if (w32) /* the step's scores and its P */
         return tiles + q + 2 * rwp * (uint64_t)bn * 4;
-    /* the scores, their head-dim parts (FA_CL_DEC_NT x rows) and three row statistics */
-    return tiles + q + rwp * (uint64_t)bn * 4 + (uint64_t)FA_CL_DEC_NT * rwp * 4 + 3 * rwp * 4;
+    /* the scores and three row statistics */
+    return tiles + q + rwp * (uint64_t)bn * 4 + 3 * rwp * 4;
 }
 
 int fa_cl_decode_key_tile(int head_dim, int rows, int elem, uint64_t local_mem, int cap, bool w32)

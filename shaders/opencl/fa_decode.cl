@@ -5,11 +5,11 @@
  * being query r % Sq of query head hk * GQA + r / Sq), so each K and V row is read once for all.
  * OpenCL 1.2 has no subgroup operations: the row statistics go through local memory.
  *
- * Per tile of FA_BN keys (6 barriers): K and V -> local memory as stored (f16 and bf16 tiles take
- * half the bytes of f32 ones, so more work-groups share a compute unit; each element is
- * converted once, where it is read); the scores' parts (work-item t: key t % BN, the head dim's
- * part t / BN, every row) -> sp; their sums, scaled and masked -> st; per row (work-items
- * t < BM): the new maximum and alpha; P = exp2(S - m) in place; then the row sums (t < BM) and
+ * Per tile of FA_BN keys (5 barriers): K and V -> local memory as stored (f16 and bf16 tiles take
+ * half the bytes of f32 ones, so more work-groups share a compute unit; elements are converted
+ * where they are read: V's once, K's by each of the NRP work-items scoring that key); scores
+ * (work-item t: key t % BN, rows t / BN + NRP i) -> st; per row (work-items t < BM): the new
+ * maximum and alpha; P = exp2(S - m) in place; then the row sums (t < BM) and
  * O = alpha O + P V (work-item t: the float4 column t % D4 of every row, keys t / D4 + NKS x),
  * the key subsets summed at the end. FA_DEC_W32 builds an experiment instead (below).
  * One chunk writes O and the LSE; several write their normalised O and LSE to the workspace
@@ -19,10 +19,9 @@
 #define D4 (FA_D / 4)
 #define LDK (D4 + 1)                   /* quads per local K/V row */
 #define RWP ((FA_BM + 3) / 4 * 4)      /* rows, padded */
-#define NRP (FA_NT / FA_BN)            /* work-items a key (head-dim parts; exp2 rows) */
-#define RPP ((RWP + NRP - 1) / NRP)    /* rows a work-item exponentiates */
+#define NRP (FA_NT / FA_BN)            /* row parts of the score phase */
+#define RPP ((RWP + NRP - 1) / NRP)    /* score rows per work-item */
 #define NKS (FA_NT / D4)               /* key subsets of the P V phase */
-#define DQ ((D4 + NRP - 1) / NRP)      /* K quads a work-item dots with every row */
 #ifndef FA_DEC_W32
 #define FA_DEC_W32 0
 #endif
@@ -143,7 +142,6 @@ fa_decode(DEC_PARAMS)
     __local fa_raw4 *kt = kv, *vt = kv + FA_BN * LDK;
     __local float4 qs[RWP * D4];
     __local float st[RWP * FA_BN];
-    __local float sp[NRP * RWP * FA_BN]; /* the scores' parts */
     __local float row_m[RWP], row_l[RWP], row_a[RWP];
 
     const int t = (int)get_local_id(0);
@@ -171,34 +169,24 @@ fa_decode(DEC_PARAMS)
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile is no longer read */
         STAGE_KV(n0, FA_NT)
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* work-item (j, p) dots quads [p DQ, p DQ + DQ) of key j's K row, converted once, with
-         * every row; then the NRP parts are summed, scaled and masked pair by pair */
-        {
-            float part[RWP];
-            for (int r = 0; r < RWP; r++)
-                part[r] = 0.0f;
-            for (int c = p * DQ; c < p * DQ + DQ && c < D4; c++) {
-                const float4 kx = raw_to_f32(kt[j * LDK + c]);
-                for (int r = 0; r < RWP; r++) {
-                    const float4 qx = qs[r * D4 + c];
-                    part[r] = fma(kx.w, qx.w,
-                                  fma(kx.z, qx.z, fma(kx.y, qx.y, fma(kx.x, qx.x, part[r]))));
-                }
-            }
-            for (int r = 0; r < RWP; r++)
-                sp[(p * RWP + r) * FA_BN + j] = part[r];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int e = t; e < RWP * FA_BN; e += FA_NT) {
-            const int r = e / FA_BN, jj = e % FA_BN;
+        /* work-item (j, p): key j against rows p + NRP i, each a chain of FMAs over the whole
+         * head dim, the order the backward's scores are recomputed in (a split of the chain
+         * measured 2-4 % faster but moved the forward's LSE off the backward's scores by an ulp,
+         * which large logits amplify: docs/PERF.md, fifty-first session) */
+        const long n = n0 + j;
+        for (int i = 0; i < RPP; i++) {
+            const int r = p + i * NRP;
+            if (r >= RWP)
+                break;
             float s = 0.0f;
-            for (int x = 0; x < NRP; x++)
-                s += sp[(x * RWP + r) * FA_BN + jj];
-            const long nn = n0 + jj;
-            bool visible = nn < n_stop;
+            for (int c = 0; c < D4; c++) {
+                const float4 kx = raw_to_f32(kt[j * LDK + c]), qx = qs[r * D4 + c];
+                s = fma(kx.w, qx.w, fma(kx.z, qx.z, fma(kx.y, qx.y, fma(kx.x, qx.x, s))));
+            }
+            bool visible = n < n_stop;
             if (FA_CAUSAL)
-                visible = visible && nn <= (long)(r % seq_q) + diag;
-            st[r * FA_BN + jj] = visible ? s * scale_log2 : -INFINITY;
+                visible = visible && n <= (long)(r % seq_q) + diag;
+            st[r * FA_BN + j] = visible ? s * scale_log2 : -INFINITY;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (t < RWP) { /* m = -inf: nothing visible so far, so nothing is rescaled */
