@@ -5,8 +5,9 @@
 # head dims 64, 128 and 256: the build's staged Vulkan module (attn_decode_staged, chosen where
 # 32 KiB more shared memory than lavapipe's fits; bench/decode_variants.sh times it on a GPU)
 # standing in for the generic f16 one through FA_VULKAN_SPV_DIR; OpenCL's experimental kernel of
-# 32 work-items (FA_OPENCL_DECODE=w32, docs/PERF.md). Without a Vulkan or OpenCL device (or a
-# build without the staged module) that part is skipped; with neither, the test (77).
+# 32 work-items (FA_OPENCL_DECODE=w32, docs/PERF.md), also under conformance's large-logit cases.
+# Without a Vulkan or OpenCL device (or a build without the staged module) that part is skipped;
+# with neither, the test (77).
 #
 #   tests/decode_variants_check.sh CLI   (the staged module beside it, in shaders/vulkan)
 set -u
@@ -52,6 +53,16 @@ if [ -f "$staged" ] && "$cli" devices 2>/dev/null | grep -q '^  vulkan .* availa
 fi
 if "$cli" devices 2>/dev/null | grep -q '^  opencl .* available'; then
     check "opencl w32" "-DFA_DEC_W32=1" FA_OPENCL_DECODE=w32 -- --backend opencl
+    # The decoding kernels also compute the forwards of backward cases with few rows a KV head:
+    # at large logits their scores must match the backward's recomputed ones to the ulp.
+    if FA_OPENCL_DECODE=w32 "$cli" conformance --backend opencl --filter "logits=1e2" \
+        >"$work/log" 2>&1 && grep -q ' 0 failed' "$work/log"; then
+        echo "decode-variants: opencl w32 (conformance logits=1e2): PASS"
+    else
+        tail -n 5 "$work/log"
+        echo "decode-variants: FAIL: opencl w32 (conformance logits=1e2)"
+        echo fail >"$work/failed"
+    fi
     ran=1
 fi
 [ -f "$work/failed" ] && status=1
