@@ -341,10 +341,12 @@ static int decode_key_cap(const fa_context *ctx, bool *w32)
 {
     const char *knob = fa_knob_value(ctx, FA_KNOB_OPENCL_DECODE);
     *w32 = knob && !strcmp(knob, "w32");
-    if (*w32)
-        return FA_CL_DEC_W32;
-    const long n = knob ? strtol(knob, NULL, 10) : 64;
-    return knob && !strcmp(knob, "0") ? 0 : n == 16 || n == 32 || n == 64 ? (int)n : 64;
+    if (!knob || *w32)
+        return *w32 ? FA_CL_DEC_W32 : 64;
+    if (!strcmp(knob, "0"))
+        return 0;
+    const long n = strtol(knob, NULL, 10);
+    return n == 16 || n == 32 ? (int)n : 64;
 }
 
 /* Calls with at most FA_CL_DEC_MAX_ROWS query rows per KV head take the decoding kernels
@@ -371,12 +373,9 @@ static bool decode_plan(const fa_context *ctx, const fa_cl_device *dev,
         return false;
     fa_cl_options o = {0};
     common_options(dev, call, FA_CL_DEC_NT, (int)rows, t->bn, &o);
-    const char *extra = fa_knob_value(ctx, FA_KNOB_OPENCL_BUILD_OPTIONS);
-    char w32_extra[320];
-    if (w32)
-        snprintf(w32_extra, sizeof w32_extra, "-DFA_DEC_W32=1%s%.255s", extra ? " " : "",
-                 extra ? extra : "");
-    write_options(options, size, "-cl-std=CL1.2", o, false, w32 ? w32_extra : extra);
+    o.dec_w32 = w32 ? 1 : 0;
+    write_options(options, size, "-cl-std=CL1.2", o, false,
+                  fa_knob_value(ctx, FA_KNOB_OPENCL_BUILD_OPTIONS));
     *nt = w32 ? FA_CL_DEC_W32 : FA_CL_DEC_NT; /* the merge kernel takes FA_CL_DEC_NT */
     return true;
 }

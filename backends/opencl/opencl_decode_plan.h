@@ -18,7 +18,7 @@ enum {
     FA_CL_DEC_W32_GROUPS_PER_UNIT = 32,
 };
 
-/* Local memory of a decoding kernel for `rows` packed rows and tiles of bn keys at head dim d,
+/* Local memory of a decoding kernel for `rows` packed rows and tiles of bn keys at head_dim,
  * the K and V tiles kept as stored (`elem` bytes a value: 4 for f32, 2 for f16 and bf16). */
 uint64_t fa_cl_decode_local_bytes(int head_dim, int rows, int bn, int elem, bool w32);
 

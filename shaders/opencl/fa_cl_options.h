@@ -33,10 +33,12 @@
     X(FA_BIAS, bias)
 
 /* The forward's register tiles (fa_forward.cl): work-items along the keys of S and along the
- * column groups of O. */
+ * column groups of O; and the decoding kernels' form (fa_decode.cl, which takes these options
+ * too, the tiles 0): 1 for the experiment of 32 work-items (FA_OPENCL_DECODE=w32). */
 #define FA_CL_FWD_OPTIONS(X)                                                                       \
     X(FA_S_TX, s_tx)                                                                               \
-    X(FA_O_TX, o_tx)
+    X(FA_O_TX, o_tx)                                                                               \
+    X(FA_DEC_W32, dec_w32)
 
 /* The backward's tiling (fa_backward.cl, runtime/fa_bwd_tiling.h) and FA_ALIGN4: q, k, v and dO
  * start and stride at multiples of 4 elements. */

@@ -22,9 +22,7 @@
 #define NRP (FA_NT / FA_BN)            /* row parts of the score phase */
 #define RPP ((RWP + NRP - 1) / NRP)    /* score rows per work-item */
 #define NKS (FA_NT / D4)               /* key subsets of the P V phase */
-#ifndef FA_DEC_W32
-#define FA_DEC_W32 0
-#endif
+FA_CL_FWD_OPTIONS(FA_CL_REQUIRE)
 #if FA_BN < RWP
 #error "the K and V tiles hold the rows' f32 O at the end: FA_BN must be at least RWP"
 #endif
