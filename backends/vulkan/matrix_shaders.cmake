@@ -226,16 +226,19 @@ if(fa_cm_opt)
   set(fa_cat_dmax_FA_VK_MATRIX_DQ 128)
   foreach(tiling IN LISTS FA_VK_CM_TILINGS)
     separate_arguments(t UNIX_COMMAND "${tiling}")
-    # The forward's trailing words: `copy` (K and V copied within the step) and `bias-early`
-    # (a bias's blocks asked for before S's products), in either order; each names the module.
+    # The forward's trailing words: `copy` (K and V copied within the step), `producer` (copied
+    # by a subgroup of its own) and `bias-early` (a bias's blocks asked for before S's
+    # products), in any order; each names the module.
     set(copy_defs "")
     set(copy_name "")
-    foreach(word copy bias-early)
+    foreach(word copy producer bias-early)
       list(FIND t "${word}" at)
       if(at GREATER 6)
         list(REMOVE_AT t ${at})
         if(word STREQUAL "copy")
           list(APPEND copy_defs -DFA_CM_COPY_IN_STEP)
+        elseif(word STREQUAL "producer")
+          list(APPEND copy_defs -DFA_CM_PRODUCERS=1)
         else()
           list(APPEND copy_defs -DFA_CM_BIAS_EARLY)
         endif()

@@ -8,7 +8,8 @@
 // Per key tile (2 barriers): K and V, fetched into registers during the previous tile's
 // products, -> shared; the next tile's loads start (or, in the modules compiled with
 // FA_CM_COPY_IN_STEP, the catalogue's `copy` tilings: K and V fetched and stored within the
-// step, so that no registers are held across the products); per subgroup: S = Q K^T; the row
+// step, so that no registers are held across the products; or, with FA_CM_PRODUCERS, by
+// subgroups of their own, no barrier: below); per subgroup: S = Q K^T; the row
 // work (mask, scale into the log2 domain, row maxima, P = exp2(S - m), the rescale factor
 // alpha); O *= alpha; P -> f16 scratch; O += P V. The row sums stay partial per lane until the
 // end. Causal and a sliding window (WINDOW): key tiles that no row of the query tile sees are
@@ -103,8 +104,48 @@ shared uint ps[NSG * RM * LDP]; // P, f16 pairs
 #ifdef FA_CM_LAYOUT_E
 shared float cm_idx[CM_M * CM_N];
 #else
+#if FA_CM_PRODUCERS > 0
+#error "FA_CM_PRODUCERS needs the probed layout and A permutation"
+#endif
 shared float sc[NSG * RM * LDS];  // S
 shared float rv[NSG * RM * CM_N]; // row factors
+#endif
+
+#if FA_CM_PRODUCERS > 0 && !defined(FA_CM_A_FROM_C)
+#error "FA_CM_PRODUCERS needs the probed layout and A permutation"
+#endif
+#if FA_CM_PRODUCERS > 0
+// The producers' form: FA_CM_PRODUCERS subgroups after the NSG computing ones copy each key
+// step's K and V into the tiles; the two sides meet through counters in shared memory instead
+// of barriers, so that the computing subgroups never wait on a copy's latency nor on each other
+// within a step. For key step g (counted over the workgroup's life): the producers store K(g)
+// once every computing subgroup has counted K_FREE for step g - 1 (its S is done), count
+// K_READY, then V(g) likewise after V_FREE (O += P V done); the computing subgroups wait for
+// K_READY before S and V_READY before O += P V. The producers fetch K(g) while the computing
+// subgroups still multiply by K(g - 1), and V(g) while they work on S(g - 1)'s rows. This
+// relies on subgroups of a workgroup making progress independently (NVIDIA's, AMD's and Intel's
+// GPUs); the catalogue compiles it only for layouts probed on such devices.
+const uint K_READY = 0u, K_FREE = 1u, V_READY = 2u, V_FREE = 3u;
+shared uint step_counts[4];
+const uint PT = SG * FA_CM_PRODUCERS;  // producing invocations
+const uint FPP = (BN * D8 + PT - 1u) / PT; // a tile's 8-element groups per producing invocation
+
+// Waits until counter c reaches n (acquire: the tile's stores before the count are visible).
+void wait_count(uint c, uint n)
+{
+    while (int(atomicLoad(step_counts[c], gl_ScopeWorkgroup, gl_StorageSemanticsShared,
+                          gl_SemanticsAcquire) - n) < 0) {
+    }
+}
+// Counts the subgroup's step done on counter c, after all its lanes' shared-memory accesses.
+void count_step(uint c)
+{
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    if (subgroupElect())
+        atomicAdd(step_counts[c], 1u, gl_ScopeWorkgroup, gl_StorageSemanticsShared,
+                  gl_SemanticsRelease);
+}
 #endif
 
 void main()
@@ -138,7 +179,13 @@ void main()
     uint qt = wg.x;
     uvec4 next_k[FPT];
     uvec4 next_v[FPT];
-#ifdef FA_CM_COPY_IN_STEP
+#if FA_CM_PRODUCERS > 0
+    const bool producer = sg >= NSG;
+    uint step = 0u; // key steps over the workgroup's life (the counters' unit)
+    if (gl_LocalInvocationID.x < 4u)
+        step_counts[gl_LocalInvocationID.x] = 0u; // made visible by STAGE_ROWS_A's barriers
+#endif
+#if defined(FA_CM_COPY_IN_STEP) || FA_CM_PRODUCERS > 0
 #define FETCH_FIRST_KV(q0_, rows_) // each step fetches its own
 #else
 // The first K and V tiles that query rows [q0_, q0_ + rows_) see into next_k and next_v.
@@ -188,7 +235,23 @@ void main()
 #ifdef FA_CM_FLOOR_NO_KV
             const uint fa_floor_shift = (n0 / BN) & 1u;
 #endif
-#ifdef FA_CM_COPY_IN_STEP
+#if FA_CM_PRODUCERS > 0
+            step++;
+            if (producer) {
+                const uint id = gl_LocalInvocationID.x - NT;
+                uvec4 pr[FPP];
+                TILE_FETCH_BY(pr, FPP, id, PT, k_buf, k_base + n0 * pc.k_ss, pc.k_ss, keys)
+                wait_count(K_FREE, NSG * (step - 1u));
+                TILE_PUT_BY(kt, pr, FPP, id, PT)
+                count_step(K_READY);
+                TILE_FETCH_BY(pr, FPP, id, PT, v_buf, v_base + n0 * pc.v_ss, pc.v_ss, keys)
+                wait_count(V_FREE, NSG * (step - 1u));
+                TILE_PUT_BY(vt, pr, FPP, id, PT)
+                count_step(V_READY);
+                continue;
+            }
+            wait_count(K_READY, FA_CM_PRODUCERS * step);
+#elif defined(FA_CM_COPY_IN_STEP)
             // K and V copied into the tiles within the step (no registers held across the
             // products for the next step's loads; other workgroups on the unit hide the copy).
             barrier(); // every subgroup is done with the previous K and V
@@ -240,6 +303,9 @@ void main()
 #endif
             MAT_C s[LEN_CS];
             PRODUCT_T(s, qa, kt) // S = Q K^T
+#if FA_CM_PRODUCERS > 0
+            count_step(K_FREE);
+#endif
 #ifdef FA_CM_PRODUCTS_ONLY
             // Timing only (bench/vk_forward_floors.sh): the products, loads and barriers without
             // the row work, P = S; l stays live so that the driver keeps every product.
@@ -347,7 +413,11 @@ void main()
                         o[t * DN + d][e] *= alpha[t * NSLOT + slot_of(e)];
             }
 #endif
-#ifdef FA_CM_A_FROM_C
+#if FA_CM_PRODUCERS > 0
+            wait_count(V_READY, FA_CM_PRODUCERS * step);
+            PRODUCT_ACC_REG(o, s, vt) // O += P V
+            count_step(V_FREE);
+#elif defined(FA_CM_A_FROM_C)
             PRODUCT_ACC_REG(o, s, vt) // O += P V
 #else
             TO_SCRATCH_F16(s, ps, p_off)

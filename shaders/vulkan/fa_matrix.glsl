@@ -26,10 +26,15 @@
 
 // FA_CM_FIXED: the tiling as compile-time constants (with FA_FIXED_D, the catalogue's modules,
 // which spirv-opt then unrolls; see backends/vulkan/matrix_shaders.cmake).
+// FA_CM_PRODUCERS (forward, fixed tilings only): that many subgroups more in the workgroup, after
+// the NSG that compute, which copy K and V into shared memory (attn_fwd_cm.comp).
+#ifndef FA_CM_PRODUCERS
+#define FA_CM_PRODUCERS 0
+#endif
 #ifdef FA_CM_FIXED
 const uint CM_M = FA_CM_FIXED_M, CM_N = FA_CM_FIXED_N, CM_K = FA_CM_FIXED_K;
 const uint SG = FA_CM_FIXED_SG, NSG = FA_CM_FIXED_NSG, TM = FA_CM_FIXED_TM, BN = FA_CM_FIXED_BN;
-layout(local_size_x = FA_CM_FIXED_SG * FA_CM_FIXED_NSG) in;
+layout(local_size_x = FA_CM_FIXED_SG * (FA_CM_FIXED_NSG + FA_CM_PRODUCERS)) in;
 #else
 layout(constant_id = FA_SPEC_CM_M) const uint CM_M = 16;
 layout(constant_id = FA_SPEC_CM_N) const uint CM_N = 16;
@@ -43,7 +48,13 @@ layout(local_size_x = 128, local_size_x_id = FA_SPEC_CM_WG) in; // SG * NSG
 
 #include "fa_cm_core.glsl"
 
-const uint NT = SG * NSG;
+const uint NT = SG * NSG; // the computing invocations, which also stage Q and O
+// An invocation's index among the NT that stage rows, or past every tile for a producer's.
+#if FA_CM_PRODUCERS > 0
+#define STAGER_ID (gl_LocalInvocationID.x < NT ? gl_LocalInvocationID.x : 0x40000000u)
+#else
+#define STAGER_ID gl_LocalInvocationID.x
+#endif
 const uint RM = TM * CM_M;                 // rows per subgroup
 const uint BM = NSG * RM;                  // rows per workgroup
 const uint D8 = D / 8u;
@@ -89,19 +100,23 @@ const uint FPT = (BN * D8 + NT - 1u) / NT;  // 8-element groups of one tile per 
 // regs_[FPT], so that the loads fly while the current tile is multiplied; TILE_PUT stores them
 // into a shared tile (pitch LDT).
 #define TILE_FETCH(regs_, buf_, base_, stride_, valid_)                                        \
+    TILE_FETCH_BY(regs_, FPT, STAGER_ID, NT, buf_, base_, stride_, valid_)
+#define TILE_PUT(dst_, regs_) TILE_PUT_BY(dst_, regs_, FPT, STAGER_ID, NT)
+// The same for count_ registers an invocation, id_ being the invocation's index among threads_.
+#define TILE_FETCH_BY(regs_, count_, id_, threads_, buf_, base_, stride_, valid_)              \
     {                                                                                          \
         const uint b_ = (base_), st_ = (stride_), n_ = (valid_);                               \
         const bool v4_ = ((b_ | st_) & 3u) == 0u, v8_ = ((b_ | st_) & 7u) == 0u;               \
-        [[unroll]] for (uint i_ = 0; i_ < FPT; i_++) {                                         \
-            const uint e_ = gl_LocalInvocationID.x + i_ * NT, r_ = e_ / D8, c_ = e_ - r_ * D8; \
+        [[unroll]] for (uint i_ = 0; i_ < (count_); i_++) {                                    \
+            const uint e_ = (id_) + i_ * (threads_), r_ = e_ / D8, c_ = e_ - r_ * D8;          \
             regs_[i_] = uvec4(0);                                                              \
             if (e_ < BN * D8 && r_ < n_)                                                       \
                 regs_[i_] = LD_RAW8(buf_, b_ + r_ * st_ + 8u * c_, v8_, v4_);                  \
         }                                                                                      \
     }
-#define TILE_PUT(dst_, regs_)                                                                  \
-    [[unroll]] for (uint i_ = 0; i_ < FPT; i_++) {                                             \
-        const uint e_ = gl_LocalInvocationID.x + i_ * NT, r_ = e_ / D8;                        \
+#define TILE_PUT_BY(dst_, regs_, count_, id_, threads_)                                        \
+    [[unroll]] for (uint i_ = 0; i_ < (count_); i_++) {                                        \
+        const uint e_ = (id_) + i_ * (threads_), r_ = e_ / D8;                                 \
         if (e_ < BN * D8)                                                                      \
             dst_[r_ * LDT + e_ - r_ * D8] = regs_[i_];                                         \
     }
@@ -215,7 +230,7 @@ bool cm_step_masked(uint keys, uint n0, int qd0, uint n, int left, int right)
                 }                                                                              \
             }                                                                                  \
             barrier();                                                                         \
-            for (uint e_ = gl_LocalInvocationID.x; e_ < 2u * BN * D8; e_ += NT) {              \
+            for (uint e_ = STAGER_ID; e_ < 2u * BN * D8; e_ += NT) {                           \
                 const uint r_ = e_ / D8, c_ = e_ - r_ * D8;                                    \
                 if (c0_ + r_ < n_) {                                                           \
                     const uvec4 x_ = r_ < BN ? kt[r_ * LDT + c_] : vt[(r_ - BN) * LDT + c_];   \
