@@ -384,6 +384,23 @@ if(fa_cm_opt)
       endforeach()
     endforeach()
   endforeach()
+  # The forward's producer form (the word `producer`, in no default tiling until it has been
+  # timed on a GPU: docs/PERF.md, fifty-second session) compiled and validated at head dim 128
+  # for NVIDIA's layout, so that it keeps building; not embedded.
+  set(fa_cm_exp ${fa_vk_out}/experiment_attn_fwd_cm_producer_d128.spv)
+  fa_device_code(OUTPUT ${fa_cm_exp}
+    COMMAND ${fa_cm_glslang} -V --target-env vulkan1.3 -DDTYPE_F16 -DSTORAGE16
+            -I${fa_vk_shader_dir} -DFA_FIXED_D=128 -DFA_CM_FIXED -DFA_CM_FIXED_M=16
+            -DFA_CM_FIXED_N=16 -DFA_CM_FIXED_K=16 -DFA_CM_FIXED_SG=32 -DFA_CM_FIXED_NSG=8
+            -DFA_CM_FIXED_TM=1 -DFA_CM_FIXED_BN=64 -DFA_CM_LAYOUT_E=8 -DFA_CM_LAYOUT_SHIFT=2
+            -DFA_CM_LAYOUT_BITS=1 -DFA_CM_LAYOUT_XOR=3 -DFA_CM_A_FROM_C=0x76543210
+            -DFA_CM_A_ELEMENTS=8 -DFA_CM_PRODUCERS=1 -o ${fa_cm_exp}
+            ${fa_vk_shader_dir}/attn_fwd_cm.comp
+    COMMAND ${fa_cm_val} --target-env vulkan1.3 ${fa_cm_exp}
+    DEPENDS ${fa_vk_shader_dir}/attn_fwd_cm.comp ${fa_cm_headers}
+    COMMENT "Compiling and validating the experimental attn_fwd_cm producer form"
+    VERBATIM)
+  add_custom_target(fa_vk_matrix_experiments ALL DEPENDS ${fa_cm_exp})
 endif()
 set(fa_cat_decls "")
 set(fa_cat_code "")
