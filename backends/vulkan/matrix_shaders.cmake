@@ -185,7 +185,7 @@ list(APPEND fa_vk_generated ${fa_vk_out}/matrix_build_note.c)
 set(FA_VK_CM_TILINGS
   "dkdv: 16 16 16 32 8 1 16 8 2 1 3 0x76543210 128-128;16 16 16 32 8 1 64 8 2 1 3 0x76543210 128-128 copy bias-early;fwd: 16 16 16 32 8 1 64 8 2 1 3 0x76543210 64-64 copy;fwd: 16 16 16 32 8 1 32 8 2 1 3 0x76543210 256-256 copy bias-early;16 16 16 32 8 1 32 8 2 1 3 0x76543210;16 16 16 32 8 1 32 8 2 1 3 0 128-128;16 16 16 32 8 1 32 0 0 0 0 0 128;16 16 16 32 4 1 32 0 0 0 0 0 128;8 8 8 8 4 2 32 8 0 3 7 0x76543210 64;fwd: 8 8 8 8 4 2 16 8 0 3 7 0x76543210 64 copy"
   CACHE STRING
-  "Cooperative-matrix tilings compiled ahead per head dim ([KERNELS:] M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]] [copy] [bias-early]; ';' between)")
+  "Cooperative-matrix tilings compiled ahead per head dim ([KERNELS:] M N K SG NSG TM BN [E SHIFT BITS XOR [A_FROM_C [DMAX|DMIN-DMAX]]] [copy] [producer] [bias-early]; ';' between)")
 # One catalogue module: `name`, compiled from `src` with the defines after `row` (its
 # fa_vk_matrix_tiling initializer in matrix_catalogue.c), unrolled, validated and embedded.
 macro(fa_cat_module name src row)
