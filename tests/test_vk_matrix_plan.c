@@ -297,9 +297,9 @@ Test(vk_matrix_plan, override_that_does_not_fit_falls_back)
 Test(vk_matrix_plan, catalogue_tilings_first)
 {
     static const fa_vk_matrix_tiling catalogue[] = {
-        {FA_VK_MATRIX_FWD, 64, {16, 16, 16}, 32, 2, 2, 32, {0}},
-        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 64, 4, 1, 32, {0}}, /* a subgroup size not run */
-        {FA_VK_MATRIX_DQ, 64, {16, 8, 16}, 32, 4, 1, 32, {0}},    /* a shape not listed */
+        {FA_VK_MATRIX_FWD, 64, {16, 16, 16}, 32, 2, 2, 32, {0}, 0},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 64, 4, 1, 32, {0}, 0}, /* a subgroup size not run */
+        {FA_VK_MATRIX_DQ, 64, {16, 8, 16}, 32, 4, 1, 32, {0}, 0},    /* a shape not listed */
     };
     fa_vk_matrix_caps caps = *caps_of("amd-rdna3");
     caps.tilings = catalogue;
@@ -434,8 +434,8 @@ Test(vk_matrix_layout, refuses_what_it_cannot_reduce)
 Test(vk_matrix_layout, catalogue_layout_only_where_probed)
 {
     static const fa_vk_matrix_tiling catalogue[] = {
-        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 4, 1, 32, {8, 2, 1, 3, 0}},
-        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 4, 1, 32, {0}},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 4, 1, 32, {8, 2, 1, 3, 0}, 0},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 4, 1, 32, {0}, 0},
     };
     fa_vk_matrix_caps caps = *caps_of("nvidia");
     caps.tilings = catalogue;
@@ -522,12 +522,12 @@ Test(vk_matrix_layout, a_from_c_is_the_lane_uniform_permutation)
 Test(vk_matrix_layout, catalogue_a_permutation_only_where_probed)
 {
     static const fa_vk_matrix_tiling catalogue[] = {
-        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 8, 1, 32, {8, 2, 1, 3, 0x76325410u}},
-        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 8, 1, 32, {8, 2, 1, 3, 0}},
-        {FA_VK_MATRIX_DKDV, 128, {16, 16, 16}, 32, 4, 1, 32, {0, 0, 0, 0, 0x76325410u}},
-        {FA_VK_MATRIX_DKDV, 128, {16, 16, 16}, 32, 4, 1, 32, {0}},
-        {FA_VK_MATRIX_DQ, 128, {16, 16, 16}, 32, 4, 1, 32, {0, 0, 0, 0, 0x76325410u}},
-        {FA_VK_MATRIX_DQ, 128, {16, 16, 16}, 32, 4, 1, 32, {0}},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 8, 1, 32, {8, 2, 1, 3, 0x76325410u}, 0},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 8, 1, 32, {8, 2, 1, 3, 0}, 0},
+        {FA_VK_MATRIX_DKDV, 128, {16, 16, 16}, 32, 4, 1, 32, {0, 0, 0, 0, 0x76325410u}, 0},
+        {FA_VK_MATRIX_DKDV, 128, {16, 16, 16}, 32, 4, 1, 32, {0}, 0},
+        {FA_VK_MATRIX_DQ, 128, {16, 16, 16}, 32, 4, 1, 32, {0, 0, 0, 0, 0x76325410u}, 0},
+        {FA_VK_MATRIX_DQ, 128, {16, 16, 16}, 32, 4, 1, 32, {0}, 0},
     };
     fa_vk_matrix_caps caps = *caps_of("nvidia");
     caps.tilings = catalogue;
@@ -569,4 +569,34 @@ Test(vk_matrix_plan, forward_tiles_per_group)
     cr_assert_eq(fa_vk_matrix_fwd_tiles_per_group(32, 4096, false), 1u);
     cr_assert_eq(fa_vk_matrix_fwd_tiles_per_group(4, 512, true), 1u);
     cr_assert_eq(fa_vk_matrix_fwd_tiles_per_group(1, 512, false), 1u);
+}
+
+/* A tiling with producer subgroups (the forward's subgroups spin on theirs) serves only a device
+ * whose subgroups make progress independently, never a CPU device such as lavapipe, and its
+ * producers count against the workgroup's invocations. */
+Test(vk_matrix_layout, producer_tilings_only_on_gpus)
+{
+    fa_vk_matrix_tiling catalogue[] = {
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 8, 1, 64, {8, 2, 1, 3, 0x76325410u}, 1},
+        {FA_VK_MATRIX_FWD, 128, {16, 16, 16}, 32, 8, 1, 32, {8, 2, 1, 3, 0x76325410u}, 0},
+    };
+    fa_vk_matrix_caps caps = *caps_of("nvidia");
+    caps.layouts[0] = (fa_vk_matrix_layout){8, 2, 1, 3, 0x76325410u};
+    caps.tilings = catalogue;
+    caps.tiling_count = 2;
+    fa_vk_matrix_plan p;
+    char why[160];
+    caps.independent_subgroups = true;
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.producers, 1);
+    cr_assert_eq(p.bn, 64);
+    caps.independent_subgroups = false; /* a CPU device: the next tiling */
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.producers, 0);
+    cr_assert_eq(p.bn, 32);
+    /* Nine subgroups of 32 need 288 invocations a workgroup. */
+    caps.independent_subgroups = true;
+    caps.max_invocations = 256;
+    cr_assert(fa_vk_matrix_plan_select(FA_VK_MATRIX_FWD, &caps, 128, NULL, &p, why, sizeof why));
+    cr_assert_eq(p.producers, 0);
 }

@@ -122,6 +122,7 @@ void fa_vk_matrix_probe(fa_vk_physical *p, const VkExtensionProperties *ext, uin
         list_shapes(p->handle, caps);
     caps->tilings = fa_vk_catalogue_tilings;
     caps->tiling_count = fa_vk_catalogue_count;
+    caps->independent_subgroups = props->deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
     uint32_t sg = preferred_subgroup(props->vendorID, caps, subgroup->subgroupSize);
     sg = sg < caps->subgroup_min ? caps->subgroup_min : sg;
     caps->subgroup_preferred = sg > caps->subgroup_max ? caps->subgroup_max : sg;

@@ -91,7 +91,7 @@ static bool plan_valid(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps
     const uint32_t lanes_per_row = p->subgroup > rm ? p->subgroup / rm : 1u;
     if (p->bn % (2u * lanes_per_row))
         return false;
-    if ((uint64_t)p->subgroup * p->subgroups > caps->max_invocations)
+    if ((uint64_t)p->subgroup * (p->subgroups + p->producers) > caps->max_invocations)
         return false;
     p->rows = rm * p->subgroups;
     p->shared_bytes = fa_vk_matrix_shared_bytes(kernel, p, d);
@@ -236,7 +236,7 @@ static bool first_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps,
 /* The first of the tilings compiled ahead for this kernel and head dim, at the subgroup size
  * the device runs (with `only`: only those with a layout and only's tm, subgroups and bn), that
  * fits one of its shapes, into *plan. The dK/dV pass has no per-row values: a tiling with a row
- * form serves only the forward and dQ. */
+ * form serves only the forward and dQ. A tiling with producers serves only GPUs. */
 static bool catalogue_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *caps, uint32_t d,
                           const fa_vk_matrix_plan *only, fa_vk_matrix_plan *plan)
 {
@@ -244,7 +244,8 @@ static bool catalogue_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *c
     for (uint32_t t = 0; caps->tilings && t < caps->tiling_count; t++) {
         const fa_vk_matrix_tiling *c = &caps->tilings[t];
         if (c->kernel != kernel || c->d != d || c->subgroup != sg ||
-            (c->layout.elements && kernel == FA_VK_MATRIX_DKDV))
+            (c->layout.elements && kernel == FA_VK_MATRIX_DKDV) ||
+            (c->producers && !caps->independent_subgroups))
             continue;
         if (only && ((!c->layout.elements && !c->layout.a_from_c) || c->tm != only->tm ||
                      c->subgroups != only->subgroups || c->bn != only->bn))
@@ -253,7 +254,8 @@ static bool catalogue_fit(fa_vk_matrix_kernel kernel, const fa_vk_matrix_caps *c
                                      .tm = c->tm,
                                      .subgroups = c->subgroups,
                                      .bn = c->bn,
-                                     .layout = c->layout};
+                                     .layout = c->layout,
+                                     .producers = c->producers};
         if (first_fit(kernel, caps, d, &c->shape, p, plan))
             return true;
     }

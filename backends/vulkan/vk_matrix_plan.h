@@ -50,6 +50,10 @@ typedef struct fa_vk_matrix_tiling {
     fa_vk_matrix_shape shape;
     uint32_t subgroup, subgroups, tm, bn;
     fa_vk_matrix_layout layout;
+    /* Subgroups more that only copy K and V (the forward's producer form, attn_fwd_cm.comp
+     * FA_CM_PRODUCERS): the computing ones wait for them by spinning, so such a module runs only
+     * where a workgroup's subgroups make progress independently (caps.independent_subgroups). */
+    uint32_t producers;
 } fa_vk_matrix_tiling;
 
 /* What the planner needs to know of a device. */
@@ -66,6 +70,7 @@ typedef struct fa_vk_matrix_caps {
     /* Tilings compiled ahead of time (faster than the generic modules), tried first: */
     const fa_vk_matrix_tiling *tilings;
     uint32_t tiling_count;
+    bool independent_subgroups; /* a GPU's; not a CPU device's, which runs them in turns */
 } fa_vk_matrix_caps;
 
 /* One kernel's tiling: subgroups of `subgroup` invocations, each owning tm * shape.m rows, so a
@@ -76,6 +81,7 @@ typedef struct fa_vk_matrix_plan {
     uint32_t subgroup, subgroups, tm, bn, rows;
     fa_vk_matrix_layout layout;
     uint32_t shared_bytes;
+    uint32_t producers; /* subgroups more that only copy (fa_vk_matrix_tiling) */
 } fa_vk_matrix_plan;
 
 /* Largest head dim each kernel takes on the matrix path (above it, the accumulators and the
