@@ -104,14 +104,11 @@ shared uint ps[NSG * RM * LDP]; // P, f16 pairs
 #ifdef FA_CM_LAYOUT_E
 shared float cm_idx[CM_M * CM_N];
 #else
-#if FA_CM_PRODUCERS > 0
-#error "FA_CM_PRODUCERS needs the probed layout and A permutation"
-#endif
 shared float sc[NSG * RM * LDS];  // S
 shared float rv[NSG * RM * CM_N]; // row factors
 #endif
 
-#if FA_CM_PRODUCERS > 0 && !defined(FA_CM_A_FROM_C)
+#if FA_CM_PRODUCERS > 0 && (!defined(FA_CM_LAYOUT_E) || !defined(FA_CM_A_FROM_C))
 #error "FA_CM_PRODUCERS needs the probed layout and A permutation"
 #endif
 #if FA_CM_PRODUCERS > 0
@@ -124,7 +121,7 @@ shared float rv[NSG * RM * CM_N]; // row factors
 // K_READY before S and V_READY before O += P V. The producers fetch K(g) while the computing
 // subgroups still multiply by K(g - 1), and V(g) while they work on S(g - 1)'s rows. This
 // relies on subgroups of a workgroup making progress independently (NVIDIA's, AMD's and Intel's
-// GPUs); the catalogue compiles it only for layouts probed on such devices.
+// GPUs): the planner gives such a module to no CPU device (vk_matrix_plan.c).
 const uint K_READY = 0u, K_FREE = 1u, V_READY = 2u, V_FREE = 3u;
 shared uint step_counts[4];
 const uint PT = SG * FA_CM_PRODUCERS;  // producing invocations
