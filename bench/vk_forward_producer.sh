@@ -25,7 +25,8 @@ if [ "$mode" = prepare ]; then
         IFS=: read -r name producers tiling hd defs <<<"$v"
         FA_FLOORS_D=$hd FA_FLOORS_DIR=$root/$name FA_FLOORS_KINDS=full \
             FA_FLOORS_DEFINES="-DFA_CM_PRODUCERS=$producers $defs" \
-            bash "$(dirname "$0")/vk_forward_floors.sh" prepare "$build" "$tiling" | sed "s/^/$name /"
+            bash "$(dirname "$0")/vk_forward_floors.sh" prepare "$build" "$tiling" |
+            sed "s/^/$name /"
     done
     exit 0
 fi
