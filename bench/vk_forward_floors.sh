@@ -21,8 +21,11 @@
 # by 16 bytes every other step lest the driver hoist the products out of the loop, which the
 # thirty-third session's first call, without that, suggests it did), "products" (the products
 # with their loads, copies and barriers, no row work: FA_CM_PRODUCTS_ONLY) and "full" (the whole
-# forward). All but "full" are timing only: their results are not attention; each full module
-# must pass two `run --check` rows (N=1000, and a causal GQA case). Each module replaces, through
+# forward; "full-NAME" too, for a whole forward of another form that FA_FLOORS_DEFINES makes).
+# All but those are timing only: their results are not attention; each whole forward must pass
+# four `run --check` rows at the head dim (N=1000, a causal GQA case, a window with a softcap and
+# ALiBi, a bias). FA_FLOORS_SHAPES gives the timed rows' shapes (run arguments, `;` between;
+# default "--heads 16 --seq 16384"). Each module replaces, through
 # FA_VULKAN_SPV_DIR, the catalogue module of its tiling where the catalogue has one, else the
 # generic module; FA_VULKAN_MATRIX_FWD_TILES picks the tiling. A row whose ovr= count is 0 ran no
 # override (the planner refused the tiling, or the module has another name): its number is the
@@ -66,7 +69,7 @@ if [ "$mode" = prepare ]; then
             dir=$root/$kind/$t
             mkdir -p "$dir"
             case $kind in
-            full) defs= ;;
+            full | full-*) defs= ;; # full-NAME: a whole forward of another form (FA_FLOORS_DEFINES)
             products) defs=-DFA_CM_PRODUCTS_ONLY ;;
             nokv) defs="-DFA_CM_PRODUCTS_ONLY -DFA_CM_FLOOR_NO_KV" ;;
             mma) defs="-DFA_CM_PRODUCTS_ONLY -DFA_CM_FLOOR_NO_KV -DFA_CM_FLOOR_B_ONCE" ;;
@@ -89,12 +92,14 @@ fi
 [ "$mode" = run ] || { echo "usage: $0 prepare BUILD [TILINGS] | run TOOL [ROUNDS]" >&2; exit 2; }
 tool=${2:?tool}
 rounds=${3:-2}
+# FA_FLOORS_SHAPES: the timed rows' shapes, `;` between (default: B=1 H=16 N=16k)
+IFS=';' read -r -a shapes <<<"${FA_FLOORS_SHAPES:---heads 16 --seq 16384}"
 row() { # label, tiles ('' for the default), override folder ('' for none), run arguments
     local n=$1 t=$2 d=$3 log
     shift 3
     log=$(env ${t:+FA_VULKAN_MATRIX_FWD_TILES=$t} ${d:+FA_VULKAN_SPV_DIR=$d} \
-        FA_VULKAN_PIPELINE_STATS=1 timeout 90 "$tool" run --backend vulkan --heads 16 \
-        --seq 16384 --head-dim "$hd" --dtype f16 "$@" --log info 2>&1) || true
+        FA_VULKAN_PIPELINE_STATS=1 timeout 90 "$tool" run --backend vulkan --head-dim "$hd" \
+        --dtype f16 "$@" --log info 2>&1) || true
     printf '%-22s %-22s ovr=%s %s\n' "$n" "$(grep -m1 '^rate' <<<"$log" | awk '{print $2, $3}')" \
         "$(grep -c FA_VULKAN_SPV_DIR <<<"$log")" \
         "$(grep 'attn_fwd_cm statistics' <<<"$log" | grep -m1 -o 'Register Count=[0-9]*')"
@@ -103,25 +108,35 @@ check() { # label, tiles, override folder, run arguments: the full module must P
     local n=$1 t=$2 d=$3
     shift 3
     printf '%-22s %s\n' "$n" "$(FA_VULKAN_MATRIX_FWD_TILES=$t FA_VULKAN_SPV_DIR=$d timeout 90 \
-        "$tool" run --backend vulkan --dtype f16 --check "$@" 2>&1 | grep -m1 -o 'PASS\|FAIL' ||
-        echo none)"
+        "$tool" run --backend vulkan --dtype f16 --head-dim "$hd" --check "$@" 2>&1 |
+        grep -m1 -o 'PASS\|FAIL' || echo none-or-timeout)"
 }
+# shellcheck disable=SC2086 # a shape is words
 for d in "$root"/*/*/; do # compile each once (the pipeline cache), then time
     t=$(basename "$d")
-    row "compile $t" "$t" "$PWD/$d" --repeat 1 --warmup 0 >/dev/null
+    row "compile $t" "$t" "$PWD/$d" --repeat 1 --warmup 0 ${shapes[0]} >/dev/null
 done
-row "compile shipped" "" "" --repeat 1 --warmup 0 >/dev/null
+# shellcheck disable=SC2086
+row "compile shipped" "" "" --repeat 1 --warmup 0 ${shapes[0]} >/dev/null
 tag=$(basename "$root")
-for d in "$root"/full/*/; do
+for d in "$root"/full*/*/; do # every whole forward must pass (a timeout: a hang)
     [ -d "$d" ] || continue
-    t=$(basename "$d")
-    check "check $t" "$t" "$PWD/$d" --heads 4 --seq 1000
-    check "check $t causal" "$t" "$PWD/$d" --heads 8 --kv-heads 2 --seq-q 700 --seq-k 1100 --causal
+    t=$(basename "$d") k=$(basename "$(dirname "$d")")
+    check "check $k $t" "$t" "$PWD/$d" --heads 4 --seq 1000
+    check "check $k $t causal" "$t" "$PWD/$d" --heads 8 --kv-heads 2 --seq-q 700 --seq-k 1100 \
+        --causal
+    check "check $k $t variants" "$t" "$PWD/$d" --batch 3 --heads 4 --seq 513 --window 100,20 \
+        --softcap 30 --alibi
+    check "check $k $t bias" "$t" "$PWD/$d" --batch 2 --heads 4 --seq 300 --bias
 done
 for i in $(seq "$rounds"); do
-    row "shipped, round $i" "" "" --warmup 150 --repeat 30
-    for d in "$root"/*/*/; do
-        t=$(basename "$d") k=$(basename "$(dirname "$d")")
-        row "$tag $k $t, round $i" "$t" "$PWD/$d" --warmup 150 --repeat 30
+    for shape in "${shapes[@]}"; do
+        # shellcheck disable=SC2086 # the shape is words
+        row "shipped, round $i: $shape" "" "" --warmup 150 --repeat 30 $shape
+        for d in "$root"/*/*/; do
+            t=$(basename "$d") k=$(basename "$(dirname "$d")")
+            # shellcheck disable=SC2086
+            row "$tag $k $t, round $i: $shape" "$t" "$PWD/$d" --warmup 150 --repeat 30 $shape
+        done
     done
 done
