@@ -29,7 +29,7 @@
 # FA_VULKAN_SPV_DIR, the catalogue module of its tiling where the catalogue has one, else the
 # generic module; FA_VULKAN_MATRIX_FWD_TILES picks the tiling. A row whose ovr= count is 0 ran no
 # override (the planner refused the tiling, or the module has another name): its number is the
-# shipped module's.
+# shipped module's. FA_FLOORS_CHECK_S (default 90) bounds each check's seconds.
 set -eu
 root=${FA_FLOORS_DIR:-.gpu/floors}
 hd=${FA_FLOORS_D:-128} # the head dim, for both modes
@@ -107,7 +107,8 @@ row() { # label, tiles ('' for the default), override folder ('' for none), run 
 check() { # label, tiles, override folder, run arguments: the full module must PASS
     local n=$1 t=$2 d=$3
     shift 3
-    printf '%-22s %s\n' "$n" "$(FA_VULKAN_MATRIX_FWD_TILES=$t FA_VULKAN_SPV_DIR=$d timeout 90 \
+    printf '%-22s %s\n' "$n" "$(FA_VULKAN_MATRIX_FWD_TILES=$t FA_VULKAN_SPV_DIR=$d \
+        timeout "${FA_FLOORS_CHECK_S:-90}" \
         "$tool" run --backend vulkan --dtype f16 --head-dim "$hd" --check "$@" 2>&1 |
         grep -m1 -o 'PASS\|FAIL' || echo none-or-timeout)"
 }

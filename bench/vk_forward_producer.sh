@@ -34,6 +34,13 @@ fi
 [ "$mode" = run ] || { echo "usage: $0 prepare BUILD | run TOOL" >&2; exit 2; }
 tool=${2:?tool}
 d=$(ls -d "$PWD/$root/d128/full-p1_64/"*/)
+# One check first, briefly: a producer form that hangs would hang in every variant and row.
+first=$(FA_VULKAN_MATRIX_FWD_TILES=$(basename "$d") FA_VULKAN_SPV_DIR=$d timeout 45 "$tool" run \
+    --backend vulkan --dtype f16 --head-dim 128 --check --heads 4 --seq 1000 2>&1 |
+    grep -m1 -o 'PASS\|FAIL' || echo none-or-timeout)
+echo "first check p1_64: $first"
+[ "$first" = PASS ] || exit 1
+export FA_FLOORS_CHECK_S=30
 echo "conformance p1_64 fwd f16 d=128: $(FA_VULKAN_MATRIX_FWD_TILES=$(basename "$d") \
     FA_VULKAN_SPV_DIR=$d timeout 100 "$tool" conformance --backend vulkan \
     --filter 'fwd f16 d=128' </dev/null 2>&1 | tail -1)"
