@@ -45,7 +45,8 @@ echo "conformance p1_64 fwd f16 d=128: $(FA_VULKAN_MATRIX_FWD_TILES=$(basename "
     FA_VULKAN_SPV_DIR=$d timeout 100 "$tool" conformance --backend vulkan \
     --filter 'fwd f16 d=128' </dev/null 2>&1 | tail -1)"
 FA_FLOORS_DIR=$root/d128 FA_FLOORS_D=128 FA_FLOORS_SHAPES="--heads 16 --seq 16384;--heads 16 \
---seq 16384 --causal;--batch 4 --heads 16 --seq 4096 --bias;--batch 4 --heads 16 --seq 4096;\
+--seq 16384 --causal;--batch 4 --heads 16 --seq 4096 --bias;--batch 4 --heads 16 --seq 4096 \
+--bias --bias-dtype f16;--batch 4 --heads 16 --seq 4096;\
 --batch 32 --heads 16 --seq 512" \
     timeout 300 bash "$floors" run "$tool" 2
 FA_FLOORS_DIR=$root/d64 FA_FLOORS_D=64 FA_FLOORS_SHAPES="--heads 32 --seq 16384" \

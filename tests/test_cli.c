@@ -123,6 +123,16 @@ Test(cli, a_small_checked_run_succeeds)
     cr_assert_eq(run_cli("run --backend cpu --seq 80 --heads 2 --head-dim 32 --causal --bias "
                          "--alibi --window 20,-1 --backward --check"),
                  0);
+    /* the bias in 16-bit dtypes, checked against the reference of the same values */
+    cr_assert_eq(run_cli("run --backend cpu --seq-q 50 --seq-k 120 --heads 4 --kv-heads 2 "
+                         "--head-dim 32 --bias --bias-dtype f16 --check"),
+                 0);
+    cr_assert_eq(run_cli("run --backend cpu --seq 70 --heads 2 --head-dim 32 --causal --bias "
+                         "--bias-dtype bf16 --backward --check --json"),
+                 0);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --bias-dtype f16"), 2);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --bias --bias-dtype e4m3"), 2);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --bias --bias-dtype f64"), 2);
 }
 
 /* --shard I/N: the shards of the quick matrix are disjoint and together are the whole of it. */

@@ -222,21 +222,22 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
     }
     if (s->bias) {
         size_t n = 0;
-        if (!product4(1, s->seq_q, s->heads_q, s->seq_k, &n) || n > SIZE_MAX / sizeof(float)) {
+        const size_t elem = fa_dtype_size(s->bias_dtype);
+        if (!product4(1, s->seq_q, s->heads_q, s->seq_k, &n) || n > SIZE_MAX / elem) {
             snprintf(a->detail, sizeof a->detail,
                      "the bias's size overflows this machine's size_t");
             return FA_ERROR_SIZE_OVERFLOW;
         }
-        a->bias_host = malloc(n ? n * sizeof(float) : 1);
+        a->bias_host = malloc(n ? n * elem : 1);
         if (!a->bias_host) {
             snprintf(a->detail, sizeof a->detail, "cannot allocate the bias");
             return FA_ERROR_OUT_OF_HOST_MEMORY;
         }
-        fa_testkit_fill_random(a->bias_host, FA_DTYPE_F32, n, seed + 5);
-        st = make_buffer(a, n * sizeof(float), a->bias_host, &a->bias);
+        fa_testkit_fill_random(a->bias_host, s->bias_dtype, n, seed + 5);
+        st = make_buffer(a, n * elem, a->bias_host, &a->bias);
         if (st != FA_OK)
             return st;
-        a->tbias = fa_tensor_bshd(a->bias, FA_DTYPE_F32, 1, s->seq_q, s->heads_q, s->seq_k);
+        a->tbias = fa_tensor_bshd(a->bias, s->bias_dtype, 1, s->seq_q, s->heads_q, s->seq_k);
         a->desc.bias = &a->tbias;
     }
     const int64_t kv_b = s->page_size > 0 ? s->batch * a->max_pages : s->batch;

@@ -15,15 +15,16 @@ typedef struct cli_attn_shape {
     fa_dtype dtype;
     int64_t batch, seq_q, seq_k, heads_q, heads_kv, head_dim;
     bool causal;
-    bool deterministic; /* fa_attention_desc.deterministic */
-    int32_t num_splits; /* fa_attention_desc.num_splits */
-    int64_t page_size;  /* > 0: K and V as a paged cache (forward), seq_k a multiple */
-    int64_t append;     /* > 0: each forward appends this many rows per sequence (k_new, v_new)
-                           to a cache of seq_k - append keys, then attends to all seq_k */
-    fa_window window;   /* fa_attention_desc.window */
-    float softcap;      /* fa_attention_desc.softcap */
-    bool alibi;         /* ALiBi with the geometric slopes of cli_attn.slopes_host */
-    bool bias;          /* an additive f32 bias (1, Sq, Hq, Sk) of random values (bias_host) */
+    bool deterministic;  /* fa_attention_desc.deterministic */
+    int32_t num_splits;  /* fa_attention_desc.num_splits */
+    int64_t page_size;   /* > 0: K and V as a paged cache (forward), seq_k a multiple */
+    int64_t append;      /* > 0: each forward appends this many rows per sequence (k_new, v_new)
+                            to a cache of seq_k - append keys, then attends to all seq_k */
+    fa_window window;    /* fa_attention_desc.window */
+    float softcap;       /* fa_attention_desc.softcap */
+    bool alibi;          /* ALiBi with the geometric slopes of cli_attn.slopes_host */
+    bool bias;           /* an additive bias (1, Sq, Hq, Sk) of random values (bias_host) */
+    fa_dtype bias_dtype; /* the bias's: f32, f16 or bf16 */
     bool varlen; /* a packed batch (cu_seqlens_q/k) of `batch` sequences whose lengths are seeded
                     draws around seq_q and seq_k (cli_attn.cu_host) */
 } cli_attn_shape;
@@ -60,9 +61,9 @@ typedef struct cli_attn {
     float *slopes_host;
     fa_buffer *slopes;
     fa_tensor talibi;
-    /* An additive bias (shape.bias): f32 (1, Sq, Hq, Sk), one per query and head for every batch
-     * entry, random from the seed; desc.bias points at tbias. */
-    float *bias_host;
+    /* An additive bias (shape.bias): shape.bias_dtype (1, Sq, Hq, Sk), one per query and head for
+     * every batch entry, random from the seed; desc.bias points at tbias. */
+    void *bias_host;
     fa_buffer *bias;
     fa_tensor tbias;
     /* A packed batch (shape.varlen): the prefix sums of query and key rows, B + 1 each, drawn

@@ -41,8 +41,9 @@ static const char usage[] =
     "  --softcap C      logit softcapping: scores s become C tanh(s / C) (0: off)\n"
     "  --alibi          ALiBi (fa_attention_desc.alibi_slopes): head h's scores get\n"
     "                   -m_h |i + Sk - Sq - j|, m_h = 2^(-8 (h + 1) / heads)\n"
-    "  --bias           an additive f32 bias (fa_attention_desc.bias) of random values, shape\n"
+    "  --bias           an additive bias (fa_attention_desc.bias) of random values, shape\n"
     "                   (1, Sq, heads, Sk): one per query, head and key for every batch entry\n"
+    "  --bias-dtype T   the bias's dtype: f32 (the default), f16 or bf16\n"
     "  --varlen         a packed batch (fa_attention_desc.cu_seqlens_q, cu_seqlens_k) of --batch\n"
     "                   sequences of seeded lengths from S/2 to 3S/2 around --seq-q and --seq-k\n"
     "                   (the same for both when they are equal); not with --bias, --page-size\n"
@@ -80,6 +81,8 @@ static const char usage[] =
 
 typedef struct run_options {
     const char *backend_name, *dtype_name, *window_name, *softcap_name, *log_name;
+    const char *bias_dtype_name;
+    fa_dtype bias_dtype;
     fa_window window;
     float softcap;
     int64_t device, batch, heads, kv_heads, seq, seq_q, seq_k, head_dim;
@@ -111,6 +114,7 @@ static int parse_options(int argc, char **argv, run_options *o)
         {"--softcap", CLI_OPT_STRING, &o->softcap_name, 0, 0, NULL},
         {"--alibi", CLI_OPT_FLAG, &o->alibi, 0, 0, NULL},
         {"--bias", CLI_OPT_FLAG, &o->bias, 0, 0, NULL},
+        {"--bias-dtype", CLI_OPT_STRING, &o->bias_dtype_name, 0, 0, NULL},
         {"--varlen", CLI_OPT_FLAG, &o->varlen, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o->splits, 0, 256, NULL},
         {"--page-size", CLI_OPT_INT, &o->page_size, 1, INT32_MAX, NULL},
@@ -140,6 +144,16 @@ static int parse_options(int argc, char **argv, run_options *o)
                                o->window_name);
     if (o->varlen && (o->bias || o->page_size || o->append))
         return cli_usage_error("run", usage, "--varlen takes no --bias, --page-size or --append");
+    o->bias_dtype = FA_DTYPE_F32;
+    if (o->bias_dtype_name) {
+        if (!o->bias)
+            return cli_usage_error("run", usage, "--bias-dtype needs --bias");
+        if ((rc = cli_parse_dtype("run", usage, o->bias_dtype_name, &o->bias_dtype)) !=
+            CLI_CONTINUE)
+            return rc;
+        if (o->bias_dtype == FA_DTYPE_E4M3)
+            return cli_usage_error("run", usage, "--bias-dtype takes f32, f16 or bf16, not e4m3");
+    }
     if (o->softcap_name && !cli_parse_softcap(o->softcap_name, &o->softcap))
         return cli_usage_error("run", usage, "--softcap takes a number, not '%s'", o->softcap_name);
     return CLI_CONTINUE;
@@ -163,7 +177,7 @@ static fa_ref_problem ref_problem(const cli_attn *a)
                             .softcap = s->softcap,
                             .alibi_slopes = a->slopes_host,
                             .bias = a->bias_host,
-                            .bias_dtype = FA_DTYPE_F32,
+                            .bias_dtype = s->bias_dtype,
                             .bias_stride = {0, s->heads_q * s->seq_k, s->seq_k}};
 }
 
@@ -387,7 +401,8 @@ static void print_text(const run_options *o, const run_result *r)
     if (s->alibi)
         snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " alibi");
     if (s->bias)
-        snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " bias");
+        snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " bias (%s)",
+                 fa_dtype_name(s->bias_dtype));
     if (s->varlen)
         snprintf(variant + strlen(variant), sizeof variant - strlen(variant),
                  " varlen (%" PRId64 " query, %" PRId64 " key rows)", r->total_q, r->total_k);
@@ -477,6 +492,8 @@ static void print_json(const run_options *o, const run_result *r)
     cli_json_number(stdout, s->softcap);
     printf(", \"alibi\": %s", s->alibi ? "true" : "false");
     printf(", \"bias\": %s", s->bias ? "true" : "false");
+    if (s->bias)
+        printf(", \"bias_dtype\": \"%s\"", fa_dtype_name(s->bias_dtype));
     printf(", \"varlen\": %s", s->varlen ? "true" : "false");
     if (s->varlen)
         printf(", \"total_q\": %" PRId64 ", \"total_k\": %" PRId64, r->total_q, r->total_k);
@@ -566,6 +583,7 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
                                 .softcap = o->softcap,
                                 .alibi = o->alibi,
                                 .bias = o->bias,
+                                .bias_dtype = o->bias_dtype,
                                 .varlen = o->varlen};
 
     r->load = cli_load_average();
