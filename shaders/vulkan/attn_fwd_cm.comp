@@ -290,6 +290,19 @@ void main()
             // before S's products, so that their latency hides behind them.
             MAT_C bias_m[LEN_CS];
             const bool bias_early = BIAS != 0u && bias_blocks && r0 + RM <= rows && keys == BN;
+#ifdef FA_CM_BIAS_H16
+            // (Timing, bench/vk_bias_h16.sh.) An f16 bias's blocks held as f16 matrices until
+            // the add, half the registers of f32 ones.
+            MAT_H bias_h[LEN_CS];
+            if (bias_early && BIAS == 2u) {
+                [[unroll]] for (uint t = 0; t < TM; t++)
+                    [[unroll]] for (uint j = 0; j < BNN; j++)
+                        coopMatLoad(bias_h[t * BNN + j], bias_words,
+                                    (bias_at.x + (q0 + r0 + t * CM_M) * bias_at.y + n0 +
+                                     j * CM_N) >> 1u,
+                                    bias_at.y >> 1u, ROW_MAJOR);
+            } else
+#endif
             if (bias_early) {
                 [[unroll]] for (uint t = 0; t < TM; t++)
                     [[unroll]] for (uint j = 0; j < BNN; j++)
@@ -347,6 +360,11 @@ void main()
                             if (bias_blocks && r0 + (t + 1u) * CM_M <= rows &&
                                 (j + 1u) * CM_N <= keys) {
                                 MAT_C bm;
+#if defined(FA_CM_BIAS_EARLY) && defined(FA_CM_BIAS_H16)
+                                if (bias_early && BIAS == 2u)
+                                    bm = MAT_C(bias_h[i]);
+                                else
+#endif
 #ifdef FA_CM_BIAS_EARLY
                                 if (bias_early)
                                     bm = bias_m[i];
