@@ -23,8 +23,8 @@
 # with their loads, copies and barriers, no row work: FA_CM_PRODUCTS_ONLY) and "full" (the whole
 # forward; "full-NAME" too, for a whole forward of another form that FA_FLOORS_DEFINES makes).
 # All but those are timing only: their results are not attention; each whole forward must pass
-# four `run --check` rows at the head dim (N=1000, a causal GQA case, a window with a softcap and
-# ALiBi, a bias). FA_FLOORS_SHAPES gives the timed rows' shapes (run arguments, `;` between;
+# five `run --check` rows at the head dim (N=1000, a causal GQA case, a window with a softcap and
+# ALiBi, an f32 bias, an f16 one). FA_FLOORS_SHAPES gives the timed rows' shapes (run arguments, `;` between;
 # default "--heads 16 --seq 16384"). Each module replaces, through
 # FA_VULKAN_SPV_DIR, the catalogue module of its tiling where the catalogue has one, else the
 # generic module; FA_VULKAN_MATRIX_FWD_TILES picks the tiling. A row whose ovr= count is 0 ran no
@@ -129,6 +129,8 @@ for d in "$root"/full*/*/; do # every whole forward must pass (a timeout: a hang
     check "check $k $t variants" "$t" "$PWD/$d" --batch 3 --heads 4 --seq 513 --window 100,20 \
         --softcap 30 --alibi
     check "check $k $t bias" "$t" "$PWD/$d" --batch 2 --heads 4 --seq 300 --bias
+    check "check $k $t f16 bias" "$t" "$PWD/$d" --batch 2 --heads 4 --seq 256 --bias \
+        --bias-dtype f16
 done
 for i in $(seq "$rounds"); do
     for shape in "${shapes[@]}"; do

@@ -42,6 +42,8 @@ for t in $tilings; do # a hang here would hang every row: checks first, briefly
     echo "check $t causal GQA: $(row "$t" --heads 8 --kv-heads 2 --seq-q 700 --seq-k 1100 \
         --causal --check)"
     echo "check $t bias: $(row "$t" --batch 2 --heads 4 --seq 300 --bias --check)"
+    echo "check $t f16 bias: $(row "$t" --batch 2 --heads 4 --seq 256 --bias --bias-dtype f16 \
+        --check)"
 done
 for i in 1 2; do
     for shape in "--heads 16 --seq 16384" "--heads 16 --seq 16384 --causal" \
