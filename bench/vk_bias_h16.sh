@@ -3,7 +3,10 @@
 # The Vulkan matrix forward with an f16 bias's early blocks held as f16 matrices until the add
 # (attn_fwd_cm.comp, FA_CM_BIAS_H16; issue 14, docs/PERF.md, fifty-third session: the shipped
 # module converts them when loaded and holds 255 registers with an f16 bias, 233 with an f32 one),
-# through bench/vk_forward_floors.sh (kind full-bh16 over the shipped head-dim-128 tiling).
+# through bench/vk_forward_floors.sh (kind full-bh16 over the shipped head-dim-128 tiling). The
+# rows also take the bias as a query-by-key matrix per head (`--bias-layout bhsd`), whose rows
+# of a tile lie 16 KiB apart instead of 256 KiB (a tile's 128 rows then span one 2 MiB page,
+# not 16), to see whether the bias waits on address translation.
 #
 # Here (the cooperative-matrix glslang on PATH; BUILD names the modules):
 #     bench/vk_bias_h16.sh prepare BUILD    -> .gpu/bh16/d128/
@@ -20,8 +23,9 @@ prepare)
         bash "$floors" prepare "${2:?build folder}" 1,8,64
     ;;
 run)
-    FA_FLOORS_CHECK_S=30 FA_FLOORS_SHAPES="--batch 4 --heads 16 --seq 4096 --bias --bias-dtype \
-f16;--batch 4 --heads 16 --seq 4096 --bias;--batch 4 --heads 16 --seq 4096" \
+    b="--batch 4 --heads 16 --seq 4096"
+    FA_FLOORS_CHECK_S=30 FA_FLOORS_SHAPES="$b --bias --bias-dtype f16;$b --bias;$b;\
+$b --bias --bias-layout bhsd;$b --bias --bias-dtype f16 --bias-layout bhsd" \
         bash "$floors" run "${2:?tool}" 2
     ;;
 *) echo "usage: $0 prepare BUILD | run TOOL" >&2; exit 2 ;;

@@ -130,6 +130,13 @@ Test(cli, a_small_checked_run_succeeds)
     cr_assert_eq(run_cli("run --backend cpu --seq 70 --heads 2 --head-dim 32 --causal --bias "
                          "--bias-dtype bf16 --backward --check --json"),
                  0);
+    /* the bias as a query-by-key matrix per head (PyTorch's order), forward and backward */
+    cr_assert_eq(run_cli("run --backend cpu --seq-q 70 --seq-k 150 --heads 4 --kv-heads 2 "
+                         "--head-dim 32 --bias --bias-layout bhsd --bias-dtype f16 --backward "
+                         "--check"),
+                 0);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --bias --bias-layout bsdh"), 2);
+    cr_assert_eq(run_cli("run --backend cpu --seq 64 --bias-layout bhsd"), 2);
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --bias-dtype f16"), 2);
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --bias --bias-dtype e4m3"), 2);
     cr_assert_eq(run_cli("run --backend cpu --seq 64 --bias --bias-dtype f64"), 2);

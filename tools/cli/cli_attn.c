@@ -237,7 +237,8 @@ fa_status cli_attn_create(cli_attn *a, fa_context *ctx, const cli_attn_shape *sh
         st = make_buffer(a, n * elem, a->bias_host, &a->bias);
         if (st != FA_OK)
             return st;
-        a->tbias = fa_tensor_bshd(a->bias, s->bias_dtype, 1, s->seq_q, s->heads_q, s->seq_k);
+        a->tbias = (s->bias_bhsd ? fa_tensor_bhsd : fa_tensor_bshd)(a->bias, s->bias_dtype, 1,
+                                                                    s->seq_q, s->heads_q, s->seq_k);
         a->desc.bias = &a->tbias;
     }
     const int64_t kv_b = s->page_size > 0 ? s->batch * a->max_pages : s->batch;

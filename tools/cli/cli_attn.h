@@ -25,6 +25,7 @@ typedef struct cli_attn_shape {
     bool alibi;          /* ALiBi with the geometric slopes of cli_attn.slopes_host */
     bool bias;           /* an additive bias (1, Sq, Hq, Sk) of random values (bias_host) */
     fa_dtype bias_dtype; /* the bias's: f32, f16 or bf16 */
+    bool bias_bhsd;      /* the bias's memory in (1, Hq, Sq, Sk) order, else (1, Sq, Hq, Sk) */
     bool varlen; /* a packed batch (cu_seqlens_q/k) of `batch` sequences whose lengths are seeded
                     draws around seq_q and seq_k (cli_attn.cu_host) */
 } cli_attn_shape;
@@ -61,8 +62,9 @@ typedef struct cli_attn {
     float *slopes_host;
     fa_buffer *slopes;
     fa_tensor talibi;
-    /* An additive bias (shape.bias): shape.bias_dtype (1, Sq, Hq, Sk), one per query and head for
-     * every batch entry, random from the seed; desc.bias points at tbias. */
+    /* An additive bias (shape.bias): shape.bias_dtype, one per query, head and key for every
+     * batch entry (memory in (1, Sq, Hq, Sk) order, or (1, Hq, Sq, Sk) with shape.bias_bhsd),
+     * random from the seed; desc.bias points at tbias. */
     void *bias_host;
     fa_buffer *bias;
     fa_tensor tbias;

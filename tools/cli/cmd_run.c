@@ -44,6 +44,8 @@ static const char usage[] =
     "  --bias           an additive bias (fa_attention_desc.bias) of random values, shape\n"
     "                   (1, Sq, heads, Sk): one per query, head and key for every batch entry\n"
     "  --bias-dtype T   the bias's dtype: f32 (the default), f16 or bf16\n"
+    "  --bias-layout L  the bias's memory order: bshd ((1, Sq, heads, Sk), the default) or bhsd\n"
+    "                   ((1, heads, Sq, Sk): a query-by-key matrix per head, PyTorch's order)\n"
     "  --varlen         a packed batch (fa_attention_desc.cu_seqlens_q, cu_seqlens_k) of --batch\n"
     "                   sequences of seeded lengths from S/2 to 3S/2 around --seq-q and --seq-k\n"
     "                   (the same for both when they are equal); not with --bias, --page-size\n"
@@ -81,8 +83,9 @@ static const char usage[] =
 
 typedef struct run_options {
     const char *backend_name, *dtype_name, *window_name, *softcap_name, *log_name;
-    const char *bias_dtype_name;
+    const char *bias_dtype_name, *bias_layout_name;
     fa_dtype bias_dtype;
+    bool bias_bhsd;
     fa_window window;
     float softcap;
     int64_t device, batch, heads, kv_heads, seq, seq_q, seq_k, head_dim;
@@ -115,6 +118,7 @@ static int parse_options(int argc, char **argv, run_options *o)
         {"--alibi", CLI_OPT_FLAG, &o->alibi, 0, 0, NULL},
         {"--bias", CLI_OPT_FLAG, &o->bias, 0, 0, NULL},
         {"--bias-dtype", CLI_OPT_STRING, &o->bias_dtype_name, 0, 0, NULL},
+        {"--bias-layout", CLI_OPT_STRING, &o->bias_layout_name, 0, 0, NULL},
         {"--varlen", CLI_OPT_FLAG, &o->varlen, 0, 0, NULL},
         {"--splits", CLI_OPT_INT, &o->splits, 0, 256, NULL},
         {"--page-size", CLI_OPT_INT, &o->page_size, 1, INT32_MAX, NULL},
@@ -154,6 +158,14 @@ static int parse_options(int argc, char **argv, run_options *o)
         if (o->bias_dtype == FA_DTYPE_E4M3)
             return cli_usage_error("run", usage, "--bias-dtype takes f32, f16 or bf16, not e4m3");
     }
+    if (o->bias_layout_name) {
+        if (!o->bias)
+            return cli_usage_error("run", usage, "--bias-layout needs --bias");
+        o->bias_bhsd = !strcmp(o->bias_layout_name, "bhsd");
+        if (!o->bias_bhsd && strcmp(o->bias_layout_name, "bshd"))
+            return cli_usage_error("run", usage, "--bias-layout takes bshd or bhsd, not '%s'",
+                                   o->bias_layout_name);
+    }
     if (o->softcap_name && !cli_parse_softcap(o->softcap_name, &o->softcap))
         return cli_usage_error("run", usage, "--softcap takes a number, not '%s'", o->softcap_name);
     return CLI_CONTINUE;
@@ -178,7 +190,8 @@ static fa_ref_problem ref_problem(const cli_attn *a)
                             .alibi_slopes = a->slopes_host,
                             .bias = a->bias_host,
                             .bias_dtype = s->bias_dtype,
-                            .bias_stride = {0, s->heads_q * s->seq_k, s->seq_k}};
+                            .bias_stride = {0, s->bias_bhsd ? s->seq_k : s->heads_q * s->seq_k,
+                                            s->bias_bhsd ? s->seq_q * s->seq_k : s->seq_k}};
 }
 
 /* Reads a buffer of `bytes` back into a new host array (NULL when out of memory or the read
@@ -401,8 +414,8 @@ static void print_text(const run_options *o, const run_result *r)
     if (s->alibi)
         snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " alibi");
     if (s->bias)
-        snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " bias (%s)",
-                 fa_dtype_name(s->bias_dtype));
+        snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " bias (%s, %s)",
+                 fa_dtype_name(s->bias_dtype), s->bias_bhsd ? "bhsd" : "bshd");
     if (s->varlen)
         snprintf(variant + strlen(variant), sizeof variant - strlen(variant),
                  " varlen (%" PRId64 " query, %" PRId64 " key rows)", r->total_q, r->total_k);
@@ -493,7 +506,8 @@ static void print_json(const run_options *o, const run_result *r)
     printf(", \"alibi\": %s", s->alibi ? "true" : "false");
     printf(", \"bias\": %s", s->bias ? "true" : "false");
     if (s->bias)
-        printf(", \"bias_dtype\": \"%s\"", fa_dtype_name(s->bias_dtype));
+        printf(", \"bias_dtype\": \"%s\", \"bias_layout\": \"%s\"", fa_dtype_name(s->bias_dtype),
+               s->bias_bhsd ? "bhsd" : "bshd");
     printf(", \"varlen\": %s", s->varlen ? "true" : "false");
     if (s->varlen)
         printf(", \"total_q\": %" PRId64 ", \"total_k\": %" PRId64, r->total_q, r->total_k);
@@ -584,6 +598,7 @@ static int run_problem(fa_context *ctx, const run_options *o, fa_dtype dtype, ru
                                 .alibi = o->alibi,
                                 .bias = o->bias,
                                 .bias_dtype = o->bias_dtype,
+                                .bias_bhsd = o->bias_bhsd,
                                 .varlen = o->varlen};
 
     r->load = cli_load_average();
