@@ -24,8 +24,8 @@
 # forward; "full-NAME" too, for a whole forward of another form that FA_FLOORS_DEFINES makes).
 # All but those are timing only: their results are not attention; each whole forward must pass
 # five `run --check` rows at the head dim (N=1000, a causal GQA case, a window with a softcap and
-# ALiBi, an f32 bias, an f16 one). FA_FLOORS_SHAPES gives the timed rows' shapes (run arguments, `;` between;
-# default "--heads 16 --seq 16384"). Each module replaces, through
+# ALiBi, an f32 bias, an f16 one). FA_FLOORS_SHAPES gives the timed rows' shapes (run
+# arguments, `;` between; default "--heads 16 --seq 16384"). Each module replaces, through
 # FA_VULKAN_SPV_DIR, the catalogue module of its tiling where the catalogue has one, else the
 # generic module; FA_VULKAN_MATRIX_FWD_TILES picks the tiling. A row whose ovr= count is 0 ran no
 # override (the planner refused the tiling, or the module has another name): its number is the
