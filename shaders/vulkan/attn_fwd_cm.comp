@@ -297,10 +297,10 @@ void main()
             if (bias_early && BIAS == 2u) {
                 [[unroll]] for (uint t = 0; t < TM; t++)
                     [[unroll]] for (uint j = 0; j < BNN; j++)
-                        coopMatLoad(bias_h[t * BNN + j], bias_words,
-                                    (bias_at.x + (q0 + r0 + t * CM_M) * bias_at.y + n0 +
-                                     j * CM_N) >> 1u,
-                                    bias_at.y >> 1u, ROW_MAJOR);
+                        FA_BIAS_BLOCK_F16(bias_h[t * BNN + j],
+                                          bias_at.x + (q0 + r0 + t * CM_M) * bias_at.y + n0 +
+                                              j * CM_N,
+                                          bias_at.y, ROW_MAJOR)
             } else
 #endif
             if (bias_early) {

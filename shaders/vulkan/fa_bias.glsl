@@ -84,8 +84,11 @@ bool fa_bias_blocks(uvec2 at)
             coopMatLoad(m_, bias_words, (e_), (stride_), layout_);                             \
         } else {                                                                               \
             MAT_H h_;                                                                          \
-            coopMatLoad(h_, bias_words, (e_) >> 1u, (stride_) >> 1u, layout_);                 \
+            FA_BIAS_BLOCK_F16(h_, e_, stride_, layout_)                                        \
             m_ = MAT_C(h_);                                                                    \
         }                                                                                      \
     }
+// The same block of an f16 bias (BIAS == 2) into an f16 matrix h_ (MAT_H), unconverted.
+#define FA_BIAS_BLOCK_F16(h_, e_, stride_, layout_)                                            \
+    coopMatLoad(h_, bias_words, (e_) >> 1u, (stride_) >> 1u, layout_);
 #endif

@@ -81,6 +81,9 @@ static const char usage[] =
     "the B*H*Sq*Sk*4 bytes a standard attention's score matrix takes; on the CPU backend also\n"
     "the process's peak resident growth over the first call, measured by the OS.\n";
 
+/* --bias-layout's names, indexed by cli_attn_shape.bias_bhsd. */
+static const char *const bias_layout_names[] = {"bshd", "bhsd"};
+
 typedef struct run_options {
     const char *backend_name, *dtype_name, *window_name, *softcap_name, *log_name;
     const char *bias_dtype_name, *bias_layout_name;
@@ -161,8 +164,8 @@ static int parse_options(int argc, char **argv, run_options *o)
     if (o->bias_layout_name) {
         if (!o->bias)
             return cli_usage_error("run", usage, "--bias-layout needs --bias");
-        o->bias_bhsd = !strcmp(o->bias_layout_name, "bhsd");
-        if (!o->bias_bhsd && strcmp(o->bias_layout_name, "bshd"))
+        o->bias_bhsd = !strcmp(o->bias_layout_name, bias_layout_names[1]);
+        if (!o->bias_bhsd && strcmp(o->bias_layout_name, bias_layout_names[0]))
             return cli_usage_error("run", usage, "--bias-layout takes bshd or bhsd, not '%s'",
                                    o->bias_layout_name);
     }
@@ -190,8 +193,8 @@ static fa_ref_problem ref_problem(const cli_attn *a)
                             .alibi_slopes = a->slopes_host,
                             .bias = a->bias_host,
                             .bias_dtype = s->bias_dtype,
-                            .bias_stride = {0, s->bias_bhsd ? s->seq_k : s->heads_q * s->seq_k,
-                                            s->bias_bhsd ? s->seq_q * s->seq_k : s->seq_k}};
+                            /* one bias for every batch entry; query and head strides as laid out */
+                            .bias_stride = {0, a->tbias.stride[1], a->tbias.stride[2]}};
 }
 
 /* Reads a buffer of `bytes` back into a new host array (NULL when out of memory or the read
@@ -415,7 +418,7 @@ static void print_text(const run_options *o, const run_result *r)
         snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " alibi");
     if (s->bias)
         snprintf(variant + strlen(variant), sizeof variant - strlen(variant), " bias (%s, %s)",
-                 fa_dtype_name(s->bias_dtype), s->bias_bhsd ? "bhsd" : "bshd");
+                 fa_dtype_name(s->bias_dtype), bias_layout_names[s->bias_bhsd]);
     if (s->varlen)
         snprintf(variant + strlen(variant), sizeof variant - strlen(variant),
                  " varlen (%" PRId64 " query, %" PRId64 " key rows)", r->total_q, r->total_k);
@@ -507,7 +510,7 @@ static void print_json(const run_options *o, const run_result *r)
     printf(", \"bias\": %s", s->bias ? "true" : "false");
     if (s->bias)
         printf(", \"bias_dtype\": \"%s\", \"bias_layout\": \"%s\"", fa_dtype_name(s->bias_dtype),
-               s->bias_bhsd ? "bhsd" : "bshd");
+               bias_layout_names[s->bias_bhsd]);
     printf(", \"varlen\": %s", s->varlen ? "true" : "false");
     if (s->varlen)
         printf(", \"total_q\": %" PRId64 ", \"total_k\": %" PRId64, r->total_q, r->total_k);
